@@ -1,0 +1,3 @@
+module github.com/devprof/devprof
+
+go 1.26
