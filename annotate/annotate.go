@@ -1,0 +1,256 @@
+// Package annotate is how a Go program marks up its own work for devprof:
+// spans (with typed arguments), steps of a training loop, instants,
+// counters and flows. It is a source in devprof's flow: every call appends
+// to the event buffer of the running trace session (package trace) and
+// nothing else; exporters read that buffer when the session stops.
+//
+// A span carries its parent through context.Context:
+//
+//	ctx, span := annotate.Begin(ctx, "forward", annotate.Int("batch", 32))
+//	defer span.End()
+//
+// With no session running, Begin costs one atomic load and returns ctx
+// unchanged. With a session running it takes no lock and allocates nothing:
+// the context it returns is the span's own slot in the event buffer.
+package annotate
+
+import (
+	"context"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/devprof/devprof/trace/event"
+)
+
+// Level is the importance of an annotation. An annotation of level L is
+// recorded when L is at most the session's host tracer level, as in
+// TensorFlow's and JAX's TraceMe.
+type Level uint8
+
+const (
+	// LevelCritical is for user annotations; Begin, Step and Instant use it.
+	LevelCritical Level = 1
+	// LevelInfo is for expensive operations; recorded at the default host
+	// tracer level (2).
+	LevelInfo Level = 2
+	// LevelVerbose is for cheap, frequent operations; recorded only at host
+	// tracer level 3.
+	LevelVerbose Level = 3
+)
+
+// Arg is a typed argument of a span or instant. Build one with Int, Uint,
+// Float64, Bool, String, Duration or Flow.
+type Arg = event.Arg
+
+// Int returns an integer argument.
+func Int(key string, v int) Arg { return Arg{Key: key, Kind: event.ArgInt, Num: uint64(int64(v))} }
+
+// Int64 returns an integer argument.
+func Int64(key string, v int64) Arg { return Arg{Key: key, Kind: event.ArgInt, Num: uint64(v)} }
+
+// Uint64 returns an unsigned integer argument.
+func Uint64(key string, v uint64) Arg { return Arg{Key: key, Kind: event.ArgUint, Num: v} }
+
+// Float64 returns a floating-point argument.
+func Float64(key string, v float64) Arg {
+	return Arg{Key: key, Kind: event.ArgFloat, Num: math.Float64bits(v)}
+}
+
+// Bool returns a boolean argument.
+func Bool(key string, v bool) Arg {
+	a := Arg{Key: key, Kind: event.ArgBool}
+	if v {
+		a.Num = 1
+	}
+	return a
+}
+
+// String returns a string argument.
+func String(key, v string) Arg { return Arg{Key: key, Kind: event.ArgString, Str: v} }
+
+// Duration returns a duration argument.
+func Duration(key string, v time.Duration) Arg {
+	return Arg{Key: key, Kind: event.ArgDuration, Num: uint64(v)}
+}
+
+// Flow returns an argument that links the event to every other event that
+// carries the same flow id (from NewFlowID): the outputs draw an arrow from
+// the earliest to the next, as for a request handed between goroutines.
+func Flow(id uint64) Arg { return Arg{Kind: event.ArgFlow, Num: id} }
+
+var flowIDs atomic.Uint64
+
+// NewFlowID returns a process-unique flow id for Flow.
+func NewFlowID() uint64 { return flowIDs.Add(1) }
+
+// Span is an open span. The zero Span (returned when nothing is recorded)
+// is valid and its End does nothing.
+type Span struct {
+	rec *event.Record
+}
+
+// End ends the span. Calling End more than once keeps the first end.
+func (s Span) End() {
+	if s.rec != nil {
+		s.end()
+	}
+}
+
+// end is kept out of line so that End inlines into its caller and a span of
+// a stopped session costs a nil check.
+//
+//go:noinline
+func (s Span) end() { s.rec.SetEnd(event.Now()) }
+
+// Recording reports whether the span is being recorded.
+func (s Span) Recording() bool { return s.rec != nil }
+
+// Enabled reports whether a trace session is recording host annotations.
+func Enabled() bool { return event.Active() != nil }
+
+// Begin starts a span named name as a child of the span in ctx (or as the
+// root of a new lane when ctx holds none) and returns a context that carries
+// it. End the span with End, usually deferred.
+func Begin(ctx context.Context, name string, args ...Arg) (context.Context, Span) {
+	if b := event.Active(); b != nil {
+		return begin(b, ctx, name, args, uint8(LevelCritical), noStep)
+	}
+	return ctx, Span{}
+}
+
+// BeginLevel is Begin for an annotation of the given level.
+func BeginLevel(ctx context.Context, level Level, name string, args ...Arg) (context.Context, Span) {
+	if b := event.Active(); b != nil {
+		return begin(b, ctx, name, args, uint8(level), noStep)
+	}
+	return ctx, Span{}
+}
+
+// Step starts the span of step n of a loop named name ("train"): the marker
+// that lets TensorBoard's overview and devprof's summary show step time.
+// Like JAX's StepTraceAnnotation it is recorded as a root-level marker with
+// the step number as an argument.
+func Step(ctx context.Context, name string, n int64, args ...Arg) (context.Context, Span) {
+	b := event.Active()
+	if b == nil {
+		return ctx, Span{}
+	}
+	if n < 0 {
+		n = 0
+	}
+	return begin(b, ctx, name, args, uint8(LevelCritical), n)
+}
+
+// noStep tells begin that the span is not a step.
+const noStep = -1
+
+// begin records the start of a span; step >= 0 makes it a step marker.
+//
+//go:noinline
+func begin(b *event.Buffer, ctx context.Context, name string, args []Arg, level uint8, step int64) (context.Context, Span) {
+	if level > b.Level() {
+		return ctx, Span{}
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	r := b.Reserve(event.SlotsFor(len(args)))
+	if r == nil {
+		return ctx, Span{}
+	}
+	r.Kind = event.KindSpan
+	r.Level = level
+	r.Name = name
+	if step >= 0 {
+		r.Flags = event.FlagStep
+		r.ID2 = step
+	}
+	if p := event.SpanFromContext(ctx); p != nil && b.Owns(p) {
+		r.Parent = p.ID
+		r.Lane = p.Lane
+	} else {
+		r.Lane = uint32(r.ID)
+	}
+	if len(args) > 0 {
+		r.SetArgs(args)
+	}
+	c := r.AsContext(ctx)
+	r.Start = event.Now()
+	r.Commit()
+	return c, Span{rec: r}
+}
+
+// Run runs fn inside a span named name, ending the span when fn returns or
+// panics. It is the function wrapper of the package.
+func Run(ctx context.Context, name string, fn func(ctx context.Context), args ...Arg) {
+	ctx, span := Begin(ctx, name, args...)
+	defer span.End()
+	fn(ctx)
+}
+
+// Instant records a point in time named name on the lane of the span in
+// ctx, or on the process when ctx holds no span.
+func Instant(ctx context.Context, name string, args ...Arg) {
+	b := event.Active()
+	if b == nil {
+		return
+	}
+	instant(b, ctx, name, args)
+}
+
+//go:noinline
+func instant(b *event.Buffer, ctx context.Context, name string, args []Arg) {
+	if uint8(LevelCritical) > b.Level() {
+		return
+	}
+	r := b.Reserve(event.SlotsFor(len(args)))
+	if r == nil {
+		return
+	}
+	r.Kind = event.KindInstant
+	r.Level = uint8(LevelCritical)
+	r.Name = name
+	if p := event.SpanFromContext(ctx); p != nil && b.Owns(p) {
+		r.Parent = p.ID
+		r.Lane = p.Lane
+	}
+	if len(args) > 0 {
+		r.SetArgs(args)
+	}
+	r.Start = event.Now()
+	r.SetEnd(r.Start)
+	r.Commit()
+}
+
+// Counter is a named numeric series, such as a loss or a queue length,
+// shown as a counter track. The zero Unit means a plain number; otherwise a
+// short unit such as "bytes", "%" or "W".
+type Counter struct {
+	Name string
+	Unit string
+}
+
+// Set records the counter's value now.
+func (c Counter) Set(v float64) {
+	b := event.Active()
+	if b == nil {
+		return
+	}
+	c.set(b, v)
+}
+
+//go:noinline
+func (c Counter) set(b *event.Buffer, v float64) {
+	r := b.Reserve(1)
+	if r == nil {
+		return
+	}
+	r.Kind = event.KindCounter
+	r.Name = c.Name
+	r.NArgs = 1
+	r.Args[0] = Arg{Key: c.Unit, Kind: event.ArgFloat, Num: math.Float64bits(v)}
+	r.Start = event.Now()
+	r.SetEnd(r.Start)
+	r.Commit()
+}

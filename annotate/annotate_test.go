@@ -1,0 +1,269 @@
+package annotate
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/devprof/devprof/trace/event"
+)
+
+// record runs fn with a fresh active buffer and returns its snapshot.
+func record(t testing.TB, max int64, level uint8, fn func()) *event.Snapshot {
+	t.Helper()
+	b := event.NewBuffer(max, level)
+	if !event.Activate(b) {
+		t.Fatal("another buffer is active")
+	}
+	start := event.ReadClocks()
+	func() {
+		defer event.Deactivate(b)
+		fn()
+	}()
+	return b.Snapshot(event.Meta{Start: start, Stop: event.ReadClocks()})
+}
+
+func byName(s *event.Snapshot) map[string]*event.Record {
+	m := map[string]*event.Record{}
+	for _, r := range s.Events {
+		m[r.Name] = r
+	}
+	return m
+}
+
+func TestSpanOffAllocatesNothing(t *testing.T) {
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(1000, func() {
+		_, s := Begin(ctx, "x", Int("batch", 32))
+		s.End()
+	}); n != 0 {
+		t.Fatalf("tracing off: %v allocs per span, want 0", n)
+	}
+	if Enabled() {
+		t.Fatal("Enabled with no session")
+	}
+}
+
+func TestSpanOnAllocatesNothing(t *testing.T) {
+	ctx := context.Background()
+	record(t, 1<<20, 3, func() {
+		// Warm up so that the measured runs hit the steady state: the first
+		// span of a P installs its chunk (the amortised slow path).
+		for range 10 {
+			_, s := Begin(ctx, "warm")
+			s.End()
+		}
+		if n := testing.AllocsPerRun(1000, func() {
+			c, s := Begin(ctx, "x", Int("batch", 32))
+			_, s2 := Begin(c, "child", String("layer", "fc1"), Float64("lr", 0.1), Bool("ok", true))
+			s2.End()
+			s.End()
+		}); n != 0 {
+			t.Fatalf("tracing on: %v allocs per span, want 0", n)
+		}
+		if n := testing.AllocsPerRun(1000, func() {
+			Instant(ctx, "i", Int("k", 1))
+			Counter{Name: "loss"}.Set(0.5)
+		}); n != 0 {
+			t.Fatalf("instant+counter: %v allocs, want 0", n)
+		}
+	})
+}
+
+func TestNestingThroughContext(t *testing.T) {
+	s := record(t, 1000, 2, func() {
+		ctx := context.Background()
+		ctx, root := Begin(ctx, "root", Int("batch", 32))
+		cctx, cancel := context.WithCancel(ctx) // a wrapper between parent and child
+		_, child := Begin(cctx, "child")
+		Instant(cctx, "mark", String("why", "test"))
+		child.End()
+		cancel()
+		root.End()
+		_, other := Begin(context.Background(), "other-root")
+		other.End()
+	})
+	m := byName(s)
+	root, child, other, mark := m["root"], m["child"], m["other-root"], m["mark"]
+	if root == nil || child == nil || other == nil || mark == nil {
+		t.Fatalf("missing records: %v", m)
+	}
+	if root.Parent != 0 || child.Parent != root.ID || mark.Parent != root.ID && mark.Parent != child.ID {
+		t.Fatalf("parents: root %d, child %d (root id %d), mark %d", root.Parent, child.Parent, root.ID, mark.Parent)
+	}
+	if child.Lane != root.Lane || other.Lane == root.Lane {
+		t.Fatalf("lanes: root %d child %d other %d", root.Lane, child.Lane, other.Lane)
+	}
+	if a := s.Args(root); len(a) != 1 || a[0].Key != "batch" || a[0].Int() != 32 {
+		t.Fatalf("root args %+v", a)
+	}
+	if e, fin := s.EndOf(child); !fin || e < child.Start || root.End() < e {
+		t.Fatalf("child end %d finished %v, root end %d", e, fin, root.End())
+	}
+}
+
+func TestSpanContextDelegates(t *testing.T) {
+	record(t, 100, 2, func() {
+		type key struct{}
+		base, cancel := context.WithTimeout(context.WithValue(context.Background(), key{}, "v"), time.Hour)
+		defer cancel()
+		ctx, s := Begin(base, "x")
+		defer s.End()
+		if ctx.Value(key{}) != "v" {
+			t.Error("Value not delegated")
+		}
+		if _, ok := ctx.Deadline(); !ok {
+			t.Error("Deadline not delegated")
+		}
+		cancel()
+		<-ctx.Done()
+		if ctx.Err() == nil {
+			t.Error("Err not delegated")
+		}
+	})
+}
+
+func TestManyArgsUseContinuationRecords(t *testing.T) {
+	s := record(t, 100, 2, func() {
+		_, sp := Begin(context.Background(), "many",
+			Int("a", 1), Uint64("b", 2), Float64("c", 3.5), Bool("d", true), String("e", "five"), Duration("f", 6*time.Millisecond), Int64("g", -7))
+		sp.End()
+	})
+	if len(s.Events) != 1 {
+		t.Fatalf("%d events, want 1 (continuations are not events)", len(s.Events))
+	}
+	args := s.Args(s.Events[0])
+	want := []any{int64(1), uint64(2), 3.5, true, "five", 6 * time.Millisecond, int64(-7)}
+	if len(args) != len(want) {
+		t.Fatalf("got %d args, want %d", len(args), len(want))
+	}
+	for i, a := range args {
+		if a.Value() != want[i] {
+			t.Errorf("arg %d (%s) = %v, want %v", i, a.Key, a.Value(), want[i])
+		}
+	}
+}
+
+func TestLevels(t *testing.T) {
+	s := record(t, 100, 1, func() {
+		ctx := context.Background()
+		_, a := Begin(ctx, "critical")
+		a.End()
+		_, b := BeginLevel(ctx, LevelInfo, "info")
+		b.End()
+		_, c := BeginLevel(ctx, LevelVerbose, "verbose")
+		c.End()
+	})
+	m := byName(s)
+	if m["critical"] == nil || m["info"] != nil || m["verbose"] != nil {
+		t.Fatalf("level 1 kept %v", m)
+	}
+	s = record(t, 100, 0, func() {
+		_, a := Begin(context.Background(), "critical")
+		a.End()
+	})
+	if len(s.Events) != 0 {
+		t.Fatalf("level 0 kept %d events", len(s.Events))
+	}
+}
+
+func TestStepAndRun(t *testing.T) {
+	s := record(t, 100, 2, func() {
+		ctx, st := Step(context.Background(), "train", 7)
+		Run(ctx, "forward", func(ctx context.Context) {
+			Counter{Name: "loss", Unit: ""}.Set(0.25)
+		}, Int("layer", 1))
+		st.End()
+	})
+	m := byName(s)
+	if st := m["train"]; st == nil || st.Flags&event.FlagStep == 0 || st.ID2 != 7 {
+		t.Fatalf("step record %+v", st)
+	}
+	if f := m["forward"]; f == nil || f.Parent != m["train"].ID {
+		t.Fatalf("forward record %+v", f)
+	}
+	if c := m["loss"]; c == nil || c.Kind != event.KindCounter || c.Args[0].Float() != 0.25 {
+		t.Fatalf("counter %+v", c)
+	}
+}
+
+func TestRunEndsSpanOnPanic(t *testing.T) {
+	s := record(t, 100, 2, func() {
+		defer func() { recover() }()
+		Run(context.Background(), "boom", func(ctx context.Context) { panic("user bug") })
+	})
+	r := byName(s)["boom"]
+	if r == nil || r.End() == 0 {
+		t.Fatalf("span not ended by panic: %+v", r)
+	}
+}
+
+func TestEndTwiceKeepsFirst(t *testing.T) {
+	s := record(t, 100, 2, func() {
+		_, sp := Begin(context.Background(), "x")
+		sp.End()
+		first := sp.rec.End()
+		time.Sleep(time.Millisecond)
+		sp.End()
+		if sp.rec.End() != first {
+			t.Error("second End moved the end")
+		}
+	})
+	if len(s.Events) != 1 {
+		t.Fatal(len(s.Events))
+	}
+}
+
+func TestParentFromOldSessionIgnored(t *testing.T) {
+	var old context.Context
+	record(t, 100, 2, func() {
+		var sp Span
+		old, sp = Begin(context.Background(), "old")
+		sp.End()
+	})
+	s := record(t, 100, 2, func() {
+		_, sp := Begin(old, "new")
+		sp.End()
+	})
+	if r := byName(s)["new"]; r == nil || r.Parent != 0 {
+		t.Fatalf("span parented to a previous session: %+v", r)
+	}
+}
+
+func TestBoundedExactlyN(t *testing.T) {
+	const n = 1000
+	for _, workers := range []int{1, 8} {
+		s := record(t, n, 2, func() {
+			var wg sync.WaitGroup
+			for w := 0; w < workers; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < 10*n/workers; i++ {
+						_, sp := Begin(context.Background(), "s")
+						sp.End()
+					}
+				}()
+			}
+			wg.Wait()
+		})
+		if len(s.Events) != n || s.Meta.Dropped != 9*n {
+			t.Errorf("%d workers: kept %d dropped %d, want %d and %d", workers, len(s.Events), s.Meta.Dropped, n, 9*n)
+		}
+		seen := map[uint64]bool{}
+		for _, r := range s.Events {
+			if seen[r.ID] || r.ID == 0 {
+				t.Fatalf("duplicate or zero id %d", r.ID)
+			}
+			seen[r.ID] = true
+		}
+	}
+}
+
+func TestFlowIDsUnique(t *testing.T) {
+	a, b := NewFlowID(), NewFlowID()
+	if a == 0 || a == b {
+		t.Fatal(a, b)
+	}
+}

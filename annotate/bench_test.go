@@ -1,0 +1,92 @@
+package annotate
+
+import (
+	"context"
+	"testing"
+
+	"github.com/devprof/devprof/trace/event"
+)
+
+// benchRecords bounds benchmark buffers: large enough that a one-second
+// benchmark on this class of machine does not fill it (drops are checked).
+const benchRecords = 1 << 25
+
+// benchBuffer activates a buffer for a benchmark and fails it if events
+// were dropped, since the drop path is not what it measures.
+func benchBuffer(b *testing.B) func() {
+	buf := event.NewBuffer(benchRecords, 3)
+	if !event.Activate(buf) {
+		b.Fatal("another buffer is active")
+	}
+	return func() {
+		event.Deactivate(buf)
+		if d := buf.Dropped(); d > 0 {
+			b.Fatalf("%d events dropped: raise benchRecords", d)
+		}
+	}
+}
+
+func BenchmarkSpanOff(b *testing.B) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, s := Begin(ctx, "span", Int("batch", 32))
+		s.End()
+	}
+}
+
+func BenchmarkSpanOn(b *testing.B) {
+	ctx := context.Background()
+	defer benchBuffer(b)()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, s := Begin(ctx, "span", Int("batch", 32))
+		s.End()
+	}
+}
+
+func BenchmarkSpanOnNested(b *testing.B) {
+	defer benchBuffer(b)()
+	ctx, root := Begin(context.Background(), "root")
+	defer root.End()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, s := Begin(ctx, "span", Int("batch", 32))
+		s.End()
+	}
+}
+
+func BenchmarkSpanOnParallel(b *testing.B) {
+	defer benchBuffer(b)()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			_, s := Begin(ctx, "span", Int("batch", 32))
+			s.End()
+		}
+	})
+}
+
+func BenchmarkCounterOn(b *testing.B) {
+	defer benchBuffer(b)()
+	c := Counter{Name: "loss"}
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Set(0.5)
+	}
+}
+
+func BenchmarkSpanOnFull(b *testing.B) {
+	buf := event.NewBuffer(1, 3)
+	if !event.Activate(buf) {
+		b.Fatal("another buffer is active")
+	}
+	defer event.Deactivate(buf)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, s := Begin(ctx, "span", Int("batch", 32))
+		s.End()
+	}
+}

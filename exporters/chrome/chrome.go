@@ -1,0 +1,254 @@
+// Package chrome writes the Chrome Trace Event Format (JSON, gzip
+// compressed), for tools that read only JSON. It is an exporter in devprof's
+// flow: it reads a stopped session's snapshot (package trace/event) and
+// streams <host>.trace.json.gz.
+//
+// Spans are complete ("X") events on the rows of the host layout, shown as
+// threads of the program's process; instants are "i" events; counters are
+// "C" events; process and thread names are "M" metadata events. Times are
+// microseconds with nanosecond precision, relative to the session start.
+package chrome
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/devprof/devprof/trace/event"
+)
+
+// Write encodes s as gzip-compressed Trace Event Format JSON to w.
+func Write(w io.Writer, s *event.Snapshot) error {
+	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	bw := bufio.NewWriterSize(zw, 64<<10)
+	j := &jw{w: bw, s: s, m: &s.Meta}
+	j.write()
+	if err := bw.Flush(); j.err == nil {
+		j.err = err
+	}
+	if err := zw.Close(); j.err == nil {
+		j.err = err
+	}
+	return j.err
+}
+
+type jw struct {
+	w     *bufio.Writer
+	s     *event.Snapshot
+	m     *event.Meta
+	b     []byte
+	first bool
+	err   error
+}
+
+func (j *jw) flush() {
+	if j.err == nil {
+		_, j.err = j.w.Write(j.b)
+	}
+	j.b = j.b[:0]
+}
+
+// us formats ticks as microseconds since the session start.
+func (j *jw) us(b []byte, t int64) []byte {
+	d := t - j.m.Start.Mono
+	return strconv.AppendFloat(b, float64(d)/1e3, 'f', -1, 64)
+}
+
+func (j *jw) begin() {
+	if !j.first {
+		j.b = append(j.b, ",\n"...)
+	}
+	j.first = false
+}
+
+func (j *jw) write() {
+	l := j.s.Layout()
+	pid := j.m.PID
+	j.b = append(j.b, `{"displayTimeUnit":"ns","traceEvents":[`...)
+	j.first = true
+	j.meta("process_name", pid, 0, j.m.Program)
+	for i, row := range l.Rows {
+		j.meta("thread_name", pid, i+1, row.Name)
+		j.sortIndex(pid, i+1)
+		for _, sp := range row.Spans {
+			j.begin()
+			j.b = append(j.b, `{"ph":"X","pid":`...)
+			j.b = strconv.AppendInt(j.b, int64(pid), 10)
+			j.b = append(j.b, `,"tid":`...)
+			j.b = strconv.AppendInt(j.b, int64(i+1), 10)
+			j.b = append(j.b, `,"ts":`...)
+			j.b = j.us(j.b, sp.Start)
+			j.b = append(j.b, `,"dur":`...)
+			j.b = strconv.AppendFloat(j.b, float64(sp.End-sp.Start)/1e3, 'f', -1, 64)
+			j.b = append(j.b, `,"name":`...)
+			j.b = appendString(j.b, sp.Name)
+			j.args(sp.Record, sp.Finished)
+			j.b = append(j.b, '}')
+			j.flush()
+		}
+		for _, r := range row.Instants {
+			j.instant(r, pid, i+1, "t")
+		}
+	}
+	for _, r := range l.Loose {
+		j.instant(r, pid, 0, "p")
+	}
+	for _, r := range l.Counters {
+		j.begin()
+		j.b = append(j.b, `{"ph":"C","pid":`...)
+		j.b = strconv.AppendInt(j.b, int64(pid), 10)
+		j.b = append(j.b, `,"ts":`...)
+		j.b = j.us(j.b, r.Start)
+		j.b = append(j.b, `,"name":`...)
+		j.b = appendString(j.b, r.Name)
+		j.b = append(j.b, `,"args":{`...)
+		unit := r.Args[0].Key
+		if unit == "" {
+			unit = "value"
+		}
+		j.b = appendString(j.b, unit)
+		j.b = append(j.b, ':')
+		j.b = appendFloat(j.b, r.Args[0].Float())
+		j.b = append(j.b, "}}"...)
+		j.flush()
+	}
+	if j.m.Dropped > 0 {
+		j.begin()
+		j.b = append(j.b, `{"ph":"i","s":"p","pid":`...)
+		j.b = strconv.AppendInt(j.b, int64(pid), 10)
+		j.b = append(j.b, `,"ts":`...)
+		j.b = j.us(j.b, j.m.Stop.Mono)
+		j.b = append(j.b, `,"name":`...)
+		j.b = appendString(j.b, "devprof: "+strconv.FormatInt(j.m.Dropped, 10)+" events dropped (buffer full at max_events="+strconv.FormatInt(j.m.MaxEvents, 10)+")")
+		j.b = append(j.b, `,"args":{"dropped_events":`...)
+		j.b = strconv.AppendInt(j.b, j.m.Dropped, 10)
+		j.b = append(j.b, "}}"...)
+		j.flush()
+	}
+	j.b = append(j.b, "],\n"...)
+	j.b = append(j.b, `"otherData":{"host":`...)
+	j.b = appendString(j.b, j.m.Host)
+	j.b = append(j.b, `,"dropped_events":`...)
+	j.b = strconv.AppendInt(j.b, j.m.Dropped, 10)
+	j.b = append(j.b, `,"start_unix_ns":`...)
+	j.b = strconv.AppendInt(j.b, j.m.Start.Wall, 10)
+	j.b = append(j.b, "}}\n"...)
+	j.flush()
+}
+
+func (j *jw) meta(name string, pid, tid int, value string) {
+	j.begin()
+	j.b = append(j.b, `{"ph":"M","name":"`...)
+	j.b = append(j.b, name...)
+	j.b = append(j.b, `","pid":`...)
+	j.b = strconv.AppendInt(j.b, int64(pid), 10)
+	j.b = append(j.b, `,"tid":`...)
+	j.b = strconv.AppendInt(j.b, int64(tid), 10)
+	j.b = append(j.b, `,"args":{"name":`...)
+	j.b = appendString(j.b, value)
+	j.b = append(j.b, "}}"...)
+	j.flush()
+}
+
+func (j *jw) sortIndex(pid, tid int) {
+	j.begin()
+	j.b = append(j.b, `{"ph":"M","name":"thread_sort_index","pid":`...)
+	j.b = strconv.AppendInt(j.b, int64(pid), 10)
+	j.b = append(j.b, `,"tid":`...)
+	j.b = strconv.AppendInt(j.b, int64(tid), 10)
+	j.b = append(j.b, `,"args":{"sort_index":`...)
+	j.b = strconv.AppendInt(j.b, int64(tid), 10)
+	j.b = append(j.b, "}}"...)
+	j.flush()
+}
+
+func (j *jw) instant(r *event.Record, pid, tid int, scope string) {
+	j.begin()
+	j.b = append(j.b, `{"ph":"i","s":"`...)
+	j.b = append(j.b, scope...)
+	j.b = append(j.b, `","pid":`...)
+	j.b = strconv.AppendInt(j.b, int64(pid), 10)
+	if scope == "t" {
+		j.b = append(j.b, `,"tid":`...)
+		j.b = strconv.AppendInt(j.b, int64(tid), 10)
+	}
+	j.b = append(j.b, `,"ts":`...)
+	j.b = j.us(j.b, r.Start)
+	j.b = append(j.b, `,"name":`...)
+	j.b = appendString(j.b, r.Name)
+	j.args(r, true)
+	j.b = append(j.b, '}')
+	j.flush()
+}
+
+func (j *jw) args(r *event.Record, finished bool) {
+	args := j.s.Args(r)
+	step := r.Flags&event.FlagStep != 0
+	if len(args) == 0 && !step && finished {
+		return
+	}
+	j.b = append(j.b, `,"args":{`...)
+	n := 0
+	sep := func() {
+		if n > 0 {
+			j.b = append(j.b, ',')
+		}
+		n++
+	}
+	for _, a := range args {
+		if a.Kind == event.ArgFlow {
+			continue
+		}
+		sep()
+		j.b = appendString(j.b, a.Key)
+		j.b = append(j.b, ':')
+		switch a.Kind {
+		case event.ArgInt:
+			j.b = strconv.AppendInt(j.b, int64(a.Num), 10)
+		case event.ArgUint:
+			j.b = strconv.AppendUint(j.b, a.Num, 10)
+		case event.ArgFloat:
+			j.b = appendFloat(j.b, a.Float())
+		case event.ArgBool:
+			j.b = strconv.AppendBool(j.b, a.Num != 0)
+		case event.ArgString:
+			j.b = appendString(j.b, a.Str)
+		case event.ArgDuration:
+			j.b = appendString(j.b, a.Duration().String())
+		}
+	}
+	if step {
+		sep()
+		j.b = append(j.b, `"step_num":`...)
+		j.b = strconv.AppendInt(j.b, r.ID2, 10)
+	}
+	if !finished {
+		sep()
+		j.b = append(j.b, `"unfinished":true`...)
+	}
+	j.b = append(j.b, '}')
+}
+
+// appendFloat writes a JSON number; NaN and infinities, which JSON cannot
+// hold, become strings.
+func appendFloat(b []byte, f float64) []byte {
+	if f != f || f > 1.7976931348623157e308 || f < -1.7976931348623157e308 {
+		return appendString(b, strconv.FormatFloat(f, 'g', -1, 64))
+	}
+	return strconv.AppendFloat(b, f, 'g', -1, 64)
+}
+
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}

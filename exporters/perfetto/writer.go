@@ -1,0 +1,456 @@
+// Package perfetto writes and reads Perfetto traces (protobuf TrackEvent).
+// It is an exporter in devprof's flow: Write reads a stopped session's
+// event snapshot (package trace/event) and streams it, packet by packet, to
+// an io.Writer, never holding the trace as message objects. Read decodes a
+// Perfetto file back into slices, instants and counters for the devprof CLI
+// (summary, convert).
+//
+// The output follows trace_processor's import rules (reference/perfetto.md
+// §0–2): every packet carries a non-zero sequence id; each sequence's first
+// packet clears incremental state; names, argument names and string values
+// are interned per sequence before use; all track descriptors precede the
+// events; a clock snapshot pairs BOOTTIME and MONOTONIC with REALTIME so the
+// UI can show wall time; flows are fixed64; repeated fields are unpacked.
+//
+// Layout: the program is one process; each row of the host layout (lanes of
+// spans, see event.Layout) is a thread of it with a sequence of its own;
+// counters are process counter tracks with units. A span that could not sit
+// under its parent (it overlapped a sibling or outlived its parent) starts
+// its own stack on another row and is linked to its parent by a flow.
+package perfetto
+
+import (
+	"compress/gzip"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/devprof/devprof/trace/event"
+)
+
+// Field numbers from perfetto/protos (trace_packet.proto, track_event/*.proto,
+// interned_data.proto, clock_snapshot.proto).
+const (
+	fTracePacket = 1
+
+	pktClockSnapshot   = 6
+	pktTimestamp       = 8
+	pktSeqID           = 10
+	pktTrackEvent      = 11
+	pktInternedData    = 12
+	pktSequenceFlags   = 13
+	pktDefaults        = 59
+	pktTrackDescriptor = 60
+
+	seqIncrementalStateCleared = 1
+	seqNeedsIncrementalState   = 2
+
+	defTrackEventDefaults = 11
+	tedTrackUUID          = 11
+
+	csClocks     = 1
+	clkID        = 1
+	clkTimestamp = 2
+
+	clockRealtime  = 1
+	clockMonotonic = 3
+	clockBoottime  = 6
+
+	tdUUID        = 1
+	tdName        = 2
+	tdProcess     = 3
+	tdThread      = 4
+	tdParentUUID  = 5
+	tdCounter     = 8
+	tdDescription = 14
+
+	pdPid          = 1
+	pdProcessName  = 6
+	pdProcessLabel = 8
+
+	thPid  = 1
+	thTid  = 2
+	thName = 5
+
+	cdUnit     = 3
+	cdUnitName = 6
+
+	teDebugAnnotations   = 4
+	teType               = 9
+	teNameIID            = 10
+	teTrackUUID          = 11
+	teCounterValue       = 30
+	teDoubleCounterValue = 44
+	teFlowIDs            = 47
+	teTerminatingFlowIDs = 48
+
+	typeSliceBegin = 1
+	typeSliceEnd   = 2
+	typeInstant    = 3
+	typeCounter    = 4
+
+	daNameIID        = 1
+	daBoolValue      = 2
+	daUintValue      = 3
+	daIntValue       = 4
+	daDoubleValue    = 5
+	daStringValue    = 6
+	daStringValueIID = 17
+
+	idEventNames      = 2
+	idDebugAnnotNames = 3
+	idDebugAnnotStrs  = 29
+	internIID         = 1
+	internName        = 2 // EventName.name, DebugAnnotationName.name, InternedString.str
+
+	unitTimeNS    = 1
+	unitCount     = 2
+	unitSizeBytes = 3
+)
+
+// ParentFlowBit marks the flow ids devprof uses to link a displaced child
+// span to its parent; user flow ids (annotate.NewFlowID) never set it.
+const ParentFlowBit = 1 << 63
+
+// WriteOptions adjust Write.
+type WriteOptions struct {
+	// Gzip compresses the whole file; the Perfetto UI and trace_processor
+	// read gzip transparently.
+	Gzip bool
+}
+
+// Write encodes s as a Perfetto trace to w.
+func Write(w io.Writer, s *event.Snapshot, opts WriteOptions) error {
+	var zw *gzip.Writer
+	if opts.Gzip {
+		zw, _ = gzip.NewWriterLevel(w, gzip.BestSpeed)
+		w = zw
+	}
+	tw := &writer{w: w, s: s, m: &s.Meta}
+	tw.write()
+	if zw != nil {
+		if err := zw.Close(); tw.err == nil {
+			tw.err = err
+		}
+	}
+	return tw.err
+}
+
+type writer struct {
+	w   io.Writer
+	s   *event.Snapshot
+	m   *event.Meta
+	err error
+
+	pkt    enc
+	intern enc // interned entries of the current packet
+	frame  []byte
+
+	nextUUID uint64
+	seq      *sequence
+	nextSeq  uint32
+}
+
+// sequence is the per-sequence interning state.
+type sequence struct {
+	id       uint32
+	started  bool
+	names    map[string]uint64
+	argNames map[string]uint64
+	strs     map[string]uint64
+	internAt map[int]int // interned_data field -> begin position in writer.intern
+}
+
+func (w *writer) newSequence() *sequence {
+	w.nextSeq++
+	return &sequence{
+		id:       w.nextSeq,
+		names:    map[string]uint64{},
+		argNames: map[string]uint64{},
+		strs:     map[string]uint64{},
+	}
+}
+
+func (w *writer) uuid() uint64 {
+	w.nextUUID++
+	return w.nextUUID
+}
+
+// startPacket begins a packet on the current sequence.
+func (w *writer) startPacket(ts int64, hasTS bool) {
+	w.pkt.reset()
+	w.intern.reset()
+	if hasTS {
+		w.pkt.uint(pktTimestamp, uint64(ts))
+	}
+	w.pkt.uint(pktSeqID, uint64(w.seq.id))
+	if !w.seq.started {
+		w.seq.started = true
+		w.pkt.uint(pktSequenceFlags, seqIncrementalStateCleared)
+	} else {
+		w.pkt.uint(pktSequenceFlags, seqNeedsIncrementalState)
+	}
+}
+
+// finishPacket appends pending interned data and frames the packet.
+func (w *writer) finishPacket() {
+	if len(w.intern.b) > 0 {
+		w.pkt.tag(pktInternedData, wireBytes)
+		w.pkt.varint(uint64(len(w.intern.b)))
+		w.pkt.b = append(w.pkt.b, w.intern.b...)
+	}
+	if w.err != nil {
+		return
+	}
+	w.frame = w.frame[:0]
+	w.frame = append(w.frame, fTracePacket<<3|wireBytes)
+	w.frame = appendVarint(w.frame, uint64(len(w.pkt.b)))
+	if _, err := w.w.Write(w.frame); err != nil {
+		w.err = err
+		return
+	}
+	if _, err := w.w.Write(w.pkt.b); err != nil {
+		w.err = err
+	}
+}
+
+func appendVarint(b []byte, v uint64) []byte {
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
+
+// iid returns the interned id of s in table, adding an entry to the
+// current packet's interned data when s is new on the sequence.
+func (w *writer) iid(table map[string]uint64, field int, s string) uint64 {
+	if id, ok := table[s]; ok {
+		return id
+	}
+	id := uint64(len(table) + 1)
+	table[s] = id
+	p := w.intern.begin(field)
+	w.intern.uint(internIID, id)
+	w.intern.string(internName, s)
+	w.intern.end(p)
+	return id
+}
+
+func (w *writer) boot(t int64) int64 { return w.m.BootNanos(t) }
+
+func (w *writer) write() {
+	m := w.m
+	l := w.s.Layout()
+	start := w.boot(m.Start.Mono)
+
+	// Sequence 1: clock snapshot, every track descriptor, then process-level
+	// events (loose instants, the drop marker, counters).
+	meta := w.newSequence()
+	w.seq = meta
+	w.startPacket(start, true)
+	p := w.pkt.begin(pktClockSnapshot)
+	for _, c := range [][2]uint64{{clockBoottime, uint64(start)}, {clockMonotonic, uint64(m.Start.Mono)}, {clockRealtime, uint64(m.Start.Wall)}} {
+		q := w.pkt.begin(csClocks)
+		w.pkt.uint(clkID, c[0])
+		w.pkt.uint(clkTimestamp, c[1])
+		w.pkt.end(q)
+	}
+	w.pkt.end(p)
+	w.finishPacket()
+
+	procUUID := w.uuid()
+	w.startPacket(start, true)
+	p = w.pkt.begin(pktTrackDescriptor)
+	w.pkt.uint(tdUUID, procUUID)
+	q := w.pkt.begin(tdProcess)
+	w.pkt.int(pdPid, int64(m.PID))
+	w.pkt.string(pdProcessName, m.Program)
+	w.pkt.string(pdProcessLabel, fmt.Sprintf("devprof host=%s", m.Host))
+	if m.Dropped > 0 {
+		w.pkt.string(pdProcessLabel, fmt.Sprintf("devprof dropped_events=%d", m.Dropped))
+	}
+	w.pkt.end(q)
+	w.pkt.string(tdDescription, fmt.Sprintf("Recorded by devprof on %s: %d events kept, %d dropped (max %d).", m.Host, len(w.s.Events), m.Dropped, m.MaxEvents))
+	w.pkt.end(p)
+	w.finishPacket()
+
+	rowUUID := make([]uint64, len(l.Rows))
+	tid := int64(0)
+	for i, row := range l.Rows {
+		rowUUID[i] = w.uuid()
+		tid++
+		if tid == int64(m.PID) {
+			tid++
+		}
+		w.startPacket(start, true)
+		p := w.pkt.begin(pktTrackDescriptor)
+		w.pkt.uint(tdUUID, rowUUID[i])
+		q := w.pkt.begin(tdThread)
+		w.pkt.int(thPid, int64(m.PID))
+		w.pkt.int(thTid, tid)
+		w.pkt.string(thName, row.Name)
+		w.pkt.end(q)
+		w.pkt.end(p)
+		w.finishPacket()
+	}
+
+	type counterKey struct{ name, unit string }
+	counterUUID := map[counterKey]uint64{}
+	for _, r := range l.Counters {
+		k := counterKey{r.Name, r.Args[0].Key}
+		if _, ok := counterUUID[k]; ok {
+			continue
+		}
+		u := w.uuid()
+		counterUUID[k] = u
+		w.startPacket(start, true)
+		p := w.pkt.begin(pktTrackDescriptor)
+		w.pkt.uint(tdUUID, u)
+		w.pkt.uint(tdParentUUID, procUUID)
+		w.pkt.string(tdName, k.name)
+		q := w.pkt.begin(tdCounter)
+		if unit := builtinUnit(k.unit); unit != 0 {
+			w.pkt.uint(cdUnit, unit)
+		}
+		if k.unit != "" {
+			w.pkt.string(cdUnitName, k.unit)
+		}
+		w.pkt.end(q)
+		w.pkt.end(p)
+		w.finishPacket()
+	}
+
+	// Displaced children are linked from their parent's begin.
+	childLinks := map[uint64][]uint64{}
+	for i := range l.Rows {
+		for _, sp := range l.Rows[i].Spans {
+			if sp.Displaced {
+				childLinks[sp.Parent] = append(childLinks[sp.Parent], ParentFlowBit|sp.ID)
+			}
+		}
+	}
+
+	for i := range l.Rows {
+		w.seq = w.newSequence()
+		w.startPacket(start, true)
+		p := w.pkt.begin(pktDefaults)
+		q := w.pkt.begin(defTrackEventDefaults)
+		w.pkt.uint(tedTrackUUID, rowUUID[i])
+		w.pkt.end(q)
+		w.pkt.end(p)
+		w.finishPacket()
+		l.Rows[i].Walk(func(typ event.RowEventType, sp *event.Placed, inst *event.Record) {
+			switch typ {
+			case event.RowBegin:
+				w.slice(typeSliceBegin, sp.Start, 0, sp.Record, sp.Finished, childLinks[sp.ID], sp.Displaced)
+			case event.RowEnd:
+				w.startPacket(w.boot(sp.End), true)
+				p := w.pkt.begin(pktTrackEvent)
+				w.pkt.uint(teType, typeSliceEnd)
+				w.pkt.end(p)
+				w.finishPacket()
+			case event.RowInstant:
+				w.slice(typeInstant, inst.Start, 0, inst, true, nil, false)
+			}
+		})
+	}
+
+	w.seq = meta
+	for _, r := range l.Loose {
+		w.slice(typeInstant, r.Start, procUUID, r, true, nil, false)
+	}
+	if m.Dropped > 0 {
+		w.startPacket(w.boot(m.Stop.Mono), true)
+		p := w.pkt.begin(pktTrackEvent)
+		w.pkt.uint(teType, typeInstant)
+		w.pkt.uint(teTrackUUID, procUUID)
+		w.pkt.uint(teNameIID, w.iid(w.seq.names, idEventNames, fmt.Sprintf("devprof: %d events dropped (buffer full at max_events=%d)", m.Dropped, m.MaxEvents)))
+		w.annotation("dropped_events", func() { w.pkt.int(daIntValue, m.Dropped) })
+		w.annotation("max_events", func() { w.pkt.int(daIntValue, m.MaxEvents) })
+		w.pkt.end(p)
+		w.finishPacket()
+	}
+	for _, r := range l.Counters {
+		w.startPacket(w.boot(r.Start), true)
+		p := w.pkt.begin(pktTrackEvent)
+		w.pkt.uint(teType, typeCounter)
+		w.pkt.uint(teTrackUUID, counterUUID[counterKey{r.Name, r.Args[0].Key}])
+		w.pkt.double(teDoubleCounterValue, r.Args[0].Float())
+		w.pkt.end(p)
+		w.finishPacket()
+	}
+}
+
+// slice writes a BEGIN or INSTANT event for r. track 0 means the
+// sequence's default track.
+func (w *writer) slice(typ uint64, at int64, track uint64, r *event.Record, finished bool, links []uint64, displaced bool) {
+	w.startPacket(w.boot(at), true)
+	p := w.pkt.begin(pktTrackEvent)
+	w.pkt.uint(teType, typ)
+	if track != 0 {
+		w.pkt.uint(teTrackUUID, track)
+	}
+	w.pkt.uint(teNameIID, w.iid(w.seq.names, idEventNames, r.Name))
+	var flows []uint64
+	for _, a := range w.s.Args(r) {
+		if a.Kind == event.ArgFlow {
+			flows = append(flows, a.Num)
+			continue
+		}
+		w.arg(a)
+	}
+	if r.Flags&event.FlagStep != 0 {
+		w.annotation("step_num", func() { w.pkt.int(daIntValue, r.ID2) })
+	}
+	if !finished {
+		w.annotation("unfinished", func() { w.pkt.bool(daBoolValue, true) })
+	}
+	for _, f := range slices.Concat(flows, links) {
+		w.pkt.fixed64(teFlowIDs, f)
+	}
+	if displaced {
+		w.pkt.fixed64(teTerminatingFlowIDs, ParentFlowBit|r.ID)
+	}
+	w.pkt.end(p)
+	w.finishPacket()
+}
+
+func (w *writer) annotation(name string, value func()) {
+	p := w.pkt.begin(teDebugAnnotations)
+	w.pkt.uint(daNameIID, w.iid(w.seq.argNames, idDebugAnnotNames, name))
+	value()
+	w.pkt.end(p)
+}
+
+func (w *writer) arg(a event.Arg) {
+	p := w.pkt.begin(teDebugAnnotations)
+	w.pkt.uint(daNameIID, w.iid(w.seq.argNames, idDebugAnnotNames, a.Key))
+	switch a.Kind {
+	case event.ArgInt:
+		w.pkt.int(daIntValue, int64(a.Num))
+	case event.ArgUint:
+		w.pkt.uint(daUintValue, a.Num)
+	case event.ArgFloat:
+		w.pkt.double(daDoubleValue, a.Float())
+	case event.ArgBool:
+		w.pkt.bool(daBoolValue, a.Num != 0)
+	case event.ArgString:
+		w.pkt.uint(daStringValueIID, w.iid(w.seq.strs, idDebugAnnotStrs, a.Str))
+	case event.ArgDuration:
+		w.pkt.uint(daStringValueIID, w.iid(w.seq.strs, idDebugAnnotStrs, a.Duration().String()))
+	}
+	w.pkt.end(p)
+}
+
+func builtinUnit(u string) uint64 {
+	switch u {
+	case "ns":
+		return unitTimeNS
+	case "count":
+		return unitCount
+	case "bytes", "B":
+		return unitSizeBytes
+	}
+	return 0
+}

@@ -1,0 +1,215 @@
+package event
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	_ "unsafe" // for go:linkname
+)
+
+// chunkRecords is how many records one chunk holds when the budget allows.
+// Chunks are the unit a shard takes from the session budget: big enough that
+// the slow path runs rarely, small enough that a mostly idle P wastes little.
+const chunkRecords = 2048
+
+type chunk struct {
+	recs []Record
+	next atomic.Int64 // index of the next free record; may run past len(recs)
+	base uint64       // ID of recs[0] is base+1
+	prev *chunk       // chunks form a list, newest first
+}
+
+// shard is a per-P allocation point. Padding keeps each shard's hot words on
+// cache lines of their own (see reference/go_peers.md §1.2).
+type shard struct {
+	cur   atomic.Pointer[chunk]
+	drops atomic.Int64
+	_     [128 - 16]byte
+}
+
+// Buffer is the bounded, lock-free event store of one session. Sources
+// reserve records on the hot path (an atomic add on a per-P chunk); when the
+// budget of MaxRecords is spent, events are dropped and counted, never
+// blocking the caller.
+type Buffer struct {
+	epoch uint32
+	level uint8 // host tracer level: annotations of level L are kept when L <= level
+
+	_      [64]byte // keep shards[0] off the line that holds the header (nil-check probes read it)
+	shards []shard
+
+	budget   atomic.Int64 // records not yet handed to any chunk
+	idBase   atomic.Uint64
+	chunks   atomic.Pointer[chunk]
+	overflow atomic.Int64 // drops counted by sources (Drop)
+	full     atomic.Bool  // set once no room is left anywhere: later reservations fail fast
+
+	maxRecords int64
+
+	mu     sync.Mutex // guards tracks; taken only when a source registers a track
+	tracks []Track
+}
+
+var epochs atomic.Uint32
+
+// NewBuffer returns a buffer that keeps at most maxRecords records and
+// records host annotations up to level.
+func NewBuffer(maxRecords int64, level uint8) *Buffer {
+	if maxRecords < 1 {
+		maxRecords = 1
+	}
+	n := runtime.GOMAXPROCS(0)
+	b := &Buffer{
+		epoch:      epochs.Add(1),
+		level:      level,
+		shards:     make([]shard, n),
+		maxRecords: maxRecords,
+	}
+	b.budget.Store(maxRecords)
+	return b
+}
+
+// Level returns the host tracer level of the buffer.
+func (b *Buffer) Level() uint8 { return b.level }
+
+// Owns reports whether r was written into b (as opposed to an older session).
+func (b *Buffer) Owns(r *Record) bool { return r.epoch == b.epoch }
+
+//go:linkname procPin runtime.procPin
+func procPin() int
+
+//go:linkname procUnpin runtime.procUnpin
+func procUnpin()
+
+// Reserve returns n consecutive zeroed records (n >= 1), or nil when the
+// buffer is full, in which case the drop is counted. The caller fills the
+// first record, then calls Commit on it.
+func (b *Buffer) Reserve(n int) *Record {
+	p := procPin()
+	procUnpin()
+	s := &b.shards[uint(p)%uint(len(b.shards))]
+	if c := s.cur.Load(); c != nil {
+		if i := c.next.Add(int64(n)) - int64(n); i+int64(n) <= int64(len(c.recs)) {
+			return c.take(i, b.epoch)
+		}
+	}
+	return b.reserveSlow(s, n)
+}
+
+func (c *chunk) take(i int64, epoch uint32) *Record {
+	r := &c.recs[i]
+	r.ID = c.base + uint64(i) + 1
+	r.epoch = epoch
+	return r
+}
+
+// reserveSlow installs a fresh chunk from the budget, or, once the budget is
+// spent, takes leftover room in other shards' chunks so that exactly
+// maxRecords records are kept before anything is dropped.
+func (b *Buffer) reserveSlow(s *shard, n int) *Record {
+	if b.full.Load() {
+		s.drops.Add(1)
+		return nil
+	}
+	for {
+		old := s.cur.Load()
+		if old != nil {
+			if i := old.next.Add(int64(n)) - int64(n); i+int64(n) <= int64(len(old.recs)) {
+				return old.take(i, b.epoch)
+			}
+		}
+		size := b.claim(n)
+		if size == 0 {
+			break
+		}
+		c := &chunk{recs: make([]Record, size)}
+		c.base = b.idBase.Add(uint64(size)) - uint64(size)
+		c.next.Store(int64(n))
+		for {
+			h := b.chunks.Load()
+			c.prev = h
+			if b.chunks.CompareAndSwap(h, c) {
+				break
+			}
+		}
+		s.cur.CompareAndSwap(old, c) // if another goroutine won, keep theirs; ours stays listed and usable by steals
+		return c.take(0, b.epoch)
+	}
+	for i := range b.shards {
+		if c := b.shards[i].cur.Load(); c != nil {
+			if j := c.next.Load(); j+int64(n) <= int64(len(c.recs)) {
+				if k := c.next.Add(int64(n)) - int64(n); k+int64(n) <= int64(len(c.recs)) {
+					return c.take(k, b.epoch)
+				}
+			}
+		}
+	}
+	for c := b.chunks.Load(); c != nil; c = c.prev { // chunks replaced by a racing install
+		if j := c.next.Load(); j+int64(n) <= int64(len(c.recs)) {
+			if k := c.next.Add(int64(n)) - int64(n); k+int64(n) <= int64(len(c.recs)) {
+				return c.take(k, b.epoch)
+			}
+		}
+	}
+	if n == 1 {
+		b.full.Store(true) // multi-record events may still fit where a single one did not... the reverse is not true
+	}
+	s.drops.Add(1)
+	return nil
+}
+
+// claim takes up to chunkRecords records from the budget, at least n, and
+// returns how many it took (0 when fewer than n are left). Near the end of
+// the budget chunks shrink so that idle shards do not sit on spare room.
+func (b *Buffer) claim(n int) int64 {
+	for {
+		left := b.budget.Load()
+		if left < int64(n) {
+			return 0
+		}
+		want := int64(chunkRecords)
+		if share := left / int64(2*len(b.shards)); share < want {
+			want = share
+		}
+		if want < int64(n) {
+			want = int64(n)
+		}
+		if want > left {
+			want = left
+		}
+		if b.budget.CompareAndSwap(left, left-want) {
+			return want
+		}
+	}
+}
+
+// Drop counts an event that a source discarded before reaching the buffer
+// (for example a device record CUPTI could not deliver).
+func (b *Buffer) Drop(n int64) { b.overflow.Add(n) }
+
+// Dropped returns how many events were dropped so far.
+func (b *Buffer) Dropped() int64 {
+	d := b.overflow.Load()
+	for i := range b.shards {
+		d += b.shards[i].drops.Load()
+	}
+	return d
+}
+
+// MaxRecords returns the bound the buffer was created with.
+func (b *Buffer) MaxRecords() int64 { return b.maxRecords }
+
+// active is the buffer of the running session, nil when tracing is off.
+// Every source's fast path starts with one load of it.
+var active atomic.Pointer[Buffer]
+
+// Active returns the buffer of the running session, or nil.
+func Active() *Buffer { return active.Load() }
+
+// Activate makes b the buffer that sources write into. It fails (returns
+// false) if another buffer is active.
+func Activate(b *Buffer) bool { return active.CompareAndSwap(nil, b) }
+
+// Deactivate stops sources from writing into b; records reserved before it
+// may still be committed and are picked up if they commit before Snapshot.
+func Deactivate(b *Buffer) { active.CompareAndSwap(b, nil) }

@@ -1,0 +1,204 @@
+package event
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+)
+
+// Layout places host spans and instants on rows on which every span nests
+// properly, as Perfetto, the trace viewer and XPlane lines require (DESIGN.md
+// §2). A span goes on the row of its parent, directly beneath it, whenever
+// it fits there; a root, or a child that overlaps a sibling or outlives its
+// parent, goes on the first row that is free at its start. Such a child is
+// Displaced: exporters link it to its parent explicitly.
+type Layout struct {
+	Rows []Row
+	// Loose holds instants that belong to no span (shown on the process).
+	Loose []*Record
+	// Counters holds counter samples in time order.
+	Counters []*Record
+	// Activity holds KindActivity records in time order.
+	Activity []*Record
+}
+
+// Row is one properly nested timeline.
+type Row struct {
+	// Name is what the row is called in the outputs: the name of its first
+	// root span and the row number, e.g. "train (lane 1)".
+	Name string
+	// Spans in pre-order: sorted by start, enclosing spans first.
+	Spans []Placed
+	// Instants in time order.
+	Instants []*Record
+}
+
+// Placed is a span with where it landed.
+type Placed struct {
+	*Record
+	End       int64 // end in ticks (stop time if the span never ended)
+	Finished  bool  // false if the span was still open at stop
+	Displaced bool  // it has a parent in the snapshot that is not directly above it on this row
+}
+
+type rowState struct {
+	stack []int // indexes into Row.Spans of open spans
+}
+
+// Layout computes the rows of s. It is deterministic for a given snapshot.
+func (s *Snapshot) Layout() *Layout {
+	l := &Layout{}
+	var spans []Placed
+	for _, r := range s.Events {
+		switch r.Kind {
+		case KindSpan:
+			end, fin := s.EndOf(r)
+			spans = append(spans, Placed{Record: r, End: end, Finished: fin})
+		case KindCounter:
+			l.Counters = append(l.Counters, r)
+		case KindActivity:
+			l.Activity = append(l.Activity, r)
+		}
+	}
+	slices.SortFunc(spans, func(a, b Placed) int {
+		if c := cmp.Compare(a.Start, b.Start); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.End, a.End); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(s.depth(a.Record), s.depth(b.Record)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	byStart := func(a, b *Record) int { return cmp.Compare(a.Start, b.Start) }
+	slices.SortFunc(l.Counters, byStart)
+	slices.SortFunc(l.Activity, byStart)
+
+	var states []rowState
+	where := make(map[uint64]rowSlot, len(spans)/4) // span ID -> row, only for spans that have children
+	hasChild := make(map[uint64]bool)
+	for _, r := range s.Events {
+		if (r.Kind == KindSpan || r.Kind == KindInstant) && r.Parent != 0 {
+			hasChild[r.Parent] = true
+		}
+	}
+	popTo := func(ri int, t int64) {
+		st := &states[ri]
+		row := &l.Rows[ri]
+		for len(st.stack) > 0 && row.Spans[st.stack[len(st.stack)-1]].End <= t {
+			st.stack = st.stack[:len(st.stack)-1]
+		}
+	}
+	place := func(ri int, p Placed) {
+		row := &l.Rows[ri]
+		row.Spans = append(row.Spans, p)
+		states[ri].stack = append(states[ri].stack, len(row.Spans)-1)
+		if hasChild[p.ID] {
+			where[p.ID] = rowSlot{row: ri, idx: len(row.Spans) - 1}
+		}
+	}
+	for _, p := range spans {
+		if p.Parent != 0 {
+			if at, ok := where[p.Parent]; ok {
+				popTo(at.row, p.Start)
+				st := states[at.row].stack
+				if len(st) > 0 && st[len(st)-1] == at.idx && p.End <= l.Rows[at.row].Spans[at.idx].End {
+					place(at.row, p)
+					continue
+				}
+				p.Displaced = true
+			} else if s.Lookup(p.Parent) != nil {
+				p.Displaced = true
+			}
+		}
+		ri := -1
+		for i := range states {
+			popTo(i, p.Start)
+			if len(states[i].stack) == 0 {
+				ri = i
+				break
+			}
+		}
+		if ri < 0 {
+			ri = len(l.Rows)
+			l.Rows = append(l.Rows, Row{Name: p.Name + " (lane " + strconv.Itoa(ri+1) + ")"})
+			states = append(states, rowState{})
+		}
+		place(ri, p)
+	}
+
+	// Instants go on the row of their enclosing span.
+	for _, r := range s.Events {
+		if r.Kind != KindInstant {
+			continue
+		}
+		if at, ok := where[r.Parent]; ok {
+			l.Rows[at.row].Instants = append(l.Rows[at.row].Instants, r)
+			continue
+		}
+		l.Loose = append(l.Loose, r)
+	}
+	for i := range l.Rows {
+		slices.SortFunc(l.Rows[i].Instants, byStart)
+	}
+	slices.SortFunc(l.Loose, byStart)
+	return l
+}
+
+type rowSlot struct{ row, idx int }
+
+// depth returns how many ancestors r has in the snapshot. It is only used to
+// break ties between spans with equal start and end, so it may be slow.
+func (s *Snapshot) depth(r *Record) int {
+	d := 0
+	for p := s.Lookup(r.Parent); p != nil && d < 1<<16; p = s.Lookup(p.Parent) {
+		d++
+	}
+	return d
+}
+
+// RowEventType tells begin, end and instant apart in Row.Walk.
+type RowEventType uint8
+
+const (
+	RowBegin RowEventType = iota + 1
+	RowEnd
+	RowInstant
+)
+
+// Walk calls fn for the row's events in an order that keeps begin/end
+// properly nested and timestamps non-decreasing: a span's begin, its
+// children, its end. Ends at time t come before begins at t (slices are
+// closed on the left, open on the right). Instants are merged in by time.
+func (r *Row) Walk(fn func(typ RowEventType, p *Placed, inst *Record)) {
+	var stack []int
+	ii := 0
+	flushInstants := func(t int64, inclusive bool) {
+		for ii < len(r.Instants) && (r.Instants[ii].Start < t || inclusive && r.Instants[ii].Start == t) {
+			fn(RowInstant, nil, r.Instants[ii])
+			ii++
+		}
+	}
+	closeTo := func(t int64) {
+		for len(stack) > 0 {
+			top := &r.Spans[stack[len(stack)-1]]
+			if top.End > t {
+				return
+			}
+			flushInstants(top.End, false)
+			fn(RowEnd, top, nil)
+			stack = stack[:len(stack)-1]
+		}
+	}
+	for i := range r.Spans {
+		p := &r.Spans[i]
+		closeTo(p.Start)
+		flushInstants(p.Start, false)
+		fn(RowBegin, p, nil)
+		stack = append(stack, i)
+	}
+	closeTo(1<<63 - 1)
+	flushInstants(1<<63-1, true)
+}

@@ -1,0 +1,125 @@
+package event
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Meta is what exporters need to know about a session besides its events.
+type Meta struct {
+	Host    string // host name as it appears in file names and outputs
+	PID     int
+	Program string // process name shown in the outputs
+
+	Start, Stop ClockAnchor // clock readings at session start and stop
+
+	HostTracerLevel   int
+	DeviceTracerLevel int
+	MaxEvents         int64
+	Dropped           int64    // events lost because the buffer was full
+	Warnings          []string // problems worth showing to the user (e.g. a source that failed)
+}
+
+// BootNanos converts session ticks to CLOCK_BOOTTIME nanoseconds.
+func (m *Meta) BootNanos(t int64) int64 { return t - m.Start.Mono + m.Start.Boot }
+
+// WallNanos converts session ticks to Unix nanoseconds.
+func (m *Meta) WallNanos(t int64) int64 { return t - m.Start.Mono + m.Start.Wall }
+
+// Snapshot is the read-only view exporters get of a stopped session.
+type Snapshot struct {
+	Meta Meta
+	// Events holds every committed record in buffer order (no sorting
+	// implied). Continuation records are not listed; use Args.
+	Events []*Record
+	// Tracks lists registered tracks; KindActivity records refer to
+	// Tracks[Lane-1].
+	Tracks []Track
+
+	chunks []*chunk // sorted by base, for Lookup
+}
+
+// Snapshot collects the committed records of b. Call it after Deactivate;
+// records committed later are not seen. meta.Dropped is filled in.
+func (b *Buffer) Snapshot(meta Meta) *Snapshot {
+	s := &Snapshot{Meta: meta}
+	s.Meta.Dropped = b.Dropped()
+	s.Meta.MaxEvents = b.maxRecords
+	for c := b.chunks.Load(); c != nil; c = c.prev {
+		s.chunks = append(s.chunks, c)
+	}
+	slices.SortFunc(s.chunks, func(a, b *chunk) int { return cmp.Compare(a.base, b.base) })
+	n := 0
+	for _, c := range s.chunks {
+		n += int(min(c.next.Load(), int64(len(c.recs))))
+	}
+	s.Events = make([]*Record, 0, n)
+	for _, c := range s.chunks {
+		used := min(c.next.Load(), int64(len(c.recs)))
+		for i := range used {
+			r := &c.recs[i]
+			if r.committed() && r.Kind != kindArgs {
+				s.Events = append(s.Events, r)
+			}
+		}
+	}
+	b.mu.Lock()
+	s.Tracks = slices.Clone(b.tracks)
+	b.mu.Unlock()
+	return s
+}
+
+// Lookup returns the committed record with the given ID, or nil.
+func (s *Snapshot) Lookup(id uint64) *Record {
+	if id == 0 {
+		return nil
+	}
+	i, _ := slices.BinarySearchFunc(s.chunks, id, func(c *chunk, id uint64) int {
+		switch {
+		case id <= c.base:
+			return 1
+		case id > c.base+uint64(len(c.recs)):
+			return -1
+		}
+		return 0
+	})
+	if i >= len(s.chunks) {
+		return nil
+	}
+	c := s.chunks[i]
+	if id <= c.base || id > c.base+uint64(len(c.recs)) {
+		return nil
+	}
+	r := &c.recs[id-c.base-1]
+	if !r.committed() || r.Kind == kindArgs {
+		return nil
+	}
+	return r
+}
+
+// Args returns all arguments of r, inline and overflow. The result aliases
+// the buffer when the record has at most InlineArgs arguments.
+func (s *Snapshot) Args(r *Record) []Arg {
+	n := int(r.NArgs)
+	if n <= InlineArgs {
+		return r.Args[:n]
+	}
+	out := make([]Arg, 0, n)
+	out = append(out, r.Args[:]...)
+	for c := r.next(); len(out) < n && c.Kind == kindArgs; c = c.next() {
+		out = append(out, c.Args[:c.NArgs]...)
+	}
+	return out
+}
+
+// EndOf returns when r ended, in ticks. A span still open when the session
+// stopped ends at the stop time and finished is false.
+func (s *Snapshot) EndOf(r *Record) (end int64, finished bool) {
+	if e := r.End(); e != 0 {
+		return e, true
+	}
+	if r.Kind == KindInstant || r.Kind == KindCounter {
+		return r.Start, true
+	}
+	return max(s.Meta.Stop.Mono, r.Start), false
+}

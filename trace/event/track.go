@@ -1,0 +1,49 @@
+package event
+
+// TrackKind says what a registered Track stands for.
+type TrackKind uint8
+
+const (
+	// TrackDeviceStream is one stream (queue) of one device.
+	TrackDeviceStream TrackKind = iota + 1
+	// TrackHostThread is an OS thread of the host, for sources that know
+	// them (driver API callbacks).
+	TrackHostThread
+)
+
+// Track describes a timeline that KindActivity records are placed on.
+// Host spans do not need one: their lanes are implicit.
+type Track struct {
+	Kind TrackKind
+	// Device is the device ordinal for device tracks.
+	Device int
+	// DeviceName is a human name for the device ("NVIDIA H100 80GB HBM3").
+	DeviceName string
+	// ID is the stream id for device tracks, the OS thread id for host threads.
+	ID int64
+	// Name is the display name of the track ("Stream #7(Compute)").
+	Name string
+}
+
+// AddTrack registers a track and returns its id (non-zero) for
+// KindActivity records. Sources call it when they first meet a stream, not
+// per event: it takes a lock.
+func (b *Buffer) AddTrack(t Track) uint32 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.tracks = append(b.tracks, t)
+	return uint32(len(b.tracks))
+}
+
+// FindTrack returns the id of a registered track with the same kind,
+// device and id, or 0.
+func (b *Buffer) FindTrack(kind TrackKind, device int, id int64) uint32 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, t := range b.tracks {
+		if t.Kind == kind && t.Device == device && t.ID == id {
+			return uint32(i + 1)
+		}
+	}
+	return 0
+}
