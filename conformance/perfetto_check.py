@@ -22,6 +22,61 @@ Library use: ``check_file(path, manifest=None) -> Result`` and
 ``check_bytes(data, manifest=None) -> Result``; ``Result.violations`` is the
 list of messages, each naming the packet index (0-based, file order), the
 sequence id and the field concerned.
+
+Invariants checked on every trace (TP = trace_processor's import rules):
+ 1. every packet has trusted_packet_sequence_id != 0;
+ 2. each sequence's first packet sets SEQ_INCREMENTAL_STATE_CLEARED; packets
+    that need incremental state while it is invalid are reported (TP skips
+    them), as is previous_packet_dropped;
+ 3. every iid used (event name, categories, annotation names, interned string
+    values) is >= 1 and defined earlier on the same sequence since its last
+    clear;
+ 4. every track uuid an event uses is described earlier in the file; every
+    parent_uuid is described; one uuid per pid and per (pid, tid); a uuid
+    described twice must be described identically;
+ 5. every TrackEvent packet has a timestamp;
+ 6. clocks resolve as in TP (packet clock, else the sequence default, else
+    BOOTTIME; sequence-scoped clocks 64..127 need a ClockSnapshot earlier on
+    the sequence; incremental clocks accumulate deltas from the snapshot
+    value; conversion uses the snapshot holding both clocks whose source value
+    is the latest not after the timestamp); the first ClockSnapshot holds
+    BOOTTIME and REALTIME;
+ 7. per track, events sorted by (ts, file order) nest as a stack: no END
+    without an open slice, no slice left open;
+ 8. TYPE_COUNTER only on counter tracks, nothing else on them, each with a
+    value;
+ 9. raw wire types match the schema (flow_ids / terminating_flow_ids are
+    fixed64) and no repeated scalar is packed;
+10. process tracks have a process_name, thread tracks a thread_name, and there
+    is a process track.
+
+The manifest contract (``<name>.expect.json``; all keys required except
+``extra_slices``, ``meta``, ``description`` and keys starting with "_")::
+
+    {"trace": "<name>.pftrace" | "<name>.pftrace.gz",
+     "process_name": "devprof.test",        # a process track has this name
+     "dropped": 0,                           # > 0: a 'devprof:' INSTANT whose name
+                                             #   holds the number, with int
+                                             #   annotation dropped_events = N
+     "spans": [{"name": str, "ts": int ns, "dur": int ns,
+                "parent": str | null, "args": {name: {"type": t, "value": v}}}],
+     "instants": [{"name": str, "ts": int ns, "args": {...}}],
+     "counters": [{"name": str, "unit": str, "samples": [[int ns, number], ...]}],
+     "flows": [[source span name, destination span name], ...],
+     "extra_slices": [names of trace slices the manifest does not list]}
+
+ts are absolute BOOTTIME ns after clock resolution. Spans and instants are
+compared as multisets (names repeat), args exactly: t is int, uint, double,
+bool or string and must match the DebugAnnotation field used (int_value,
+uint_value, double_value, bool_value, string_value / string_value_iid). A
+span's parent is the slice open beneath it on its track when it begins; the
+first slice of a track stack (a displaced child) may instead carry
+terminating_flow_ids [X] on its BEGIN, X being in its parent's BEGIN
+flow_ids. Other flow ids are user flows: per id, the events carrying it
+sorted by (ts, file order) give the edges first->second->third..., as TP
+draws them. Counters are matched by (track name, CounterDescriptor.unit_name
+or ""), samples as multisets of (ts, value); every counter track with samples
+must be listed. Everything is exact: nothing missing, nothing extra.
 """
 
 from __future__ import annotations
@@ -102,10 +157,6 @@ MANIFEST_KEYS_OPTIONAL = ("extra_slices", "meta", "description")
 
 class TraceFormatError(Exception):
     """The file cannot be framed as a sequence of TracePacket records."""
-
-
-class ManifestError(Exception):
-    """The manifest does not follow the contract."""
 
 
 # ---------------------------------------------------------------------------
@@ -1356,9 +1407,10 @@ def main(argv: Optional[list] = None) -> int:
                     "and trace_processor's import rules.")
     ap.add_argument("trace", help="a .pftrace file (raw protobuf or whole-file gzip)")
     ap.add_argument("--expect", metavar="MANIFEST.json",
-                    help="manifest of what the session recorded (see conformance/README)")
-    ap.add_argument("--limit", type=int, default=200,
-                    help="print at most this many violations (default 200; 0 = all)")
+                    help="manifest of what the session recorded (the contract is in this "
+                         "file's docstring)")
+    ap.add_argument("--limit", type=int, default=0,
+                    help="print at most this many violations (default 0: all)")
     a = ap.parse_args(argv)
     manifest = None
     if a.expect:
