@@ -56,8 +56,18 @@ type Instant struct {
 type Counter struct {
 	Name    string       `json:"name"`
 	Unit    string       `json:"unit"`
-	Samples [][2]float64 `json:"samples"`
+	Samples []Sample `json:"samples"`
 }
+
+// Sample is one counter value; it encodes as [ts, value] with an exact
+// integer timestamp.
+type Sample struct {
+	TS    int64
+	Value float64
+}
+
+// MarshalJSON implements json.Marshaler.
+func (s Sample) MarshalJSON() ([]byte, error) { return json.Marshal([]any{s.TS, s.Value}) }
 
 // Arg is an expected typed argument.
 type Arg struct {
@@ -108,11 +118,11 @@ func Expect(s *event.Snapshot, traceName string) *Manifest {
 				counters[k] = i
 				m.Counters = append(m.Counters, Counter{Name: r.Name, Unit: r.Args[0].Key})
 			}
-			m.Counters[i].Samples = append(m.Counters[i].Samples, [2]float64{float64(s.Meta.BootNanos(r.Start)), r.Args[0].Float()})
+			m.Counters[i].Samples = append(m.Counters[i].Samples, Sample{s.Meta.BootNanos(r.Start), r.Args[0].Float()})
 		}
 	}
 	for i := range m.Counters {
-		slices.SortFunc(m.Counters[i].Samples, func(a, b [2]float64) int { return cmp.Compare(a[0], b[0]) })
+		slices.SortFunc(m.Counters[i].Samples, func(a, b Sample) int { return cmp.Compare(a.TS, b.TS) })
 	}
 	ids := make([]uint64, 0, len(flows))
 	for id := range flows {

@@ -1,0 +1,65 @@
+package perfetto
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/devprof/devprof/annotate"
+	"github.com/devprof/devprof/trace/event"
+)
+
+// benchSnapshot records n spans: steps of 10 nested children, as a training
+// loop produces them.
+func benchSnapshot(tb testing.TB, n int) *event.Snapshot {
+	tb.Helper()
+	b := event.NewBuffer(int64(n), 3)
+	if !event.Activate(b) {
+		tb.Fatal("another buffer is active")
+	}
+	start := event.ReadClocks()
+	ctx := context.Background()
+	for i := 0; i < n; i += 10 {
+		sctx, st := annotate.Step(ctx, "train", int64(i/10))
+		for j := 0; j < 9; j++ {
+			_, sp := annotate.Begin(sctx, "op", annotate.Int("layer", j))
+			sp.End()
+		}
+		st.End()
+	}
+	event.Deactivate(b)
+	return b.Snapshot(event.Meta{Host: "bench", Program: "bench", Start: start, Stop: event.ReadClocks()})
+}
+
+type countingWriter struct{ n int64 }
+
+func (c *countingWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+// BenchmarkWrite reports encoding throughput (events/s counts begin and end
+// separately, as the size target does) and bytes per begin/end event.
+func BenchmarkWrite(b *testing.B) {
+	const n = 200_000
+	s := benchSnapshot(b, n)
+	var cw countingWriter
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		cw.n = 0
+		if err := Write(&cw, s, WriteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	events := float64(2 * n)
+	b.ReportMetric(events*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(cw.n)/events, "B/event")
+}
+
+func BenchmarkWriteGzip(b *testing.B) {
+	s := benchSnapshot(b, 100_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := Write(io.Discard, s, WriteOptions{Gzip: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
