@@ -37,6 +37,9 @@ type Options struct {
 	// NoPerfetto skips the Perfetto output (<host>.pftrace).
 	NoPerfetto bool
 
+	// NoXPlane skips the TensorBoard profile output (<host>.xplane.pb).
+	NoXPlane bool
+
 	// PerfettoGzip compresses the Perfetto output (<host>.pftrace.gz); the
 	// Perfetto UI reads it directly.
 	PerfettoGzip bool
@@ -104,6 +107,7 @@ type config struct {
 	hostLevel, deviceLevel int
 	maxEvents              int64
 	perfetto, gzip, chrome bool
+	xplane                 bool
 	link                   bool
 	linkTimeout            time.Duration
 	host, sessionID, prog  string
@@ -117,6 +121,7 @@ func (o *Options) resolve() (config, error) {
 		perfetto:    !o.NoPerfetto,
 		gzip:        o.PerfettoGzip,
 		chrome:      o.ChromeTrace,
+		xplane:      !o.NoXPlane,
 		link:        o.PerfettoLink,
 		linkTimeout: o.LinkTimeout,
 	}

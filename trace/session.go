@@ -29,6 +29,7 @@ import (
 
 	"github.com/devprof/devprof/exporters/chrome"
 	"github.com/devprof/devprof/exporters/perfetto"
+	"github.com/devprof/devprof/exporters/xplane"
 	"github.com/devprof/devprof/internal/atomicfile"
 	"github.com/devprof/devprof/perfettolink"
 	"github.com/devprof/devprof/trace/event"
@@ -57,6 +58,7 @@ type Session struct {
 type Outputs struct {
 	RunDir   string // <logdir>/plugins/profile/<run>
 	Perfetto string // <run>/<host>.pftrace(.gz)
+	XPlane   string // <run>/<host>.xplane.pb (TensorBoard profile)
 	Chrome   string // <run>/<host>.trace.json.gz
 	Events   int    // events written
 	Dropped  int64  // events dropped because the buffer was full
@@ -228,6 +230,14 @@ func (s *Session) stop() error {
 			errs = append(errs, err)
 		} else {
 			s.out.Perfetto = p
+		}
+	}
+	if s.cfg.xplane {
+		p := filepath.Join(s.runDir, host+".xplane.pb")
+		if err := writeFile(p, func(f *atomicfile.File) error { return xplane.Write(f, snap) }); err != nil {
+			errs = append(errs, err)
+		} else {
+			s.out.XPlane = p
 		}
 	}
 	if s.cfg.chrome {

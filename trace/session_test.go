@@ -56,9 +56,12 @@ func TestStartStopWritesRunDirectory(t *testing.T) {
 	if len(b) < 16 || b[0] != 0x0A {
 		t.Fatalf("not a Perfetto protobuf trace: % x", b[:min(len(b), 16)])
 	}
+	if _, err := os.Stat(filepath.Join(runs[0], host+".xplane.pb")); err != nil {
+		t.Errorf("no TensorBoard profile beside the Perfetto trace: %v", err)
+	}
 	ents, _ := os.ReadDir(runs[0])
-	if len(ents) != 1 {
-		t.Errorf("run dir holds %v, want only the trace (no temporary files)", ents)
+	if len(ents) != 2 {
+		t.Errorf("run dir holds %v, want the two outputs only (no temporary files)", ents)
 	}
 }
 
@@ -265,6 +268,7 @@ func TestBasicConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	conformance.Export(t, "basic", s.Outputs().Perfetto, s.Snapshot())
+	conformance.ExportXPlane(t, "basic", s.Outputs().XPlane, s.Snapshot())
 }
 
 // TestConcurrencyConformance: 64 goroutines, nested spans with random
@@ -321,6 +325,7 @@ func TestConcurrencyConformance(t *testing.T) {
 	}
 	checkLayoutNests(t, snap)
 	conformance.Export(t, "concurrency", s.Outputs().Perfetto, snap)
+	conformance.ExportXPlane(t, "concurrency", s.Outputs().XPlane, snap)
 }
 
 func TestBoundedConformance(t *testing.T) {

@@ -25,11 +25,20 @@ import (
 	"io"
 	"slices"
 
+	"github.com/devprof/devprof/internal/protoenc"
 	"github.com/devprof/devprof/trace/event"
 )
 
 // Field numbers from perfetto/protos (trace_packet.proto, track_event/*.proto,
 // interned_data.proto, clock_snapshot.proto).
+// Wire types, as the reader also uses them.
+const (
+	wireVarint = protoenc.WireVarint
+	wireI64    = protoenc.WireI64
+	wireBytes  = protoenc.WireBytes
+	wireI32    = 5
+)
+
 const (
 	fTracePacket = 1
 
@@ -142,8 +151,8 @@ type writer struct {
 	m   *event.Meta
 	err error
 
-	pkt    enc
-	intern enc // interned entries of the current packet
+	pkt    protoenc.Enc
+	intern protoenc.Enc // interned entries of the current packet
 	frame  []byte
 
 	nextUUID uint64
@@ -178,48 +187,40 @@ func (w *writer) uuid() uint64 {
 
 // startPacket begins a packet on the current sequence.
 func (w *writer) startPacket(ts int64, hasTS bool) {
-	w.pkt.reset()
-	w.intern.reset()
+	w.pkt.Reset()
+	w.intern.Reset()
 	if hasTS {
-		w.pkt.uint(pktTimestamp, uint64(ts))
+		w.pkt.Uint(pktTimestamp, uint64(ts))
 	}
-	w.pkt.uint(pktSeqID, uint64(w.seq.id))
+	w.pkt.Uint(pktSeqID, uint64(w.seq.id))
 	if !w.seq.started {
 		w.seq.started = true
-		w.pkt.uint(pktSequenceFlags, seqIncrementalStateCleared)
+		w.pkt.Uint(pktSequenceFlags, seqIncrementalStateCleared)
 	} else {
-		w.pkt.uint(pktSequenceFlags, seqNeedsIncrementalState)
+		w.pkt.Uint(pktSequenceFlags, seqNeedsIncrementalState)
 	}
 }
 
 // finishPacket appends pending interned data and frames the packet.
 func (w *writer) finishPacket() {
-	if len(w.intern.b) > 0 {
-		w.pkt.tag(pktInternedData, wireBytes)
-		w.pkt.varint(uint64(len(w.intern.b)))
-		w.pkt.b = append(w.pkt.b, w.intern.b...)
+	if len(w.intern.B) > 0 {
+		w.pkt.Tag(pktInternedData, wireBytes)
+		w.pkt.Varint(uint64(len(w.intern.B)))
+		w.pkt.B = append(w.pkt.B, w.intern.B...)
 	}
 	if w.err != nil {
 		return
 	}
 	w.frame = w.frame[:0]
 	w.frame = append(w.frame, fTracePacket<<3|wireBytes)
-	w.frame = appendVarint(w.frame, uint64(len(w.pkt.b)))
+	w.frame = protoenc.AppendVarint(w.frame, uint64(len(w.pkt.B)))
 	if _, err := w.w.Write(w.frame); err != nil {
 		w.err = err
 		return
 	}
-	if _, err := w.w.Write(w.pkt.b); err != nil {
+	if _, err := w.w.Write(w.pkt.B); err != nil {
 		w.err = err
 	}
-}
-
-func appendVarint(b []byte, v uint64) []byte {
-	for v >= 0x80 {
-		b = append(b, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(b, byte(v))
 }
 
 // iid returns the interned id of s in table, adding an entry to the
@@ -230,10 +231,10 @@ func (w *writer) iid(table map[string]uint64, field int, s string) uint64 {
 	}
 	id := uint64(len(table) + 1)
 	table[s] = id
-	p := w.intern.begin(field)
-	w.intern.uint(internIID, id)
-	w.intern.string(internName, s)
-	w.intern.end(p)
+	p := w.intern.Begin(field)
+	w.intern.Uint(internIID, id)
+	w.intern.String(internName, s)
+	w.intern.End(p)
 	return id
 }
 
@@ -249,30 +250,30 @@ func (w *writer) write() {
 	meta := w.newSequence()
 	w.seq = meta
 	w.startPacket(start, true)
-	p := w.pkt.begin(pktClockSnapshot)
+	p := w.pkt.Begin(pktClockSnapshot)
 	for _, c := range [][2]uint64{{clockBoottime, uint64(start)}, {clockMonotonic, uint64(m.Start.Mono)}, {clockRealtime, uint64(m.Start.Wall)}} {
-		q := w.pkt.begin(csClocks)
-		w.pkt.uint(clkID, c[0])
-		w.pkt.uint(clkTimestamp, c[1])
-		w.pkt.end(q)
+		q := w.pkt.Begin(csClocks)
+		w.pkt.Uint(clkID, c[0])
+		w.pkt.Uint(clkTimestamp, c[1])
+		w.pkt.End(q)
 	}
-	w.pkt.end(p)
+	w.pkt.End(p)
 	w.finishPacket()
 
 	procUUID := w.uuid()
 	w.startPacket(start, true)
-	p = w.pkt.begin(pktTrackDescriptor)
-	w.pkt.uint(tdUUID, procUUID)
-	q := w.pkt.begin(tdProcess)
-	w.pkt.int(pdPid, int64(m.PID))
-	w.pkt.string(pdProcessName, m.Program)
-	w.pkt.string(pdProcessLabel, fmt.Sprintf("devprof host=%s", m.Host))
+	p = w.pkt.Begin(pktTrackDescriptor)
+	w.pkt.Uint(tdUUID, procUUID)
+	q := w.pkt.Begin(tdProcess)
+	w.pkt.Int(pdPid, int64(m.PID))
+	w.pkt.String(pdProcessName, m.Program)
+	w.pkt.String(pdProcessLabel, fmt.Sprintf("devprof host=%s", m.Host))
 	if m.Dropped > 0 {
-		w.pkt.string(pdProcessLabel, fmt.Sprintf("devprof dropped_events=%d", m.Dropped))
+		w.pkt.String(pdProcessLabel, fmt.Sprintf("devprof dropped_events=%d", m.Dropped))
 	}
-	w.pkt.end(q)
-	w.pkt.string(tdDescription, fmt.Sprintf("Recorded by devprof on %s: %d events kept, %d dropped (max %d).", m.Host, len(w.s.Events), m.Dropped, m.MaxEvents))
-	w.pkt.end(p)
+	w.pkt.End(q)
+	w.pkt.String(tdDescription, fmt.Sprintf("Recorded by devprof on %s: %d events kept, %d dropped (max %d).", m.Host, len(w.s.Events), m.Dropped, m.MaxEvents))
+	w.pkt.End(p)
 	w.finishPacket()
 
 	rowUUID := make([]uint64, len(l.Rows))
@@ -284,14 +285,14 @@ func (w *writer) write() {
 			tid++
 		}
 		w.startPacket(start, true)
-		p := w.pkt.begin(pktTrackDescriptor)
-		w.pkt.uint(tdUUID, rowUUID[i])
-		q := w.pkt.begin(tdThread)
-		w.pkt.int(thPid, int64(m.PID))
-		w.pkt.int(thTid, tid)
-		w.pkt.string(thName, row.Name)
-		w.pkt.end(q)
-		w.pkt.end(p)
+		p := w.pkt.Begin(pktTrackDescriptor)
+		w.pkt.Uint(tdUUID, rowUUID[i])
+		q := w.pkt.Begin(tdThread)
+		w.pkt.Int(thPid, int64(m.PID))
+		w.pkt.Int(thTid, tid)
+		w.pkt.String(thName, row.Name)
+		w.pkt.End(q)
+		w.pkt.End(p)
 		w.finishPacket()
 	}
 
@@ -305,19 +306,19 @@ func (w *writer) write() {
 		u := w.uuid()
 		counterUUID[k] = u
 		w.startPacket(start, true)
-		p := w.pkt.begin(pktTrackDescriptor)
-		w.pkt.uint(tdUUID, u)
-		w.pkt.uint(tdParentUUID, procUUID)
-		w.pkt.string(tdName, k.name)
-		q := w.pkt.begin(tdCounter)
+		p := w.pkt.Begin(pktTrackDescriptor)
+		w.pkt.Uint(tdUUID, u)
+		w.pkt.Uint(tdParentUUID, procUUID)
+		w.pkt.String(tdName, k.name)
+		q := w.pkt.Begin(tdCounter)
 		if unit := builtinUnit(k.unit); unit != 0 {
-			w.pkt.uint(cdUnit, unit)
+			w.pkt.Uint(cdUnit, unit)
 		}
 		if k.unit != "" {
-			w.pkt.string(cdUnitName, k.unit)
+			w.pkt.String(cdUnitName, k.unit)
 		}
-		w.pkt.end(q)
-		w.pkt.end(p)
+		w.pkt.End(q)
+		w.pkt.End(p)
 		w.finishPacket()
 	}
 
@@ -334,11 +335,11 @@ func (w *writer) write() {
 	for i := range l.Rows {
 		w.seq = w.newSequence()
 		w.startPacket(start, true)
-		p := w.pkt.begin(pktDefaults)
-		q := w.pkt.begin(defTrackEventDefaults)
-		w.pkt.uint(tedTrackUUID, rowUUID[i])
-		w.pkt.end(q)
-		w.pkt.end(p)
+		p := w.pkt.Begin(pktDefaults)
+		q := w.pkt.Begin(defTrackEventDefaults)
+		w.pkt.Uint(tedTrackUUID, rowUUID[i])
+		w.pkt.End(q)
+		w.pkt.End(p)
 		w.finishPacket()
 		l.Rows[i].Walk(func(typ event.RowEventType, sp *event.Placed, inst *event.Record) {
 			switch typ {
@@ -346,9 +347,9 @@ func (w *writer) write() {
 				w.slice(typeSliceBegin, sp.Start, 0, sp.Record, sp.Finished, childLinks[sp.ID], sp.Displaced)
 			case event.RowEnd:
 				w.startPacket(w.boot(sp.End), true)
-				p := w.pkt.begin(pktTrackEvent)
-				w.pkt.uint(teType, typeSliceEnd)
-				w.pkt.end(p)
+				p := w.pkt.Begin(pktTrackEvent)
+				w.pkt.Uint(teType, typeSliceEnd)
+				w.pkt.End(p)
 				w.finishPacket()
 			case event.RowInstant:
 				w.slice(typeInstant, inst.Start, 0, inst, true, nil, false)
@@ -362,22 +363,22 @@ func (w *writer) write() {
 	}
 	if m.Dropped > 0 {
 		w.startPacket(w.boot(m.Stop.Mono), true)
-		p := w.pkt.begin(pktTrackEvent)
-		w.pkt.uint(teType, typeInstant)
-		w.pkt.uint(teTrackUUID, procUUID)
-		w.pkt.uint(teNameIID, w.iid(w.seq.names, idEventNames, fmt.Sprintf("devprof: %d events dropped (buffer full at max_events=%d)", m.Dropped, m.MaxEvents)))
-		w.annotation("dropped_events", func() { w.pkt.int(daIntValue, m.Dropped) })
-		w.annotation("max_events", func() { w.pkt.int(daIntValue, m.MaxEvents) })
-		w.pkt.end(p)
+		p := w.pkt.Begin(pktTrackEvent)
+		w.pkt.Uint(teType, typeInstant)
+		w.pkt.Uint(teTrackUUID, procUUID)
+		w.pkt.Uint(teNameIID, w.iid(w.seq.names, idEventNames, fmt.Sprintf("devprof: %d events dropped (buffer full at max_events=%d)", m.Dropped, m.MaxEvents)))
+		w.annotation("dropped_events", func() { w.pkt.Int(daIntValue, m.Dropped) })
+		w.annotation("max_events", func() { w.pkt.Int(daIntValue, m.MaxEvents) })
+		w.pkt.End(p)
 		w.finishPacket()
 	}
 	for _, r := range l.Counters {
 		w.startPacket(w.boot(r.Start), true)
-		p := w.pkt.begin(pktTrackEvent)
-		w.pkt.uint(teType, typeCounter)
-		w.pkt.uint(teTrackUUID, counterUUID[counterKey{r.Name, r.Args[0].Key}])
-		w.pkt.double(teDoubleCounterValue, r.Args[0].Float())
-		w.pkt.end(p)
+		p := w.pkt.Begin(pktTrackEvent)
+		w.pkt.Uint(teType, typeCounter)
+		w.pkt.Uint(teTrackUUID, counterUUID[counterKey{r.Name, r.Args[0].Key}])
+		w.pkt.Double(teDoubleCounterValue, r.Args[0].Float())
+		w.pkt.End(p)
 		w.finishPacket()
 	}
 }
@@ -386,12 +387,12 @@ func (w *writer) write() {
 // sequence's default track.
 func (w *writer) slice(typ uint64, at int64, track uint64, r *event.Record, finished bool, links []uint64, displaced bool) {
 	w.startPacket(w.boot(at), true)
-	p := w.pkt.begin(pktTrackEvent)
-	w.pkt.uint(teType, typ)
+	p := w.pkt.Begin(pktTrackEvent)
+	w.pkt.Uint(teType, typ)
 	if track != 0 {
-		w.pkt.uint(teTrackUUID, track)
+		w.pkt.Uint(teTrackUUID, track)
 	}
-	w.pkt.uint(teNameIID, w.iid(w.seq.names, idEventNames, r.Name))
+	w.pkt.Uint(teNameIID, w.iid(w.seq.names, idEventNames, r.Name))
 	var flows []uint64
 	for _, a := range w.s.Args(r) {
 		if a.Kind == event.ArgFlow {
@@ -401,46 +402,46 @@ func (w *writer) slice(typ uint64, at int64, track uint64, r *event.Record, fini
 		w.arg(a)
 	}
 	if r.Flags&event.FlagStep != 0 {
-		w.annotation("step_num", func() { w.pkt.int(daIntValue, r.ID2) })
+		w.annotation("step_num", func() { w.pkt.Int(daIntValue, r.ID2) })
 	}
 	if !finished {
-		w.annotation("unfinished", func() { w.pkt.bool(daBoolValue, true) })
+		w.annotation("unfinished", func() { w.pkt.Bool(daBoolValue, true) })
 	}
 	for _, f := range slices.Concat(flows, links) {
-		w.pkt.fixed64(teFlowIDs, f)
+		w.pkt.Fixed64(teFlowIDs, f)
 	}
 	if displaced {
-		w.pkt.fixed64(teTerminatingFlowIDs, ParentFlowBit|r.ID)
+		w.pkt.Fixed64(teTerminatingFlowIDs, ParentFlowBit|r.ID)
 	}
-	w.pkt.end(p)
+	w.pkt.End(p)
 	w.finishPacket()
 }
 
 func (w *writer) annotation(name string, value func()) {
-	p := w.pkt.begin(teDebugAnnotations)
-	w.pkt.uint(daNameIID, w.iid(w.seq.argNames, idDebugAnnotNames, name))
+	p := w.pkt.Begin(teDebugAnnotations)
+	w.pkt.Uint(daNameIID, w.iid(w.seq.argNames, idDebugAnnotNames, name))
 	value()
-	w.pkt.end(p)
+	w.pkt.End(p)
 }
 
 func (w *writer) arg(a event.Arg) {
-	p := w.pkt.begin(teDebugAnnotations)
-	w.pkt.uint(daNameIID, w.iid(w.seq.argNames, idDebugAnnotNames, a.Key))
+	p := w.pkt.Begin(teDebugAnnotations)
+	w.pkt.Uint(daNameIID, w.iid(w.seq.argNames, idDebugAnnotNames, a.Key))
 	switch a.Kind {
 	case event.ArgInt:
-		w.pkt.int(daIntValue, int64(a.Num))
+		w.pkt.Int(daIntValue, int64(a.Num))
 	case event.ArgUint:
-		w.pkt.uint(daUintValue, a.Num)
+		w.pkt.Uint(daUintValue, a.Num)
 	case event.ArgFloat:
-		w.pkt.double(daDoubleValue, a.Float())
+		w.pkt.Double(daDoubleValue, a.Float())
 	case event.ArgBool:
-		w.pkt.bool(daBoolValue, a.Num != 0)
+		w.pkt.Bool(daBoolValue, a.Num != 0)
 	case event.ArgString:
-		w.pkt.uint(daStringValueIID, w.iid(w.seq.strs, idDebugAnnotStrs, a.Str))
+		w.pkt.Uint(daStringValueIID, w.iid(w.seq.strs, idDebugAnnotStrs, a.Str))
 	case event.ArgDuration:
-		w.pkt.uint(daStringValueIID, w.iid(w.seq.strs, idDebugAnnotStrs, a.Duration().String()))
+		w.pkt.Uint(daStringValueIID, w.iid(w.seq.strs, idDebugAnnotStrs, a.Duration().String()))
 	}
-	w.pkt.end(p)
+	w.pkt.End(p)
 }
 
 func builtinUnit(u string) uint64 {

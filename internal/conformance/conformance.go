@@ -206,3 +206,117 @@ func copyFile(dst, src string) error {
 	}
 	return out.Close()
 }
+
+// XprofManifest is what xprof's own converters must show for an
+// .xplane.pb (checked by conformance/test_xprof_outputs.py).
+type XprofManifest struct {
+	XPlane   string         `json:"xplane"`
+	Events   []XprofEvent   `json:"events"`
+	Steps    []XprofStep    `json:"steps"`
+	Counters []XprofCounter `json:"counters"`
+}
+
+// XprofEvent is an expected trace-viewer event on the /host:CPU process.
+type XprofEvent struct {
+	Name   string         `json:"name"`
+	Thread string         `json:"thread"`
+	TSUs   float64        `json:"ts_us"`
+	DurUs  float64        `json:"dur_us"`
+	Args   map[string]any `json:"args"`
+}
+
+// XprofStep is an expected step of the overview page.
+type XprofStep struct {
+	Name  string  `json:"name"`
+	DurUs float64 `json:"dur_us"`
+}
+
+// XprofCounter is an expected counter track of the streaming trace viewer.
+type XprofCounter struct {
+	Name    string       `json:"name"`
+	Samples [][2]float64 `json:"samples"` // [ts_us, value]
+}
+
+// ExpectXprof computes what xprof should show for snapshot s: events on
+// the rows of the layout, steps named "<name> <step_num>", counters.
+func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
+	m := &XprofManifest{XPlane: xplaneName, Events: []XprofEvent{}, Steps: []XprofStep{}, Counters: []XprofCounter{}}
+	us := func(t int64) float64 { return float64(t-s.Meta.Start.Mono) / 1e3 }
+	args := func(r *event.Record, fin bool) map[string]any {
+		out := map[string]any{}
+		for _, a := range s.Args(r) {
+			switch a.Kind {
+			case event.ArgFlow:
+			case event.ArgBool:
+				out[a.Key] = int64(a.Num)
+			case event.ArgDuration:
+				out[a.Key] = a.Duration().String()
+			default:
+				out[a.Key] = a.Value()
+			}
+		}
+		if r.Flags&event.FlagStep != 0 {
+			out["step_num"] = r.ID2
+		}
+		if !fin {
+			out["unfinished"] = int64(1)
+		}
+		return out
+	}
+	l := s.Layout()
+	for _, row := range l.Rows {
+		for _, p := range row.Spans {
+			name := p.Name
+			if p.Flags&event.FlagStep != 0 {
+				name = fmt.Sprintf("%s %d", p.Name, p.ID2)
+				m.Steps = append(m.Steps, XprofStep{Name: name, DurUs: float64(p.End-p.Start) / 1e3})
+			}
+			m.Events = append(m.Events, XprofEvent{Name: name, Thread: row.Name, TSUs: us(p.Start), DurUs: float64(p.End-p.Start) / 1e3, Args: args(p.Record, p.Finished)})
+		}
+		for _, r := range row.Instants {
+			m.Events = append(m.Events, XprofEvent{Name: r.Name, Thread: row.Name, TSUs: us(r.Start), Args: args(r, true)})
+		}
+	}
+	for _, r := range l.Loose {
+		m.Events = append(m.Events, XprofEvent{Name: r.Name, Thread: "Instants", TSUs: us(r.Start), Args: args(r, true)})
+	}
+	idx := map[string]int{}
+	for _, r := range l.Counters {
+		name := r.Name
+		if u := r.Args[0].Key; u != "" {
+			name += " (" + u + ")"
+		}
+		i, ok := idx[name]
+		if !ok {
+			i = len(m.Counters)
+			idx[name] = i
+			m.Counters = append(m.Counters, XprofCounter{Name: name})
+		}
+		m.Counters[i].Samples = append(m.Counters[i].Samples, [2]float64{us(r.Start), r.Args[0].Float()})
+	}
+	return m
+}
+
+// ExportXPlane copies an .xplane.pb into the conformance directory as
+// <name>.xplane.pb with <name>.xprof.json. Without DEVPROF_CONFORMANCE_DIR
+// it does nothing.
+func ExportXPlane(t testing.TB, name, xplanePath string, s *event.Snapshot) {
+	t.Helper()
+	dir := Dir()
+	if dir == "" {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyFile(filepath.Join(dir, name+".xplane.pb"), xplanePath); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.MarshalIndent(ExpectXprof(s, name+".xplane.pb"), "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".xprof.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,136 @@
+"""Checks devprof's .xplane.pb files with xprof's OWN converters.
+
+With DEVPROF_CONFORMANCE_DIR set, Go tests write <name>.xplane.pb and
+<name>.xprof.json (internal/conformance.ExportXPlane): what the session
+recorded, as xprof should show it. Each file is converted by xprof 2.24's
+trace_viewer, overview_page and streaming trace viewer (counters), and every
+recorded span must appear with its name, row, start and duration (to the
+nanosecond, well within the microsecond asked for) and its arguments; the
+overview page must count every step with its step time. The demo's log
+directory (DEVPROF_DEMO_LOGDIR) must be discovered as a run by xprof's
+profile plugin. These tests FAIL, never skip, when their inputs are missing.
+"""
+
+import glob
+import json
+import math
+import os
+from collections import Counter
+
+import pytest
+
+import xprof_tools as xt
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ENV = "DEVPROF_CONFORMANCE_DIR"
+TOL_US = 0.0015  # xprof prints µs with ns precision
+
+
+def required():
+    with open(os.path.join(HERE, "required_xprof.txt"), encoding="utf-8") as f:
+        return [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
+
+
+def manifests():
+    d = os.environ.get(ENV, "")
+    return sorted(glob.glob(os.path.join(d, "*.xprof.json"))) if d and os.path.isdir(d) else []
+
+
+def test_required_xprof_manifests_present():
+    d = os.environ.get(ENV, "")
+    assert d and os.path.isdir(d), f"{ENV} must name the Go tests' output directory (run scripts/test)"
+    have = {os.path.basename(m)[: -len(".xprof.json")] for m in manifests()}
+    missing = [n for n in required() if n not in have]
+    assert not missing, f"no xprof manifest for {missing} in {d}"
+
+
+def _close(a, b):
+    if isinstance(b, float) or isinstance(a, float):
+        try:
+            return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-9)
+        except (TypeError, ValueError):
+            return False
+    return a == b
+
+
+def _load(path):
+    with open(path, encoding="utf-8") as f:
+        m = json.load(f)
+    return m, os.path.join(os.path.dirname(path), m["xplane"])
+
+
+@pytest.mark.parametrize("manifest", manifests(), ids=lambda p: os.path.basename(p))
+def test_trace_viewer_shows_every_event(manifest):
+    m, xplane = _load(manifest)
+    got = [e for e in xt.trace_viewer_events(xplane)
+           if e["process_name"] == "/host:CPU" and e["thread_name"] != "_counters_"]
+    assert got or not m["events"], "xprof's trace viewer shows no host events"
+    pool = {}
+    for e in got:
+        pool.setdefault((e["name"], e["thread_name"]), []).append(e)
+    problems = []
+    for want in m["events"]:
+        cands = pool.get((want["name"], want["thread"]), [])
+        hit = None
+        for i, e in enumerate(cands):
+            if abs(e["ts_us"] - want["ts_us"]) <= TOL_US and abs((e["dur_us"] or 0) - want["dur_us"]) <= TOL_US:
+                hit = cands.pop(i)
+                break
+        if hit is None:
+            problems.append(f"missing {want['name']!r} on {want['thread']!r} at {want['ts_us']}us for {want['dur_us']}us"
+                            f" (candidates: {[(c['ts_us'], c['dur_us']) for c in cands][:3]})")
+            continue
+        for k, v in want["args"].items():
+            if k not in hit["args"] or not _close(hit["args"][k], v):
+                problems.append(f"{want['name']!r}: arg {k}={hit['args'].get(k)!r}, want {v!r}")
+    extra = [(k, len(v)) for k, v in pool.items() if v]
+    assert not problems, "\n".join(problems[:20])
+    assert not extra, f"events xprof shows that were not recorded: {extra[:10]}"
+
+
+@pytest.mark.parametrize("manifest", manifests(), ids=lambda p: os.path.basename(p))
+def test_overview_reports_steps(manifest):
+    m, xplane = _load(manifest)
+    ov = xt.overview(xplane)
+    want = m["steps"]
+    if not want:
+        assert ov["no_step_marker"], "overview found steps in a trace that recorded none"
+        return
+    assert ov["step_count"] == len(want), f"overview counts {ov['step_count']} steps, recorded {len(want)}"
+    got = Counter((s["name"], round(s["step_time_ms"] * 1e3, 3)) for s in ov["steps"])
+    exp = Counter((s["name"], round(s["dur_us"], 3)) for s in want)
+    assert got == exp, f"step names/times differ: xprof {sorted(got)[:5]} vs recorded {sorted(exp)[:5]}"
+    assert ov["avg_step_time_ms"] > 0
+
+
+@pytest.mark.parametrize("manifest", manifests(), ids=lambda p: os.path.basename(p))
+def test_counters_are_counter_tracks(manifest):
+    m, xplane = _load(manifest)
+    got = {}
+    for s in xt.trace_viewer_counters(xplane):
+        got.setdefault(s["name"], []).append((s["ts_us"], s["value"]))
+    for c in m["counters"]:
+        samples = sorted(got.get(c["name"], []))
+        want = sorted((ts, v) for ts, v in c["samples"])
+        assert len(samples) == len(want), f"counter {c['name']!r}: {len(samples)} samples, want {len(want)}"
+        for (ts, v), (wts, wv) in zip(samples, want):
+            assert abs(ts - wts) <= TOL_US and _close(v, wv), f"counter {c['name']!r}: ({ts}, {v}) != ({wts}, {wv})"
+    assert set(got) == {c["name"] for c in m["counters"]}, f"counter tracks {sorted(got)} != recorded"
+
+
+def test_demo_run_is_discovered():
+    logdir = os.environ.get("DEVPROF_DEMO_LOGDIR", "")
+    assert logdir and os.path.isdir(logdir), "DEVPROF_DEMO_LOGDIR must name the demo's log directory (run scripts/test)"
+    runs = xt.discover_runs(logdir)
+    assert len(runs) == 1, f"xprof finds runs {runs} under {logdir}/plugins/profile"
+    hosts = xt.run_hosts(logdir, runs[0])
+    xplanes = glob.glob(os.path.join(logdir, "plugins", "profile", runs[0], "*.xplane.pb"))
+    assert len(xplanes) == 1
+    host = os.path.basename(xplanes[0])[: -len(".xplane.pb")]
+    assert host in hosts, f"xprof lists hosts {hosts}, want {host}"
+    tools = xt.run_tools(logdir, runs[0])
+    for tool in ("trace_viewer@", "overview_page"):
+        assert tool in tools, f"xprof offers {tools} for the run"
+    ov = xt.overview(xplanes[0])
+    steps = int(os.environ.get("DEVPROF_DEMO_STEPS", "40"))
+    assert ov["step_count"] == steps and not ov["no_step_marker"], ov["diagnostics"]

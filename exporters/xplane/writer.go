@@ -1,0 +1,437 @@
+// Package xplane writes and reads TensorBoard profiles: XSpace protobufs,
+// stored as <logdir>/plugins/profile/<run>/<host>.xplane.pb, which
+// TensorBoard's profile plugin and xprof read. It is an exporter in
+// devprof's flow: Write reads a stopped session's snapshot (package
+// trace/event); Read turns an .xplane.pb written by devprof, JAX or
+// TensorFlow back into a snapshot so any exporter can convert it.
+//
+// What Write produces follows what xprof expects (reference/xplane_tsl.md,
+// and xprof 2.24's converters, which the conformance suite runs):
+//
+//   - a /host:CPU plane with one line per row of the host layout; event and
+//     stat metadata interned per plane; span arguments as stats with their
+//     own value kinds (int64, uint64, double; strings interned via
+//     ref_value); events in each line sorted by start, enclosing first;
+//   - steps as root events (_r = 1 and an int64 step_num), so xprof's
+//     overview page shows step time;
+//   - counters as zero-length events on a line named _counters_, one
+//     "value" stat each, which the trace viewer shows as counter tracks;
+//   - a Task Environment plane with profile_start_time/profile_stop_time,
+//     XSpace.hostnames, and dropped-event counts in XSpace.warnings;
+//   - line timestamps relative to the profile start (xprof computes
+//     timestamp_ns*1000+offset_ps in int64, so epoch nanoseconds overflow);
+//   - never a group_id stat: xprof must do its own grouping;
+//   - device activity (KindActivity on device-stream tracks) on
+//     /device:GPU:<n> planes (id = ordinal) with Stream #<id>(<kinds>)
+//     lines; a flow id shared by a device event and a host span becomes a
+//     uint64 correlation_id on both.
+package xplane
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+
+	"github.com/devprof/devprof/internal/protoenc"
+	"github.com/devprof/devprof/trace/event"
+)
+
+// Field numbers of xplane.proto (see xplanepb/xplane.proto).
+const (
+	spacePlanes    = 1
+	spaceWarnings  = 3
+	spaceHostnames = 4
+
+	planeID            = 1
+	planeName          = 2
+	planeLines         = 3
+	planeEventMetadata = 4
+	planeStatMetadata  = 5
+	planeStats         = 6
+
+	lineID          = 1
+	lineName        = 2
+	lineTimestampNS = 3
+	lineEvents      = 4
+	lineDurationPS  = 9
+	lineDisplayID   = 10
+
+	eventMetadataID = 1
+	eventOffsetPS   = 2
+	eventDurationPS = 3
+	eventStats      = 4
+
+	statMetadataID = 1
+	statDouble     = 2
+	statUint64     = 3
+	statInt64      = 4
+	statStr        = 5
+	statRef        = 7
+
+	mdID   = 1
+	mdName = 2
+
+	mapKey   = 1
+	mapValue = 2
+)
+
+// Plane and line names xprof recognises.
+const (
+	HostPlaneName    = "/host:CPU"
+	TaskEnvPlaneName = "Task Environment"
+	GPUPlanePrefix   = "/device:GPU:"
+	CountersLineName = "_counters_"
+	InstantsLineName = "Instants"
+)
+
+// DropWarning is the XSpace warning written when events were dropped.
+func DropWarning(dropped, max int64) string {
+	return fmt.Sprintf("devprof: %d events dropped (buffer full at max_events=%d)", dropped, max)
+}
+
+// Write encodes s as an XSpace to w.
+func Write(w io.Writer, s *event.Snapshot) error {
+	x := &writer{s: s, m: &s.Meta}
+	var space protoenc.Enc
+	x.hostPlane(&space)
+	x.devicePlanes(&space)
+	x.taskEnvPlane(&space)
+	if s.Meta.Dropped > 0 {
+		space.String(spaceWarnings, DropWarning(s.Meta.Dropped, s.Meta.MaxEvents))
+	}
+	for _, warn := range s.Meta.Warnings {
+		space.String(spaceWarnings, warn)
+	}
+	space.String(spaceHostnames, s.Meta.Host)
+	_, err := w.Write(space.B)
+	return err
+}
+
+type writer struct {
+	s *event.Snapshot
+	m *event.Meta
+	// correlated holds flow ids that appear on device activity: on host
+	// spans they become correlation_id stats (launch → kernel).
+	correlated map[uint64]bool
+}
+
+// plane accumulates one XPlane's lines and interned metadata.
+type plane struct {
+	body      protoenc.Enc // id, name, lines, stats
+	events    map[string]int64
+	eventMD   protoenc.Enc
+	stats     map[string]int64
+	statMD    protoenc.Enc
+	line      protoenc.Enc // the line being built
+	lineStart int   // position of the open line in body
+	ev        protoenc.Enc   // scratch for one event
+}
+
+func newPlane(id int64, name string) *plane {
+	p := &plane{events: map[string]int64{}, stats: map[string]int64{}}
+	p.body.Int(planeID, id)
+	p.body.String(planeName, name)
+	return p
+}
+
+func (p *plane) eventID(name string) int64 {
+	if id, ok := p.events[name]; ok {
+		return id
+	}
+	id := int64(len(p.events) + 1)
+	p.events[name] = id
+	e := p.eventMD.Begin(planeEventMetadata)
+	p.eventMD.Int(mapKey, id)
+	v := p.eventMD.Begin(mapValue)
+	p.eventMD.Int(mdID, id)
+	p.eventMD.String(mdName, name)
+	p.eventMD.End(v)
+	p.eventMD.End(e)
+	return id
+}
+
+func (p *plane) statID(name string) int64 {
+	if id, ok := p.stats[name]; ok {
+		return id
+	}
+	id := int64(len(p.stats) + 1)
+	p.stats[name] = id
+	e := p.statMD.Begin(planeStatMetadata)
+	p.statMD.Int(mapKey, id)
+	v := p.statMD.Begin(mapValue)
+	p.statMD.Int(mdID, id)
+	p.statMD.String(mdName, name)
+	p.statMD.End(v)
+	p.statMD.End(e)
+	return id
+}
+
+// beginLine starts a line; events are added with event, then endLine.
+func (p *plane) beginLine(id int64, name string, durationPS int64) {
+	p.line.Reset()
+	p.line.Int(lineID, id)
+	p.line.Int(lineDisplayID, id)
+	p.line.String(lineName, name)
+	p.line.Int(lineTimestampNS, 0) // relative to the profile start
+	if durationPS > 0 {
+		p.line.Int(lineDurationPS, durationPS)
+	}
+}
+
+// event adds an event to the open line. offsetNS is relative to the
+// profile start.
+func (p *plane) event(name string, offsetNS, durNS int64, stats func(*plane)) {
+	p.ev.Reset()
+	p.ev.Int(eventMetadataID, p.eventID(name))
+	p.ev.Int(eventOffsetPS, offsetNS*1000)
+	if durNS > 0 {
+		p.ev.Int(eventDurationPS, durNS*1000)
+	}
+	if stats != nil {
+		stats(p)
+	}
+	p.line.Bytes(lineEvents, p.ev.B)
+}
+
+func (p *plane) endLine() { p.body.Bytes(planeLines, p.line.B) }
+
+func (p *plane) statInt(name string, v int64) {
+	q := p.ev.Begin(eventStats)
+	p.ev.Int(statMetadataID, p.statID(name))
+	p.ev.Int(statInt64, v)
+	p.ev.End(q)
+}
+
+func (p *plane) statUint(name string, v uint64) {
+	q := p.ev.Begin(eventStats)
+	p.ev.Int(statMetadataID, p.statID(name))
+	p.ev.Uint(statUint64, v)
+	p.ev.End(q)
+}
+
+func (p *plane) statDouble(name string, v float64) {
+	q := p.ev.Begin(eventStats)
+	p.ev.Int(statMetadataID, p.statID(name))
+	p.ev.Fixed64(statDouble, math.Float64bits(v))
+	p.ev.End(q)
+}
+
+// statString interns v as a stat metadata name and refers to it, as the
+// TSL builder does for strings.
+func (p *plane) statString(name, v string) {
+	id := p.statID(name)
+	ref := p.statID(v)
+	q := p.ev.Begin(eventStats)
+	p.ev.Int(statMetadataID, id)
+	p.ev.Uint(statRef, uint64(ref))
+	p.ev.End(q)
+}
+
+// planeStat adds a plane-level stat (device capabilities, profile times).
+func (p *plane) planeStatUint(name string, v uint64) {
+	id := p.statID(name)
+	q := p.body.Begin(planeStats)
+	p.body.Int(statMetadataID, id)
+	p.body.Uint(statUint64, v)
+	p.body.End(q)
+}
+
+func (p *plane) planeStatInt(name string, v int64) {
+	id := p.statID(name)
+	q := p.body.Begin(planeStats)
+	p.body.Int(statMetadataID, id)
+	p.body.Int(statInt64, v)
+	p.body.End(q)
+}
+
+func (p *plane) planeStatString(name, v string) {
+	id := p.statID(name)
+	ref := p.statID(v)
+	q := p.body.Begin(planeStats)
+	p.body.Int(statMetadataID, id)
+	p.body.Uint(statRef, uint64(ref))
+	p.body.End(q)
+}
+
+// finish appends the plane to the space.
+func (p *plane) finish(space *protoenc.Enc) {
+	q := space.Begin(spacePlanes)
+	space.B = append(space.B, p.body.B...)
+	space.B = append(space.B, p.eventMD.B...)
+	space.B = append(space.B, p.statMD.B...)
+	space.End(q)
+}
+
+func (x *writer) rel(t int64) int64 { return t - x.m.Start.Mono }
+
+// args writes a record's arguments as stats.
+func (x *writer) args(p *plane, r *event.Record, finished bool) {
+	for _, a := range x.s.Args(r) {
+		switch a.Kind {
+		case event.ArgInt:
+			p.statInt(a.Key, int64(a.Num))
+		case event.ArgUint:
+			p.statUint(a.Key, a.Num)
+		case event.ArgFloat:
+			p.statDouble(a.Key, a.Float())
+		case event.ArgBool:
+			p.statInt(a.Key, int64(a.Num))
+		case event.ArgString:
+			p.statString(a.Key, a.Str)
+		case event.ArgDuration:
+			p.statString(a.Key, a.Duration().String())
+		case event.ArgFlow:
+			if x.correlated[a.Num] {
+				p.statUint("correlation_id", a.Num)
+			}
+		}
+	}
+	if r.Flags&event.FlagStep != 0 {
+		p.statInt("_r", 1)
+		p.statInt("step_num", r.ID2)
+	}
+	if !finished {
+		p.statInt("unfinished", 1)
+	}
+}
+
+func (x *writer) hostPlane(space *protoenc.Enc) {
+	l := x.s.Layout()
+	x.correlated = map[uint64]bool{}
+	for _, r := range l.Activity {
+		for _, a := range x.s.Args(r) {
+			if a.Kind == event.ArgFlow {
+				x.correlated[a.Num] = true
+			}
+		}
+	}
+	p := newPlane(0, HostPlaneName)
+	total := x.rel(x.m.Stop.Mono) * 1000
+	for i := range l.Rows {
+		row := &l.Rows[i]
+		p.beginLine(int64(i+1), row.Name, total)
+		row.Walk(func(typ event.RowEventType, sp *event.Placed, inst *event.Record) {
+			switch typ {
+			case event.RowBegin:
+				p.event(sp.Name, x.rel(sp.Start), sp.End-sp.Start, func(p *plane) { x.args(p, sp.Record, sp.Finished) })
+			case event.RowInstant:
+				p.event(inst.Name, x.rel(inst.Start), 0, func(p *plane) { x.args(p, inst, true) })
+			}
+		})
+		p.endLine()
+	}
+	next := int64(len(l.Rows) + 1)
+	if len(l.Loose) > 0 {
+		p.beginLine(next, InstantsLineName, total)
+		next++
+		for _, r := range l.Loose {
+			p.event(r.Name, x.rel(r.Start), 0, func(p *plane) { x.args(p, r, true) })
+		}
+		p.endLine()
+	}
+	if len(l.Counters) > 0 {
+		p.beginLine(next, CountersLineName, total)
+		for _, r := range l.Counters {
+			name := r.Name
+			if u := r.Args[0].Key; u != "" {
+				name += " (" + u + ")"
+			}
+			p.event(name, x.rel(r.Start), 0, func(p *plane) { p.statDouble("value", r.Args[0].Float()) })
+		}
+		p.endLine()
+	}
+	p.finish(space)
+}
+
+// devicePlanes writes one /device:GPU:<n> plane per device that has
+// activity, one line per stream track.
+func (x *writer) devicePlanes(space *protoenc.Enc) {
+	l := x.s.Layout()
+	byTrack := map[uint32][]*event.Record{}
+	for _, r := range l.Activity {
+		byTrack[r.Lane] = append(byTrack[r.Lane], r)
+	}
+	devices := map[int][]uint32{}
+	for id := range byTrack {
+		if int(id) > len(x.s.Tracks) || id == 0 {
+			continue
+		}
+		t := x.s.Tracks[id-1]
+		if t.Kind == event.TrackDeviceStream {
+			devices[t.Device] = append(devices[t.Device], id)
+		}
+	}
+	ordinals := make([]int, 0, len(devices))
+	for d := range devices {
+		ordinals = append(ordinals, d)
+	}
+	slices.Sort(ordinals)
+	total := x.rel(x.m.Stop.Mono) * 1000
+	for _, d := range ordinals {
+		p := newPlane(int64(d), fmt.Sprintf("%s%d", GPUPlanePrefix, d))
+		tracks := devices[d]
+		slices.SortFunc(tracks, func(a, b uint32) int { return cmp.Compare(x.s.Tracks[a-1].ID, x.s.Tracks[b-1].ID) })
+		p.planeStatString("device_vendor", "Nvidia")
+		if name := x.s.Tracks[tracks[0]-1].DeviceName; name != "" {
+			p.planeStatString("gpu_device_name", name)
+		}
+		for _, id := range tracks {
+			t := x.s.Tracks[id-1]
+			recs := byTrack[id]
+			slices.SortStableFunc(recs, func(a, b *event.Record) int {
+				if c := cmp.Compare(a.Start, b.Start); c != 0 {
+					return c
+				}
+				return cmp.Compare(b.End(), a.End())
+			})
+			name := t.Name
+			if name == "" {
+				name = fmt.Sprintf("Stream #%d", t.ID)
+			}
+			p.beginLine(t.ID, name, total)
+			for _, r := range recs {
+				end, fin := x.s.EndOf(r)
+				p.event(r.Name, x.rel(r.Start), end-r.Start, func(p *plane) { x.deviceArgs(p, r, fin) })
+			}
+			p.endLine()
+		}
+		p.finish(space)
+	}
+}
+
+// deviceArgs writes a device event's stats: flows become correlation_id;
+// details strings (kernel_details, memcpy_details, ...) keep their names.
+func (x *writer) deviceArgs(p *plane, r *event.Record, finished bool) {
+	for _, a := range x.s.Args(r) {
+		if a.Kind == event.ArgFlow {
+			p.statUint("correlation_id", a.Num)
+			continue
+		}
+		switch a.Kind {
+		case event.ArgInt:
+			p.statInt(a.Key, int64(a.Num))
+		case event.ArgUint:
+			p.statUint(a.Key, a.Num)
+		case event.ArgFloat:
+			p.statDouble(a.Key, a.Float())
+		case event.ArgBool:
+			p.statInt(a.Key, int64(a.Num))
+		case event.ArgString:
+			p.statString(a.Key, a.Str)
+		case event.ArgDuration:
+			p.statString(a.Key, a.Duration().String())
+		}
+	}
+	if !finished {
+		p.statInt("unfinished", 1)
+	}
+}
+
+func (x *writer) taskEnvPlane(space *protoenc.Enc) {
+	p := newPlane(0, TaskEnvPlaneName)
+	p.planeStatUint("profile_start_time", uint64(x.m.Start.Wall))
+	p.planeStatUint("profile_stop_time", uint64(x.m.Stop.Wall))
+	p.finish(space)
+}
