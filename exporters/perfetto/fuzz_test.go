@@ -1,0 +1,171 @@
+package perfetto
+
+import (
+	"bytes"
+	"cmp"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/devprof/devprof/annotate"
+)
+
+// fuzzSeeds returns real traces written by the writer (plain and gzip),
+// the hand-built traces of reader_test.go, and corrupt variants of them.
+func fuzzSeeds(t testing.TB) [][]byte {
+	s := record(t, 1<<12, func(ctx context.Context) {
+		sctx, step := annotate.Step(ctx, "train", 1, annotate.Int("batch", 8))
+		pctx, parent := annotate.Begin(sctx, "parent", annotate.String("s", "v"), annotate.Float64("f", 1.5), annotate.Bool("b", true))
+		var wg sync.WaitGroup
+		begun := make(chan struct{})
+		wg.Add(1)
+		go func() { // overlaps child-a: displaced
+			defer wg.Done()
+			<-begun
+			_, b := annotate.Begin(pctx, "child-b", annotate.Uint64("u", 7))
+			b.End()
+		}()
+		actx, a := annotate.Begin(pctx, "child-a")
+		annotate.Instant(actx, "mark", annotate.Flow(3))
+		close(begun)
+		wg.Wait()
+		a.End()
+		annotate.Counter{Name: "loss"}.Set(0.5)
+		annotate.Counter{Name: "mem", Unit: "bytes"}.Set(64)
+		parent.End()
+		annotate.Instant(ctx, "loose")
+		step.End()
+	})
+	plain := encode(t, s, false)
+	seeds := [][]byte{
+		plain,
+		encode(t, s, true),
+		incrementalClockTrace(),
+		clockConversionTrace(),
+		foreignTrace(),
+		plain[:len(plain)-1],
+		plain[:len(plain)/2],
+	}
+	flipped := bytes.Clone(plain)
+	flipped[len(flipped)/3] ^= 0x40
+	return append(seeds, flipped)
+}
+
+func FuzzRead(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr, err := Read(bytes.NewReader(data))
+		if err != nil {
+			if tr != nil {
+				t.Fatal("a trace and an error")
+			}
+			if !strings.HasPrefix(err.Error(), "perfetto: ") {
+				t.Fatalf("error without the package prefix: %v", err)
+			}
+			return
+		}
+		if err := checkTrace(tr); err != nil {
+			t.Fatal(err)
+		}
+		again, err := Read(bytes.NewReader(data))
+		if err != nil || fmt.Sprintf("%#v", again) != fmt.Sprintf("%#v", tr) {
+			t.Fatalf("second read differs (err %v)", err)
+		}
+		if len(data) < 1<<16 && !bytes.HasPrefix(data, []byte{0x1f, 0x8b}) { // the same bytes, gzipped, read the same
+			var z bytes.Buffer
+			zw := gzip.NewWriter(&z)
+			zw.Write(data)
+			zw.Close()
+			gz, err := Read(&z)
+			if err != nil || fmt.Sprintf("%#v", gz) != fmt.Sprintf("%#v", tr) {
+				t.Fatalf("gzipped read differs (err %v)", err)
+			}
+		}
+	})
+}
+
+// checkTrace checks the invariants Read promises.
+func checkTrace(tr *Trace) error {
+	idx := map[uint64]int{}
+	for i, tk := range tr.Tracks {
+		if _, dup := idx[tk.UUID]; dup {
+			return fmt.Errorf("track %d listed twice", tk.UUID)
+		}
+		if tk.Kind < TrackProcess || tk.Kind > TrackPlain {
+			return fmt.Errorf("track %d has kind %d", tk.UUID, tk.Kind)
+		}
+		idx[tk.UUID] = i
+	}
+	kind := func(uuid uint64) (TrackKind, error) {
+		i, ok := idx[uuid]
+		if !ok {
+			return 0, fmt.Errorf("unknown track %d", uuid)
+		}
+		return tr.Tracks[i].Kind, nil
+	}
+	checkArgs := func(args []Arg) error {
+		for _, a := range args {
+			switch a.Value.(type) {
+			case int64, uint64, float64, bool, string:
+			default:
+				return fmt.Errorf("arg %q has a %T", a.Name, a.Value)
+			}
+		}
+		return nil
+	}
+	for i, s := range tr.Slices {
+		k, err := kind(s.Track)
+		if err != nil {
+			return fmt.Errorf("slice %d: %v", i, err)
+		}
+		switch {
+		case k == TrackCounter:
+			return fmt.Errorf("slice %d on a counter track", i)
+		case s.Dur < -1 || s.Start < 0 || s.Depth < 0:
+			return fmt.Errorf("slice %d: %+v", i, s)
+		case s.Parent < -1 || s.Parent >= i:
+			return fmt.Errorf("slice %d has parent %d", i, s.Parent)
+		case s.Depth > 0 && (s.Parent < 0 || tr.Slices[s.Parent].Track != s.Track || tr.Slices[s.Parent].Depth != s.Depth-1):
+			return fmt.Errorf("slice %d at depth %d has parent %d", i, s.Depth, s.Parent)
+		case s.Parent >= 0 && tr.Slices[s.Parent].Start > s.Start:
+			return fmt.Errorf("slice %d starts before its parent %d", i, s.Parent)
+		}
+		if i > 0 {
+			p := tr.Slices[i-1]
+			if c := cmp.Or(cmp.Compare(p.Start, s.Start), cmp.Compare(idx[p.Track], idx[s.Track])); c > 0 {
+				return fmt.Errorf("slices %d and %d out of order", i-1, i)
+			}
+		}
+		if err := checkArgs(s.Args); err != nil {
+			return fmt.Errorf("slice %d: %v", i, err)
+		}
+	}
+	for i, in := range tr.Instants {
+		if k, err := kind(in.Track); err != nil || k == TrackCounter || in.TS < 0 {
+			return fmt.Errorf("instant %d: %+v (%v)", i, in, err)
+		}
+		if i > 0 {
+			p := tr.Instants[i-1]
+			if cmp.Or(cmp.Compare(p.TS, in.TS), cmp.Compare(idx[p.Track], idx[in.Track])) > 0 {
+				return fmt.Errorf("instants %d and %d out of order", i-1, i)
+			}
+		}
+		if err := checkArgs(in.Args); err != nil {
+			return fmt.Errorf("instant %d: %v", i, err)
+		}
+	}
+	for i, c := range tr.Counters {
+		if k, err := kind(c.Track); err != nil || k != TrackCounter || c.TS < 0 {
+			return fmt.Errorf("counter sample %d: %+v (%v)", i, c, err)
+		}
+		if i > 0 && tr.Counters[i-1].TS > c.TS {
+			return fmt.Errorf("counter samples %d and %d out of order", i-1, i)
+		}
+	}
+	return nil
+}

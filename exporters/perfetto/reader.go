@@ -1,0 +1,1668 @@
+package perfetto
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+)
+
+// Field numbers the reader needs besides the writer's (see writer.go).
+const (
+	rPktClockID          = 58 // TracePacket.timestamp_clock_id
+	rPktStateCleared     = 41 // TracePacket.incremental_state_cleared (deprecated)
+	rPktPreviousDropped  = 42 // TracePacket.previous_packet_dropped
+	rPktCompressed       = 50 // TracePacket.compressed_packets
+	rDefClockID          = 58 // TracePacketDefaults.timestamp_clock_id
+	rTedExtraCounters    = 31 // TrackEventDefaults.extra_counter_track_uuids
+	rTedExtraDblCounters = 45 // TrackEventDefaults.extra_double_counter_track_uuids
+
+	rCsPrimaryClock   = 2 // ClockSnapshot.primary_trace_clock
+	rClkIncremental   = 3 // ClockSnapshot.Clock.is_incremental
+	rClkUnitMult      = 4 // ClockSnapshot.Clock.unit_multiplier_ns
+	rClockRealCoarse  = 2 // BUILTIN_CLOCK_REALTIME_COARSE
+	rFirstSeqClock    = 64
+	rFirstGlobalClock = 128
+
+	rTdStaticName = 10
+	rTdAtraceName = 13
+	rCdType       = 1
+	rCdUnitMult   = 4
+	rCdIncrement  = 5
+
+	rTeCategoryIIDs     = 3
+	rTeExtraCounterVals = 12
+	rTeCategories       = 22
+	rTeName             = 23
+	rTeExtraCounters    = 31
+	rTeFlowIDsOld       = 36
+	rTeTermFlowIDsOld   = 42
+	rTeExtraDblCounters = 45
+	rTeExtraDblVals     = 46
+
+	rDaPointerValue = 7
+	rDaLegacyJSON   = 9
+	rDaName         = 10
+	rDaDictEntries  = 11
+	rDaArrayValues  = 12
+
+	rIdEventCategories = 1
+
+	rCounterThreadTimeNS    = 1 // CounterDescriptor.BuiltinCounterType
+	rCounterThreadInstCount = 2
+)
+
+// Limits that keep a hostile file from costing much more than its size.
+const (
+	maxAnnotationDepth = 64      // nesting of debug annotation dicts/arrays
+	maxSnapshotClocks  = 64      // clocks in one ClockSnapshot
+	maxInflated        = 1 << 28 // bytes one compressed_packets field may expand to
+	maxTrackAncestors  = 100     // parent_uuid chain walked for pid/tid (as trace_processor)
+	maxEndSearch       = 512     // open slices a named END searches (trace_processor's max depth)
+	maxClockHops       = 4       // clock conversion chain (trace_processor's ClockPath::kMaxLen)
+)
+
+// nameBudget is how many bytes the flattened names of nested annotations
+// ("a.b", "a[0]") may take for n bytes of input: far more than real traces
+// need, little enough that short entries under a long name cannot turn a
+// small file into gigabytes.
+func nameBudget(n int) int { return 1<<20 + 64*n }
+
+// Trace is a decoded Perfetto trace: what Read understood of it.
+type Trace struct {
+	// Tracks lists every track, in order of first description (tracks that
+	// events use without a descriptor come in where first used).
+	Tracks []Track
+	// Slices are the slices (begin/end pairs), sorted by (Start, track
+	// order, Depth).
+	Slices []Slice
+	// Instants are TYPE_INSTANT events, sorted by (TS, track order).
+	Instants []Instant
+	// Counters are counter samples (TYPE_COUNTER events and extra counter
+	// values), sorted by (TS, track order).
+	Counters []CounterSample
+	// WallStart is the Unix time in ns (REALTIME, else REALTIME_COARSE) of
+	// the first clock snapshot that pairs it with the trace clock, 0 if
+	// none; WallStartTS is the trace-clock reading of that snapshot, so
+	// that a trace time ts is Unix time WallStart + (ts - WallStartTS).
+	WallStart, WallStartTS int64
+	// Packets counts the TracePackets read, including those inside
+	// compressed_packets.
+	Packets int
+}
+
+// TrackKind says what a Track stands for.
+type TrackKind uint8
+
+const (
+	// TrackProcess is a process's track (TrackDescriptor.process).
+	TrackProcess TrackKind = iota + 1
+	// TrackThread is a thread's track (TrackDescriptor.thread).
+	TrackThread
+	// TrackCounter is a counter track (TrackDescriptor.counter).
+	TrackCounter
+	// TrackPlain is any other track, including one that events use without
+	// a descriptor.
+	TrackPlain
+)
+
+func (k TrackKind) String() string {
+	switch k {
+	case TrackProcess:
+		return "process"
+	case TrackThread:
+		return "thread"
+	case TrackCounter:
+		return "counter"
+	case TrackPlain:
+		return "plain"
+	}
+	return "TrackKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Track is one track of a trace.
+type Track struct {
+	UUID, ParentUUID uint64
+	// Name is the thread_name or process_name for thread and process
+	// tracks (else the descriptor's name); an unnamed plain track takes the
+	// name of its first event, as in trace_processor.
+	Name string
+	Kind TrackKind
+	// PID and TID come from the descriptor, or for a track parented to a
+	// process or thread track, from that ancestor.
+	PID, TID int64
+	// Unit is a counter track's unit: its unit_name, else the name of its
+	// builtin unit ("ns", "count", "bytes").
+	Unit string
+}
+
+// Slice is a slice: a BEGIN paired with the END that closed it.
+type Slice struct {
+	Track uint64 // track uuid
+	Name  string
+	// Start and Dur are in ns on the trace clock (BOOTTIME unless a clock
+	// snapshot chose another primary_trace_clock). Dur is -1 for a slice
+	// that never ended.
+	Start, Dur int64
+	// Depth is the slice's depth on its track's stack (0 for a root).
+	Depth int
+	// Parent is the index in Trace.Slices of the enclosing slice on the same
+	// track, else of the slice a devprof parent flow links it to (see
+	// ParentFlowBit), else -1. It is always less than the slice's own index.
+	Parent int
+	// Args holds the debug annotations of the BEGIN and END events.
+	Args []Arg
+	// FlowIDs and TerminatingFlowIDs are the flow ids of the BEGIN and END
+	// events, parent flows (ParentFlowBit) included.
+	FlowIDs, TerminatingFlowIDs []uint64
+}
+
+// Instant is a TYPE_INSTANT event.
+type Instant struct {
+	Track   uint64
+	Name    string
+	TS      int64 // ns, trace clock
+	Args    []Arg
+	FlowIDs []uint64 // flow_ids and terminating_flow_ids
+}
+
+// CounterSample is one value of a counter track, after the track's
+// unit_multiplier and is_incremental are applied.
+type CounterSample struct {
+	Track uint64
+	TS    int64 // ns, trace clock
+	Value float64
+}
+
+// Arg is a debug annotation. Nested dictionaries and arrays are flattened to
+// names like "a.b" and "a[0]".
+type Arg struct {
+	Name string
+	// Value is an int64, uint64 (uint and pointer values), float64, bool or
+	// string (string and legacy JSON values).
+	Value any
+}
+
+// ReadFile reads the Perfetto trace at path; see Read.
+func ReadFile(path string) (*Trace, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	t, err := Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+
+// Read decodes a Perfetto protobuf trace (optionally whole-file gzip, sniffed
+// by the 1f 8b magic) into slices, instants and counters.
+//
+// It reads the file as a stream of TracePackets and follows
+// trace_processor's import rules: per-sequence interning and defaults that
+// SEQ_INCREMENTAL_STATE_CLEARED resets; packets that need incremental state
+// skipped while it is invalid; timestamps converted to the trace clock
+// through clock snapshots (sequence-scoped and incremental clocks
+// included); track events sorted by (timestamp, file order) per track
+// before BEGIN/END are paired as a stack. What it does not model
+// (categories, legacy and typed Chrome fields, other data sources) is
+// skipped.
+//
+// A malformed file, or one whose events cannot be interpreted (an iid that
+// no interned data defines, an END on a track nothing describes, a counter
+// value on a track that is not a counter track, a timestamp no clock
+// snapshot converts), gives an error "perfetto: packet N (offset O): ...",
+// where N counts packets from 1 and O is the packet's byte offset in the
+// (decompressed) file.
+func Read(r io.Reader) (*Trace, error) {
+	br := bufio.NewReader(r)
+	head, _ := br.Peek(4)
+	var src io.Reader = br
+	gz := len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b
+	if gz {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("perfetto: reading gzip: %w", err)
+		}
+		defer zr.Close()
+		src = zr
+	} else if bytes.Equal(head, zstdMagic) {
+		return nil, errors.New("perfetto: zstd-compressed traces are not supported (decompress the file first)")
+	}
+	data, err := io.ReadAll(src)
+	if err != nil {
+		if gz {
+			return nil, fmt.Errorf("perfetto: reading gzip: %w", err)
+		}
+		return nil, fmt.Errorf("perfetto: %w", err)
+	}
+	return decode(data)
+}
+
+func decode(data []byte) (*Trace, error) {
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+		return nil, errors.New("perfetto: this is a JSON trace, not a Perfetto protobuf trace")
+	}
+	r := &reader{
+		t:      &Trace{},
+		seqs:   map[uint32]*seqState{},
+		tracks: map[uint64]*trackInfo{},
+		clocks: newClockState(),
+	}
+	r.nameBudget = nameBudget(len(data))
+	if err := r.packets(data, false); err != nil {
+		return nil, err
+	}
+	if err := r.finish(); err != nil {
+		return nil, err
+	}
+	return r.t, nil
+}
+
+// readError locates an error in the file.
+type readError struct {
+	packet, offset int
+	err            error
+}
+
+func (e *readError) Error() string {
+	return fmt.Sprintf("perfetto: packet %d (offset %d): %v", e.packet, e.offset, e.err)
+}
+
+func (e *readError) Unwrap() error { return e.err }
+
+// ---------------------------------------------------------------------------
+// Wire format.
+
+// field is one decoded protobuf field. For wireBytes, b aliases the input.
+type field struct {
+	num int
+	wt  int
+	u   uint64 // varint, fixed64 or fixed32 value
+	b   []byte
+}
+
+func key(num, wt int) uint64    { return uint64(num)<<3 | uint64(wt) }
+func (f *field) key() uint64    { return key(f.num, f.wt) }
+func (f *field) int64() int64   { return int64(f.u) }
+func (f *field) float() float64 { return math.Float64frombits(f.u) }
+
+func uvarint(b []byte, what string) (uint64, int, error) {
+	v, n := binary.Uvarint(b)
+	switch {
+	case n == 0:
+		return 0, 0, fmt.Errorf("truncated %s", what)
+	case n < 0:
+		return 0, 0, fmt.Errorf("malformed %s: varint longer than 64 bits", what)
+	}
+	return v, n, nil
+}
+
+// readField decodes the field at the start of b and returns it with its
+// size. Lengths are checked against the bytes left before anything is
+// sliced or allocated.
+func readField(b []byte) (field, int, error) {
+	tag, n, err := uvarint(b, "field tag")
+	if err != nil {
+		return field{}, 0, err
+	}
+	num, wt := tag>>3, int(tag&7)
+	if num == 0 || num > 1<<29-1 {
+		return field{}, 0, fmt.Errorf("invalid field number %d", num)
+	}
+	f := field{num: int(num), wt: wt}
+	rest := b[n:]
+	switch wt {
+	case wireVarint:
+		v, m, err := uvarint(rest, "varint of field "+strconv.Itoa(f.num))
+		if err != nil {
+			return field{}, 0, err
+		}
+		f.u = v
+		return f, n + m, nil
+	case wireI64:
+		if len(rest) < 8 {
+			return field{}, 0, fmt.Errorf("truncated fixed64 field %d: %d bytes left", f.num, len(rest))
+		}
+		f.u = binary.LittleEndian.Uint64(rest)
+		return f, n + 8, nil
+	case wireI32:
+		if len(rest) < 4 {
+			return field{}, 0, fmt.Errorf("truncated fixed32 field %d: %d bytes left", f.num, len(rest))
+		}
+		f.u = uint64(binary.LittleEndian.Uint32(rest))
+		return f, n + 4, nil
+	case wireBytes:
+		l, m, err := uvarint(rest, "length of field "+strconv.Itoa(f.num))
+		if err != nil {
+			return field{}, 0, err
+		}
+		left := len(rest) - m
+		if l > uint64(left) {
+			return field{}, 0, fmt.Errorf("truncated field %d: length %d but %d bytes left", f.num, l, left)
+		}
+		f.b = rest[m : m+int(l)]
+		return f, n + m + int(l), nil
+	}
+	return field{}, 0, fmt.Errorf("field %d has unsupported wire type %d", f.num, wt)
+}
+
+// eachField calls fn for every field of the message b.
+func eachField(b []byte, fn func(f *field) error) error {
+	for len(b) > 0 {
+		f, n, err := readField(b)
+		if err != nil {
+			return err
+		}
+		if err := fn(&f); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// appendVarints appends a repeated varint field, accepting the packed form
+// too.
+func appendVarints(dst []uint64, f *field) ([]uint64, error) {
+	if f.wt == wireVarint {
+		return append(dst, f.u), nil
+	}
+	for b := f.b; len(b) > 0; {
+		v, n, err := uvarint(b, "packed varint of field "+strconv.Itoa(f.num))
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, v)
+		b = b[n:]
+	}
+	return dst, nil
+}
+
+// appendFixed64s appends a repeated fixed64 field, accepting the packed form
+// too.
+func appendFixed64s(dst []uint64, f *field) ([]uint64, error) {
+	if f.wt == wireI64 {
+		return append(dst, f.u), nil
+	}
+	if len(f.b)%8 != 0 {
+		return nil, fmt.Errorf("packed fixed64 field %d has %d bytes, not a multiple of 8", f.num, len(f.b))
+	}
+	for b := f.b; len(b) > 0; b = b[8:] {
+		dst = append(dst, binary.LittleEndian.Uint64(b))
+	}
+	return dst, nil
+}
+
+// ---------------------------------------------------------------------------
+// Reader state.
+
+type reader struct {
+	t      *Trace
+	seqs   map[uint32]*seqState
+	tracks map[uint64]*trackInfo
+	clocks *clockState
+
+	events   []pendingEvent
+	counters []pendingCounter
+
+	pkt, off   int  // top-level packet being read, for errors found at the end
+	wallSet    bool // WallStart was taken from a snapshot
+	nameBudget int  // bytes left for flattened annotation names
+}
+
+// seqState is the incremental state of one packet sequence.
+type seqState struct {
+	valid bool
+	gen   *generation
+}
+
+// generation is what SEQ_INCREMENTAL_STATE_CLEARED resets.
+type generation struct {
+	names, argNames, strs, cats map[uint64]string
+
+	clockID         uint32 // TracePacketDefaults.timestamp_clock_id (0 none)
+	track           uint64 // TrackEventDefaults.track_uuid
+	hasTrack        bool
+	extra, extraDbl []uint64 // default extra counter track uuids
+
+	counterSums map[uint64]float64 // is_incremental counter values
+}
+
+func newGeneration() *generation {
+	return &generation{
+		names:    map[uint64]string{},
+		argNames: map[uint64]string{},
+		strs:     map[uint64]string{},
+		cats:     map[uint64]string{},
+	}
+}
+
+type trackInfo struct {
+	idx       int // into Trace.Tracks
+	described bool
+	sliced    bool  // slice events use it
+	mult      int64 // counter unit_multiplier (0: none)
+	increment bool  // counter is_incremental
+}
+
+const (
+	evBegin = typeSliceBegin
+	evEnd   = typeSliceEnd
+	evInst  = typeInstant
+)
+
+// pendingEvent is a BEGIN, END or INSTANT waiting for the end of the file.
+type pendingEvent struct {
+	kind     uint8
+	track    uint64
+	at       timestamp
+	order    int
+	name     string
+	hasName  bool
+	args     []Arg
+	flows    []uint64
+	terms    []uint64
+	pkt, off int
+}
+
+type pendingCounter struct {
+	track    uint64
+	at       timestamp
+	order    int
+	value    float64
+	pkt, off int
+}
+
+// packets reads a sequence of TracePacket records (a Trace message).
+func (r *reader) packets(data []byte, nested bool) error {
+	n := 0
+	for off := 0; off < len(data); {
+		f, size, err := readField(data[off:])
+		if err != nil {
+			return r.wrap(nested, n+1, off, err)
+		}
+		if f.num == fTracePacket && f.wt == wireBytes {
+			n++
+			r.t.Packets++
+			if !nested {
+				r.pkt, r.off = n, off
+			}
+			if err := r.packet(f.b, nested); err != nil {
+				return r.wrap(nested, n, off, err)
+			}
+		}
+		off += size
+	}
+	return nil
+}
+
+func (r *reader) wrap(nested bool, n, off int, err error) error {
+	if nested {
+		return fmt.Errorf("compressed packet %d (offset %d): %w", n, off, err)
+	}
+	return &readError{packet: n, offset: off, err: err}
+}
+
+// packet is what one TracePacket holds that the reader uses.
+type packet struct {
+	ts       uint64
+	hasTS    bool
+	clockID  uint32
+	hasClock bool
+	seq      uint32
+	flags    uint64
+	cleared  bool
+	dropped  bool
+
+	interned, defaults, snapshots, events, descriptors, compressed [][]byte
+}
+
+func (r *reader) packet(b []byte, nested bool) error {
+	var p packet
+	err := eachField(b, func(f *field) error {
+		switch f.key() {
+		case key(pktTimestamp, wireVarint):
+			p.ts, p.hasTS = f.u, true
+		case key(rPktClockID, wireVarint):
+			p.clockID, p.hasClock = uint32(f.u), true
+		case key(pktSeqID, wireVarint):
+			p.seq = uint32(f.u)
+		case key(pktSequenceFlags, wireVarint):
+			p.flags = f.u
+		case key(rPktStateCleared, wireVarint):
+			p.cleared = f.u != 0
+		case key(rPktPreviousDropped, wireVarint):
+			p.dropped = f.u != 0
+		case key(pktInternedData, wireBytes):
+			p.interned = append(p.interned, f.b)
+		case key(pktDefaults, wireBytes):
+			p.defaults = append(p.defaults, f.b)
+		case key(pktClockSnapshot, wireBytes):
+			p.snapshots = append(p.snapshots, f.b)
+		case key(pktTrackEvent, wireBytes):
+			p.events = append(p.events, f.b)
+		case key(pktTrackDescriptor, wireBytes):
+			p.descriptors = append(p.descriptors, f.b)
+		case key(rPktCompressed, wireBytes):
+			p.compressed = append(p.compressed, f.b)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	// The order follows trace_processor's ProtoTraceReader::ParsePacket.
+	var seq *seqState
+	if p.seq != 0 {
+		seq = r.seqs[p.seq]
+		if seq == nil {
+			seq = &seqState{gen: newGeneration()}
+			r.seqs[p.seq] = seq
+		}
+		if p.flags&seqIncrementalStateCleared != 0 || p.cleared {
+			seq.valid = true
+			seq.gen = newGeneration()
+		} else if p.dropped {
+			seq.valid = false
+		}
+		for _, d := range p.defaults {
+			if err := parseDefaults(seq.gen, d); err != nil {
+				return fmt.Errorf("trace_packet_defaults: %w", err)
+			}
+		}
+		if seq.valid {
+			for _, d := range p.interned {
+				if err := parseInterned(seq.gen, d); err != nil {
+					return fmt.Errorf("interned_data: %w", err)
+				}
+			}
+		}
+	}
+	if len(p.snapshots) > 0 {
+		for _, s := range p.snapshots {
+			if err := r.clockSnapshot(s, p.seq); err != nil {
+				return fmt.Errorf("clock_snapshot: %w", err)
+			}
+		}
+		return nil
+	}
+	if p.flags&seqNeedsIncrementalState != 0 {
+		if p.seq == 0 {
+			return errors.New("packet needs incremental state but has no trusted_packet_sequence_id")
+		}
+		if !seq.valid {
+			return nil // skipped, as trace_processor does after data loss
+		}
+	}
+	for _, c := range p.compressed {
+		if nested {
+			return errors.New("compressed_packets inside compressed_packets")
+		}
+		data, err := inflate(c)
+		if err != nil {
+			return fmt.Errorf("compressed_packets: %w", err)
+		}
+		r.nameBudget += nameBudget(len(data))
+		if err := r.packets(data, true); err != nil {
+			return err
+		}
+	}
+
+	var at timestamp
+	var tsErr error
+	if p.hasTS {
+		clock := p.clockID
+		if !p.hasClock && seq != nil {
+			clock = seq.gen.clockID
+		}
+		at, tsErr = r.clocks.resolve(p.ts, clock, p.seq)
+		if tsErr != nil && p.seq == 0 && clock >= rFirstSeqClock && clock < rFirstGlobalClock {
+			return tsErr
+		}
+	}
+	for _, d := range p.descriptors {
+		if err := r.trackDescriptor(d); err != nil {
+			return fmt.Errorf("track_descriptor: %w", err)
+		}
+	}
+	if len(p.events) > 0 && p.seq != 0 { // trace_processor drops events without a sequence
+		if !p.hasTS {
+			return errors.New("track event without a timestamp")
+		}
+		if tsErr != nil {
+			return tsErr
+		}
+		if err := r.trackEvent(seq.gen, p.events, at); err != nil {
+			return fmt.Errorf("track_event: %w", err)
+		}
+	}
+	return nil
+}
+
+// inflate decompresses compressed_packets (zlib; raw deflate and gzip are
+// accepted too).
+func inflate(b []byte) ([]byte, error) {
+	var rd io.Reader
+	switch {
+	case len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b:
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, err
+		}
+		rd = zr
+	case len(b) >= 2 && b[0]&0x0f == 8 && (uint16(b[0])<<8|uint16(b[1]))%31 == 0:
+		zr, err := zlib.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, err
+		}
+		rd = zr
+	default:
+		rd = flate.NewReader(bytes.NewReader(b))
+	}
+	out, err := io.ReadAll(io.LimitReader(rd, maxInflated+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > maxInflated {
+		return nil, fmt.Errorf("expands to more than %d bytes", maxInflated)
+	}
+	return out, nil
+}
+
+func parseDefaults(g *generation, b []byte) error {
+	return eachField(b, func(f *field) error {
+		switch f.key() {
+		case key(rDefClockID, wireVarint):
+			g.clockID = uint32(f.u)
+		case key(defTrackEventDefaults, wireBytes):
+			return eachField(f.b, func(f *field) error {
+				var err error
+				switch f.num {
+				case tedTrackUUID:
+					if f.wt == wireVarint {
+						g.track, g.hasTrack = f.u, true
+					}
+				case rTedExtraCounters:
+					if f.wt == wireVarint || f.wt == wireBytes {
+						g.extra, err = appendVarints(g.extra, f)
+					}
+				case rTedExtraDblCounters:
+					if f.wt == wireVarint || f.wt == wireBytes {
+						g.extraDbl, err = appendVarints(g.extraDbl, f)
+					}
+				}
+				return err
+			})
+		}
+		return nil
+	})
+}
+
+func parseInterned(g *generation, b []byte) error {
+	return eachField(b, func(f *field) error {
+		if f.wt != wireBytes {
+			return nil
+		}
+		var table map[uint64]string
+		switch f.num {
+		case rIdEventCategories:
+			table = g.cats
+		case idEventNames:
+			table = g.names
+		case idDebugAnnotNames:
+			table = g.argNames
+		case idDebugAnnotStrs:
+			table = g.strs
+		default:
+			return nil
+		}
+		var iid uint64
+		var name string
+		err := eachField(f.b, func(e *field) error {
+			switch e.key() {
+			case key(internIID, wireVarint):
+				iid = e.u
+			case key(internName, wireBytes):
+				name = string(e.b)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if iid != 0 { // iid 0 means "not set"
+			table[iid] = name
+		}
+		return nil
+	})
+}
+
+// ---------------------------------------------------------------------------
+// Tracks.
+
+type descriptor struct {
+	uuid                 uint64
+	hasUUID              bool
+	parent               uint64
+	name                 string
+	process, thread, ctr bool
+	pid, tid             int64
+	procName, threadName string
+	unit, ctrType        uint64
+	unitName             string
+	mult                 int64
+	incremental          bool
+}
+
+func (r *reader) trackDescriptor(b []byte) error {
+	var d descriptor
+	err := eachField(b, func(f *field) error {
+		switch f.key() {
+		case key(tdUUID, wireVarint):
+			d.uuid, d.hasUUID = f.u, true
+		case key(tdParentUUID, wireVarint):
+			d.parent = f.u
+		case key(tdName, wireBytes), key(rTdStaticName, wireBytes), key(rTdAtraceName, wireBytes):
+			d.name = string(f.b)
+		case key(tdProcess, wireBytes):
+			d.process = true
+			return eachField(f.b, func(f *field) error {
+				switch f.key() {
+				case key(pdPid, wireVarint):
+					d.pid = int64(int32(f.u))
+				case key(pdProcessName, wireBytes):
+					d.procName = string(f.b)
+				}
+				return nil
+			})
+		case key(tdThread, wireBytes):
+			d.thread = true
+			return eachField(f.b, func(f *field) error {
+				switch f.key() {
+				case key(thPid, wireVarint):
+					d.pid = int64(int32(f.u))
+				case key(thTid, wireVarint):
+					d.tid = f.int64()
+				case key(thName, wireBytes):
+					d.threadName = string(f.b)
+				}
+				return nil
+			})
+		case key(tdCounter, wireBytes):
+			d.ctr = true
+			return eachField(f.b, func(f *field) error {
+				switch f.key() {
+				case key(rCdType, wireVarint):
+					d.ctrType = f.u
+				case key(cdUnit, wireVarint):
+					d.unit = f.u
+				case key(cdUnitName, wireBytes):
+					d.unitName = string(f.b)
+				case key(rCdUnitMult, wireVarint):
+					d.mult = f.int64()
+				case key(rCdIncrement, wireVarint):
+					d.incremental = f.u != 0
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !d.hasUUID {
+		return errors.New("descriptor without a uuid")
+	}
+	tr := Track{UUID: d.uuid, ParentUUID: d.parent, Name: d.name, PID: d.pid, TID: d.tid}
+	switch {
+	case d.ctr:
+		tr.Kind = TrackCounter
+		tr.Unit = d.unitName
+		if tr.Unit == "" {
+			tr.Unit = unitName(d.unit, d.ctrType)
+		}
+	case d.thread:
+		tr.Kind = TrackThread
+		if d.threadName != "" {
+			tr.Name = d.threadName
+		}
+	case d.process:
+		tr.Kind = TrackProcess
+		if d.procName != "" {
+			tr.Name = d.procName
+		}
+	default:
+		tr.Kind = TrackPlain
+	}
+
+	ti := r.tracks[d.uuid]
+	switch {
+	case ti == nil:
+		r.tracks[d.uuid] = &trackInfo{idx: len(r.t.Tracks), described: true, mult: d.mult, increment: d.incremental}
+		r.t.Tracks = append(r.t.Tracks, tr)
+	case ti.described:
+		// A repeated description (SDKs re-emit them after each clear) may
+		// name a track that had no name; anything else in it is ignored,
+		// as trace_processor ignores conflicting re-descriptions.
+		if old := &r.t.Tracks[ti.idx]; old.Name == "" && old.Kind == tr.Kind {
+			old.Name = tr.Name
+		}
+	default: // used by events before its description
+		if tr.Kind == TrackCounter && ti.sliced {
+			return fmt.Errorf("track %d is described as a counter track after slice events used it", d.uuid)
+		}
+		if tr.Name == "" {
+			tr.Name = r.t.Tracks[ti.idx].Name
+		}
+		r.t.Tracks[ti.idx] = tr
+		ti.described, ti.mult, ti.increment = true, d.mult, d.incremental
+	}
+	return nil
+}
+
+func unitName(unit, ctrType uint64) string {
+	switch unit {
+	case unitTimeNS:
+		return "ns"
+	case unitCount:
+		return "count"
+	case unitSizeBytes:
+		return "bytes"
+	}
+	switch ctrType {
+	case rCounterThreadTimeNS:
+		return "ns"
+	case rCounterThreadInstCount:
+		return "count"
+	}
+	return ""
+}
+
+// sliceTrack returns the track a slice event uses, adding an implicit track
+// for a uuid no descriptor has described (trace_processor names it after
+// the event).
+func (r *reader) sliceTrack(uuid uint64, name string) (*trackInfo, error) {
+	ti := r.tracks[uuid]
+	if ti == nil {
+		ti = &trackInfo{idx: len(r.t.Tracks)}
+		r.tracks[uuid] = ti
+		r.t.Tracks = append(r.t.Tracks, Track{UUID: uuid, Name: name, Kind: TrackPlain})
+	}
+	if r.t.Tracks[ti.idx].Kind == TrackCounter {
+		return nil, fmt.Errorf("slice event on counter track %d", uuid)
+	}
+	ti.sliced = true
+	return ti, nil
+}
+
+// counterTrack returns the counter track uuid, which a descriptor earlier in
+// the file must have described (trace_processor drops the value otherwise).
+func (r *reader) counterTrack(uuid uint64) (*trackInfo, error) {
+	ti := r.tracks[uuid]
+	if ti == nil || !ti.described {
+		return nil, fmt.Errorf("counter value on track %d, which no earlier descriptor describes", uuid)
+	}
+	if k := r.t.Tracks[ti.idx].Kind; k != TrackCounter {
+		return nil, fmt.Errorf("counter value on %s track %d, which is not a counter track", k, uuid)
+	}
+	return ti, nil
+}
+
+// ---------------------------------------------------------------------------
+// Track events.
+
+type trackEvent struct {
+	typ             uint64
+	track           uint64
+	hasTrack        bool
+	nameIID         uint64
+	name            string
+	hasName         bool
+	cats            []uint64
+	annotations     [][]byte
+	value           float64
+	hasValue        bool
+	extra, extraDbl []uint64
+	extraVals       []uint64
+	extraDblVals    []uint64
+	flows, terms    []uint64
+}
+
+func (r *reader) trackEvent(g *generation, parts [][]byte, at timestamp) error {
+	var e trackEvent
+	for _, b := range parts { // a repeated singular message merges
+		err := eachField(b, func(f *field) error {
+			var err error
+			switch f.key() {
+			case key(teType, wireVarint):
+				e.typ = f.u
+			case key(teTrackUUID, wireVarint):
+				e.track, e.hasTrack = f.u, true
+			case key(teNameIID, wireVarint):
+				e.nameIID, e.name, e.hasName = f.u, "", false
+			case key(rTeName, wireBytes):
+				e.nameIID, e.name, e.hasName = 0, string(f.b), true
+			case key(rTeCategoryIIDs, wireVarint), key(rTeCategoryIIDs, wireBytes):
+				e.cats, err = appendVarints(e.cats, f)
+			case key(teDebugAnnotations, wireBytes):
+				e.annotations = append(e.annotations, f.b)
+			case key(teCounterValue, wireVarint):
+				e.value, e.hasValue = float64(f.int64()), true
+			case key(teDoubleCounterValue, wireI64):
+				e.value, e.hasValue = f.float(), true
+			case key(rTeExtraCounters, wireVarint), key(rTeExtraCounters, wireBytes):
+				e.extra, err = appendVarints(e.extra, f)
+			case key(rTeExtraCounterVals, wireVarint), key(rTeExtraCounterVals, wireBytes):
+				e.extraVals, err = appendVarints(e.extraVals, f)
+			case key(rTeExtraDblCounters, wireVarint), key(rTeExtraDblCounters, wireBytes):
+				e.extraDbl, err = appendVarints(e.extraDbl, f)
+			case key(rTeExtraDblVals, wireI64), key(rTeExtraDblVals, wireBytes):
+				e.extraDblVals, err = appendFixed64s(e.extraDblVals, f)
+			case key(teFlowIDs, wireI64), key(teFlowIDs, wireBytes):
+				e.flows, err = appendFixed64s(e.flows, f)
+			case key(teTerminatingFlowIDs, wireI64), key(teTerminatingFlowIDs, wireBytes):
+				e.terms, err = appendFixed64s(e.terms, f)
+			case key(rTeFlowIDsOld, wireVarint), key(rTeFlowIDsOld, wireBytes):
+				e.flows, err = appendVarints(e.flows, f)
+			case key(rTeTermFlowIDsOld, wireVarint), key(rTeTermFlowIDsOld, wireBytes):
+				e.terms, err = appendVarints(e.terms, f)
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+
+	name := e.name
+	if e.nameIID != 0 {
+		s, ok := g.names[e.nameIID]
+		if !ok {
+			return fmt.Errorf("event name iid %d is not defined on this sequence", e.nameIID)
+		}
+		name, e.hasName = s, true
+	}
+	for _, c := range e.cats {
+		if _, ok := g.cats[c]; !ok {
+			return fmt.Errorf("category iid %d is not defined on this sequence", c)
+		}
+	}
+	var args []Arg
+	for _, a := range e.annotations {
+		var err error
+		if args, err = annotation(g, a, "", 0, args, &r.nameBudget); err != nil {
+			return fmt.Errorf("debug annotation: %w", err)
+		}
+	}
+	track := e.track
+	if !e.hasTrack && g.hasTrack {
+		track = g.track
+	}
+	switch e.typ {
+	case typeSliceBegin, typeSliceEnd, typeInstant:
+		if e.typ != typeSliceEnd {
+			if _, err := r.sliceTrack(track, name); err != nil {
+				return err
+			}
+		} else if ti := r.tracks[track]; ti != nil && r.t.Tracks[ti.idx].Kind == TrackCounter {
+			return fmt.Errorf("slice event on counter track %d", track)
+		}
+		r.events = append(r.events, pendingEvent{
+			kind: uint8(e.typ), track: track, at: at, order: len(r.events) + len(r.counters),
+			name: name, hasName: e.hasName && name != "",
+			args: args, flows: e.flows, terms: e.terms, pkt: r.pkt, off: r.off,
+		})
+	case typeCounter:
+		ti, err := r.counterTrack(track)
+		if err != nil {
+			return err
+		}
+		if !e.hasValue {
+			return fmt.Errorf("counter event on track %d without a value", track)
+		}
+		r.addCounter(g, ti, track, at, e.value)
+	}
+
+	// Extra counter values ride on any event type.
+	extra := func(uuids, defaults []uint64, n int, value func(i int) float64) error {
+		if n == 0 {
+			return nil
+		}
+		if len(uuids) == 0 {
+			uuids = defaults
+		}
+		if n > len(uuids) {
+			return fmt.Errorf("%d extra counter values but %d counter track uuids", n, len(uuids))
+		}
+		for i := range n {
+			ti, err := r.counterTrack(uuids[i])
+			if err != nil {
+				return err
+			}
+			r.addCounter(g, ti, uuids[i], at, value(i))
+		}
+		return nil
+	}
+	if err := extra(e.extra, g.extra, len(e.extraVals), func(i int) float64 { return float64(int64(e.extraVals[i])) }); err != nil {
+		return err
+	}
+	return extra(e.extraDbl, g.extraDbl, len(e.extraDblVals), func(i int) float64 { return math.Float64frombits(e.extraDblVals[i]) })
+}
+
+func (r *reader) addCounter(g *generation, ti *trackInfo, track uint64, at timestamp, v float64) {
+	if ti.increment {
+		if g.counterSums == nil {
+			g.counterSums = map[uint64]float64{}
+		}
+		v += g.counterSums[track]
+		g.counterSums[track] = v
+	}
+	if ti.mult > 0 {
+		v *= float64(ti.mult)
+	}
+	r.counters = append(r.counters, pendingCounter{
+		track: track, at: at, order: len(r.events) + len(r.counters), value: v, pkt: r.pkt, off: r.off,
+	})
+}
+
+// annotation flattens one DebugAnnotation (and its dict entries and array
+// values) into out. name is the enclosing annotation's full name ("" at the
+// top level), with "[i]" appended for an array element: a named entry
+// becomes name.entry, an unnamed array element is called name itself.
+func annotation(g *generation, b []byte, name string, depth int, out []Arg, budget *int) ([]Arg, error) {
+	if depth > maxAnnotationDepth {
+		return nil, fmt.Errorf("nested more than %d deep", maxAnnotationDepth)
+	}
+	var (
+		value    any
+		children []*field
+		ownName  string
+		hasName  bool
+	)
+	err := eachField(b, func(f *field) error {
+		switch f.key() {
+		case key(daNameIID, wireVarint):
+			s, ok := g.argNames[f.u]
+			if !ok {
+				return fmt.Errorf("name iid %d is not defined on this sequence", f.u)
+			}
+			ownName, hasName = s, true
+		case key(rDaName, wireBytes):
+			ownName, hasName = string(f.b), true
+		case key(daBoolValue, wireVarint):
+			value = f.u != 0
+		case key(daUintValue, wireVarint), key(rDaPointerValue, wireVarint):
+			value = f.u
+		case key(daIntValue, wireVarint):
+			value = f.int64()
+		case key(daDoubleValue, wireI64):
+			value = f.float()
+		case key(daStringValue, wireBytes), key(rDaLegacyJSON, wireBytes):
+			value = string(f.b)
+		case key(daStringValueIID, wireVarint):
+			s, ok := g.strs[f.u]
+			if !ok {
+				return fmt.Errorf("string value iid %d is not defined on this sequence", f.u)
+			}
+			value = s
+		case key(rDaDictEntries, wireBytes), key(rDaArrayValues, wireBytes):
+			c := *f
+			children = append(children, &c)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if hasName {
+		if name != "" {
+			name += "." + ownName
+		} else {
+			name = ownName
+		}
+	}
+	if depth > 0 {
+		if *budget -= len(name); *budget < 0 {
+			return nil, errors.New("flattened names of nested annotations take more memory than the file warrants")
+		}
+	}
+	if value != nil {
+		out = append(out, Arg{Name: name, Value: value})
+	}
+	elem := 0
+	for _, c := range children {
+		child := name
+		if c.num == rDaArrayValues {
+			child = name + "[" + strconv.Itoa(elem) + "]"
+			elem++
+		}
+		// Array elements carry no name of their own; dict entries append
+		// theirs to the prefix.
+		if out, err = annotation(g, c.b, child, depth+1, out, budget); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ---------------------------------------------------------------------------
+// Clocks.
+
+// clockKey identifies a clock domain: builtin and global clocks by id,
+// sequence-scoped clocks (64..127) by sequence and id.
+type clockKey uint64
+
+func makeClockKey(id, seq uint32) clockKey {
+	if id >= rFirstSeqClock && id < rFirstGlobalClock {
+		return clockKey(uint64(seq)<<32 | uint64(id))
+	}
+	return clockKey(id)
+}
+
+func (k clockKey) String() string {
+	if k>>32 != 0 {
+		return fmt.Sprintf("%d of sequence %d", uint32(k), k>>32)
+	}
+	return strconv.FormatUint(uint64(k), 10)
+}
+
+type clockDomain struct {
+	mult        int64
+	incremental bool
+	last        int64 // latest absolute value of an incremental clock, ns
+
+	readings  []clockReading // from snapshots, in file order
+	monotonic bool           // readings never go backwards, so it can be a conversion source
+}
+
+type clockReading struct {
+	snap int
+	ns   int64
+}
+
+type clockState struct {
+	trace     clockKey
+	converted bool
+	domains   map[clockKey]*clockDomain
+	snapshots [][]clockPoint
+	edges     map[[2]clockKey]*clockEdge
+	next      map[clockKey]clockKey // routes to the trace clock, made at the end
+}
+
+type clockPoint struct {
+	clock clockKey
+	ns    int64
+}
+
+func newClockState() *clockState {
+	return &clockState{
+		trace:   clockBoottime,
+		domains: map[clockKey]*clockDomain{},
+		edges:   map[[2]clockKey]*clockEdge{},
+	}
+}
+
+// timestamp is a packet time: resolved to the trace clock when read, or,
+// when no snapshot yet converts its clock, kept to be converted at the end
+// (as trace_processor defers such packets to the end of the file).
+type timestamp struct {
+	ts       int64
+	ok       bool
+	clock    clockKey
+	ns       int64 // in the clock's domain (raw units when scaled is false)
+	unscaled bool
+}
+
+func (r *reader) clockSnapshot(b []byte, seq uint32) error {
+	c := r.clocks
+	var points []clockPoint
+	var primary uint64
+	type raw struct {
+		id          uint32
+		ts          uint64
+		mult        uint64
+		incremental bool
+	}
+	var clocks []raw
+	err := eachField(b, func(f *field) error {
+		switch f.key() {
+		case key(rCsPrimaryClock, wireVarint):
+			primary = f.u
+		case key(csClocks, wireBytes):
+			var k raw
+			err := eachField(f.b, func(f *field) error {
+				switch f.key() {
+				case key(clkID, wireVarint):
+					k.id = uint32(f.u)
+				case key(clkTimestamp, wireVarint):
+					k.ts = f.u
+				case key(rClkIncremental, wireVarint):
+					k.incremental = f.u != 0
+				case key(rClkUnitMult, wireVarint):
+					k.mult = f.u
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if len(clocks) == maxSnapshotClocks {
+				return fmt.Errorf("more than %d clocks", maxSnapshotClocks)
+			}
+			clocks = append(clocks, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	snap := len(c.snapshots)
+	for _, k := range clocks {
+		if k.id == 0 {
+			continue
+		}
+		if k.id >= rFirstSeqClock && k.id < rFirstGlobalClock && seq == 0 {
+			return fmt.Errorf("sequence-scoped clock %d in a snapshot without trusted_packet_sequence_id", k.id)
+		}
+		ck := makeClockKey(k.id, seq)
+		if slices.ContainsFunc(points, func(p clockPoint) bool { return p.clock == ck }) {
+			continue
+		}
+		d := c.domains[ck]
+		if d == nil {
+			d = &clockDomain{monotonic: true}
+			c.domains[ck] = d
+		}
+		d.mult = max(int64(k.mult), 1)
+		d.incremental = k.incremental
+		ns := int64(k.ts) * d.mult
+		if d.incremental {
+			d.last = ns
+		}
+		if n := len(d.readings); n > 0 && ns < d.readings[n-1].ns {
+			d.monotonic = false
+		}
+		d.readings = append(d.readings, clockReading{snap: snap, ns: ns})
+		points = append(points, clockPoint{ck, ns})
+	}
+	c.snapshots = append(c.snapshots, points)
+	if primary != 0 && !c.converted && primary < rFirstSeqClock {
+		c.trace = clockKey(primary)
+	}
+	if !r.wallSet {
+		var wall, trace int64
+		var hasWall, hasTrace bool
+		for _, p := range points {
+			switch {
+			case p.clock == clockRealtime || (p.clock == rClockRealCoarse && !hasWall):
+				wall, hasWall = p.ns, true
+			}
+			if p.clock == c.trace {
+				trace, hasTrace = p.ns, true
+			}
+		}
+		if hasWall && hasTrace {
+			r.wallSet = true
+			r.t.WallStart, r.t.WallStartTS = wall, trace
+		}
+	}
+	return nil
+}
+
+// resolve interprets a packet timestamp on clock id (0: the trace clock) of
+// sequence seq. A clock that shares a snapshot with the trace clock is
+// converted now, by the snapshots read so far, as trace_processor does; any
+// other waits for the end of the file (see finish).
+func (c *clockState) resolve(raw uint64, id, seq uint32) (timestamp, error) {
+	if id == 0 {
+		return timestamp{ts: int64(raw), ok: true}, nil
+	}
+	if id >= rFirstSeqClock && id < rFirstGlobalClock && seq == 0 {
+		return timestamp{}, fmt.Errorf("timestamp on sequence-scoped clock %d but no trusted_packet_sequence_id", id)
+	}
+	k := makeClockKey(id, seq)
+	d := c.domains[k]
+	if d == nil && k == c.trace {
+		c.converted = true
+		return timestamp{ts: int64(raw), ok: true}, nil
+	}
+	if d == nil {
+		if k>>32 != 0 {
+			return timestamp{}, fmt.Errorf("timestamp on clock %s, which no clock snapshot of the sequence defines yet", k)
+		}
+		return timestamp{clock: k, ns: int64(raw), unscaled: true}, nil
+	}
+	ns := int64(raw) * d.mult
+	if d.incremental {
+		d.last += ns
+		ns = d.last
+	}
+	if k == c.trace {
+		c.converted = true
+		return timestamp{ts: ns, ok: true}, nil
+	}
+	if d.monotonic {
+		if pairs := c.edge(k, c.trace); len(pairs) > 0 {
+			c.converted = true
+			return timestamp{ts: hop(pairs, ns), ok: true}, nil
+		}
+	}
+	return timestamp{clock: k, ns: ns}, nil
+}
+
+// hop converts ns by the pair whose source reading is the latest at or
+// before ns, or by the earliest pair for a time before all of them, as
+// trace_processor's ClockTracker does.
+func hop(pairs []clockPair, ns int64) int64 {
+	j, _ := slices.BinarySearchFunc(pairs, ns, func(p clockPair, ns int64) int {
+		if p.src <= ns {
+			return -1
+		}
+		return 1
+	})
+	p := pairs[max(j-1, 0)]
+	return ns - p.src + p.dst
+}
+
+// finish converts a timestamp deferred to the end of the file along a
+// shortest chain of at most maxClockHops clocks that share snapshots.
+func (c *clockState) finish(t *timestamp) error {
+	if t.ok {
+		return nil
+	}
+	ns := t.ns
+	if t.unscaled {
+		d := c.domains[t.clock]
+		if d == nil && t.clock == c.trace {
+			t.ts, t.ok = ns, true
+			return nil
+		}
+		if d == nil {
+			return fmt.Errorf("timestamp on clock %s, which no clock snapshot defines", t.clock)
+		}
+		ns *= d.mult
+	}
+	if c.next == nil {
+		c.next = c.routes()
+	}
+	for k := t.clock; k != c.trace; {
+		next, ok := c.next[k]
+		if !ok {
+			return fmt.Errorf("no clock snapshot path converts clock %s to the trace clock %s", t.clock, c.trace)
+		}
+		ns = hop(c.edge(k, next), ns)
+		k = next
+	}
+	t.ts, t.ok = ns, true
+	return nil
+}
+
+// routes returns, for every clock within maxClockHops of the trace clock,
+// the next clock on a shortest chain to it: a breadth-first search out from
+// the trace clock over clocks that share snapshots, in which a clock that
+// went backwards between snapshots is never the source of a hop.
+func (c *clockState) routes() map[clockKey]clockKey {
+	next := map[clockKey]clockKey{}
+	seen := map[clockKey]bool{c.trace: true}
+	level := []clockKey{c.trace}
+	for depth := 0; depth < maxClockHops && len(level) > 0; depth++ {
+		var below []clockKey
+		for _, to := range level {
+			d := c.domains[to]
+			if d == nil {
+				continue
+			}
+			for _, r := range d.readings {
+				for _, p := range c.snapshots[r.snap] {
+					if !seen[p.clock] && c.domains[p.clock].monotonic {
+						seen[p.clock] = true
+						next[p.clock] = to
+						below = append(below, p.clock)
+					}
+				}
+			}
+		}
+		level = below
+	}
+	return next
+}
+
+// edge returns the readings of the clocks from and to in the snapshots that
+// hold both, sorted by the reading of from (a monotonic clock). The list is
+// kept per pair and extended with the snapshots added since it was last
+// used, so each snapshot is looked at once per pair.
+func (c *clockState) edge(from, to clockKey) []clockPair {
+	e := c.edges[[2]clockKey{from, to}]
+	if e == nil {
+		e = &clockEdge{}
+		c.edges[[2]clockKey{from, to}] = e
+	}
+	rs := c.domains[from].readings
+	for ; e.scanned < len(rs); e.scanned++ {
+		if dst, ok := c.reading(rs[e.scanned].snap, to); ok {
+			e.pairs = append(e.pairs, clockPair{rs[e.scanned].ns, dst})
+		}
+	}
+	return e.pairs
+}
+
+type clockEdge struct {
+	scanned int // readings of the source clock looked at
+	pairs   []clockPair
+}
+
+type clockPair struct{ src, dst int64 }
+
+func (c *clockState) reading(snap int, k clockKey) (int64, bool) {
+	for _, p := range c.snapshots[snap] {
+		if p.clock == k {
+			return p.ns, true
+		}
+	}
+	return 0, false
+}
+
+// ---------------------------------------------------------------------------
+// End of file: pair slices and sort.
+
+func (r *reader) finish() error {
+	for i := range r.events {
+		e := &r.events[i]
+		if err := r.clocks.finish(&e.at); err != nil {
+			return &readError{e.pkt, e.off, err}
+		}
+		if e.at.ts < 0 {
+			return &readError{e.pkt, e.off, fmt.Errorf("negative trace time %d", e.at.ts)}
+		}
+		if r.tracks[e.track] == nil { // only an END can name a track nothing else uses
+			return &readError{e.pkt, e.off, fmt.Errorf("slice end on unknown track %d", e.track)}
+		}
+	}
+	for i := range r.counters {
+		c := &r.counters[i]
+		if err := r.clocks.finish(&c.at); err != nil {
+			return &readError{c.pkt, c.off, err}
+		}
+		if c.at.ts < 0 {
+			return &readError{c.pkt, c.off, fmt.Errorf("negative trace time %d", c.at.ts)}
+		}
+	}
+	trackIdx := func(uuid uint64) int { return r.tracks[uuid].idx }
+
+	// Per track, in (timestamp, file order), as trace_processor sorts.
+	evs := r.events
+	slices.SortFunc(evs, func(a, b pendingEvent) int {
+		return cmp.Or(cmp.Compare(trackIdx(a.track), trackIdx(b.track)), cmp.Compare(a.at.ts, b.at.ts), cmp.Compare(a.order, b.order))
+	})
+	type building struct {
+		s          Slice
+		track      int
+		order      int
+		beginFlows int // FlowIDs[:beginFlows] came with the BEGIN
+		beginTerms int
+	}
+	var bs []building
+	var stack []int
+	cur := -1
+	for i := range evs {
+		e := &evs[i]
+		if ti := trackIdx(e.track); ti != cur {
+			cur, stack = ti, stack[:0]
+		}
+		switch e.kind {
+		case evBegin:
+			s := Slice{Track: e.track, Name: e.name, Start: e.at.ts, Dur: -1, Parent: -1,
+				Args: e.args, FlowIDs: e.flows, TerminatingFlowIDs: e.terms}
+			if n := len(stack); n > 0 {
+				s.Parent = stack[n-1]
+				s.Depth = bs[s.Parent].s.Depth + 1
+			}
+			stack = append(stack, len(bs))
+			bs = append(bs, building{s: s, track: cur, order: e.order, beginFlows: len(e.flows), beginTerms: len(e.terms)})
+		case evEnd:
+			// An END closes the topmost open slice, or with a name the
+			// topmost one of that name among the maxEndSearch topmost;
+			// with nothing to close it is ignored (the slice began before
+			// the trace).
+			k := len(stack) - 1
+			if e.hasName {
+				for lim := max(len(stack)-maxEndSearch, 0); k >= lim && bs[stack[k]].s.Name != e.name; k-- {
+				}
+				if k < len(stack)-maxEndSearch {
+					k = -1
+				}
+			}
+			if k < 0 {
+				continue
+			}
+			s := &bs[stack[k]].s
+			s.Dur = e.at.ts - s.Start
+			s.Args = append(s.Args, e.args...)
+			s.FlowIDs = append(s.FlowIDs, e.flows...)
+			s.TerminatingFlowIDs = append(s.TerminatingFlowIDs, e.terms...)
+			stack = slices.Delete(stack, k, k+1)
+		case evInst:
+			flows := append(e.flows, e.terms...)
+			if len(flows) == 0 {
+				flows = nil
+			}
+			r.t.Instants = append(r.t.Instants, Instant{Track: e.track, Name: e.name, TS: e.at.ts, Args: e.args, FlowIDs: flows})
+		}
+	}
+
+	// devprof's parent flows: a slice that starts its own stack and
+	// terminates a flow X with ParentFlowBit has as parent the slice whose
+	// BEGIN carries X.
+	byFlow := map[uint64]int{}
+	for i := range bs {
+		for _, id := range bs[i].s.FlowIDs[:bs[i].beginFlows] {
+			if id&ParentFlowBit != 0 {
+				if _, dup := byFlow[id]; !dup {
+					byFlow[id] = i
+				}
+			}
+		}
+	}
+	for i := range bs {
+		if bs[i].s.Parent >= 0 {
+			continue
+		}
+		for _, id := range bs[i].s.TerminatingFlowIDs[:bs[i].beginTerms] {
+			if p, ok := byFlow[id]; ok && id&ParentFlowBit != 0 && p != i {
+				bs[i].s.Parent = p
+				break
+			}
+		}
+	}
+
+	perm := make([]int, len(bs))
+	for i := range perm {
+		perm[i] = i
+	}
+	slices.SortFunc(perm, func(a, b int) int {
+		x, y := &bs[a], &bs[b]
+		return cmp.Or(cmp.Compare(x.s.Start, y.s.Start), cmp.Compare(x.track, y.track), cmp.Compare(x.s.Depth, y.s.Depth), cmp.Compare(x.order, y.order))
+	})
+	at := make([]int, len(bs))
+	for n, o := range perm {
+		at[o] = n
+	}
+	if len(bs) > 0 {
+		r.t.Slices = make([]Slice, len(bs))
+	}
+	for n, o := range perm {
+		s := bs[o].s
+		if s.Parent >= 0 {
+			s.Parent = at[s.Parent]
+			if s.Parent >= n { // only a parent flow can point forward: ignore it
+				s.Parent = -1
+			}
+		}
+		r.t.Slices[n] = s
+	}
+
+	slices.SortStableFunc(r.t.Instants, func(a, b Instant) int {
+		return cmp.Or(cmp.Compare(a.TS, b.TS), cmp.Compare(trackIdx(a.Track), trackIdx(b.Track)))
+	})
+	slices.SortFunc(r.counters, func(a, b pendingCounter) int {
+		return cmp.Or(cmp.Compare(a.at.ts, b.at.ts), cmp.Compare(trackIdx(a.track), trackIdx(b.track)), cmp.Compare(a.order, b.order))
+	})
+	if len(r.counters) > 0 {
+		r.t.Counters = make([]CounterSample, len(r.counters))
+		for i, c := range r.counters {
+			r.t.Counters[i] = CounterSample{Track: c.track, TS: c.at.ts, Value: c.value}
+		}
+	}
+
+	// Unnamed plain tracks take the name of their first event; tracks under
+	// a process or thread track take its pid (and tid).
+	for i := range r.t.Slices {
+		if tr := &r.t.Tracks[trackIdx(r.t.Slices[i].Track)]; tr.Name == "" && tr.Kind == TrackPlain {
+			tr.Name = r.t.Slices[i].Name
+		}
+	}
+	for i := range r.t.Instants {
+		if tr := &r.t.Tracks[trackIdx(r.t.Instants[i].Track)]; tr.Name == "" && tr.Kind == TrackPlain {
+			tr.Name = r.t.Instants[i].Name
+		}
+	}
+	for i := range r.t.Tracks {
+		tr := &r.t.Tracks[i]
+		if tr.PID != 0 || tr.TID != 0 || tr.Kind == TrackProcess || tr.Kind == TrackThread {
+			continue
+		}
+		p := tr.ParentUUID
+		for range maxTrackAncestors {
+			ti := r.tracks[p]
+			if p == 0 || ti == nil {
+				break
+			}
+			if a := r.t.Tracks[ti.idx]; a.Kind == TrackProcess || a.Kind == TrackThread {
+				tr.PID = a.PID
+				if a.Kind == TrackThread {
+					tr.TID = a.TID
+				}
+				break
+			}
+			p = r.t.Tracks[ti.idx].ParentUUID
+		}
+	}
+	return nil
+}
