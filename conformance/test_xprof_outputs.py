@@ -15,6 +15,7 @@ import glob
 import json
 import math
 import os
+import shutil
 from collections import Counter
 
 import pytest
@@ -51,6 +52,13 @@ def _close(a, b):
         except (TypeError, ValueError):
             return False
     return a == b
+
+
+def xprof_counted_steps(steps):
+    """The steps xprof's overview page counts: with more than five steps it
+    drops the first and the last as possibly incomplete (measured on xprof
+    2.24.2: 3, 4, 5 steps are all counted; 6 give 4, 10 give 8, 20 give 18)."""
+    return steps[1:-1] if len(steps) > 5 else steps
 
 
 def _load(path):
@@ -92,8 +100,8 @@ def test_trace_viewer_shows_every_event(manifest):
 def test_overview_reports_steps(manifest):
     m, xplane = _load(manifest)
     ov = xt.overview(xplane)
-    want = m["steps"]
-    if not want:
+    want = xprof_counted_steps(m["steps"])
+    if not m["steps"]:
         assert ov["no_step_marker"], "overview found steps in a trace that recorded none"
         return
     assert ov["step_count"] == len(want), f"overview counts {ov['step_count']} steps, recorded {len(want)}"
@@ -118,9 +126,11 @@ def test_counters_are_counter_tracks(manifest):
     assert set(got) == {c["name"] for c in m["counters"]}, f"counter tracks {sorted(got)} != recorded"
 
 
-def test_demo_run_is_discovered():
-    logdir = os.environ.get("DEVPROF_DEMO_LOGDIR", "")
-    assert logdir and os.path.isdir(logdir), "DEVPROF_DEMO_LOGDIR must name the demo's log directory (run scripts/test)"
+def test_demo_run_is_discovered(tmp_path):
+    src = os.environ.get("DEVPROF_DEMO_LOGDIR", "")
+    assert src and os.path.isdir(src), "DEVPROF_DEMO_LOGDIR must name the demo's log directory (run scripts/test)"
+    logdir = str(tmp_path / "logdir")  # xprof writes caches into run directories: use a copy
+    shutil.copytree(src, logdir)
     runs = xt.discover_runs(logdir)
     assert len(runs) == 1, f"xprof finds runs {runs} under {logdir}/plugins/profile"
     hosts = xt.run_hosts(logdir, runs[0])
@@ -133,4 +143,4 @@ def test_demo_run_is_discovered():
         assert tool in tools, f"xprof offers {tools} for the run"
     ov = xt.overview(xplanes[0])
     steps = int(os.environ.get("DEVPROF_DEMO_STEPS", "40"))
-    assert ov["step_count"] == steps and not ov["no_step_marker"], ov["diagnostics"]
+    assert ov["step_count"] == len(xprof_counted_steps(range(steps))) and not ov["no_step_marker"], ov["diagnostics"]

@@ -267,6 +267,7 @@ func TestBasicConformance(t *testing.T) {
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
+	checkRoundTrip(t, s.Outputs().Perfetto, s.Snapshot())
 	conformance.Export(t, "basic", s.Outputs().Perfetto, s.Snapshot())
 	conformance.ExportXPlane(t, "basic", s.Outputs().XPlane, s.Snapshot())
 }
@@ -324,6 +325,7 @@ func TestConcurrencyConformance(t *testing.T) {
 		t.Fatalf("%d events, want %d", len(snap.Events), want)
 	}
 	checkLayoutNests(t, snap)
+	checkRoundTrip(t, s.Outputs().Perfetto, snap)
 	conformance.Export(t, "concurrency", s.Outputs().Perfetto, snap)
 	conformance.ExportXPlane(t, "concurrency", s.Outputs().XPlane, snap)
 }

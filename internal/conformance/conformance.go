@@ -54,8 +54,8 @@ type Instant struct {
 
 // Counter is an expected counter track with its samples.
 type Counter struct {
-	Name    string       `json:"name"`
-	Unit    string       `json:"unit"`
+	Name    string   `json:"name"`
+	Unit    string   `json:"unit"`
 	Samples []Sample `json:"samples"`
 }
 
@@ -237,6 +237,10 @@ type XprofCounter struct {
 	Samples [][2]float64 `json:"samples"` // [ts_us, value]
 }
 
+// xprofHiddenStats are stats xprof's trace viewer never shows as args.
+var xprofHiddenStats = map[string]bool{"flops": true, "kernel_details": true, "program_id": true, "symbol_id": true,
+	"_r": true, "_p": true, "_c": true, "_pt": true, "_ct": true}
+
 // ExpectXprof computes what xprof should show for snapshot s: events on
 // the rows of the layout, steps named "<name> <step_num>", counters.
 func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
@@ -245,6 +249,9 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 	args := func(r *event.Record, fin bool) map[string]any {
 		out := map[string]any{}
 		for _, a := range s.Args(r) {
+			if xprofHiddenStats[a.Key] {
+				continue
+			}
 			switch a.Kind {
 			case event.ArgFlow:
 			case event.ArgBool:
