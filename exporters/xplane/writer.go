@@ -125,8 +125,8 @@ type plane struct {
 	stats     map[string]int64
 	statMD    protoenc.Enc
 	line      protoenc.Enc // the line being built
-	lineStart int   // position of the open line in body
-	ev        protoenc.Enc   // scratch for one event
+	lineStart int          // position of the open line in body
+	ev        protoenc.Enc // scratch for one event
 }
 
 func newPlane(id int64, name string) *plane {
