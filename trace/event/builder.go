@@ -1,0 +1,148 @@
+package event
+
+import "math"
+
+// FlagOnTrack marks a span or instant that belongs to a registered Track
+// (its Lane holds the track id) rather than to a lane of its own: spans read
+// from a file keep the thread they were recorded on.
+const FlagOnTrack uint8 = 1 << 1
+
+// Builder makes a Snapshot out of events recorded elsewhere, such as a
+// trace file being converted. Times are in ticks: nanoseconds on any
+// timeline, with Meta.Start.Mono as the session start. A Builder is not
+// safe for concurrent use.
+type Builder struct {
+	buf  *Buffer
+	meta Meta
+}
+
+// NewBuilder returns a builder for a snapshot with the given metadata.
+func NewBuilder(meta Meta) *Builder {
+	return &Builder{buf: NewBuffer(math.MaxInt64, 3), meta: meta}
+}
+
+// Track registers a track and returns its id.
+func (b *Builder) Track(t Track) uint32 { return b.buf.AddTrack(t) }
+
+// Span describes a span for Builder.Span.
+type Span struct {
+	Name       string
+	Start, End int64
+	// Parent is the ID (from Builder.Span) of the enclosing span, or 0.
+	Parent uint64
+	// Track is a registered track the span sits on, or 0 for the lanes of
+	// the host layout.
+	Track uint32
+	Args  []Arg
+	// Step marks a training-loop step with number StepNum.
+	Step    bool
+	StepNum int64
+	// Unfinished marks a span that had not ended when recording stopped.
+	Unfinished bool
+}
+
+func (b *Builder) reserve(nargs int) *Record {
+	r := b.buf.Reserve(SlotsFor(nargs))
+	if r == nil { // cannot happen with an unbounded budget
+		panic("event: builder buffer full")
+	}
+	return r
+}
+
+// Span adds a span and returns its ID.
+func (b *Builder) Span(s Span) uint64 {
+	r := b.reserve(len(s.Args))
+	r.Kind = KindSpan
+	r.Level = 1
+	r.Name = s.Name
+	r.Start = s.Start
+	r.Parent = s.Parent
+	r.Lane = uint32(r.ID)
+	if s.Track != 0 {
+		r.Lane = s.Track
+		r.Flags |= FlagOnTrack
+	}
+	if s.Step {
+		r.Flags |= FlagStep
+		r.ID2 = s.StepNum
+	}
+	if len(s.Args) > 0 {
+		r.SetArgs(s.Args)
+	}
+	if !s.Unfinished {
+		r.SetEnd(max(s.End, s.Start))
+	}
+	r.Commit()
+	return r.ID
+}
+
+// Instant adds a point event on a track (or, with track 0, on the lane of
+// parent, or on the process when parent is 0 too).
+func (b *Builder) Instant(name string, t int64, track uint32, parent uint64, args []Arg) {
+	r := b.reserve(len(args))
+	r.Kind = KindInstant
+	r.Level = 1
+	r.Name = name
+	r.Start = t
+	r.Parent = parent
+	if track != 0 {
+		r.Lane = track
+		r.Flags |= FlagOnTrack
+	}
+	if len(args) > 0 {
+		r.SetArgs(args)
+	}
+	r.SetEnd(t)
+	r.Commit()
+}
+
+// Counter adds one sample of a counter series.
+func (b *Builder) Counter(name, unit string, t int64, v float64) {
+	r := b.reserve(1)
+	r.Kind = KindCounter
+	r.Name = name
+	r.NArgs = 1
+	r.Args[0] = Arg{Key: unit, Kind: ArgFloat, Num: math.Float64bits(v)}
+	r.Start = t
+	r.SetEnd(t)
+	r.Commit()
+}
+
+// Activity adds a complete event on a registered track (device activity)
+// and returns its ID.
+func (b *Builder) Activity(track uint32, name string, start, end int64, args []Arg) uint64 {
+	return b.buf.Activity(track, name, start, end, args)
+}
+
+// Warn adds a warning to the snapshot's metadata.
+func (b *Builder) Warn(msg string) { b.meta.Warnings = append(b.meta.Warnings, msg) }
+
+// Snapshot returns the built snapshot. Meta.Dropped keeps the value given
+// to NewBuilder (events the original recording lost).
+func (b *Builder) Snapshot() *Snapshot {
+	dropped := b.meta.Dropped
+	s := b.buf.Snapshot(b.meta)
+	s.Meta.Dropped = dropped
+	s.Meta.MaxEvents = b.meta.MaxEvents
+	return s
+}
+
+// Activity records a complete event on a registered track: the entry
+// point of device sources (CUPTI activity records). It returns the
+// record's ID, or 0 if the buffer was full.
+func (b *Buffer) Activity(track uint32, name string, start, end int64, args []Arg) uint64 {
+	r := b.Reserve(SlotsFor(len(args)))
+	if r == nil {
+		return 0
+	}
+	r.Kind = KindActivity
+	r.Name = name
+	r.Lane = track
+	r.Start = start
+	if len(args) > 0 {
+		r.SetArgs(args)
+	}
+	r.SetEnd(max(end, start))
+	r.Commit()
+	return r.ID
+}
