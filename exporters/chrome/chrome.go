@@ -70,13 +70,29 @@ func (j *jw) write() {
 	j.b = append(j.b, `{"displayTimeUnit":"ns","traceEvents":[`...)
 	j.first = true
 	j.meta("process_name", pid, 0, j.m.Program)
-	for i, row := range l.Rows {
-		j.meta("thread_name", pid, i+1, row.Name)
-		j.sortIndex(pid, i+1)
+	devicePID := map[int]int{} // device streams are threads of one process per device
+	for i := range l.Rows {
+		row := &l.Rows[i]
+		rowPID := pid
+		if t, ok := j.s.Track(row); ok && t.Kind == event.TrackDeviceStream {
+			p, seen := devicePID[t.Device]
+			if !seen {
+				p = pid + 1 + len(devicePID)
+				devicePID[t.Device] = p
+				name := "GPU " + strconv.Itoa(t.Device)
+				if t.DeviceName != "" {
+					name += " (" + t.DeviceName + ")"
+				}
+				j.meta("process_name", p, 0, name)
+			}
+			rowPID = p
+		}
+		j.meta("thread_name", rowPID, i+1, row.Name)
+		j.sortIndex(rowPID, i+1)
 		for _, sp := range row.Spans {
 			j.begin()
 			j.b = append(j.b, `{"ph":"X","pid":`...)
-			j.b = strconv.AppendInt(j.b, int64(pid), 10)
+			j.b = strconv.AppendInt(j.b, int64(rowPID), 10)
 			j.b = append(j.b, `,"tid":`...)
 			j.b = strconv.AppendInt(j.b, int64(i+1), 10)
 			j.b = append(j.b, `,"ts":`...)
@@ -90,7 +106,7 @@ func (j *jw) write() {
 			j.flush()
 		}
 		for _, r := range row.Instants {
-			j.instant(r, pid, i+1, "t")
+			j.instant(r, rowPID, i+1, "t")
 		}
 	}
 	for _, r := range l.Loose {

@@ -276,19 +276,60 @@ func (w *writer) write() {
 	w.pkt.End(p)
 	w.finishPacket()
 
+	// Device streams are threads of one process per device; everything
+	// else (lanes, threads read from files) are threads of the program.
+	devicePID := map[int]int64{}
+	var devices []int
+	for i := range l.Rows {
+		if t, ok := w.s.Track(&l.Rows[i]); ok && t.Kind == event.TrackDeviceStream {
+			if _, seen := devicePID[t.Device]; !seen {
+				devicePID[t.Device] = 0
+				devices = append(devices, t.Device)
+			}
+		}
+	}
+	slices.Sort(devices)
+	nextPID := int64(m.PID)
+	for _, d := range devices {
+		nextPID++
+		devicePID[d] = nextPID
+		var name string
+		for i := range l.Rows {
+			if t, ok := w.s.Track(&l.Rows[i]); ok && t.Kind == event.TrackDeviceStream && t.Device == d && t.DeviceName != "" {
+				name = t.DeviceName
+				break
+			}
+		}
+		label := fmt.Sprintf("GPU %d", d)
+		if name != "" {
+			label += " (" + name + ")"
+		}
+		w.startPacket(start, true)
+		p := w.pkt.Begin(pktTrackDescriptor)
+		w.pkt.Uint(tdUUID, w.uuid())
+		q := w.pkt.Begin(tdProcess)
+		w.pkt.Int(pdPid, nextPID)
+		w.pkt.String(pdProcessName, label)
+		w.pkt.End(q)
+		w.pkt.End(p)
+		w.finishPacket()
+	}
+
 	rowUUID := make([]uint64, len(l.Rows))
-	tid := int64(0)
-	for i, row := range l.Rows {
+	tid := nextPID // thread ids start past every pid, so no thread is taken for a process's main thread
+	for i := range l.Rows {
+		row := &l.Rows[i]
+		pid := int64(m.PID)
+		if t, ok := w.s.Track(row); ok && t.Kind == event.TrackDeviceStream {
+			pid = devicePID[t.Device]
+		}
 		rowUUID[i] = w.uuid()
 		tid++
-		if tid == int64(m.PID) {
-			tid++
-		}
 		w.startPacket(start, true)
 		p := w.pkt.Begin(pktTrackDescriptor)
 		w.pkt.Uint(tdUUID, rowUUID[i])
 		q := w.pkt.Begin(tdThread)
-		w.pkt.Int(thPid, int64(m.PID))
+		w.pkt.Int(thPid, pid)
 		w.pkt.Int(thTid, tid)
 		w.pkt.String(thName, row.Name)
 		w.pkt.End(q)

@@ -93,10 +93,21 @@ func DropWarning(dropped, max int64) string {
 
 // Write encodes s as an XSpace to w.
 func Write(w io.Writer, s *event.Snapshot) error {
-	x := &writer{s: s, m: &s.Meta}
+	x := &writer{s: s, m: &s.Meta, correlated: map[uint64]bool{}}
+	for _, r := range s.Events {
+		if r.Kind != event.KindActivity {
+			continue
+		}
+		for _, a := range s.Args(r) {
+			if a.Kind == event.ArgFlow {
+				x.correlated[a.Num] = true
+			}
+		}
+	}
+	l := s.Layout()
 	var space protoenc.Enc
-	x.hostPlane(&space)
-	x.devicePlanes(&space)
+	x.hostPlane(&space, l)
+	x.devicePlanes(&space, l)
 	x.taskEnvPlane(&space)
 	if s.Meta.Dropped > 0 {
 		space.String(spaceWarnings, DropWarning(s.Meta.Dropped, s.Meta.MaxEvents))
@@ -266,8 +277,10 @@ func (p *plane) finish(space *protoenc.Enc) {
 
 func (x *writer) rel(t int64) int64 { return t - x.m.Start.Mono }
 
-// args writes a record's arguments as stats.
-func (x *writer) args(p *plane, r *event.Record, finished bool) {
+// args writes a record's arguments as stats. A flow id becomes a uint64
+// correlation_id on device events, and on host events whose id also
+// appears on device activity (a launch and its kernel).
+func (x *writer) args(p *plane, r *event.Record, finished, device bool) {
 	for _, a := range x.s.Args(r) {
 		switch a.Kind {
 		case event.ArgInt:
@@ -283,7 +296,7 @@ func (x *writer) args(p *plane, r *event.Record, finished bool) {
 		case event.ArgDuration:
 			p.statString(a.Key, a.Duration().String())
 		case event.ArgFlow:
-			if x.correlated[a.Num] {
+			if device || x.correlated[a.Num] {
 				p.statUint("correlation_id", a.Num)
 			}
 		}
@@ -297,37 +310,25 @@ func (x *writer) args(p *plane, r *event.Record, finished bool) {
 	}
 }
 
-func (x *writer) hostPlane(space *protoenc.Enc) {
-	l := x.s.Layout()
-	x.correlated = map[uint64]bool{}
-	for _, r := range l.Activity {
-		for _, a := range x.s.Args(r) {
-			if a.Kind == event.ArgFlow {
-				x.correlated[a.Num] = true
-			}
-		}
-	}
+func (x *writer) hostPlane(space *protoenc.Enc, l *event.Layout) {
 	p := newPlane(0, HostPlaneName)
 	total := x.rel(x.m.Stop.Mono) * 1000
+	next := int64(1)
 	for i := range l.Rows {
 		row := &l.Rows[i]
-		p.beginLine(int64(i+1), row.Name, total)
-		row.Walk(func(typ event.RowEventType, sp *event.Placed, inst *event.Record) {
-			switch typ {
-			case event.RowBegin:
-				p.event(sp.Name, x.rel(sp.Start), sp.End-sp.Start, func(p *plane) { x.args(p, sp.Record, sp.Finished) })
-			case event.RowInstant:
-				p.event(inst.Name, x.rel(inst.Start), 0, func(p *plane) { x.args(p, inst, true) })
-			}
-		})
+		if t, ok := x.s.Track(row); ok && t.Kind == event.TrackDeviceStream {
+			continue
+		}
+		p.beginLine(next, row.Name, total)
+		next++
+		x.events(p, row, false)
 		p.endLine()
 	}
-	next := int64(len(l.Rows) + 1)
 	if len(l.Loose) > 0 {
 		p.beginLine(next, InstantsLineName, total)
 		next++
 		for _, r := range l.Loose {
-			p.event(r.Name, x.rel(r.Start), 0, func(p *plane) { x.args(p, r, true) })
+			p.event(r.Name, x.rel(r.Start), 0, func(p *plane) { x.args(p, r, true, false) })
 		}
 		p.endLine()
 	}
@@ -345,87 +346,67 @@ func (x *writer) hostPlane(space *protoenc.Enc) {
 	p.finish(space)
 }
 
+// events writes a row's spans and instants in the order xprof needs:
+// by start, enclosing events first.
+func (x *writer) events(p *plane, row *event.Row, device bool) {
+	row.Walk(func(typ event.RowEventType, sp *event.Placed, inst *event.Record) {
+		switch typ {
+		case event.RowBegin:
+			p.event(sp.Name, x.rel(sp.Start), sp.End-sp.Start, func(p *plane) { x.args(p, sp.Record, sp.Finished, device) })
+		case event.RowInstant:
+			p.event(inst.Name, x.rel(inst.Start), 0, func(p *plane) { x.args(p, inst, true, device) })
+		}
+	})
+}
+
+// overflowLineIDs numbers the extra lines of a stream whose activity
+// overlapped: far from stream ids, below the derived-line range.
+const overflowLineIDs = 0x7f000000
+
 // devicePlanes writes one /device:GPU:<n> plane per device that has
 // activity, one line per stream track.
-func (x *writer) devicePlanes(space *protoenc.Enc) {
-	l := x.s.Layout()
-	byTrack := map[uint32][]*event.Record{}
-	for _, r := range l.Activity {
-		byTrack[r.Lane] = append(byTrack[r.Lane], r)
-	}
-	devices := map[int][]uint32{}
-	for id := range byTrack {
-		if int(id) > len(x.s.Tracks) || id == 0 {
-			continue
-		}
-		t := x.s.Tracks[id-1]
-		if t.Kind == event.TrackDeviceStream {
-			devices[t.Device] = append(devices[t.Device], id)
+func (x *writer) devicePlanes(space *protoenc.Enc, l *event.Layout) {
+	byDevice := map[int][]*event.Row{}
+	for i := range l.Rows {
+		if t, ok := x.s.Track(&l.Rows[i]); ok && t.Kind == event.TrackDeviceStream {
+			byDevice[t.Device] = append(byDevice[t.Device], &l.Rows[i])
 		}
 	}
-	ordinals := make([]int, 0, len(devices))
-	for d := range devices {
+	ordinals := make([]int, 0, len(byDevice))
+	for d := range byDevice {
 		ordinals = append(ordinals, d)
 	}
 	slices.Sort(ordinals)
 	total := x.rel(x.m.Stop.Mono) * 1000
+	overflow := int64(overflowLineIDs)
 	for _, d := range ordinals {
 		p := newPlane(int64(d), fmt.Sprintf("%s%d", GPUPlanePrefix, d))
-		tracks := devices[d]
-		slices.SortFunc(tracks, func(a, b uint32) int { return cmp.Compare(x.s.Tracks[a-1].ID, x.s.Tracks[b-1].ID) })
+		rows := byDevice[d]
+		slices.SortStableFunc(rows, func(a, b *event.Row) int {
+			ta, _ := x.s.Track(a)
+			tb, _ := x.s.Track(b)
+			if c := cmp.Compare(ta.ID, tb.ID); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.Sub, b.Sub)
+		})
+		first, _ := x.s.Track(rows[0])
 		p.planeStatString("device_vendor", "Nvidia")
-		if name := x.s.Tracks[tracks[0]-1].DeviceName; name != "" {
-			p.planeStatString("gpu_device_name", name)
+		if first.DeviceName != "" {
+			p.planeStatString("gpu_device_name", first.DeviceName)
 		}
-		for _, id := range tracks {
-			t := x.s.Tracks[id-1]
-			recs := byTrack[id]
-			slices.SortStableFunc(recs, func(a, b *event.Record) int {
-				if c := cmp.Compare(a.Start, b.Start); c != 0 {
-					return c
-				}
-				return cmp.Compare(b.End(), a.End())
-			})
-			name := t.Name
-			if name == "" {
-				name = fmt.Sprintf("Stream #%d", t.ID)
+		for _, row := range rows {
+			t, _ := x.s.Track(row)
+			id := t.ID
+			if row.Sub > 0 {
+				id = overflow
+				overflow++
 			}
-			p.beginLine(t.ID, name, total)
-			for _, r := range recs {
-				end, fin := x.s.EndOf(r)
-				p.event(r.Name, x.rel(r.Start), end-r.Start, func(p *plane) { x.deviceArgs(p, r, fin) })
-			}
+			p.beginLine(id, row.Name, total)
+			x.events(p, row, true)
 			p.endLine()
 		}
 		p.finish(space)
-	}
-}
-
-// deviceArgs writes a device event's stats: flows become correlation_id;
-// details strings (kernel_details, memcpy_details, ...) keep their names.
-func (x *writer) deviceArgs(p *plane, r *event.Record, finished bool) {
-	for _, a := range x.s.Args(r) {
-		if a.Kind == event.ArgFlow {
-			p.statUint("correlation_id", a.Num)
-			continue
-		}
-		switch a.Kind {
-		case event.ArgInt:
-			p.statInt(a.Key, int64(a.Num))
-		case event.ArgUint:
-			p.statUint(a.Key, a.Num)
-		case event.ArgFloat:
-			p.statDouble(a.Key, a.Float())
-		case event.ArgBool:
-			p.statInt(a.Key, int64(a.Num))
-		case event.ArgString:
-			p.statString(a.Key, a.Str)
-		case event.ArgDuration:
-			p.statString(a.Key, a.Duration().String())
-		}
-	}
-	if !finished {
-		p.statInt("unfinished", 1)
 	}
 }
 

@@ -95,7 +95,7 @@ func Expect(s *event.Snapshot, traceName string) *Manifest {
 			args[a.Key] = arg(a)
 		}
 		switch r.Kind {
-		case event.KindSpan:
+		case event.KindSpan, event.KindActivity:
 			end, fin := s.EndOf(r)
 			if r.Flags&event.FlagStep != 0 {
 				args["step_num"] = Arg{"int", r.ID2}
@@ -214,21 +214,30 @@ type XprofManifest struct {
 	Events   []XprofEvent   `json:"events"`
 	Steps    []XprofStep    `json:"steps"`
 	Counters []XprofCounter `json:"counters"`
+	Kernels  map[string]int `json:"kernels"` // kernel name -> occurrences, for kernel_stats
+	// LaunchLinks counts host spans linked to device activity by a flow id
+	// (a launch and its kernel or copy): xprof draws each as a flow.
+	LaunchLinks int `json:"launch_links"`
 }
 
 // XprofEvent is an expected trace-viewer event on the /host:CPU process.
 type XprofEvent struct {
-	Name   string         `json:"name"`
-	Thread string         `json:"thread"`
-	TSUs   float64        `json:"ts_us"`
-	DurUs  float64        `json:"dur_us"`
-	Args   map[string]any `json:"args"`
+	Process string         `json:"process"`
+	Name    string         `json:"name"`
+	Thread  string         `json:"thread"`
+	TSUs    float64        `json:"ts_us"`
+	DurUs   float64        `json:"dur_us"`
+	Args    map[string]any `json:"args"`
 }
 
 // XprofStep is an expected step of the overview page.
 type XprofStep struct {
 	Name  string  `json:"name"`
 	DurUs float64 `json:"dur_us"`
+	// DeviceUs is the extent of the device activity the step launched (by
+	// flow / correlation id): with GPU planes xprof's overview page reports
+	// that as the step time. 0 without device activity.
+	DeviceUs float64 `json:"device_us"`
 }
 
 // XprofCounter is an expected counter track of the streaming trace viewer.
@@ -244,7 +253,7 @@ var xprofHiddenStats = map[string]bool{"flops": true, "kernel_details": true, "p
 // ExpectXprof computes what xprof should show for snapshot s: events on
 // the rows of the layout, steps named "<name> <step_num>", counters.
 func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
-	m := &XprofManifest{XPlane: xplaneName, Events: []XprofEvent{}, Steps: []XprofStep{}, Counters: []XprofCounter{}}
+	m := &XprofManifest{XPlane: xplaneName, Events: []XprofEvent{}, Steps: []XprofStep{}, Counters: []XprofCounter{}, Kernels: map[string]int{}}
 	us := func(t int64) float64 { return float64(t-s.Meta.Start.Mono) / 1e3 }
 	args := func(r *event.Record, fin bool) map[string]any {
 		out := map[string]any{}
@@ -271,21 +280,82 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 		return out
 	}
 	l := s.Layout()
-	for _, row := range l.Rows {
+	// Device activity by flow id, to measure what each step launched.
+	type extent struct{ lo, hi int64 }
+	device := map[uint64]extent{}
+	for _, r := range s.Events {
+		if r.Kind != event.KindActivity {
+			continue
+		}
+		end, _ := s.EndOf(r)
+		for _, a := range s.Args(r) {
+			if a.Kind == event.ArgFlow {
+				device[a.Num] = extent{r.Start, end}
+			}
+		}
+	}
+	stepOf := func(r *event.Record) *event.Record {
+		for p := r; p != nil; p = s.Lookup(p.Parent) {
+			if p.Flags&event.FlagStep != 0 {
+				return p
+			}
+		}
+		return nil
+	}
+	stepDevice := map[uint64]extent{}
+	for _, r := range s.Events {
+		if r.Kind != event.KindSpan {
+			continue
+		}
+		for _, a := range s.Args(r) {
+			e, ok := device[a.Num]
+			if a.Kind != event.ArgFlow || !ok {
+				continue
+			}
+			m.LaunchLinks++
+			if st := stepOf(r); st != nil {
+				cur, seen := stepDevice[st.ID]
+				if !seen || e.lo < cur.lo {
+					cur.lo = e.lo
+				}
+				if !seen || e.hi > cur.hi {
+					cur.hi = e.hi
+				}
+				stepDevice[st.ID] = cur
+			}
+		}
+	}
+	for i := range l.Rows {
+		row := &l.Rows[i]
+		process := "/host:CPU"
+		if t, ok := s.Track(row); ok && t.Kind == event.TrackDeviceStream {
+			process = fmt.Sprintf("/device:GPU:%d", t.Device)
+		}
 		for _, p := range row.Spans {
+			if process != "/host:CPU" {
+				for _, a := range s.Args(p.Record) {
+					if a.Key == "kernel_details" {
+						m.Kernels[p.Name]++
+					}
+				}
+			}
 			name := p.Name
 			if p.Flags&event.FlagStep != 0 {
 				name = fmt.Sprintf("%s %d", p.Name, p.ID2)
-				m.Steps = append(m.Steps, XprofStep{Name: name, DurUs: float64(p.End-p.Start) / 1e3})
+				st := XprofStep{Name: name, DurUs: float64(p.End-p.Start) / 1e3}
+				if e, ok := stepDevice[p.ID]; ok {
+					st.DeviceUs = float64(e.hi-e.lo) / 1e3
+				}
+				m.Steps = append(m.Steps, st)
 			}
-			m.Events = append(m.Events, XprofEvent{Name: name, Thread: row.Name, TSUs: us(p.Start), DurUs: float64(p.End-p.Start) / 1e3, Args: args(p.Record, p.Finished)})
+			m.Events = append(m.Events, XprofEvent{Process: process, Name: name, Thread: row.Name, TSUs: us(p.Start), DurUs: float64(p.End-p.Start) / 1e3, Args: args(p.Record, p.Finished)})
 		}
 		for _, r := range row.Instants {
-			m.Events = append(m.Events, XprofEvent{Name: r.Name, Thread: row.Name, TSUs: us(r.Start), Args: args(r, true)})
+			m.Events = append(m.Events, XprofEvent{Process: process, Name: r.Name, Thread: row.Name, TSUs: us(r.Start), Args: args(r, true)})
 		}
 	}
 	for _, r := range l.Loose {
-		m.Events = append(m.Events, XprofEvent{Name: r.Name, Thread: "Instants", TSUs: us(r.Start), Args: args(r, true)})
+		m.Events = append(m.Events, XprofEvent{Process: "/host:CPU", Name: r.Name, Thread: "Instants", TSUs: us(r.Start), Args: args(r, true)})
 	}
 	idx := map[string]int{}
 	for _, r := range l.Counters {

@@ -6,27 +6,35 @@ import (
 	"strconv"
 )
 
-// Layout places host spans and instants on rows on which every span nests
-// properly, as Perfetto, the trace viewer and XPlane lines require (DESIGN.md
-// §2). A span goes on the row of its parent, directly beneath it, whenever
-// it fits there; a root, or a child that overlaps a sibling or outlives its
-// parent, goes on the first row that is free at its start. Such a child is
-// Displaced: exporters link it to its parent explicitly.
+// Layout places spans, instants and device activity on rows on which every
+// span nests properly, as Perfetto, the trace viewer and XPlane lines
+// require (DESIGN.md §2). Host spans of the program share the pool of lane
+// rows; spans pinned to a registered track (FlagOnTrack: a thread read
+// from a file) and device activity (KindActivity) get rows of their track.
+// A span goes on the row of its parent, directly beneath it, whenever it
+// fits there; a root, or a child that overlaps a sibling or outlives its
+// parent, goes on the first row of its group that is free at its start.
+// Such a child is Displaced: exporters link it to its parent explicitly.
 type Layout struct {
 	Rows []Row
-	// Loose holds instants that belong to no span (shown on the process).
+	// Loose holds instants that belong to no span and no track (shown on
+	// the process).
 	Loose []*Record
 	// Counters holds counter samples in time order.
 	Counters []*Record
-	// Activity holds KindActivity records in time order.
-	Activity []*Record
 }
 
 // Row is one properly nested timeline.
 type Row struct {
-	// Name is what the row is called in the outputs: the name of its first
-	// root span and the row number, e.g. "train (lane 1)".
+	// Name is what the row is called in the outputs: for lanes, the name of
+	// the first root span and the lane number ("train (lane 1)"); for a
+	// track, the track's name, with " (2)", " (3)"... on overflow rows.
 	Name string
+	// Track is the registered track the row belongs to (index into
+	// Snapshot.Tracks plus one), 0 for the program's lanes.
+	Track uint32
+	// Sub is 0 for a track's first row and counts its overflow rows.
+	Sub int
 	// Spans in pre-order: sorted by start, enclosing spans first.
 	Spans []Placed
 	// Instants in time order.
@@ -45,19 +53,30 @@ type rowState struct {
 	stack []int // indexes into Row.Spans of open spans
 }
 
+// group returns the row group of a span, instant or activity record: 0 for
+// the program's lanes, else the track id.
+func group(r *Record) uint32 {
+	if r.Kind == KindActivity || r.Flags&FlagOnTrack != 0 {
+		return r.Lane
+	}
+	return 0
+}
+
 // Layout computes the rows of s. It is deterministic for a given snapshot.
 func (s *Snapshot) Layout() *Layout {
 	l := &Layout{}
 	var spans []Placed
+	hasChild := make(map[uint64]bool)
 	for _, r := range s.Events {
 		switch r.Kind {
-		case KindSpan:
+		case KindSpan, KindActivity:
 			end, fin := s.EndOf(r)
 			spans = append(spans, Placed{Record: r, End: end, Finished: fin})
 		case KindCounter:
 			l.Counters = append(l.Counters, r)
-		case KindActivity:
-			l.Activity = append(l.Activity, r)
+		}
+		if (r.Kind == KindSpan || r.Kind == KindInstant) && r.Parent != 0 {
+			hasChild[r.Parent] = true
 		}
 	}
 	slices.SortFunc(spans, func(a, b Placed) int {
@@ -74,16 +93,11 @@ func (s *Snapshot) Layout() *Layout {
 	})
 	byStart := func(a, b *Record) int { return cmp.Compare(a.Start, b.Start) }
 	slices.SortFunc(l.Counters, byStart)
-	slices.SortFunc(l.Activity, byStart)
 
 	var states []rowState
-	where := make(map[uint64]rowSlot, len(spans)/4) // span ID -> row, only for spans that have children
-	hasChild := make(map[uint64]bool)
-	for _, r := range s.Events {
-		if (r.Kind == KindSpan || r.Kind == KindInstant) && r.Parent != 0 {
-			hasChild[r.Parent] = true
-		}
-	}
+	groups := map[uint32][]int{} // group -> its rows, in creation order
+	lanes := 0
+	where := make(map[uint64]rowSlot, len(hasChild)) // span ID -> row, only for spans that have children
 	popTo := func(ri int, t int64) {
 		st := &states[ri]
 		row := &l.Rows[ri]
@@ -99,9 +113,28 @@ func (s *Snapshot) Layout() *Layout {
 			where[p.ID] = rowSlot{row: ri, idx: len(row.Spans) - 1}
 		}
 	}
+	newRow := func(g uint32, first string) int {
+		ri := len(l.Rows)
+		row := Row{Track: g, Sub: len(groups[g])}
+		switch {
+		case g == 0:
+			lanes++
+			row.Name = first + " (lane " + strconv.Itoa(lanes) + ")"
+		default:
+			row.Name = s.trackName(g)
+			if row.Sub > 0 {
+				row.Name += " (" + strconv.Itoa(row.Sub+1) + ")"
+			}
+		}
+		l.Rows = append(l.Rows, row)
+		states = append(states, rowState{})
+		groups[g] = append(groups[g], ri)
+		return ri
+	}
 	for _, p := range spans {
-		if p.Parent != 0 {
-			if at, ok := where[p.Parent]; ok {
+		g := group(p.Record)
+		if p.Kind == KindSpan && p.Parent != 0 {
+			if at, ok := where[p.Parent]; ok && l.Rows[at.row].Track == g {
 				popTo(at.row, p.Start)
 				st := states[at.row].stack
 				if len(st) > 0 && st[len(st)-1] == at.idx && p.End <= l.Rows[at.row].Spans[at.idx].End {
@@ -109,12 +142,12 @@ func (s *Snapshot) Layout() *Layout {
 					continue
 				}
 				p.Displaced = true
-			} else if s.Lookup(p.Parent) != nil {
+			} else if ok || s.Lookup(p.Parent) != nil {
 				p.Displaced = true
 			}
 		}
 		ri := -1
-		for i := range states {
+		for _, i := range groups[g] {
 			popTo(i, p.Start)
 			if len(states[i].stack) == 0 {
 				ri = i
@@ -122,20 +155,26 @@ func (s *Snapshot) Layout() *Layout {
 			}
 		}
 		if ri < 0 {
-			ri = len(l.Rows)
-			l.Rows = append(l.Rows, Row{Name: p.Name + " (lane " + strconv.Itoa(ri+1) + ")"})
-			states = append(states, rowState{})
+			ri = newRow(g, p.Name)
 		}
 		place(ri, p)
 	}
 
-	// Instants go on the row of their enclosing span.
+	// Instants go on the row of their enclosing span, else on their track.
 	for _, r := range s.Events {
 		if r.Kind != KindInstant {
 			continue
 		}
 		if at, ok := where[r.Parent]; ok {
 			l.Rows[at.row].Instants = append(l.Rows[at.row].Instants, r)
+			continue
+		}
+		if g := group(r); g != 0 {
+			rows := groups[g]
+			if len(rows) == 0 {
+				rows = []int{newRow(g, "")}
+			}
+			l.Rows[rows[0]].Instants = append(l.Rows[rows[0]].Instants, r)
 			continue
 		}
 		l.Loose = append(l.Loose, r)
@@ -148,6 +187,32 @@ func (s *Snapshot) Layout() *Layout {
 }
 
 type rowSlot struct{ row, idx int }
+
+// trackName names a registered track for its rows.
+func (s *Snapshot) trackName(id uint32) string {
+	if id == 0 || int(id) > len(s.Tracks) {
+		return "track " + strconv.Itoa(int(id))
+	}
+	t := s.Tracks[id-1]
+	if t.Name != "" {
+		return t.Name
+	}
+	switch t.Kind {
+	case TrackDeviceStream:
+		return "Stream #" + strconv.FormatInt(t.ID, 10)
+	case TrackHostThread:
+		return "Thread " + strconv.FormatInt(t.ID, 10)
+	}
+	return "track " + strconv.Itoa(int(id))
+}
+
+// Track returns the registered track of a row, and false for lane rows.
+func (s *Snapshot) Track(row *Row) (Track, bool) {
+	if row.Track == 0 || int(row.Track) > len(s.Tracks) {
+		return Track{}, false
+	}
+	return s.Tracks[row.Track-1], true
+}
 
 // depth returns how many ancestors r has in the snapshot. It is only used to
 // break ties between spans with equal start and end, so it may be slow.
