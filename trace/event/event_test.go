@@ -1,0 +1,209 @@
+package event
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestSlotsFor(t *testing.T) {
+	for n, want := range map[int]int{0: 1, 1: 1, 2: 1, 3: 2, 4: 2, 5: 3, 255: 128, 1000: 128} {
+		if got := SlotsFor(n); got != want {
+			t.Errorf("SlotsFor(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
+
+func TestReserveExactBudgetAcrossGoroutines(t *testing.T) {
+	const max = 5000
+	b := NewBuffer(max, 3)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2*max; i++ {
+				if r := b.Reserve(1); r != nil {
+					r.Kind = KindInstant
+					r.Commit()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	s := b.Snapshot(Meta{})
+	if len(s.Events) != max || s.Meta.Dropped != 16*max-max {
+		t.Fatalf("kept %d dropped %d", len(s.Events), s.Meta.Dropped)
+	}
+	for _, r := range s.Events {
+		if s.Lookup(r.ID) != r {
+			t.Fatalf("Lookup(%d) does not find its record", r.ID)
+		}
+	}
+	if s.Lookup(0) != nil || s.Lookup(max*10) != nil {
+		t.Fatal("Lookup of unknown ids")
+	}
+}
+
+func TestUncommittedRecordsAreInvisible(t *testing.T) {
+	b := NewBuffer(10, 3)
+	r := b.Reserve(1)
+	r.Kind = KindSpan
+	r.Name = "half-written"
+	s := b.Snapshot(Meta{})
+	if len(s.Events) != 0 || s.Lookup(r.ID) != nil {
+		t.Fatal("an uncommitted record was exported")
+	}
+}
+
+// build makes a snapshot from a compact description: each span is
+// name, start, end, parent name ("" for none), optional track.
+type spec struct {
+	name       string
+	start, end int64
+	parent     string
+	track      uint32
+}
+
+func build(t *testing.T, tracks []Track, specs ...spec) *Snapshot {
+	t.Helper()
+	b := NewBuilder(Meta{Stop: ClockAnchor{Mono: 1000}})
+	for _, tr := range tracks {
+		b.Track(tr)
+	}
+	ids := map[string]uint64{}
+	for _, s := range specs {
+		if s.end < 0 {
+			b.Instant(s.name, s.start, s.track, ids[s.parent], nil)
+			continue
+		}
+		ids[s.name] = b.Span(Span{Name: s.name, Start: s.start, End: s.end, Parent: ids[s.parent], Track: s.track})
+	}
+	return b.Snapshot()
+}
+
+func rowsOf(l *Layout) string {
+	var out []string
+	for _, r := range l.Rows {
+		var names []string
+		for _, p := range r.Spans {
+			n := p.Name
+			if p.Displaced {
+				n += "*"
+			}
+			names = append(names, n)
+		}
+		for _, i := range r.Instants {
+			names = append(names, "!"+i.Name)
+		}
+		out = append(out, r.Name+": "+strings.Join(names, " "))
+	}
+	return strings.Join(out, " | ")
+}
+
+func TestLayout(t *testing.T) {
+	cases := []struct {
+		name  string
+		specs []spec
+		want  string
+	}{
+		{"nested", []spec{{"a", 0, 100, "", 0}, {"b", 10, 50, "a", 0}, {"c", 60, 90, "a", 0}},
+			"a (lane 1): a b c"},
+		{"sequential roots share a lane", []spec{{"s0", 0, 10, "", 0}, {"s1", 10, 20, "", 0}, {"s2", 25, 30, "", 0}},
+			"s0 (lane 1): s0 s1 s2"},
+		{"overlapping siblings", []spec{{"p", 0, 100, "", 0}, {"x", 10, 60, "p", 0}, {"y", 20, 70, "p", 0}, {"y1", 30, 40, "y", 0}},
+			"p (lane 1): p x | y (lane 2): y* y1"},
+		{"child outlives parent", []spec{{"p", 0, 50, "", 0}, {"late", 40, 80, "p", 0}},
+			"p (lane 1): p | late (lane 2): late*"},
+		{"zero-length child at parent end is displaced", []spec{{"p", 0, 50, "", 0}, {"z", 50, 50, "p", 0}},
+			"p (lane 1): p z*"},
+		{"equal intervals nest parent first", []spec{{"p", 0, 50, "", 0}, {"c", 0, 50, "p", 0}},
+			"p (lane 1): p c"},
+		{"instants follow their span", []spec{{"p", 0, 50, "", 0}, {"i", 10, -1, "p", 0}, {"loose", 5, -1, "", 0}},
+			"p (lane 1): p !i"},
+	}
+	for _, c := range cases {
+		s := build(t, nil, c.specs...)
+		if got := rowsOf(s.Layout()); got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
+		}
+	}
+}
+
+func TestLayoutTracksAndActivity(t *testing.T) {
+	tracks := []Track{
+		{Kind: TrackHostThread, ID: 11, Name: "python"},
+		{Kind: TrackDeviceStream, Device: 0, ID: 7},
+	}
+	b := NewBuilder(Meta{Stop: ClockAnchor{Mono: 1000}})
+	th := b.Track(tracks[0])
+	st := b.Track(tracks[1])
+	p := b.Span(Span{Name: "fwd", Start: 0, End: 100, Track: th})
+	b.Span(Span{Name: "op", Start: 10, End: 20, Parent: p, Track: th})
+	b.Span(Span{Name: "lane", Start: 0, End: 5})
+	b.Activity(st, "k1", 0, 50, nil)
+	b.Activity(st, "k2", 40, 60, nil) // overlaps k1: an overflow row of the stream
+	b.Instant("mark", 30, th, 0, nil)
+	s := b.Snapshot()
+	got := rowsOf(s.Layout())
+	want := "python: fwd op !mark | Stream #7: k1 | lane (lane 1): lane | Stream #7 (2): k2"
+	if got != want {
+		t.Fatalf("\n got %s\nwant %s", got, want)
+	}
+	l := s.Layout()
+	if tr, ok := s.Track(&l.Rows[3]); !ok || tr.ID != 7 || l.Rows[3].Sub != 1 {
+		t.Fatalf("overflow row %+v", l.Rows[3])
+	}
+}
+
+func TestWalkOrder(t *testing.T) {
+	s := build(t, nil,
+		spec{"p", 0, 100, "", 0}, spec{"a", 0, 30, "p", 0}, spec{"a1", 10, 30, "a", 0},
+		spec{"b", 30, 30, "p", 0}, spec{"i", 30, -1, "p", 0}, spec{"c", 40, 100, "p", 0})
+	l := s.Layout()
+	var seq []string
+	l.Rows[0].Walk(func(typ RowEventType, p *Placed, inst *Record) {
+		switch typ {
+		case RowBegin:
+			seq = append(seq, fmt.Sprintf("B%s@%d", p.Name, p.Start))
+		case RowEnd:
+			seq = append(seq, fmt.Sprintf("E%s@%d", p.Name, p.End))
+		case RowInstant:
+			seq = append(seq, fmt.Sprintf("I%s@%d", inst.Name, inst.Start))
+		}
+	})
+	got := strings.Join(seq, " ")
+	want := "Bp@0 Ba@0 Ba1@10 Ea1@30 Ea@30 Bb@30 Eb@30 Ii@30 Bc@40 Ec@100 Ep@100"
+	if got != want {
+		t.Fatalf("\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestUnfinishedSpanEndsAtStop(t *testing.T) {
+	b := NewBuilder(Meta{Stop: ClockAnchor{Mono: 500}})
+	b.Span(Span{Name: "open", Start: 100, Unfinished: true})
+	s := b.Snapshot()
+	end, fin := s.EndOf(s.Events[0])
+	if end != 500 || fin {
+		t.Fatalf("end %d finished %v", end, fin)
+	}
+}
+
+func TestManyArgsRoundTrip(t *testing.T) {
+	b := NewBuilder(Meta{})
+	var args []Arg
+	for i := 0; i < 9; i++ {
+		args = append(args, Arg{Key: fmt.Sprint("k", i), Kind: ArgInt, Num: uint64(i)})
+	}
+	b.Span(Span{Name: "x", Start: 0, End: 1, Args: args})
+	b.Span(Span{Name: "y", Start: 2, End: 3})
+	s := b.Snapshot()
+	if len(s.Events) != 2 {
+		t.Fatalf("%d events", len(s.Events))
+	}
+	got := s.Args(s.Events[0])
+	if len(got) != 9 || got[8].Key != "k8" || got[8].Int() != 8 {
+		t.Fatalf("args %v", got)
+	}
+}
