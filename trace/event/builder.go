@@ -114,6 +114,22 @@ func (b *Builder) Activity(track uint32, name string, start, end int64, args []A
 	return b.buf.Activity(track, name, start, end, args)
 }
 
+// TrackInfo returns a registered track.
+func (b *Builder) TrackInfo(id uint32) (Track, bool) {
+	b.buf.mu.Lock()
+	defer b.buf.mu.Unlock()
+	if id == 0 || int(id) > len(b.buf.tracks) {
+		return Track{}, false
+	}
+	return b.buf.tracks[id-1], true
+}
+
+// SetDropped records how many events the original recording lost, and its
+// bound.
+func (b *Builder) SetDropped(dropped, maxEvents int64) {
+	b.meta.Dropped, b.meta.MaxEvents = dropped, maxEvents
+}
+
 // Warn adds a warning to the snapshot's metadata.
 func (b *Builder) Warn(msg string) { b.meta.Warnings = append(b.meta.Warnings, msg) }
 

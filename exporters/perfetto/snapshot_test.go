@@ -1,0 +1,92 @@
+package perfetto
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/devprof/devprof/trace/event"
+)
+
+// describe lists a snapshot's events in a form that survives conversion:
+// times on the BOOTTIME clock, parents and flows by name.
+func describe(s *event.Snapshot, boot func(int64) int64) []string {
+	flowNames := map[uint64][]string{}
+	for _, r := range s.Events {
+		for _, a := range s.Args(r) {
+			if a.Kind == event.ArgFlow {
+				flowNames[a.Num] = append(flowNames[a.Num], r.Name)
+			}
+		}
+	}
+	var out []string
+	for _, r := range s.Events {
+		end, fin := s.EndOf(r)
+		parent := ""
+		if p := s.Lookup(r.Parent); p != nil {
+			parent = p.Name
+		}
+		var args []string
+		for _, a := range s.Args(r) {
+			if a.Kind == event.ArgFlow {
+				args = append(args, fmt.Sprint("flow:", flowNames[a.Num]))
+				continue
+			}
+			args = append(args, fmt.Sprintf("%s=%v", a.Key, a.Value()))
+		}
+		slices.Sort(args)
+		step := ""
+		if r.Flags&event.FlagStep != 0 {
+			step = fmt.Sprint(" step ", r.ID2)
+		}
+		track := ""
+		if r.Kind == event.KindActivity {
+			t := s.Tracks[r.Lane-1]
+			track = fmt.Sprintf(" on GPU %d stream %d", t.Device, t.ID)
+		}
+		out = append(out, fmt.Sprintf("%v %s [%d,%d] fin=%v parent=%q%s%s %v", r.Kind, r.Name, boot(r.Start), boot(end), fin, parent, step, track, args))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	const ms = int64(1e6)
+	b := event.NewBuilder(event.Meta{Host: "h", Program: "trainer", PID: 100,
+		Start: event.ClockAnchor{Mono: 0, Boot: 5e9, Wall: 1.7e18}, Stop: event.ClockAnchor{Mono: 20 * ms, Boot: 5e9 + 20*ms, Wall: 1.7e18 + 20*ms}})
+	gpu := b.Track(event.Track{Kind: event.TrackDeviceStream, Device: 1, DeviceName: "A100", ID: 7, Name: "Stream #7(Compute)"})
+	st := b.Span(event.Span{Name: "train", Start: ms, End: 10 * ms, Step: true, StepNum: 3})
+	fw := b.Span(event.Span{Name: "forward", Start: 2 * ms, End: 5 * ms, Parent: st,
+		Args: []event.Arg{{Key: "batch", Kind: event.ArgInt, Num: 32}, {Key: "layer", Kind: event.ArgString, Str: "fc1"}}})
+	b.Span(event.Span{Name: "launch", Start: 3 * ms, End: 4 * ms, Parent: fw, Args: []event.Arg{{Kind: event.ArgFlow, Num: 9}}})
+	b.Span(event.Span{Name: "async", Start: 4 * ms, End: 12 * ms, Parent: st}) // outlives its parent: displaced
+	b.Span(event.Span{Name: "open", Start: 15 * ms, Unfinished: true})
+	b.Activity(gpu, "kernel", 4*ms, 6*ms, []event.Arg{{Kind: event.ArgFlow, Num: 9}, {Key: "regs", Kind: event.ArgInt, Num: 64}})
+	b.Instant("mark", 4*ms+500_000, 0, fw, []event.Arg{{Key: "ok", Kind: event.ArgBool, Num: 1}})
+	b.Counter("loss", "", 7*ms, 0.5)
+	b.Counter("mem", "bytes", 8*ms, 1024)
+	b.SetDropped(4, 1000)
+	orig := b.Snapshot()
+
+	var buf bytes.Buffer
+	if err := Write(&buf, orig, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := tr.Snapshot()
+	want := describe(orig, orig.Meta.BootNanos)
+	have := describe(got, func(t int64) int64 { return t })
+	if !slices.Equal(want, have) {
+		t.Fatalf("round trip differs:\nwant %q\n got %q", want, have)
+	}
+	if got.Meta.Dropped != 4 || got.Meta.MaxEvents != 1000 || got.Meta.Program != "trainer" || got.Meta.PID != 100 {
+		t.Fatalf("meta %+v", got.Meta)
+	}
+	if got.Meta.Start.Wall != orig.Meta.WallNanos(ms) {
+		t.Fatalf("wall start %d, want %d", got.Meta.Start.Wall, orig.Meta.WallNanos(ms))
+	}
+}
