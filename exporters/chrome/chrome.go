@@ -20,16 +20,23 @@ import (
 	"github.com/devprof/devprof/trace/event"
 )
 
-// Write encodes s as gzip-compressed Trace Event Format JSON to w.
+// Write encodes s as gzip-compressed Trace Event Format JSON to w (the
+// <host>.trace.json.gz of a run directory).
 func Write(w io.Writer, s *event.Snapshot) error {
 	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
-	bw := bufio.NewWriterSize(zw, 64<<10)
+	err := WritePlain(zw, s)
+	if cerr := zw.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// WritePlain encodes s as uncompressed Trace Event Format JSON to w.
+func WritePlain(w io.Writer, s *event.Snapshot) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
 	j := &jw{w: bw, s: s, m: &s.Meta}
 	j.write()
 	if err := bw.Flush(); j.err == nil {
-		j.err = err
-	}
-	if err := zw.Close(); j.err == nil {
 		j.err = err
 	}
 	return j.err

@@ -12,13 +12,14 @@ const FlagOnTrack uint8 = 1 << 1
 // timeline, with Meta.Start.Mono as the session start. A Builder is not
 // safe for concurrent use.
 type Builder struct {
-	buf  *Buffer
-	meta Meta
+	buf   *Buffer
+	meta  Meta
+	lanes map[uint64]uint32 // span ID -> lane, so children share their root's lane
 }
 
 // NewBuilder returns a builder for a snapshot with the given metadata.
 func NewBuilder(meta Meta) *Builder {
-	return &Builder{buf: NewBuffer(math.MaxInt64, 3), meta: meta}
+	return &Builder{buf: NewBuffer(math.MaxInt64, 3), meta: meta, lanes: map[uint64]uint32{}}
 }
 
 // Track registers a track and returns its id.
@@ -58,6 +59,10 @@ func (b *Builder) Span(s Span) uint64 {
 	r.Start = s.Start
 	r.Parent = s.Parent
 	r.Lane = uint32(r.ID)
+	if l, ok := b.lanes[s.Parent]; ok {
+		r.Lane = l
+	}
+	b.lanes[r.ID] = r.Lane
 	if s.Track != 0 {
 		r.Lane = s.Track
 		r.Flags |= FlagOnTrack

@@ -50,8 +50,14 @@ type Placed struct {
 }
 
 type rowState struct {
-	stack []int // indexes into Row.Spans of open spans
+	stack []int  // indexes into Row.Spans of open spans
+	lane  uint32 // lane of the row's first span
+	name  string // name of the row's first span
 }
+
+// maxLaneRows is how many lane rows the layout opens before it reuses any
+// free row, whatever lane or name was there before.
+const maxLaneRows = 64
 
 // group returns the row group of a span, instant or activity record: 0 for
 // the program's lanes, else the track id.
@@ -146,16 +152,21 @@ func (s *Snapshot) Layout() *Layout {
 				p.Displaced = true
 			}
 		}
+		// A free row of the group; on the program's lanes, one that the same
+		// lane or a root of the same name used before, so that a worker
+		// never lands on the row of an unrelated pipeline that finished.
 		ri := -1
+		crowded := g == 0 && len(groups[0]) >= maxLaneRows
 		for _, i := range groups[g] {
 			popTo(i, p.Start)
-			if len(states[i].stack) == 0 {
+			if len(states[i].stack) == 0 && (g != 0 || crowded || states[i].lane == p.Lane || states[i].name == p.Name) {
 				ri = i
 				break
 			}
 		}
 		if ri < 0 {
 			ri = newRow(g, p.Name)
+			states[ri].lane, states[ri].name = p.Lane, p.Name
 		}
 		place(ri, p)
 	}
