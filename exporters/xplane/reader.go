@@ -1,0 +1,970 @@
+package xplane
+
+import (
+	"bytes"
+	"cmp"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/devprof/devprof/exporters/xplane/xplanepb"
+	"github.com/devprof/devprof/trace/event"
+)
+
+// Names the reader recognises besides the writer's.
+const (
+	derivedLineMin = 0xdeadbeef // xprof's kThreadIdDerivedMin
+	derivedLineMax = derivedLineMin + 400
+
+	// absoluteNS is the line timestamp above which a line without a Task
+	// Environment is taken to be in Unix nanoseconds (older TF files).
+	absoluteNS = 1e17
+
+	// maxInflated bounds what a gzip-compressed file may expand to (an
+	// XSpace protobuf cannot exceed 2 GiB).
+	maxInflated = 2 << 30
+
+	// defaultProgram is Meta.Program when the file does not name the process.
+	defaultProgram = "xplane"
+)
+
+// derivedLines are the line names xprof derives from a device's stream
+// lines during preprocessing.
+var derivedLines = map[string]bool{
+	"Steps":                true,
+	"XLA Ops":              true,
+	"XLA Modules":          true,
+	"Framework Ops":        true,
+	"Framework Name Scope": true,
+	"Source code":          true,
+	"Launch Stats":         true,
+}
+
+// hostGroups maps host planes that TSL merges into /host:CPU after
+// collection to it, so that a thread's TraceMe spans and its CUPTI or
+// Python events share one track.
+var hostGroups = map[string]string{
+	"/host:CUPTI":         HostPlaneName,
+	"/host:NVTX-CUPTI":    HostPlaneName,
+	"/host:ROCTRACER":     HostPlaneName,
+	"/host:python-tracer": HostPlaneName,
+	"/host:TPU-runtime":   HostPlaneName,
+}
+
+// ReadFile reads the XSpace at path; see Read. When the file names no
+// host, Meta.Host is the file name without ".xplane.pb", as xprof does.
+func ReadFile(path string) (*event.Snapshot, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("xplane: %w", err)
+	}
+	return readBytes(data, path)
+}
+
+// Read decodes an XSpace (.xplane.pb) written by devprof, JAX, TensorFlow or PyTorch/XLA into an event snapshot, so that any devprof exporter can convert it.
+//
+// Times are in nanoseconds from the profile start (Meta.Start.Mono is 0,
+// Meta.Start.Wall the Task Environment's profile_start_time). Host lines
+// become TrackHostThread tracks whose events are spans and instants nested
+// by time; device planes (/device:GPU:<n>, TPU, custom) become
+// TrackDeviceStream tracks of activity; _counters_ lines become counter
+// samples. Stats become arguments of their own kinds (interned ref_value
+// strings resolved); _r/step_num make a step, correlation_id a flow
+// linking a launch to its kernel. Lines xprof derives from others (Steps,
+// XLA Ops, ... on GPUs) are skipped, as are aggregated events (counted in
+// a warning). A whole-file gzip is undone. XSpace errors and warnings
+// become Meta.Warnings, except devprof's drop warning, which sets
+// Meta.Dropped.
+//
+// A file that is not an XSpace gives an error
+// "xplane: cannot decode XSpace: ..." (with the file name from ReadFile).
+func Read(r io.Reader) (*event.Snapshot, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("xplane: %w", err)
+	}
+	return readBytes(data, "")
+}
+
+func readBytes(data []byte, path string) (*event.Snapshot, error) {
+	where := "xplane: "
+	if path != "" {
+		where += path + ": "
+	}
+	if len(data) == 0 {
+		return nil, errors.New(where + "empty file: no XSpace in it")
+	}
+	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
+		var err error
+		if data, err = gunzip(data); err != nil {
+			return nil, fmt.Errorf("%scannot decode XSpace: gzip: %w", where, err)
+		}
+		if len(data) == 0 {
+			return nil, errors.New(where + "empty file: no XSpace in it")
+		}
+	}
+	var xs xplanepb.XSpace
+	repaired := 0
+	if err := proto.Unmarshal(data, &xs); err != nil {
+		// C++ writers do not check that names are UTF-8; Go's decoder does.
+		fixed, n, ferr := repairUTF8(data, xs.ProtoReflect().Descriptor())
+		if ferr != nil || n == 0 || proto.Unmarshal(fixed, &xs) != nil {
+			if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+				return nil, errors.New(where + "cannot decode XSpace: this is a JSON trace, not an .xplane.pb")
+			}
+			return nil, fmt.Errorf("%scannot decode XSpace: %v", where, err)
+		}
+		repaired = n
+	}
+	rd := &reader{xs: &xs}
+	if repaired > 0 {
+		rd.warnings = append(rd.warnings, fmt.Sprintf("xplane: %d strings were not valid UTF-8; invalid bytes replaced with U+FFFD", repaired))
+	}
+	s := rd.read()
+	if s.Meta.Host == "" && path != "" {
+		s.Meta.Host = hostFromPath(path)
+	}
+	return s, nil
+}
+
+func gunzip(data []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	out, err := io.ReadAll(io.LimitReader(zr, maxInflated+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > maxInflated {
+		return nil, errors.New("decompressed size exceeds 2 GiB")
+	}
+	return out, nil
+}
+
+// hostFromPath returns the host name xprof derives from a file name.
+func hostFromPath(path string) string {
+	base := strings.TrimSuffix(filepath.Base(path), ".gz")
+	if h, ok := strings.CutSuffix(base, ".xplane.pb"); ok {
+		return h
+	}
+	return strings.TrimSuffix(base, filepath.Ext(base))
+}
+
+// repairUTF8 re-encodes the wire bytes of a message of type md with
+// invalid UTF-8 in string fields replaced, and says how many it replaced.
+func repairUTF8(b []byte, md protoreflect.MessageDescriptor) ([]byte, int, error) {
+	out := make([]byte, 0, len(b))
+	n := 0
+	for len(b) > 0 {
+		num, typ, tl := protowire.ConsumeTag(b)
+		if tl < 0 {
+			return nil, 0, protowire.ParseError(tl)
+		}
+		vl := protowire.ConsumeFieldValue(num, typ, b[tl:])
+		if vl < 0 {
+			return nil, 0, protowire.ParseError(vl)
+		}
+		raw := b[:tl+vl]
+		b = b[tl+vl:]
+		fd := md.Fields().ByNumber(num)
+		if fd == nil || typ != protowire.BytesType {
+			out = append(out, raw...)
+			continue
+		}
+		v, _ := protowire.ConsumeBytes(raw[tl:])
+		switch {
+		case fd.Kind() == protoreflect.StringKind && !utf8.Valid(v):
+			out = protowire.AppendTag(out, num, typ)
+			out = protowire.AppendString(out, strings.ToValidUTF8(string(v), "\uFFFD"))
+			n++
+		case fd.Kind() == protoreflect.MessageKind:
+			sub, k, err := repairUTF8(v, fd.Message())
+			if err != nil {
+				return nil, 0, err
+			}
+			out = protowire.AppendTag(out, num, typ)
+			out = protowire.AppendBytes(out, sub)
+			n += k
+		default:
+			out = append(out, raw...)
+		}
+	}
+	return out, n, nil
+}
+
+// reader converts one decoded XSpace.
+type reader struct {
+	xs *xplanepb.XSpace
+
+	// Time base: line timestamps at or above start (Unix ns) are absolute.
+	start     int64
+	haveStart bool // start comes from the Task Environment
+	absolute  bool // lines are absolute without a Task Environment; start is their minimum
+	stop      int64
+	haveStop  bool
+	lastEnd   int64
+
+	tracks   []*trackData
+	host     map[hostKey]*trackData
+	counters []counterSample
+
+	warnings                               []string
+	aggregated, negative, noValue, badMeta int
+}
+
+type hostKey struct {
+	group string
+	id    int64
+}
+
+// trackData gathers the events of one track before they are built.
+type trackData struct {
+	track   event.Track
+	primary bool // the name comes from the plane the group is named after
+	device  bool
+	events  []pending
+}
+
+// pending is one event read from a line.
+type pending struct {
+	name       string
+	start, end int64
+	args       []event.Arg
+	span       bool // a span (else an instant; activities are always spans)
+	step       bool
+	stepNum    int64
+	unfinished bool
+}
+
+type counterSample struct {
+	name, unit string
+	t          int64
+	v          float64
+}
+
+// planeCtx resolves one plane's metadata.
+type planeCtx struct {
+	p      *xplanepb.XPlane
+	events map[int64]*eventInfo
+}
+
+// eventInfo is what an event metadata entry contributes to each event.
+type eventInfo struct {
+	name string
+	args []event.Arg // TraceMe-encoded arguments, then the metadata's stats
+}
+
+func (r *reader) warnf(format string, args ...any) {
+	r.warnings = append(r.warnings, fmt.Sprintf(format, args...))
+}
+
+func (r *reader) read() *event.Snapshot {
+	meta := event.Meta{Program: defaultProgram}
+	if hs := r.xs.GetHostnames(); len(hs) > 0 {
+		meta.Host = hs[0]
+	}
+	r.timeBase(&meta)
+	r.host = map[hostKey]*trackData{}
+	for _, p := range r.xs.GetPlanes() {
+		if len(p.GetLines()) == 0 {
+			continue
+		}
+		switch name := p.GetName(); {
+		case isDevicePlane(name):
+			r.devicePlane(p)
+		default:
+			r.hostPlane(p)
+		}
+	}
+
+	// Warnings the file carries come first, then the reader's own.
+	var warns []string
+	for _, e := range r.xs.GetErrors() {
+		warns = append(warns, "XSpace error: "+e)
+	}
+	for _, w := range r.xs.GetWarnings() {
+		var d, m int64
+		if _, err := fmt.Sscanf(w, "devprof: %d events dropped (buffer full at max_events=%d)", &d, &m); err == nil && d > 0 && DropWarning(d, m) == w {
+			meta.Dropped = addSat(meta.Dropped, d)
+			meta.MaxEvents = m
+			continue
+		}
+		warns = append(warns, w)
+	}
+	if r.aggregated > 0 {
+		r.warnf("xplane: %d aggregated events (num_occurrences, no start time) skipped", r.aggregated)
+	}
+	if r.negative > 0 {
+		r.warnf("xplane: %d events with a negative duration read as zero-length", r.negative)
+	}
+	if r.noValue > 0 {
+		r.warnf("xplane: %d counter samples without a numeric stat skipped", r.noValue)
+	}
+	if r.badMeta > 0 {
+		r.warnf("xplane: %d events refer to event metadata the plane does not define", r.badMeta)
+	}
+
+	// Time span of the snapshot.
+	startWall := int64(0)
+	if r.haveStart || r.absolute {
+		startWall = r.start
+	}
+	meta.Start = event.ClockAnchor{Mono: 0, Boot: startWall, Wall: startWall}
+	if r.haveStart && r.haveStop {
+		d := r.stop - r.start
+		meta.Stop = event.ClockAnchor{Mono: d, Boot: r.stop, Wall: r.stop}
+	} else {
+		d := max(r.lastEnd, 0)
+		meta.Stop = event.ClockAnchor{Mono: d, Boot: addSat(startWall, d), Wall: addSat(startWall, d)}
+	}
+
+	b := event.NewBuilder(meta)
+	for _, w := range warns {
+		b.Warn(w)
+	}
+	for _, w := range r.warnings {
+		b.Warn(w)
+	}
+	for _, td := range r.tracks {
+		r.build(b, td)
+	}
+	for _, c := range r.counters {
+		b.Counter(c.name, c.unit, c.t, c.v)
+	}
+	return b.Snapshot()
+}
+
+// timeBase reads the Task Environment plane and process-wide plane stats.
+func (r *reader) timeBase(meta *event.Meta) {
+	havePID := false
+	for _, p := range r.xs.GetPlanes() {
+		stats := statsOf(p)
+		if p.GetName() == TaskEnvPlaneName {
+			if v, ok := wallStat(stats["profile_start_time"]); ok && v > 0 && !r.haveStart {
+				r.start, r.haveStart = v, true
+			}
+			if v, ok := wallStat(stats["profile_stop_time"]); ok && !r.haveStop {
+				r.stop, r.haveStop = v, true
+			}
+			if st := stats["profile_options"]; st != nil {
+				meta.HostTracerLevel, meta.DeviceTracerLevel = tracerLevels(st.GetBytesValue())
+			}
+		}
+		if st := stats["process_id"]; st != nil && !havePID {
+			if v, ok := intStat(st); ok && v > 0 && v <= math.MaxInt32 {
+				meta.PID, havePID = int(v), true
+			}
+		}
+		if st := stats["process_name"]; st != nil && meta.Program == defaultProgram {
+			if v := strStat(p, st); v != "" {
+				meta.Program = v
+			}
+		}
+	}
+	if r.haveStop && r.haveStart && r.stop < r.start {
+		r.haveStop = false
+	}
+	if r.haveStart {
+		return
+	}
+	// No Task Environment: absolute lines are measured from the earliest.
+	for _, p := range r.xs.GetPlanes() {
+		for _, l := range p.GetLines() {
+			if ts := l.GetTimestampNs(); ts > absoluteNS && (!r.absolute || ts < r.start) {
+				r.start, r.absolute = ts, true
+			}
+		}
+	}
+}
+
+// lineBase returns a line's timestamp in ns from the profile start.
+func (r *reader) lineBase(ts int64) int64 {
+	switch {
+	case r.haveStart && (ts >= r.start || ts > absoluteNS):
+		return ts - r.start
+	case r.absolute && ts > absoluteNS:
+		return ts - r.start
+	}
+	return ts
+}
+
+func statsOf(p *xplanepb.XPlane) map[string]*xplanepb.XStat {
+	m := map[string]*xplanepb.XStat{}
+	for _, st := range p.GetStats() {
+		name := statName(p, st.GetMetadataId())
+		if _, dup := m[name]; !dup {
+			m[name] = st
+		}
+	}
+	return m
+}
+
+// wallStat reads a Unix-ns stat (uint64 as TSL writes it, or int64).
+func wallStat(st *xplanepb.XStat) (int64, bool) {
+	switch v := st.GetValue().(type) {
+	case *xplanepb.XStat_Uint64Value:
+		if v.Uint64Value <= math.MaxInt64 {
+			return int64(v.Uint64Value), true
+		}
+	case *xplanepb.XStat_Int64Value:
+		if v.Int64Value >= 0 {
+			return v.Int64Value, true
+		}
+	}
+	return 0, false
+}
+
+func intStat(st *xplanepb.XStat) (int64, bool) {
+	switch v := st.GetValue().(type) {
+	case *xplanepb.XStat_Int64Value:
+		return v.Int64Value, true
+	case *xplanepb.XStat_Uint64Value:
+		if v.Uint64Value <= math.MaxInt64 {
+			return int64(v.Uint64Value), true
+		}
+	}
+	return 0, false
+}
+
+func strStat(p *xplanepb.XPlane, st *xplanepb.XStat) string {
+	switch v := st.GetValue().(type) {
+	case *xplanepb.XStat_StrValue:
+		return v.StrValue
+	case *xplanepb.XStat_RefValue:
+		return refName(p, v.RefValue)
+	}
+	return ""
+}
+
+// tracerLevels reads host_tracer_level (2) and device_tracer_level (3)
+// from serialized ProfileOptions.
+func tracerLevels(b []byte) (host, device int) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return
+		}
+		b = b[n:]
+		if typ == protowire.VarintType && (num == 2 || num == 3) {
+			v, m := protowire.ConsumeVarint(b)
+			if m < 0 {
+				return
+			}
+			if v <= math.MaxInt32 {
+				if num == 2 {
+					host = int(v)
+				} else {
+					device = int(v)
+				}
+			}
+			b = b[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return
+		}
+		b = b[m:]
+	}
+	return
+}
+
+func statName(p *xplanepb.XPlane, id int64) string {
+	if md := p.GetStatMetadata()[id]; md != nil && md.GetName() != "" {
+		return md.GetName()
+	}
+	return "stat_" + strconv.FormatInt(id, 10)
+}
+
+// refName resolves an interned string (ref_value).
+func refName(p *xplanepb.XPlane, id uint64) string {
+	if id <= math.MaxInt64 {
+		if md := p.GetStatMetadata()[int64(id)]; md != nil {
+			return md.GetName()
+		}
+	}
+	return "stat_" + strconv.FormatUint(id, 10)
+}
+
+// isDevicePlane tells device planes (xprof's IsDevicePlane, plus the
+// legacy custom and virtual-device prefixes) from host planes.
+func isDevicePlane(name string) bool {
+	for _, pre := range []string{"/device", "#Chip", "/custom:", "/virtualdevice:"} {
+		if strings.HasPrefix(name, pre) {
+			return true
+		}
+	}
+	return false
+}
+
+// ordinal returns n for /device:GPU:<n> and /device:TPU:<n>.
+func ordinal(name string) (int, bool) {
+	for _, pre := range []string{GPUPlanePrefix, "/device:TPU:"} {
+		if s, ok := strings.CutPrefix(name, pre); ok && s != "" && s[0] >= '0' && s[0] <= '9' {
+			if n, err := strconv.Atoi(s); err == nil && n <= math.MaxInt32 {
+				return n, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func isDerivedID(id int64) bool { return id >= derivedLineMin && id < derivedLineMax }
+
+func lineLabel(l *xplanepb.XLine) string {
+	if n := l.GetDisplayName(); n != "" {
+		return n
+	}
+	return l.GetName()
+}
+
+func (r *reader) hostPlane(p *xplanepb.XPlane) {
+	pc := &planeCtx{p: p, events: map[int64]*eventInfo{}}
+	group, primary := p.GetName(), true
+	if g, ok := hostGroups[group]; ok {
+		group, primary = g, false
+	}
+	for _, l := range p.GetLines() {
+		if len(l.GetEvents()) == 0 || isDerivedID(l.GetId()) {
+			continue
+		}
+		if l.GetName() == CountersLineName {
+			r.counterLine(pc, l)
+			continue
+		}
+		key := hostKey{group, l.GetId()}
+		td := r.host[key]
+		name := lineLabel(l)
+		if name == "" {
+			name = "Thread " + strconv.FormatInt(l.GetId(), 10)
+		}
+		if td == nil {
+			td = &trackData{track: event.Track{Kind: event.TrackHostThread, ID: l.GetId(), Name: name}, primary: primary}
+			r.host[key] = td
+			r.tracks = append(r.tracks, td)
+		} else if primary && !td.primary && lineLabel(l) != "" {
+			td.track.Name, td.primary = name, true
+		}
+		r.lineEvents(pc, l, td)
+	}
+}
+
+func (r *reader) devicePlane(p *xplanepb.XPlane) {
+	pc := &planeCtx{p: p, events: map[int64]*eventInfo{}}
+	dev, ok := ordinal(p.GetName())
+	if !ok {
+		dev = int(max(min(p.GetId(), math.MaxInt32), math.MinInt32))
+	}
+	devName := ""
+	if st := statsOf(p)["gpu_device_name"]; st != nil {
+		devName = strStat(p, st)
+	}
+	derived := func(l *xplanepb.XLine) bool {
+		return isDerivedID(l.GetId()) || derivedLines[l.GetName()] ||
+			strings.HasPrefix(l.GetName(), "Framework Ops - from") ||
+			strings.HasPrefix(l.GetName(), "Framework Name Scope - from")
+	}
+	// Derived lines duplicate stream lines; a plane that has only such
+	// lines (TPU planes record their ops there) keeps them.
+	skipDerived := false
+	for _, l := range p.GetLines() {
+		if len(l.GetEvents()) > 0 && !derived(l) && l.GetName() != CountersLineName {
+			skipDerived = true
+			break
+		}
+	}
+	byID := map[int64]*trackData{}
+	for _, l := range p.GetLines() {
+		if len(l.GetEvents()) == 0 || skipDerived && derived(l) {
+			continue
+		}
+		if l.GetName() == CountersLineName {
+			r.counterLine(pc, l)
+			continue
+		}
+		td := byID[l.GetId()]
+		if td == nil {
+			name := lineLabel(l)
+			if name == "" {
+				name = "Stream #" + strconv.FormatInt(l.GetId(), 10)
+			}
+			td = &trackData{device: true, track: event.Track{Kind: event.TrackDeviceStream, Device: dev, DeviceName: devName, ID: l.GetId(), Name: name}}
+			byID[l.GetId()] = td
+			r.tracks = append(r.tracks, td)
+		}
+		r.lineEvents(pc, l, td)
+	}
+}
+
+// eventTimes returns an event's start and end in ns from the profile
+// start, and false for an aggregated event (no start time).
+func (r *reader) eventTimes(base int64, e *xplanepb.XEvent) (start, end int64, ok bool) {
+	if _, agg := e.GetData().(*xplanepb.XEvent_NumOccurrences); agg {
+		r.aggregated++
+		return 0, 0, false
+	}
+	off, dur := e.GetOffsetPs(), e.GetDurationPs()
+	if dur < 0 {
+		r.negative++
+		dur = 0
+	}
+	start = addSat(base, floorDiv(off, 1000))
+	end = max(addSat(base, floorDiv(addSat(off, dur), 1000)), start)
+	r.lastEnd = max(r.lastEnd, end)
+	return start, end, true
+}
+
+func (r *reader) lineEvents(pc *planeCtx, l *xplanepb.XLine, td *trackData) {
+	base := r.lineBase(l.GetTimestampNs())
+	for _, e := range l.GetEvents() {
+		start, end, ok := r.eventTimes(base, e)
+		if !ok {
+			continue
+		}
+		info := r.eventInfo(pc, e.GetMetadataId())
+		args := slices.Clip(info.args)
+		for _, st := range e.GetStats() {
+			if a, ok := statArg(pc.p, st); ok {
+				args = append(args, a)
+			}
+		}
+		ev := pending{name: info.name, start: start, end: end, span: td.device || end > start}
+		ev.args = special(args, &ev, !td.device)
+		td.events = append(td.events, ev)
+	}
+}
+
+func (r *reader) counterLine(pc *planeCtx, l *xplanepb.XLine) {
+	base := r.lineBase(l.GetTimestampNs())
+	for _, e := range l.GetEvents() {
+		t, _, ok := r.eventTimes(base, e)
+		if !ok {
+			continue
+		}
+		info := r.eventInfo(pc, e.GetMetadataId())
+		v, found := 0.0, false
+		for _, a := range info.args {
+			if v, found = numeric(a); found {
+				break
+			}
+		}
+		for _, st := range e.GetStats() {
+			if found {
+				break
+			}
+			if a, ok := statArg(pc.p, st); ok {
+				v, found = numeric(a)
+			}
+		}
+		if !found {
+			r.noValue++
+			continue
+		}
+		name, unit := info.name, ""
+		if n, u, ok := strings.Cut(name, " ("); ok && strings.HasSuffix(u, ")") && !strings.Contains(u, " (") {
+			name, unit = n, strings.TrimSuffix(u, ")")
+		}
+		r.counters = append(r.counters, counterSample{name: name, unit: unit, t: t, v: v})
+	}
+}
+
+func numeric(a event.Arg) (float64, bool) {
+	switch a.Kind {
+	case event.ArgInt:
+		return float64(int64(a.Num)), true
+	case event.ArgUint:
+		return float64(a.Num), true
+	case event.ArgFloat:
+		return a.Float(), true
+	}
+	return 0, false
+}
+
+// eventInfo resolves (once per plane) an event metadata id to the event's
+// name and the arguments every such event has.
+func (r *reader) eventInfo(pc *planeCtx, id int64) *eventInfo {
+	if info := pc.events[id]; info != nil {
+		return info
+	}
+	info := &eventInfo{}
+	md := pc.p.GetEventMetadata()[id]
+	if md == nil {
+		r.badMeta++
+		info.name = "event_" + strconv.FormatInt(id, 10)
+	} else {
+		name := md.GetDisplayName()
+		if name == "" {
+			name = md.GetName()
+		}
+		info.name, info.args = parseTraceMe(name)
+		for _, st := range md.GetStats() {
+			if a, ok := statArg(pc.p, st); ok {
+				info.args = append(info.args, a)
+			}
+		}
+	}
+	pc.events[id] = info
+	return info
+}
+
+// statArg converts a stat to an argument; bytes and empty values give false.
+func statArg(p *xplanepb.XPlane, st *xplanepb.XStat) (event.Arg, bool) {
+	a := event.Arg{Key: statName(p, st.GetMetadataId())}
+	switch v := st.GetValue().(type) {
+	case *xplanepb.XStat_Int64Value:
+		a.Kind, a.Num = event.ArgInt, uint64(v.Int64Value)
+	case *xplanepb.XStat_Uint64Value:
+		a.Kind, a.Num = event.ArgUint, v.Uint64Value
+	case *xplanepb.XStat_DoubleValue:
+		a.Kind, a.Num = event.ArgFloat, math.Float64bits(v.DoubleValue)
+	case *xplanepb.XStat_StrValue:
+		a.Kind, a.Str = event.ArgString, v.StrValue
+	case *xplanepb.XStat_RefValue:
+		a.Kind, a.Str = event.ArgString, refName(p, v.RefValue)
+	default:
+		return a, false
+	}
+	return a, true
+}
+
+// special interprets the stats with a meaning in devprof's model: on host
+// events _r (with step_num or iter_num) makes a step and devprof's
+// unfinished=1 an unfinished span; correlation_id becomes a flow. It
+// returns the remaining arguments.
+func special(args []event.Arg, ev *pending, host bool) []event.Arg {
+	step := false
+	if host {
+		for _, a := range args {
+			if a.Key == "_r" {
+				step = true
+				break
+			}
+		}
+	}
+	if step {
+		ev.step, ev.span = true, true
+		// step_num wins over iter_num; the first usable value of each counts.
+		haveIter := false
+		for _, a := range args {
+			if a.Key != "step_num" && a.Key != "iter_num" {
+				continue
+			}
+			n, ok := stepNumber(a)
+			if !ok {
+				continue
+			}
+			if a.Key == "step_num" {
+				ev.stepNum = n
+				break
+			}
+			if !haveIter {
+				ev.stepNum, haveIter = n, true
+			}
+		}
+	}
+	out := args[:0:0]
+	var flows []uint64
+	for _, a := range args {
+		switch {
+		case a.Key == "correlation_id" && (a.Kind == event.ArgInt || a.Kind == event.ArgUint):
+			if !slices.Contains(flows, a.Num) {
+				flows = append(flows, a.Num)
+				out = append(out, event.Arg{Kind: event.ArgFlow, Num: a.Num})
+			}
+		case step && (a.Key == "_r" || a.Key == "step_num"):
+		case host && ev.span && a.Key == "unfinished" && a.Kind == event.ArgInt && a.Num == 1:
+			ev.unfinished = true
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func stepNumber(a event.Arg) (int64, bool) {
+	switch a.Kind {
+	case event.ArgInt:
+		return int64(a.Num), true
+	case event.ArgUint:
+		return int64(min(a.Num, math.MaxInt64)), true
+	case event.ArgFloat:
+		if f := a.Float(); f >= math.MinInt64 && f < math.MaxInt64 {
+			return int64(f), true
+		}
+	case event.ArgString:
+		if n, err := strconv.ParseInt(strings.TrimSpace(a.Str), 10, 64); err == nil {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// build adds a track and its events: host events nest by time (a span is
+// the parent of the events it properly contains), device events become
+// activity.
+func (r *reader) build(b *event.Builder, td *trackData) {
+	id := b.Track(td.track)
+	ev := td.events
+	slices.SortStableFunc(ev, func(x, y pending) int {
+		if c := cmp.Compare(x.start, y.start); c != 0 {
+			return c
+		}
+		return cmp.Compare(y.end-y.start, x.end-x.start)
+	})
+	if td.device {
+		for i := range ev {
+			b.Activity(id, ev[i].name, ev[i].start, ev[i].end, ev[i].args)
+		}
+		return
+	}
+	type open struct {
+		end int64
+		id  uint64
+	}
+	var stack []open
+	for i := range ev {
+		e := &ev[i]
+		for len(stack) > 0 && stack[len(stack)-1].end <= e.start {
+			stack = stack[:len(stack)-1]
+		}
+		var parent uint64
+		for j := len(stack) - 1; j >= 0; j-- {
+			if e.start < stack[j].end && e.end <= stack[j].end {
+				parent = stack[j].id
+				break
+			}
+		}
+		if !e.span {
+			b.Instant(e.name, e.start, id, parent, e.args)
+			continue
+		}
+		sid := b.Span(event.Span{Name: e.name, Start: e.start, End: e.end, Parent: parent, Track: id,
+			Args: e.args, Step: e.step, StepNum: e.stepNum, Unfinished: e.unfinished})
+		stack = append(stack, open{end: e.end, id: sid})
+	}
+}
+
+// parseTraceMe splits a TraceMe-encoded name "name#k1=v1,k2=v2#" into the
+// name and its arguments, following TSL's ParseAnnotation: a name carries
+// arguments only if its last character is '#'; the name is what precedes
+// the first '#' (trimmed) and the arguments are the text up to the next
+// '#'. Pairs are split on ',' outside quotes and brackets, then on the
+// first '='; keys and values are trimmed and pairs with an empty key or
+// value dropped. A value that parses as int64 gives an ArgInt, else uint64
+// an ArgUint, else a float an ArgFloat, else an ArgString. Other names are
+// returned unchanged with no arguments.
+func parseTraceMe(s string) (string, []event.Arg) {
+	if s == "" || s[len(s)-1] != '#' {
+		return s, nil
+	}
+	body := s[:len(s)-1]
+	name, meta, _ := strings.Cut(body, "#")
+	meta, _, _ = strings.Cut(meta, "#")
+	name = strings.TrimSpace(name)
+	var args []event.Arg
+	for _, kv := range splitPairs(meta) {
+		k, v, ok := strings.Cut(kv, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok || k == "" || v == "" {
+			continue
+		}
+		args = append(args, typedArg(k, v))
+	}
+	return name, args
+}
+
+// splitPairs splits TraceMe metadata on commas that are outside quotes
+// and brackets, as TSL's SplitPairs does (brackets are tracked even
+// inside quotes).
+func splitPairs(s string) []string {
+	var out []string
+	var stack []byte
+	start := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '\'':
+			if len(stack) > 0 && stack[len(stack)-1] == c {
+				stack = stack[:len(stack)-1]
+			} else {
+				stack = append(stack, c)
+			}
+		case '{', '(', '[':
+			stack = append(stack, c)
+		case '}', ')', ']':
+			open := map[byte]byte{'}': '{', ')': '(', ']': '['}[c]
+			if len(stack) > 0 && stack[len(stack)-1] == open {
+				stack = stack[:len(stack)-1]
+			}
+		case ',':
+			if len(stack) == 0 {
+				if i-start > 1 {
+					out = append(out, s[start:i])
+				}
+				start = i + 1
+			}
+		}
+	}
+	if len(s)-start > 1 {
+		out = append(out, s[start:])
+	}
+	return out
+}
+
+// typedArg types a TraceMe value as TSL's ParseAndAddStatValue does.
+func typedArg(k, v string) event.Arg {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return event.Arg{Key: k, Kind: event.ArgInt, Num: uint64(n)}
+	}
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+		return event.Arg{Key: k, Kind: event.ArgUint, Num: n}
+	}
+	if isDecimalFloat(v) {
+		if f, err := strconv.ParseFloat(v, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+			return event.Arg{Key: k, Kind: event.ArgFloat, Num: math.Float64bits(f)}
+		}
+	}
+	return event.Arg{Key: k, Kind: event.ArgString, Str: v}
+}
+
+// isDecimalFloat rejects the forms Go's ParseFloat accepts but absl's
+// SimpleAtod does not: hexadecimal mantissas and digit underscores.
+func isDecimalFloat(v string) bool {
+	u := strings.TrimLeft(v, "+-")
+	if len(u) >= 2 && u[0] == '0' && (u[1] == 'x' || u[1] == 'X') {
+		return false
+	}
+	return !strings.Contains(v, "_")
+}
+
+func addSat(a, b int64) int64 {
+	s := a + b
+	switch {
+	case a > 0 && b > 0 && s < 0:
+		return math.MaxInt64
+	case a < 0 && b < 0 && s >= 0:
+		return math.MinInt64
+	}
+	return s
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
