@@ -107,24 +107,28 @@ func (s Span) end() { s.rec.SetEnd(event.Now()) }
 func (s Span) Recording() bool { return s.rec != nil }
 
 // Enabled reports whether a trace session is recording host annotations.
-func Enabled() bool { return event.Active() != nil }
+func Enabled() bool { return event.On() }
 
 // Begin starts a span named name as a child of the span in ctx (or as the
 // root of a new lane when ctx holds none) and returns a context that carries
 // it. End the span with End, usually deferred.
-func Begin(ctx context.Context, name string, args ...Arg) (context.Context, Span) {
-	if b := event.Active(); b != nil {
-		return begin(b, ctx, name, args, uint8(LevelCritical), noStep)
+func Begin(ctx context.Context, name string, args ...Arg) (c context.Context, s Span) {
+	// Written so that Begin inlines: with tracing off it is one atomic load
+	// and a branch in the caller.
+	c = ctx
+	if event.On() {
+		c, s = beginCritical(ctx, name, args)
 	}
-	return ctx, Span{}
+	return
 }
 
 // BeginLevel is Begin for an annotation of the given level.
-func BeginLevel(ctx context.Context, level Level, name string, args ...Arg) (context.Context, Span) {
-	if b := event.Active(); b != nil {
-		return begin(b, ctx, name, args, uint8(level), noStep)
+func BeginLevel(ctx context.Context, level Level, name string, args ...Arg) (c context.Context, s Span) {
+	c = ctx
+	if event.On() {
+		c, s = begin(ctx, name, args, uint8(level))
 	}
-	return ctx, Span{}
+	return
 }
 
 // Step starts the span of step n of a loop named name ("train"): the marker
@@ -139,16 +143,33 @@ func Step(ctx context.Context, name string, n int64, args ...Arg) (context.Conte
 	if n < 0 {
 		n = 0
 	}
-	return begin(b, ctx, name, args, uint8(LevelCritical), n)
+	return start(b, ctx, name, args, uint8(LevelCritical), n)
 }
 
-// noStep tells begin that the span is not a step.
+// noStep tells start that the span is not a step.
 const noStep = -1
 
-// begin records the start of a span; step >= 0 makes it a step marker.
+// beginCritical is the out-of-line part of Begin (one argument fewer than
+// begin keeps Begin within the inlining budget).
 //
 //go:noinline
-func begin(b *event.Buffer, ctx context.Context, name string, args []Arg, level uint8, step int64) (context.Context, Span) {
+func beginCritical(ctx context.Context, name string, args []Arg) (context.Context, Span) {
+	return begin(ctx, name, args, uint8(LevelCritical))
+}
+
+// begin is the out-of-line part of BeginLevel.
+//
+//go:noinline
+func begin(ctx context.Context, name string, args []Arg, level uint8) (context.Context, Span) {
+	b := event.Active()
+	if b == nil { // stopped since On was checked
+		return ctx, Span{}
+	}
+	return start(b, ctx, name, args, level, noStep)
+}
+
+// start records the start of a span; step >= 0 makes it a step marker.
+func start(b *event.Buffer, ctx context.Context, name string, args []Arg, level uint8, step int64) (context.Context, Span) {
 	if level > b.Level() {
 		return ctx, Span{}
 	}
@@ -192,16 +213,15 @@ func Run(ctx context.Context, name string, fn func(ctx context.Context), args ..
 // Instant records a point in time named name on the lane of the span in
 // ctx, or on the process when ctx holds no span.
 func Instant(ctx context.Context, name string, args ...Arg) {
-	b := event.Active()
-	if b == nil {
-		return
+	if event.On() {
+		instant(ctx, name, args)
 	}
-	instant(b, ctx, name, args)
 }
 
 //go:noinline
-func instant(b *event.Buffer, ctx context.Context, name string, args []Arg) {
-	if uint8(LevelCritical) > b.Level() {
+func instant(ctx context.Context, name string, args []Arg) {
+	b := event.Active()
+	if b == nil || uint8(LevelCritical) > b.Level() {
 		return
 	}
 	r := b.Reserve(event.SlotsFor(len(args)))
@@ -233,15 +253,17 @@ type Counter struct {
 
 // Set records the counter's value now.
 func (c Counter) Set(v float64) {
+	if event.On() {
+		c.set(v)
+	}
+}
+
+//go:noinline
+func (c Counter) set(v float64) {
 	b := event.Active()
 	if b == nil {
 		return
 	}
-	c.set(b, v)
-}
-
-//go:noinline
-func (c Counter) set(b *event.Buffer, v float64) {
 	r := b.Reserve(1)
 	if r == nil {
 		return

@@ -212,3 +212,23 @@ func TestManyArgsRoundTrip(t *testing.T) {
 		t.Fatalf("args %v", got)
 	}
 }
+
+// Many spans tied on start and end, nested in a chain: the layout breaks
+// the ties by depth and must keep the chain's order.
+func TestLayoutManyTies(t *testing.T) {
+	b := NewBuilder(Meta{Stop: ClockAnchor{Mono: 10}})
+	var parent uint64
+	const n = 20000
+	for i := 0; i < n; i++ {
+		parent = b.Span(Span{Name: fmt.Sprint(i), Start: 0, End: 10, Parent: parent})
+	}
+	l := b.Snapshot().Layout()
+	if len(l.Rows) != 1 || len(l.Rows[0].Spans) != n {
+		t.Fatalf("%d rows", len(l.Rows))
+	}
+	for i, p := range l.Rows[0].Spans {
+		if p.Name != fmt.Sprint(i) || p.Displaced {
+			t.Fatalf("span %d is %q", i, p.Name)
+		}
+	}
+}

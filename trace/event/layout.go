@@ -85,6 +85,7 @@ func (s *Snapshot) Layout() *Layout {
 			hasChild[r.Parent] = true
 		}
 	}
+	depths := map[uint64]int{} // memo: only spans tied on start and end need a depth
 	slices.SortFunc(spans, func(a, b Placed) int {
 		if c := cmp.Compare(a.Start, b.Start); c != 0 {
 			return c
@@ -92,7 +93,7 @@ func (s *Snapshot) Layout() *Layout {
 		if c := cmp.Compare(b.End, a.End); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(s.depth(a.Record), s.depth(b.Record)); c != 0 {
+		if c := cmp.Compare(s.depth(a.Record, depths), s.depth(b.Record, depths)); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.ID, b.ID)
@@ -225,14 +226,32 @@ func (s *Snapshot) Track(row *Row) (Track, bool) {
 	return s.Tracks[row.Track-1], true
 }
 
-// depth returns how many ancestors r has in the snapshot. It is only used to
-// break ties between spans with equal start and end, so it may be slow.
-func (s *Snapshot) depth(r *Record) int {
+// depth returns how many ancestors r has in the snapshot, memoised in
+// memo. It is only used to break ties between spans with equal start and
+// end.
+func (s *Snapshot) depth(r *Record, memo map[uint64]int) int {
+	if d, ok := memo[r.ID]; ok {
+		return d
+	}
+	var chain []*Record
 	d := 0
-	for p := s.Lookup(r.Parent); p != nil && d < 1<<16; p = s.Lookup(p.Parent) {
+	for p := r; ; {
+		chain = append(chain, p)
+		q := s.Lookup(p.Parent)
+		if q == nil || len(chain) > 1<<16 {
+			break
+		}
+		if m, ok := memo[q.ID]; ok {
+			d = m + 1
+			break
+		}
+		p = q
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		memo[chain[i].ID] = d
 		d++
 	}
-	return d
+	return memo[r.ID]
 }
 
 // RowEventType tells begin, end and instant apart in Row.Walk.
