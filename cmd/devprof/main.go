@@ -9,6 +9,7 @@
 //	devprof demo [-logdir DIR] [-steps N] [-workers N] [-link]
 //	devprof serve [-timeout D] FILE
 //	devprof summary [-top N] [-sort total|self|count|mean|name] FILE
+//	devprof convert IN OUT
 //
 // Run `devprof <command> -h` for the flags of a command.
 package main
@@ -34,7 +35,8 @@ func init() {
 	commands = []command{
 		{"demo", "[-logdir DIR] [-steps N] [-workers N] [-link]", "train a small MLP in Go under a trace session and write its trace", runDemo},
 		{"serve", "[-timeout D] FILE", "serve a trace file once to ui.perfetto.dev (one-shot link)", runServe},
-		{"summary", "[-top N] [-sort KEY] FILE", "print the top spans of a trace by total and self time", runSummary},
+		{"summary", "[-top N] [-sort KEY] FILE", "print the top spans of a trace (.pftrace, .xplane.pb or .json) by total and self time", runSummary},
+		{"convert", "IN OUT", "convert between .xplane.pb (TensorBoard, JAX, TensorFlow), .pftrace(.gz) (Perfetto) and .json(.gz) (Chrome)", runConvert},
 	}
 }
 

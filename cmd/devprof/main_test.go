@@ -70,7 +70,7 @@ func TestHelpAndUsageErrors(t *testing.T) {
 	if code, _, e := runCLI("frobnicate"); code != 2 || !strings.Contains(e, `unknown command "frobnicate"`) {
 		t.Errorf("unknown: %d %q", code, e)
 	}
-	for _, c := range []string{"demo", "serve", "summary"} {
+	for _, c := range []string{"demo", "serve", "summary", "convert"} {
 		code, _, e := runCLI(c, "-h")
 		if code != 0 || !strings.Contains(e, "Usage: devprof "+c) {
 			t.Errorf("%s -h: %d %q", c, code, e)
@@ -94,5 +94,97 @@ func TestBadFilesGetOneLineErrors(t *testing.T) {
 		if code != 1 || strings.Count(strings.TrimSpace(e), "\n") != 0 || !strings.HasPrefix(e, "devprof "+args[0]+": ") {
 			t.Errorf("%v: exit %d, stderr %q; want exit 1 and one line", args, code, e)
 		}
+	}
+}
+
+// TestConvertChain converts the demo's trace through every format and back
+// and requires the same spans at the end, and summary to read each file.
+func TestConvertChain(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	o, _, err := demo(context.Background(), filepath.Join(dir, "logdir"), mlpdemo.Config{Steps: 4, Workers: 2}, false, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, _, err := readTrace(o.Perfetto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := []string{o.Perfetto, filepath.Join(dir, "a.xplane.pb"), filepath.Join(dir, "b.json.gz"), filepath.Join(dir, "c.json"), filepath.Join(dir, "d.pftrace.gz")}
+	for i := 1; i < len(chain); i++ {
+		code, stdout, stderr := runCLI("convert", chain[i-1], chain[i])
+		if code != 0 || !strings.Contains(stdout, "→ "+chain[i]) {
+			t.Fatalf("convert %s %s: exit %d\n%s%s", chain[i-1], chain[i], code, stdout, stderr)
+		}
+		code, stdout, stderr = runCLI("summary", chain[i])
+		if code != 0 || !strings.Contains(stdout, "dense2/grad") || !strings.Contains(stdout, "train") {
+			t.Fatalf("summary %s: exit %d\n%s%s", chain[i], code, stdout, stderr)
+		}
+	}
+	final, _, err := readTrace(chain[len(chain)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(evs []string) map[string]int {
+		m := map[string]int{}
+		for _, n := range evs {
+			m[n]++
+		}
+		return m
+	}
+	var a, b []string
+	for _, r := range orig.Events {
+		a = append(a, r.Kind.String()+":"+r.Name)
+	}
+	for _, r := range final.Events {
+		b = append(b, r.Kind.String()+":"+r.Name)
+	}
+	na, nb := names(a), names(b)
+	for k, v := range na {
+		if nb[k] != v {
+			t.Errorf("%s: %d after the chain, %d before", k, nb[k], v)
+		}
+	}
+	if len(a) != len(b) {
+		t.Errorf("%d events after the chain, %d before", len(b), len(a))
+	}
+}
+
+func TestConvertErrors(t *testing.T) {
+	dir := t.TempDir()
+	corrupt := filepath.Join(dir, "bad.xplane.pb")
+	os.WriteFile(corrupt, []byte{0x0a, 0xff, 0xff, 0x7f, 1}, 0o644)
+	good := filepath.Join(dir, "good.pftrace")
+	code, _, e := runCLI("demo", "-logdir", dir, "-steps", "1", "-workers", "1")
+	if code != 0 {
+		t.Fatal(e)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "plugins", "profile", "*", "*.pftrace"))
+	os.Rename(files[0], good)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"convert", good, filepath.Join(dir, "out.txt")}, "cannot tell the output format"},
+		{[]string{"convert", good, filepath.Join(dir, "out.xplane.pb.gz")}, "does not read gzip"},
+		{[]string{"convert", filepath.Join(dir, "missing.pftrace"), filepath.Join(dir, "o.pftrace")}, "no such file"},
+		{[]string{"convert", corrupt, filepath.Join(dir, "o.pftrace")}, "xplane"},
+		{[]string{"convert", good, filepath.Join(dir, "nodir", "o.pftrace")}, "cannot write"},
+	}
+	for _, c := range cases {
+		code, _, e := runCLI(c.args...)
+		last := strings.TrimSpace(e)
+		if i := strings.LastIndex(last, "\n"); i >= 0 {
+			last = last[i+1:]
+		}
+		if code != 1 || !strings.Contains(last, c.want) || !strings.HasPrefix(last, "devprof convert: ") {
+			t.Errorf("%v: exit %d, last line %q; want exit 1 and %q", c.args, code, last, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "o.pftrace")); !os.IsNotExist(err) {
+		t.Error("a failed convert left an output file")
+	}
+	if code, _, _ := runCLI("convert", good); code != 2 {
+		t.Error("convert with one argument should be a usage error")
 	}
 }

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/devprof/devprof/exporters/perfetto"
 	"github.com/devprof/devprof/spanstats"
+	"github.com/devprof/devprof/trace/event"
 )
 
 func runSummary(args []string, stdout, stderr io.Writer) error {
@@ -19,18 +19,53 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	t, err := perfetto.ReadFile(path)
+	s, f, err := readTrace(path)
 	if err != nil {
 		return err
 	}
-	spans := make([]spanstats.Span, len(t.Slices))
-	for i, s := range t.Slices {
-		spans[i] = spanstats.Span{Name: s.Name, Start: s.Start, Dur: s.Dur, Track: s.Track, Parent: s.Parent}
-	}
-	table := spanstats.Compute(spans)
+	table := spanstats.Compute(spansOf(s))
 	if err := table.Sort(*sortBy); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: %d spans on %d tracks, %d instants, %d counter samples\n\n", path, table.Spans, table.Tracks, len(t.Instants), len(t.Counters))
+	instants, counters := 0, 0
+	for _, r := range s.Events {
+		switch r.Kind {
+		case event.KindInstant:
+			instants++
+		case event.KindCounter:
+			counters++
+		}
+	}
+	fmt.Fprintf(stdout, "%s (%s): %d spans on %d rows, %d instants, %d counter samples\n", path, f, table.Spans, table.Tracks, instants, counters)
+	if s.Meta.Dropped > 0 {
+		fmt.Fprintf(stdout, "warning: %d events were dropped while recording (buffer full at max_events=%d); totals are low\n", s.Meta.Dropped, s.Meta.MaxEvents)
+	}
+	for _, w := range s.Meta.Warnings {
+		fmt.Fprintf(stdout, "note: %s\n", w)
+	}
+	fmt.Fprintln(stdout)
 	return table.Write(stdout, *top)
+}
+
+// spansOf flattens the layout of s for spanstats: a span's track is its
+// row, and its parent the span directly above it on that row, so self time
+// subtracts only nested work, not work running beside it.
+func spansOf(s *event.Snapshot) []spanstats.Span {
+	l := s.Layout()
+	var out []spanstats.Span
+	for ri := range l.Rows {
+		var stack []int // indexes into out
+		for _, p := range l.Rows[ri].Spans {
+			for len(stack) > 0 && out[stack[len(stack)-1]].Start+out[stack[len(stack)-1]].Dur <= p.Start {
+				stack = stack[:len(stack)-1]
+			}
+			parent := -1
+			if len(stack) > 0 {
+				parent = stack[len(stack)-1]
+			}
+			out = append(out, spanstats.Span{Name: p.Name, Start: p.Start, Dur: p.End - p.Start, Track: uint64(ri), Parent: parent})
+			stack = append(stack, len(out)-1)
+		}
+	}
+	return out
 }

@@ -208,7 +208,7 @@ func (j *jw) instant(r *event.Record, pid, tid int, scope string) {
 }
 
 func (j *jw) args(r *event.Record, finished bool) {
-	args := j.s.Args(r)
+	args := event.UniqueKeys(j.s.Args(r))
 	step := r.Flags&event.FlagStep != 0
 	if len(args) == 0 && !step && finished {
 		return

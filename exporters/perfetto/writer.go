@@ -435,7 +435,7 @@ func (w *writer) slice(typ uint64, at int64, track uint64, r *event.Record, fini
 	}
 	w.pkt.Uint(teNameIID, w.iid(w.seq.names, idEventNames, r.Name))
 	var flows []uint64
-	for _, a := range w.s.Args(r) {
+	for _, a := range event.UniqueKeys(w.s.Args(r)) {
 		if a.Kind == event.ArgFlow {
 			flows = append(flows, a.Num)
 			continue

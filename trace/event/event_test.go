@@ -232,3 +232,22 @@ func TestLayoutManyTies(t *testing.T) {
 		}
 	}
 }
+
+func TestUniqueKeys(t *testing.T) {
+	in := []Arg{{Key: "a"}, {Key: "b"}, {Kind: ArgFlow, Num: 1}, {Key: "a"}, {Key: "a"}}
+	out := UniqueKeys(in)
+	var keys []string
+	for _, a := range out {
+		keys = append(keys, a.Key)
+	}
+	if got := strings.Join(keys, ","); got != "a,b,,a (2),a (3)" {
+		t.Fatalf("keys %s", got)
+	}
+	if in[3].Key != "a" {
+		t.Fatal("input modified")
+	}
+	plain := []Arg{{Key: "a"}, {Key: "b"}}
+	if n := testing.AllocsPerRun(100, func() { UniqueKeys(plain) }); n != 0 {
+		t.Fatalf("%v allocs without duplicates", n)
+	}
+}

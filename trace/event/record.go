@@ -2,6 +2,7 @@ package event
 
 import (
 	"math"
+	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -193,4 +194,37 @@ func SlotsFor(n int) int {
 		return 1
 	}
 	return 1 + (n-InlineArgs+InlineArgs-1)/InlineArgs
+}
+
+// UniqueKeys returns args with repeated keys made unique: the second
+// "k" becomes "k (2)", and so on. Formats that key arguments by name
+// (Perfetto's arg sets, JSON objects) would otherwise lose or reject them;
+// some files (JAX's) do repeat stats. It returns args itself, without
+// allocating, when no key repeats.
+func UniqueKeys(args []Arg) []Arg {
+	dup := false
+	for i := 1; i < len(args) && !dup; i++ {
+		for j := 0; j < i; j++ {
+			if args[i].Kind != ArgFlow && args[j].Kind != ArgFlow && args[i].Key == args[j].Key {
+				dup = true
+				break
+			}
+		}
+	}
+	if !dup {
+		return args
+	}
+	out := make([]Arg, len(args))
+	seen := map[string]int{}
+	for i, a := range args {
+		out[i] = a
+		if a.Kind == ArgFlow {
+			continue
+		}
+		seen[a.Key]++
+		if n := seen[a.Key]; n > 1 {
+			out[i].Key = a.Key + " (" + strconv.Itoa(n) + ")"
+		}
+	}
+	return out
 }
