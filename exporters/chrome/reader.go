@@ -1,0 +1,1719 @@
+package chrome
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/devprof/devprof/trace/event"
+)
+
+// Limits that keep a hostile file from costing much more than its size.
+const (
+	maxName   = 1 << 12 // bytes kept of an event, thread, process, counter or argument name
+	maxString = 1 << 16 // bytes kept of a string argument
+	maxArgs   = 255     // arguments kept per event (what an event.Record holds)
+	maxOpen   = 1 << 12 // open B (or b) slices per track; deeper ones are ignored
+	maxWalk   = 1 << 8  // spans looked at to find a parent or the span enclosing a time
+	maxIntern = 1 << 16 // distinct strings shared between events
+	maxTime   = 1 << 62 // bound on |ts| and dur in ns (146 years), so that differences fit an int64
+)
+
+// ReadFile reads the Chrome Trace Event Format file at path; see Read.
+func ReadFile(path string) (*event.Snapshot, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	s, err := Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Read decodes a Chrome Trace Event Format file (JSON, optionally gzip —
+// sniff 1f 8b) into an event snapshot so that any devprof exporter can
+// convert it.
+//
+// It accepts the JSON Array Format (a bare array of events, whose closing
+// bracket may be missing, as the format allows for traces cut short) and
+// the JSON Object Format ({"traceEvents": [...], ...}), and streams the
+// events one at a time. Times are microseconds in the file and become
+// ticks (ns, rounded) relative to the earliest event, or to the session
+// start for a file devprof wrote (otherData.start_unix_ns). Each (pid, tid)
+// becomes a host-thread track named by its thread_name metadata; async
+// events get a track per (pid, cat, name, id); flows become event.ArgFlow
+// arguments. Within a track, a span's parent is the latest-starting span
+// that contains it. devprof's own markers (step_num, unfinished, the
+// dropped-events instant, otherData) are turned back into what they mark.
+// What it cannot represent is counted in Meta.Warnings.
+//
+// A malformed file gives an error "chrome: <what> at byte offset N", with
+// N counted in the decompressed JSON: for JSON syntax errors the offset
+// json.SyntaxError uses (bytes read up to and including the bad one), for
+// a value of the wrong type the offset where that value begins.
+func Read(r io.Reader) (*event.Snapshot, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var src io.Reader = br
+	gz := false
+	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("chrome: gzip header: %w", err)
+		}
+		defer zr.Close()
+		src, gz = zr, true
+	}
+	p := newParser(src, gz)
+	if err := p.parse(); err != nil {
+		return nil, err
+	}
+	return p.build(), nil
+}
+
+// countReader counts the bytes read from r and keeps its first error
+// other than io.EOF.
+type countReader struct {
+	r   io.Reader
+	n   int64
+	err error
+}
+
+func (c *countReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	if err != nil && err != io.EOF && c.err == nil {
+		c.err = err
+	}
+	return n, err
+}
+
+// skipValue consumes a JSON value without keeping it.
+type skipValue struct{}
+
+func (*skipValue) UnmarshalJSON([]byte) error { return nil }
+
+// procID is a pid or tid: a number, or a string (a non-standard hack that
+// Perfetto accepts and interns).
+type procID struct {
+	n int64
+	s string // non-empty for a string id
+}
+
+func (id procID) String() string {
+	if id.s != "" {
+		return id.s
+	}
+	return strconv.FormatInt(id.n, 10)
+}
+
+type threadKey struct{ pid, tid procID }
+
+type threadInfo struct {
+	threadKey
+	name  string // thread_name metadata
+	first int    // seq of the first event that names the thread
+	lane  int    // index into parser.lanes, -1 until something is placed on it
+}
+
+type procInfo struct {
+	name   string // process_name metadata
+	events int
+	first  int
+}
+
+// Event flag bits.
+const (
+	fFlowIn uint8 = 1 << iota
+	fFlowOut
+	fBindEnclosing // flow v1 "bp":"e"
+	fProcScope     // instant scope "g" or "p"
+	fHasID
+	fHasBind
+)
+
+// ev is an event kept until all of the file has been read.
+type ev struct {
+	ph      byte
+	flags   uint8
+	thread  int32 // index into parser.threads
+	seq     int   // order in the file
+	name    string
+	cat     string
+	id      string
+	bindID  string
+	ts, dur int64 // ns, as in the file
+	args    []event.Arg
+}
+
+type otherData struct {
+	host       string
+	dropped    int64
+	startNS    int64
+	hasStartNS bool
+}
+
+type parser struct {
+	dec  *json.Decoder
+	cr   *countReader
+	gz   bool
+	base int64 // bytes before the decoder's input (a UTF-8 BOM)
+	raw  json.RawMessage
+
+	events  []ev
+	seq     int
+	minTS   int64
+	threads []threadInfo
+	thrIdx  map[threadKey]int32
+	procs   map[procID]*procInfo
+	other   otherData
+	intern  map[string]string
+	compact bytes.Buffer
+
+	arrayForm, sawEvents, missingBracket bool
+
+	unknown   map[string]int
+	noTS      int
+	argsLost  int
+	maxEvents int64
+	dropped   int64
+}
+
+func newParser(src io.Reader, gz bool) *parser {
+	cr := &countReader{r: src}
+	br := bufio.NewReader(cr)
+	p := &parser{
+		cr:      cr,
+		gz:      gz,
+		minTS:   math.MaxInt64,
+		thrIdx:  map[threadKey]int32{},
+		procs:   map[procID]*procInfo{},
+		intern:  map[string]string{},
+		unknown: map[string]int{},
+	}
+	if b, _ := br.Peek(3); len(b) == 3 && b[0] == 0xef && b[1] == 0xbb && b[2] == 0xbf {
+		br.Discard(3) // a UTF-8 byte order mark, as some Windows tools write
+		p.base = 3
+	}
+	p.dec = json.NewDecoder(br)
+	return p
+}
+
+// off returns the input offset of the decoder.
+func (p *parser) off() int64 { return p.base + p.dec.InputOffset() }
+
+// fail turns an error of the decoder into the package's error.
+func (p *parser) fail(err error) error {
+	if p.cr.err != nil && errors.Is(err, p.cr.err) {
+		what := "reading input"
+		if p.gz {
+			what = "gzip"
+		}
+		return fmt.Errorf("chrome: %s: %w at byte offset %d", what, p.cr.err, p.cr.n)
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Errorf("chrome: %s at byte offset %d", p.syntaxMessage(se), p.syntaxOffset(se))
+	}
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return fmt.Errorf("chrome: unexpected end of JSON input at byte offset %d", p.cr.n)
+	}
+	return fmt.Errorf("chrome: %w at byte offset %d", err, p.off())
+}
+
+// syntaxOffset returns where in the input a syntax error of the decoder
+// is. The decoder's own offsets are only right for errors it finds between
+// values; within a value they count just the bytes of the values it has
+// decoded so far. Either way the decoder stops at the start of the value
+// (or the character) it failed on, so scanning again from there gives the
+// offset.
+func (p *parser) syntaxOffset(se *json.SyntaxError) int64 {
+	start := p.off()
+	var v skipValue
+	err := json.NewDecoder(p.dec.Buffered()).Decode(&v)
+	var again *json.SyntaxError
+	if errors.As(err, &again) && again.Error() == se.Error() {
+		return start + again.Offset
+	}
+	return start + 1 // the decoder stopped at the bad character
+}
+
+// syntaxMessage returns the message of a syntax error as json.Unmarshal
+// words it: the decoder's token reader words some differently.
+func (p *parser) syntaxMessage(se *json.SyntaxError) string {
+	msg := se.Error()
+	var c byte
+	if b, ok := p.dec.Buffered().(io.ByteReader); ok {
+		c, _ = b.ReadByte()
+	}
+	switch {
+	case msg == "expected comma after array element":
+		return "invalid character " + quoteChar(c) + " after array element"
+	case msg == "expected colon after object key":
+		return "invalid character " + quoteChar(c) + " after object key"
+	case strings.HasPrefix(msg, "invalid character '") && strings.HasSuffix(msg, "'"):
+		return msg + " looking for beginning of object key string" // after '{'
+	}
+	return msg
+}
+
+// quoteChar formats c as encoding/json's messages do.
+func quoteChar(c byte) string {
+	if c == '\'' {
+		return `'\''`
+	}
+	if c == '"' {
+		return `'"'`
+	}
+	s := strconv.Quote(string(rune(c)))
+	return "'" + s[1:len(s)-1] + "'"
+}
+
+func (p *parser) parse() error {
+	p.dec.More() // skip leading space, so that the offset is where the value starts
+	start := p.off()
+	tok, err := p.dec.Token()
+	if err == io.EOF {
+		return errors.New("chrome: empty input")
+	}
+	if err != nil {
+		return p.fail(err)
+	}
+	switch tok {
+	case json.Delim('['):
+		p.arrayForm = true
+		if err := p.eventArray(); err != nil {
+			return err
+		}
+		if p.missingBracket {
+			return nil // the input ended
+		}
+	case json.Delim('{'):
+		if err := p.object(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("chrome: top-level value is %s, want an array of events or an object with traceEvents at byte offset %d", describeToken(tok), start)
+	}
+	// Nothing but space may follow. Reading to the end also checks the
+	// gzip checksum.
+	p.dec.More()
+	if p.cr.err != nil {
+		return p.fail(p.cr.err)
+	}
+	if b, ok := p.dec.Buffered().(io.ByteReader); ok {
+		for off := p.off() + 1; ; off++ {
+			c, err := b.ReadByte()
+			if err != nil {
+				break
+			}
+			if !isSpace(c) {
+				return fmt.Errorf("chrome: invalid character %s after top-level value at byte offset %d", quoteChar(c), off)
+			}
+		}
+	}
+	if !p.arrayForm && !p.sawEvents {
+		return errors.New(`chrome: the top-level object has no "traceEvents"`)
+	}
+	return nil
+}
+
+func describeToken(tok json.Token) string {
+	switch v := tok.(type) {
+	case json.Delim:
+		if v == '[' {
+			return "an array"
+		}
+		return "an object"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return "a number"
+}
+
+// object reads the JSON Object Format after its '{'.
+func (p *parser) object() error {
+	for p.dec.More() {
+		tok, err := p.dec.Token()
+		if err != nil {
+			return p.fail(err)
+		}
+		key, _ := tok.(string) // the decoder returns nothing else in key position
+		switch key {
+		case "traceEvents":
+			start := p.valueStart()
+			tok, err := p.dec.Token()
+			if err != nil {
+				return p.fail(err)
+			}
+			if tok != json.Delim('[') {
+				return fmt.Errorf("chrome: traceEvents is %s, want an array at byte offset %d", describeToken(tok), start)
+			}
+			p.sawEvents = true
+			if err := p.eventArray(); err != nil {
+				return err
+			}
+		case "otherData":
+			if err := p.dec.Decode(&p.raw); err != nil {
+				return p.fail(err)
+			}
+			p.otherData(p.raw)
+		default: // displayTimeUnit (Perfetto ignores it too), metadata, systemTraceEvents, ...
+			var v skipValue
+			if err := p.dec.Decode(&v); err != nil {
+				return p.fail(err)
+			}
+		}
+	}
+	if _, err := p.dec.Token(); err != nil { // '}'
+		return p.fail(err)
+	}
+	return nil
+}
+
+// valueStart returns the offset of the value that follows the object key
+// the decoder has just returned.
+func (p *parser) valueStart() int64 {
+	off := p.off()
+	br, ok := p.dec.Buffered().(io.ByteReader)
+	if !ok {
+		return off
+	}
+	colon := false
+	for {
+		c, err := br.ReadByte()
+		if err != nil {
+			return off
+		}
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		case c == ':' && !colon:
+			colon = true
+		default:
+			return off
+		}
+		off++
+	}
+}
+
+// cleanEnd reports whether err is the input ending where the next event
+// or the closing bracket of the array would begin.
+func (p *parser) cleanEnd(err error) bool {
+	if !p.arrayForm || p.cr.err != nil || (err != io.EOF && err != io.ErrUnexpectedEOF) {
+		return false
+	}
+	rest, _ := io.ReadAll(p.dec.Buffered())
+	return len(bytes.TrimLeft(rest, " \t\r\n")) == 0
+}
+
+// eventArray reads the events of an array after its '['.
+func (p *parser) eventArray() error {
+	for p.dec.More() {
+		if err := p.dec.Decode(&p.raw); err != nil {
+			if p.cleanEnd(err) {
+				p.missingBracket = true
+				return nil
+			}
+			return p.fail(err)
+		}
+		if err := p.event(p.raw, p.off()-int64(len(p.raw))); err != nil {
+			return err
+		}
+	}
+	if _, err := p.dec.Token(); err != nil { // ']'
+		if p.cleanEnd(err) {
+			p.missingBracket = true
+			return nil
+		}
+		return p.fail(err)
+	}
+	return nil
+}
+
+// ---------------------------------------------------------------------------
+// Scanning values the decoder has already checked.
+
+// objIter walks the members of a JSON object that is known to be valid.
+type objIter struct {
+	b       []byte
+	i       int
+	started bool
+	key     []byte // still quoted
+	val     []byte
+	off     int // offset of val in b
+	bad     bool
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+func (it *objIter) next() bool {
+	b, i := it.b, it.i
+	if !it.started {
+		it.started = true
+		i = skipSpace(b, 0)
+		if i >= len(b) || b[i] != '{' {
+			it.bad = true
+			return false
+		}
+		i++
+	}
+	i = skipSpace(b, i)
+	if i < len(b) && b[i] == ',' {
+		i = skipSpace(b, i+1)
+	}
+	if i >= len(b) || b[i] == '}' {
+		return false
+	}
+	ke := valueEnd(b, i)
+	if b[i] != '"' || ke < 0 {
+		it.bad = true
+		return false
+	}
+	it.key = b[i:ke]
+	i = skipSpace(b, ke)
+	if i >= len(b) || b[i] != ':' {
+		it.bad = true
+		return false
+	}
+	i = skipSpace(b, i+1)
+	ve := valueEnd(b, i)
+	if ve < 0 {
+		it.bad = true
+		return false
+	}
+	it.val, it.off, it.i = b[i:ve], i, ve
+	return true
+}
+
+// valueEnd returns the index just after the JSON value that starts at
+// b[i], or -1.
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				e := stringEnd(b, j)
+				if e < 0 {
+					return -1
+				}
+				j = e - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && !isSpace(b[j]) && b[j] != ',' && b[j] != '}' && b[j] != ']' {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
+}
+
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// unquote returns the value of the JSON string v (quotes included).
+func unquote(v []byte) string {
+	if len(v) < 2 {
+		return ""
+	}
+	body := v[1 : len(v)-1]
+	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return string(body)
+	}
+	var s string
+	json.Unmarshal(v, &s) // valid JSON: cannot fail
+	return s
+}
+
+// truncate cuts s to at most n bytes, on a UTF-8 boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// str returns the JSON string v as a name: truncated and shared between
+// events.
+func (p *parser) str(v []byte) string {
+	if len(v) >= 2 && len(v)-2 <= maxName && bytes.IndexByte(v, '\\') < 0 {
+		if s, ok := p.intern[string(v[1:len(v)-1])]; ok {
+			return s
+		}
+	}
+	return p.internStr(truncate(unquote(v), maxName))
+}
+
+func (p *parser) internStr(s string) string {
+	if t, ok := p.intern[s]; ok {
+		return t
+	}
+	if len(p.intern) < maxIntern {
+		p.intern[s] = s
+	}
+	return s
+}
+
+// describe shows a JSON value in an error message.
+func describe(v []byte) string {
+	if len(v) > 32 {
+		return truncate(string(v[:33]), 32) + "..."
+	}
+	return string(v)
+}
+
+// fieldError reports a field of an event with a value of the wrong type.
+func fieldError(field string, v []byte, want string, off int64) error {
+	return fmt.Errorf("chrome: %q is %s, want %s at byte offset %d", field, describe(v), want, off)
+}
+
+// isNumber reports whether s is a number: JSON's grammar, loosened for
+// numeric strings (a leading '+', leading zeros, a bare '.').
+func isNumber(s []byte) bool {
+	i := 0
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		i++
+	}
+	digits := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i, digits = i+1, digits+1
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i, digits = i+1, digits+1
+		}
+	}
+	if digits == 0 {
+		return false
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '-' || s[i] == '+') {
+			i++
+		}
+		ed := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i, ed = i+1, ed+1
+		}
+		if ed == 0 {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// micros converts a number of microseconds (isNumber holds) to
+// nanoseconds, rounding half away from zero, exactly. ok is false when
+// |result| > maxTime.
+func micros(s []byte) (ns int64, ok bool) {
+	neg := false
+	i := 0
+	if s[0] == '-' || s[0] == '+' {
+		neg = s[0] == '-'
+		i++
+	}
+	// The value is D × 10^k ns, where D is the digit string without the
+	// point or leading zeros.
+	nd, frac := 0, 0
+	seenPoint := false
+	j := i
+	for ; j < len(s); j++ {
+		c := s[j]
+		if c == '.' {
+			seenPoint = true
+			continue
+		}
+		if c < '0' || c > '9' {
+			break
+		}
+		if seenPoint {
+			frac++
+		}
+		if nd > 0 || c != '0' {
+			nd++
+		}
+	}
+	exp := int64(0)
+	if j < len(s) { // exponent
+		j++
+		eneg := false
+		if s[j] == '-' || s[j] == '+' {
+			eneg = s[j] == '-'
+			j++
+		}
+		for ; j < len(s); j++ {
+			if exp < 1<<40 {
+				exp = exp*10 + int64(s[j]-'0')
+			}
+		}
+		if eneg {
+			exp = -exp
+		}
+	}
+	if nd == 0 {
+		return 0, true
+	}
+	k := exp + 3 - int64(frac)
+	intDigits := int64(nd) + k // digits before the point of D × 10^k
+	if intDigits > 19 {
+		return 0, false
+	}
+	if intDigits < 0 {
+		return 0, true
+	}
+	var acc uint64
+	round := false
+	pos := int64(0)
+	for j = i; j < len(s) && pos <= intDigits; j++ {
+		c := s[j]
+		if c == '.' {
+			continue
+		}
+		if c < '0' || c > '9' {
+			break
+		}
+		if pos == 0 && c == '0' {
+			continue // leading zero
+		}
+		if pos < intDigits {
+			acc = acc*10 + uint64(c-'0')
+		} else {
+			round = c >= '5'
+		}
+		pos++
+	}
+	for ; k > 0; k-- {
+		acc *= 10 // intDigits <= 19 keeps acc below 10^19
+	}
+	if round {
+		acc++
+	}
+	if acc > maxTime {
+		return 0, false
+	}
+	if neg {
+		return -int64(acc), true
+	}
+	return int64(acc), true
+}
+
+// timeField parses ts or dur: a number of µs, or a numeric string.
+func timeField(field string, v []byte, off int64) (int64, error) {
+	num := v
+	if len(v) > 0 && v[0] == '"' {
+		num = bytes.TrimSpace(v[1 : len(v)-1])
+	}
+	if !isNumber(num) {
+		return 0, fieldError(field, v, "a number of microseconds", off)
+	}
+	ns, ok := micros(num)
+	if !ok {
+		return 0, fmt.Errorf("chrome: %q %s is out of range at byte offset %d", field, describe(v), off)
+	}
+	return ns, nil
+}
+
+// idField parses a pid or tid: an integer, or any string.
+func (p *parser) idField(field string, v []byte, off int64) (procID, error) {
+	switch {
+	case len(v) > 0 && v[0] == '"':
+		s := unquote(v)
+		if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
+			return procID{n: n}, nil
+		}
+		if s == "" {
+			return procID{}, nil
+		}
+		return procID{s: p.internStr(truncate(s, maxName))}, nil
+	case len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9'):
+		if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+			return procID{n: n}, nil
+		}
+		if f, err := strconv.ParseFloat(string(v), 64); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<63 {
+			return procID{n: int64(f)}, nil
+		}
+		return procID{s: p.internStr(truncate(string(v), maxName))}, nil
+	}
+	return procID{}, fieldError(field, v, "a number or a string", off)
+}
+
+// idString returns an id, id2 ({"local": id} or {"global": id}) or
+// bind_id as text.
+func (p *parser) idString(v []byte) string {
+	if len(v) > 0 && v[0] == '{' {
+		it := objIter{b: v}
+		for it.next() {
+			switch k := unquote(it.key); k {
+			case "local", "global":
+				return p.internStr(k + ":" + p.scalarID(it.val))
+			}
+		}
+	}
+	return p.scalarID(v)
+}
+
+func (p *parser) scalarID(v []byte) string {
+	if len(v) > 0 && v[0] == '"' {
+		return p.internStr(truncate(unquote(v), maxName))
+	}
+	return p.internStr(truncate(string(p.compactJSON(v)), maxName))
+}
+
+func (p *parser) compactJSON(v []byte) []byte {
+	p.compact.Reset()
+	if json.Compact(&p.compact, v) != nil {
+		return v
+	}
+	return p.compact.Bytes()
+}
+
+// thread returns the index of the thread (pid, tid), adding it if new.
+func (p *parser) thread(pid, tid procID) int32 {
+	k := threadKey{pid, tid}
+	if i, ok := p.thrIdx[k]; ok {
+		return i
+	}
+	i := int32(len(p.threads))
+	p.threads = append(p.threads, threadInfo{threadKey: k, first: p.seq, lane: -1})
+	p.thrIdx[k] = i
+	if p.procs[pid] == nil {
+		p.procs[pid] = &procInfo{first: p.seq}
+	}
+	return i
+}
+
+// event reads one element of the event array; start is its offset.
+func (p *parser) event(raw []byte, start int64) error {
+	if len(raw) == 0 || raw[0] != '{' {
+		return fmt.Errorf("chrome: event is %s, want an object at byte offset %d", describe(raw), start)
+	}
+	p.seq++
+	var (
+		e                  = ev{seq: p.seq}
+		phase              string
+		hasPh, hasTS, full bool
+		pid, tid           procID
+		hasTid             bool
+		argsRaw            []byte
+		argsOff            int64
+		scope              string
+		mArgName           string
+		err                error
+	)
+	it := objIter{b: raw}
+	for it.next() {
+		full = true
+		v := it.val
+		off := start + int64(it.off)
+		null := v[0] == 'n'
+		isStr := v[0] == '"'
+		key := it.key[1 : len(it.key)-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			key = []byte(unquote(it.key))
+		}
+		switch string(key) {
+		case "ph":
+			if !isStr {
+				return fieldError("ph", v, "a string", off)
+			}
+			phase, hasPh = unquote(v), true
+		case "name":
+			if !isStr && !null {
+				return fieldError("name", v, "a string", off)
+			}
+			if isStr {
+				e.name = p.str(v)
+			}
+		case "cat":
+			if !isStr && !null {
+				return fieldError("cat", v, "a string", off)
+			}
+			if isStr {
+				e.cat = p.str(v)
+			}
+		case "ts":
+			if !null {
+				if e.ts, err = timeField("ts", v, off); err != nil {
+					return err
+				}
+				hasTS = true
+			}
+		case "dur":
+			if !null {
+				if e.dur, err = timeField("dur", v, off); err != nil {
+					return err
+				}
+			}
+		case "pid":
+			if !null {
+				if pid, err = p.idField("pid", v, off); err != nil {
+					return err
+				}
+			}
+		case "tid":
+			if !null {
+				if tid, err = p.idField("tid", v, off); err != nil {
+					return err
+				}
+				hasTid = true
+			}
+		case "s":
+			if !isStr && !null {
+				return fieldError("s", v, "a string", off)
+			}
+			if isStr {
+				scope = unquote(v)
+			}
+		case "bp":
+			if !isStr && !null {
+				return fieldError("bp", v, "a string", off)
+			}
+			if isStr && unquote(v) == "e" {
+				e.flags |= fBindEnclosing
+			}
+		case "id", "id2":
+			if !null {
+				e.id = p.idString(v)
+				e.flags |= fHasID
+			}
+		case "bind_id":
+			if !null {
+				e.bindID = p.idString(v)
+				e.flags |= fHasBind
+			}
+		case "flow_in", "flow_out":
+			k := string(key)
+			if v[0] != 't' && v[0] != 'f' && !null {
+				return fieldError(k, v, "a boolean", off)
+			}
+			if v[0] == 't' {
+				if k == "flow_in" {
+					e.flags |= fFlowIn
+				} else {
+					e.flags |= fFlowOut
+				}
+			}
+		case "args":
+			if v[0] != '{' && !null {
+				return fieldError("args", v, "an object", off)
+			}
+			if !null {
+				argsRaw, argsOff = v, off
+			}
+		}
+	}
+	if it.bad {
+		return fmt.Errorf("chrome: malformed event at byte offset %d", start)
+	}
+	if !hasPh {
+		if full {
+			p.unsupported("(none)")
+		}
+		return nil // TSL ends its array with {}
+	}
+	if !hasTid {
+		tid = pid // a process-level event: its main thread
+	}
+	if phase == "M" {
+		if argsRaw != nil {
+			it := objIter{b: argsRaw}
+			for it.next() {
+				if unquote(it.key) == "name" && it.val[0] == '"' {
+					mArgName = truncate(unquote(it.val), maxName)
+				}
+			}
+		}
+		switch e.name {
+		case "process_name":
+			p.thread(pid, tid)
+			p.procs[pid].name = mArgName
+		case "thread_name":
+			p.threads[p.thread(pid, tid)].name = mArgName
+		}
+		return nil // sort indexes, labels and other metadata are not kept
+	}
+	if len(phase) != 1 || !strings.Contains("XBEiIRCbenstf", phase) {
+		p.unsupported(phase)
+		return nil
+	}
+	if !hasTS {
+		p.noTS++
+		return nil
+	}
+	e.ph = phase[0]
+	if scope == "g" || scope == "p" {
+		e.flags |= fProcScope
+	}
+	e.thread = p.thread(pid, tid)
+	p.procs[pid].events++
+	if argsRaw != nil {
+		if e.args, err = p.args(argsRaw, argsOff); err != nil {
+			return err
+		}
+	}
+	p.minTS = min(p.minTS, e.ts)
+	p.events = append(p.events, e)
+	return nil
+}
+
+// unsupported counts an event of a phase Read does not convert.
+func (p *parser) unsupported(phase string) {
+	phase = truncate(phase, 16)
+	if _, ok := p.unknown[phase]; !ok && len(p.unknown) >= 32 {
+		phase = "(others)"
+	}
+	p.unknown[phase]++
+}
+
+// args converts the members of an args object.
+func (p *parser) args(v []byte, off int64) ([]event.Arg, error) {
+	var out []event.Arg
+	it := objIter{b: v}
+	for it.next() {
+		if len(out) == maxArgs {
+			p.argsLost++
+			continue
+		}
+		out = append(out, p.arg(p.str(it.key), it.val))
+	}
+	if it.bad {
+		return nil, fmt.Errorf("chrome: malformed args at byte offset %d", off)
+	}
+	return out, nil
+}
+
+func (p *parser) arg(key string, v []byte) event.Arg {
+	a := event.Arg{Key: key}
+	switch c := v[0]; {
+	case c == '"':
+		a.Kind, a.Str = event.ArgString, truncate(unquote(v), maxString)
+	case c == 't' || c == 'f':
+		a.Kind = event.ArgBool
+		if c == 't' {
+			a.Num = 1
+		}
+	case c == '-' || c >= '0' && c <= '9':
+		s := string(v)
+		if bytes.IndexAny(v, ".eE") < 0 {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+				a.Kind, a.Num = event.ArgInt, uint64(n)
+				return a
+			}
+			if n, err := strconv.ParseUint(s, 10, 64); err == nil {
+				a.Kind, a.Num = event.ArgUint, n
+				return a
+			}
+		}
+		f, _ := strconv.ParseFloat(s, 64) // out of range gives ±Inf
+		a.Kind, a.Num = event.ArgFloat, math.Float64bits(f)
+	default: // null, object, array
+		a.Kind, a.Str = event.ArgString, truncate(string(p.compactJSON(v)), maxString)
+	}
+	return a
+}
+
+func (p *parser) otherData(v []byte) {
+	it := objIter{b: v}
+	for it.next() {
+		val := it.val
+		switch unquote(it.key) {
+		case "host":
+			if val[0] == '"' {
+				p.other.host = truncate(unquote(val), maxName)
+			}
+		case "dropped_events":
+			if n, err := strconv.ParseInt(string(val), 10, 64); err == nil && n > 0 {
+				p.other.dropped = n
+			}
+		case "start_unix_ns":
+			if val[0] == '"' {
+				val = val[1 : len(val)-1]
+			}
+			if n, err := strconv.ParseInt(string(val), 10, 64); err == nil {
+				p.other.startNS, p.other.hasStartNS = n, true
+			}
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Building the snapshot.
+
+// lane is a track that spans and instants are placed on: a thread, or the
+// track of async events with one (pid, cat, name, id).
+type lane struct {
+	name     string
+	tid      int64
+	first    int
+	async    bool
+	open     []int // B (or b) spans not yet ended, innermost last
+	overflow int   // B beyond maxOpen, whose E are to be ignored
+	spans    []int // sorted by (start, -end, seq) once all are known
+	starts   []int64
+	track    uint32
+}
+
+type span struct {
+	name       string
+	start, end int64 // ticks; end is the stop time for an unfinished span
+	lane       int
+	parent     int // index into spans, -1 for none
+	seq        int
+	args       []event.Arg
+	step       bool
+	stepNum    int64
+	unfinished bool
+	open       bool // a B not yet ended
+	id         uint64
+}
+
+type instant struct {
+	name   string
+	t      int64
+	lane   int // -1: the process
+	parent int
+	args   []event.Arg
+}
+
+type counter struct {
+	base, key string
+	multi     bool
+	pid       procID
+	t         int64
+	v         float64
+}
+
+type flow struct {
+	lane int
+	t    int64
+	next bool // bind to the next span that begins (v1 "f" without bp "e")
+	num  uint64
+}
+
+type asyncKey struct {
+	pid           procID
+	cat, name, id string
+}
+
+type asyncID struct {
+	pid procID
+	id  string
+}
+
+type builder struct {
+	p         *parser
+	lanes     []lane
+	spans     []span
+	instants  []instant
+	counters  []counter
+	flows     []flow
+	asyncs    map[asyncKey]int
+	lastAsync map[asyncID]int
+	flowNums  map[string]uint64
+	nextFlow  uint64
+	unmatched int
+	tooDeep   int
+	noValue   int
+	unbound   int
+	origin    int64
+	stop      int64
+	strIDs    map[string]int64
+	nextID    int64
+}
+
+func (b *builder) rel(ts int64) int64 { return ts - b.origin }
+
+// num returns the number of a pid or tid: a string one gets a number past
+// every numeric id of the file, in order of first use.
+func (b *builder) num(id procID) int64 {
+	if id.s == "" {
+		return id.n
+	}
+	if n, ok := b.strIDs[id.s]; ok {
+		return n
+	}
+	if b.strIDs == nil {
+		b.strIDs = map[string]int64{}
+		for _, t := range b.p.threads {
+			for _, x := range []procID{t.pid, t.tid} {
+				if x.s == "" && x.n >= b.nextID && x.n < math.MaxInt64 {
+					b.nextID = x.n + 1
+				}
+			}
+		}
+		b.nextID = max(b.nextID, 1)
+	}
+	n := b.nextID
+	if n < math.MaxInt64 {
+		b.nextID++
+	}
+	b.strIDs[id.s] = n
+	return n
+}
+
+func satAdd(a, d int64) int64 {
+	if d > 0 && a > math.MaxInt64-d {
+		return math.MaxInt64
+	}
+	return a + d
+}
+
+func (b *builder) threadLane(ti int32) int {
+	t := &b.p.threads[ti]
+	if t.lane < 0 {
+		t.lane = len(b.lanes)
+		name := t.name
+		if name == "" {
+			if t.tid.s != "" {
+				name = t.tid.s
+			} else {
+				name = "tid " + t.tid.String()
+			}
+		}
+		b.lanes = append(b.lanes, lane{name: name, tid: b.num(t.tid), first: t.first})
+	}
+	return t.lane
+}
+
+func (b *builder) asyncLane(e *ev) int {
+	pid := b.p.threads[e.thread].pid
+	if strings.HasPrefix(e.id, "global:") {
+		pid = procID{}
+	}
+	k := asyncKey{pid, e.cat, e.name, e.id}
+	li, ok := b.asyncs[k]
+	if !ok {
+		li = len(b.lanes)
+		b.lanes = append(b.lanes, lane{name: e.name, first: e.seq, async: true})
+		b.asyncs[k] = li
+	}
+	if e.ph == 'b' {
+		b.lastAsync[asyncID{pid, e.id}] = li
+	}
+	return li
+}
+
+// endLane returns the lane an async end event closes a span on.
+func (b *builder) endLane(e *ev) int {
+	pid := b.p.threads[e.thread].pid
+	if strings.HasPrefix(e.id, "global:") {
+		pid = procID{}
+	}
+	if li, ok := b.asyncs[asyncKey{pid, e.cat, e.name, e.id}]; ok && len(b.lanes[li].open)+b.lanes[li].overflow > 0 {
+		return li
+	}
+	if li, ok := b.lastAsync[asyncID{pid, e.id}]; ok {
+		return li
+	}
+	return -1
+}
+
+func (b *builder) flowNum(key string, fresh bool) uint64 {
+	if n, ok := b.flowNums[key]; ok && !fresh {
+		return n
+	}
+	b.nextFlow++
+	if len(b.flowNums) < 1<<20 {
+		b.flowNums[key] = b.nextFlow
+	}
+	return b.nextFlow
+}
+
+// begin adds a span (from X, B or b) to lane li.
+func (b *builder) begin(e *ev, li int, end int64, open bool) int {
+	s := span{name: e.name, start: b.rel(e.ts), end: end, lane: li, parent: -1, seq: e.seq, open: open}
+	s.args = b.spanArgs(&s, e.args)
+	if e.flags&fHasBind != 0 && e.flags&(fFlowIn|fFlowOut) != 0 {
+		addFlow(&s, b.flowNum("v2\x00"+e.bindID, false))
+	}
+	b.spans = append(b.spans, s)
+	return len(b.spans) - 1
+}
+
+// spanArgs takes devprof's markers out of a span's arguments.
+func (b *builder) spanArgs(s *span, args []event.Arg) []event.Arg {
+	out := args[:0:0]
+	for _, a := range args {
+		switch {
+		case a.Key == "step_num" && !s.step:
+			if n, ok := argInt(a); ok {
+				s.step, s.stepNum = true, n
+				continue
+			}
+		case a.Key == "unfinished" && a.Kind == event.ArgBool:
+			s.unfinished = s.unfinished || a.Bool()
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func argInt(a event.Arg) (int64, bool) {
+	switch a.Kind {
+	case event.ArgInt:
+		return a.Int(), true
+	case event.ArgString:
+		n, err := strconv.ParseInt(a.Str, 10, 64)
+		return n, err == nil
+	}
+	return 0, false
+}
+
+func addFlow(s *span, num uint64) {
+	for _, a := range s.args {
+		if a.Kind == event.ArgFlow && a.Num == num {
+			return
+		}
+	}
+	if len(s.args) < maxArgs {
+		s.args = append(s.args, event.Arg{Kind: event.ArgFlow, Num: num})
+	}
+}
+
+// end closes the innermost open span of lane li at ts.
+func (b *builder) end(e *ev, li int) {
+	if li < 0 {
+		b.unmatched++
+		return
+	}
+	l := &b.lanes[li]
+	if l.overflow > 0 {
+		l.overflow--
+		return
+	}
+	if len(l.open) == 0 {
+		b.unmatched++
+		return
+	}
+	s := &b.spans[l.open[len(l.open)-1]]
+	l.open = l.open[:len(l.open)-1]
+	s.end, s.open = max(b.rel(e.ts), s.start), false
+	for _, a := range b.spanArgs(s, e.args) { // E's args are merged into the slice's
+		if !slices.ContainsFunc(s.args, func(x event.Arg) bool { return x.Key == a.Key && x.Kind != event.ArgFlow }) && len(s.args) < maxArgs {
+			s.args = append(s.args, a)
+		}
+	}
+	if e.flags&fHasBind != 0 && e.flags&(fFlowIn|fFlowOut) != 0 {
+		addFlow(s, b.flowNum("v2\x00"+e.bindID, false))
+	}
+}
+
+func (b *builder) push(li, si int) {
+	l := &b.lanes[li]
+	if len(l.open) >= maxOpen {
+		l.overflow++
+		b.tooDeep++
+		b.spans = b.spans[:si]
+		return
+	}
+	l.open = append(l.open, si)
+}
+
+func (p *parser) build() *event.Snapshot {
+	b := &builder{
+		p:         p,
+		asyncs:    map[asyncKey]int{},
+		lastAsync: map[asyncID]int{},
+		flowNums:  map[string]uint64{},
+	}
+	if len(p.events) > 0 {
+		b.origin = p.minTS
+	}
+	if p.other.hasStartNS && b.origin > 0 {
+		b.origin = 0 // devprof writes times relative to the session start
+	}
+	nspans := 0
+	for i := range p.events {
+		if ph := p.events[i].ph; ph == 'X' || ph == 'B' || ph == 'b' {
+			nspans++
+		}
+	}
+	b.spans = make([]span, 0, nspans)
+
+	type key struct {
+		ts int64
+		i  int
+	}
+	order := make([]key, len(p.events))
+	for i := range p.events {
+		order[i] = key{p.events[i].ts, i}
+	}
+	slices.SortFunc(order, func(x, y key) int { // by time, then file order
+		if c := cmp.Compare(x.ts, y.ts); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.i, y.i)
+	})
+
+	for _, k := range order {
+		e := &p.events[k.i]
+		t := b.rel(e.ts)
+		b.stop = max(b.stop, t)
+		switch e.ph {
+		case 'X':
+			end := satAdd(t, max(e.dur, 0))
+			b.stop = max(b.stop, end)
+			b.begin(e, b.threadLane(e.thread), end, false)
+		case 'B':
+			li := b.threadLane(e.thread)
+			b.push(li, b.begin(e, li, t, true))
+		case 'E':
+			li := -1
+			if t := &p.threads[e.thread]; t.lane >= 0 {
+				li = t.lane
+			}
+			b.end(e, li)
+		case 'b':
+			li := b.asyncLane(e)
+			b.push(li, b.begin(e, li, t, true))
+		case 'e':
+			b.end(e, b.endLane(e))
+		case 'n':
+			b.instants = append(b.instants, instant{name: e.name, t: t, lane: b.asyncLane(e), parent: -1, args: e.args})
+		case 'i', 'I', 'R':
+			if b.dropMarker(e) {
+				continue
+			}
+			li := -1
+			if e.flags&fProcScope == 0 {
+				li = b.threadLane(e.thread)
+			}
+			b.instants = append(b.instants, instant{name: e.name, t: t, lane: li, parent: -1, args: e.args})
+		case 'C':
+			b.counter(e, t)
+		case 's', 't', 'f':
+			key := "v1\x00" + e.id + "\x00" + e.cat + "\x00" + e.name
+			b.flows = append(b.flows, flow{
+				lane: b.threadLane(e.thread),
+				t:    t,
+				next: e.ph == 'f' && e.flags&fBindEnclosing == 0,
+				num:  b.flowNum(key, e.ph == 's'),
+			})
+		}
+	}
+	for i := range b.spans { // B never ended: open until the end of the trace
+		if s := &b.spans[i]; s.open {
+			s.unfinished, s.end = true, max(b.stop, s.start)
+		}
+	}
+	b.nest()
+	b.bindFlows()
+	b.bindInstants()
+	return b.emit()
+}
+
+// dropMarker recognises devprof's "devprof: N events dropped" instant.
+func (b *builder) dropMarker(e *ev) bool {
+	if !strings.HasPrefix(e.name, "devprof: ") || !strings.Contains(e.name, " events dropped") {
+		return false
+	}
+	for _, a := range e.args {
+		if a.Key == "dropped_events" && a.Kind == event.ArgInt {
+			b.p.dropped = max(b.p.dropped, a.Int())
+			if _, after, ok := strings.Cut(e.name, "max_events="); ok {
+				digits := after[:len(after)-len(strings.TrimLeft(after, "0123456789"))]
+				if n, err := strconv.ParseInt(digits, 10, 64); err == nil {
+					b.p.maxEvents = n
+				}
+			}
+			return true
+		}
+	}
+	return false
+}
+
+func (b *builder) counter(e *ev, t int64) {
+	type kv struct {
+		key string
+		v   float64
+	}
+	var vals []kv
+	for _, a := range e.args {
+		switch a.Kind {
+		case event.ArgInt:
+			vals = append(vals, kv{a.Key, float64(a.Int())})
+		case event.ArgUint:
+			vals = append(vals, kv{a.Key, float64(a.Num)})
+		case event.ArgFloat:
+			vals = append(vals, kv{a.Key, a.Float()})
+		case event.ArgString: // devprof writes NaN and infinities as strings
+			if f, err := strconv.ParseFloat(strings.TrimSpace(a.Str), 64); err == nil {
+				vals = append(vals, kv{a.Key, f})
+			}
+		}
+	}
+	if len(vals) == 0 {
+		b.noValue++
+		return
+	}
+	base := e.name
+	if e.flags&fHasID != 0 {
+		base += " id: " + e.id
+	}
+	for _, x := range vals {
+		b.counters = append(b.counters, counter{base: base, key: x.key, multi: len(vals) > 1, pid: b.p.threads[e.thread].pid, t: t, v: x.v})
+	}
+}
+
+// nest sorts the spans of every lane and gives each the latest-starting
+// span that contains it as parent.
+func (b *builder) nest() {
+	for i := range b.spans {
+		l := &b.lanes[b.spans[i].lane]
+		l.spans = append(l.spans, i)
+	}
+	var stack []int
+	for li := range b.lanes {
+		l := &b.lanes[li]
+		slices.SortFunc(l.spans, func(x, y int) int {
+			a, c := &b.spans[x], &b.spans[y]
+			if d := cmp.Compare(a.start, c.start); d != 0 {
+				return d
+			}
+			if d := cmp.Compare(c.end, a.end); d != 0 {
+				return d
+			}
+			return cmp.Compare(a.seq, c.seq)
+		})
+		l.starts = make([]int64, len(l.spans))
+		stack = stack[:0]
+		for k, si := range l.spans {
+			s := &b.spans[si]
+			l.starts[k] = s.start
+			for len(stack) > 0 && b.spans[stack[len(stack)-1]].end <= s.start {
+				stack = stack[:len(stack)-1]
+			}
+			for j, n := len(stack)-1, 0; j >= 0 && n < maxWalk; j, n = j-1, n+1 {
+				p := &b.spans[stack[j]]
+				if p.end > s.start && s.end <= p.end {
+					s.parent = stack[j]
+					break
+				}
+			}
+			stack = append(stack, si)
+		}
+	}
+}
+
+// enclosing returns the span of lane li with the latest start that
+// contains t, or -1.
+func (b *builder) enclosing(li int, t int64) int {
+	l := &b.lanes[li]
+	k, found := slices.BinarySearch(l.starts, t)
+	if found { // the last span starting at t
+		for k+1 < len(l.starts) && l.starts[k+1] == t {
+			k++
+		}
+	} else {
+		k--
+	}
+	n := 0
+	for ; k >= 0 && n < maxWalk; k-- {
+		for s := l.spans[k]; s >= 0 && n < maxWalk; s = b.spans[s].parent {
+			if b.spans[s].end >= t {
+				return s
+			}
+			n++
+		}
+	}
+	return -1
+}
+
+func (b *builder) bindFlows() {
+	for _, f := range b.flows {
+		l := &b.lanes[f.lane]
+		si := -1
+		if f.next {
+			if k, _ := slices.BinarySearch(l.starts, f.t); k < len(l.spans) {
+				si = l.spans[k]
+			}
+		} else {
+			si = b.enclosing(f.lane, f.t)
+		}
+		if si < 0 {
+			b.unbound++
+			continue
+		}
+		addFlow(&b.spans[si], f.num)
+	}
+}
+
+func (b *builder) bindInstants() {
+	for i := range b.instants {
+		in := &b.instants[i]
+		if in.lane >= 0 {
+			in.parent = b.enclosing(in.lane, in.t)
+		}
+	}
+}
+
+func (b *builder) emit() *event.Snapshot {
+	p := b.p
+	meta := event.Meta{
+		Host:      p.other.host,
+		Dropped:   max(p.other.dropped, p.dropped),
+		MaxEvents: p.maxEvents,
+	}
+	var best *procInfo
+	var bestID procID
+	for id, pi := range p.procs {
+		if best == nil || pi.events > best.events || pi.events == best.events && pi.first < best.first {
+			best, bestID = pi, id
+		}
+	}
+	if best != nil {
+		meta.PID, meta.Program = int(b.num(bestID)), best.name
+		switch {
+		case meta.Program != "":
+		case bestID.s != "":
+			meta.Program = bestID.s
+		default:
+			meta.Program = "pid " + bestID.String()
+		}
+	}
+	start := p.other.startNS
+	meta.Start = event.ClockAnchor{Mono: 0, Boot: start, Wall: start}
+	meta.Stop = event.ClockAnchor{Mono: b.stop, Boot: satAdd(start, b.stop), Wall: satAdd(start, b.stop)}
+
+	bl := event.NewBuilder(meta)
+	order := make([]int, len(b.lanes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(b.lanes[x].first, b.lanes[y].first) })
+	used := make([]bool, len(b.lanes))
+	for _, in := range b.instants {
+		if in.lane >= 0 {
+			used[in.lane] = true
+		}
+	}
+	for _, li := range order {
+		if l := &b.lanes[li]; len(l.spans) > 0 || used[li] {
+			l.track = bl.Track(event.Track{Kind: event.TrackHostThread, ID: l.tid, Name: l.name})
+		}
+	}
+	for _, li := range order {
+		l := &b.lanes[li]
+		for _, si := range l.spans {
+			s := &b.spans[si]
+			var parent uint64
+			if s.parent >= 0 {
+				parent = b.spans[s.parent].id
+			}
+			s.id = bl.Span(event.Span{
+				Name: s.name, Start: s.start, End: s.end, Parent: parent, Track: l.track,
+				Args: s.args, Step: s.step, StepNum: s.stepNum, Unfinished: s.unfinished,
+			})
+		}
+	}
+	slices.SortStableFunc(b.instants, func(x, y instant) int { return cmp.Compare(x.t, y.t) })
+	for _, in := range b.instants {
+		var track uint32
+		var parent uint64
+		if in.lane >= 0 {
+			track = b.lanes[in.lane].track
+		}
+		if in.parent >= 0 {
+			parent = b.spans[in.parent].id
+		}
+		bl.Instant(in.name, in.t, track, parent, in.args)
+	}
+	pids := map[procID]bool{}
+	for _, c := range b.counters {
+		pids[c.pid] = true
+	}
+	for _, c := range b.counters {
+		name, unit := c.base, ""
+		switch {
+		case c.multi:
+			name += " " + c.key
+		case c.key != "value":
+			unit = c.key
+		}
+		if len(pids) > 1 {
+			name += " (pid " + c.pid.String() + ")"
+		}
+		bl.Counter(name, unit, c.t, c.v)
+	}
+
+	if len(p.unknown) > 0 {
+		phases := make([]string, 0, len(p.unknown))
+		n := 0
+		for ph, c := range p.unknown {
+			n += c
+			phases = append(phases, fmt.Sprintf("%q ×%d", ph, c))
+		}
+		slices.Sort(phases)
+		bl.Warn(fmt.Sprintf("chrome: skipped %d events with unsupported phases: %s", n, strings.Join(phases, ", ")))
+	}
+	warn := func(n int, format string) {
+		if n > 0 {
+			bl.Warn(fmt.Sprintf(format, n))
+		}
+	}
+	warn(p.noTS, "chrome: skipped %d events without a timestamp")
+	warn(b.unmatched, "chrome: ignored %d end events (E or e) with no open slice")
+	warn(b.tooDeep, fmt.Sprintf("chrome: ignored %%d slices nested more than %d deep", maxOpen))
+	warn(b.noValue, "chrome: skipped %d counter events without numeric values")
+	warn(b.unbound, "chrome: %d flow events had no slice to bind to")
+	warn(p.argsLost, fmt.Sprintf("chrome: dropped %%d arguments beyond %d on one event", maxArgs))
+	if p.missingBracket {
+		bl.Warn("chrome: the event array has no closing bracket (the trace may have been cut short)")
+	}
+	return bl.Snapshot()
+}
