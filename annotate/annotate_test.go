@@ -194,7 +194,7 @@ func TestRunEndsSpanOnPanic(t *testing.T) {
 		Run(context.Background(), "boom", func(ctx context.Context) { panic("user bug") })
 	})
 	r := byName(s)["boom"]
-	if r == nil || r.End() == 0 {
+	if r == nil || !r.Ended() {
 		t.Fatalf("span not ended by panic: %+v", r)
 	}
 }

@@ -108,6 +108,7 @@ func (j *jw) write() {
 			j.b = strconv.AppendFloat(j.b, float64(sp.End-sp.Start)/1e3, 'f', -1, 64)
 			j.b = append(j.b, `,"name":`...)
 			j.b = appendString(j.b, sp.Name)
+			j.flow(sp.Record)
 			j.args(sp.Record, sp.Finished)
 			j.b = append(j.b, '}')
 			j.flush()
@@ -202,9 +203,24 @@ func (j *jw) instant(r *event.Record, pid, tid int, scope string) {
 	j.b = j.us(j.b, r.Start)
 	j.b = append(j.b, `,"name":`...)
 	j.b = appendString(j.b, r.Name)
+	j.flow(r)
 	j.args(r, true)
 	j.b = append(j.b, '}')
 	j.flush()
+}
+
+// flow links the event to the others that carry its (first) flow id, in the
+// "flow v2" form: bind_id with flow_in and flow_out, which the Perfetto
+// importer chains in time order.
+func (j *jw) flow(r *event.Record) {
+	for _, a := range j.s.Args(r) {
+		if a.Kind == event.ArgFlow {
+			j.b = append(j.b, `,"bind_id":`...)
+			j.b = strconv.AppendUint(j.b, a.Num, 10)
+			j.b = append(j.b, `,"flow_in":true,"flow_out":true`...)
+			return
+		}
+	}
 }
 
 func (j *jw) args(r *event.Record, finished bool) {

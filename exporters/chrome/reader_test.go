@@ -322,7 +322,7 @@ func TestRoundTripDevprof(t *testing.T) {
 		}
 		checkArgs(t, name, s.Args(w), got.Args(g))
 	}
-	if a := got.Args(have["parent"]); len(a) != 9 || a[3].Kind != event.ArgBool || a[4].Str != "1.5ms" || a[6].Kind != event.ArgUint {
+	if a := got.Args(have["parent"]); len(a) != 10 || a[3].Kind != event.ArgBool || a[4].Str != "1.5ms" || a[6].Kind != event.ArgUint {
 		t.Errorf("parent args %+v", a)
 	}
 
@@ -385,11 +385,29 @@ func TestRoundTripDevprof(t *testing.T) {
 func checkArgs(t *testing.T, name string, written, read []event.Arg) {
 	t.Helper()
 	var want []event.Arg
+	flows := 0
 	for _, a := range written {
-		if a.Kind != event.ArgFlow { // the JSON writer has no place for flows
-			want = append(want, wantArg(a))
+		if a.Kind == event.ArgFlow {
+			flows++
+			continue
 		}
+		want = append(want, wantArg(a))
 	}
+	// Flows come back as flow args (renumbered by the reader), after the
+	// others: JSON binds them outside "args".
+	var readFlows int
+	var plain []event.Arg
+	for _, a := range read {
+		if a.Kind == event.ArgFlow {
+			readFlows++
+			continue
+		}
+		plain = append(plain, a)
+	}
+	if readFlows != flows {
+		t.Errorf("%q: %d flows read, %d written", name, readFlows, flows)
+	}
+	read = plain
 	if len(want) != len(read) {
 		t.Errorf("%q: args %+v, want %+v", name, read, want)
 		return

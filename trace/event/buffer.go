@@ -55,10 +55,13 @@ var epochs atomic.Uint32
 // NewBuffer returns a buffer that keeps at most maxRecords records and
 // records host annotations up to level.
 func NewBuffer(maxRecords int64, level uint8) *Buffer {
+	return newBuffer(maxRecords, level, runtime.GOMAXPROCS(0))
+}
+
+func newBuffer(maxRecords int64, level uint8, n int) *Buffer {
 	if maxRecords < 1 {
 		maxRecords = 1
 	}
-	n := runtime.GOMAXPROCS(0)
 	b := &Buffer{
 		epoch:      epochs.Add(1),
 		level:      level,

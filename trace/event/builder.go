@@ -19,7 +19,9 @@ type Builder struct {
 
 // NewBuilder returns a builder for a snapshot with the given metadata.
 func NewBuilder(meta Meta) *Builder {
-	return &Builder{buf: NewBuffer(math.MaxInt64, 3), meta: meta, lanes: map[uint64]uint32{}}
+	// One shard: a builder runs on one goroutine, and a single shard keeps
+	// record IDs, and so layout tie-breaks, the same from run to run.
+	return &Builder{buf: newBuffer(math.MaxInt64, 3, 1), meta: meta, lanes: map[uint64]uint32{}}
 }
 
 // Track registers a track and returns its id.

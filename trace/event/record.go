@@ -130,7 +130,7 @@ type Record struct {
 	// Start is the begin time (or the only time) in session ticks; see
 	// Meta.Nanos to convert.
 	Start int64
-	end   atomic.Int64
+	end   atomic.Int64 // end tick + 1; 0 while the span is open
 
 	// ID identifies the record within its session (unique, non-zero).
 	ID uint64
@@ -145,17 +145,21 @@ type Record struct {
 	parent ctxParent // the context this span was begun in
 }
 
-// End returns the end time in ticks, or 0 if the span has not ended.
-func (r *Record) End() int64 { return r.end.Load() }
+// End returns the end time in ticks, or 0 if the span has not ended (see
+// Ended: a span may also end at tick 0).
+func (r *Record) End() int64 {
+	if e := r.end.Load(); e != 0 {
+		return e - 1
+	}
+	return 0
+}
+
+// Ended reports whether SetEnd was called.
+func (r *Record) Ended() bool { return r.end.Load() != 0 }
 
 // SetEnd records the end time; only the first call has an effect, so a
 // span ended twice keeps its first end.
-func (r *Record) SetEnd(t int64) {
-	if t == 0 {
-		t = 1
-	}
-	r.end.CompareAndSwap(0, t)
-}
+func (r *Record) SetEnd(t int64) { r.end.CompareAndSwap(0, t+1) }
 
 // Commit publishes a fully written record to exporters.
 func (r *Record) Commit() { r.state.Store(1) }

@@ -115,8 +115,8 @@ func (s *Snapshot) Args(r *Record) []Arg {
 // EndOf returns when r ended, in ticks. A span still open when the session
 // stopped ends at the stop time and finished is false.
 func (s *Snapshot) EndOf(r *Record) (end int64, finished bool) {
-	if e := r.End(); e != 0 {
-		return e, true
+	if r.Ended() {
+		return r.End(), true
 	}
 	if r.Kind == KindInstant || r.Kind == KindCounter {
 		return r.Start, true
