@@ -48,6 +48,7 @@ type Session struct {
 	meta   event.Meta
 
 	snap     *event.Snapshot
+	calStop  chan struct{} // ends the calibration goroutine
 	stopOnce sync.Once
 	stopErr  error
 	out      Outputs
@@ -141,7 +142,25 @@ func StartSession(logdir string, opts *Options) (*Session, error) {
 	}
 	current = s
 	s.meta.Start = event.ReadClocks()
+	s.calStop = make(chan struct{})
+	go calibrate(s.buf, s.calStop)
 	return s, nil
+}
+
+// calibrate pairs the tick source with the monotonic clock every second
+// while the session runs, so converted times stay exact however long it
+// runs (see event.Buffer.Calibrate).
+func calibrate(b *event.Buffer, stop <-chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			b.Calibrate()
+		case <-stop:
+			return
+		}
+	}
 }
 
 func disabled() bool {
@@ -206,6 +225,7 @@ func (s *Session) stop() error {
 		return nil
 	}
 	event.Deactivate(s.buf)
+	close(s.calStop)
 	s.meta.Stop = event.ReadClocks()
 	running.Lock()
 	if current == s {

@@ -10,7 +10,7 @@ import (
 // chunkRecords is how many records one chunk holds when the budget allows.
 // Chunks are the unit a shard takes from the session budget: big enough that
 // the slow path runs rarely, small enough that a mostly idle P wastes little.
-const chunkRecords = 2048
+const chunkRecords = 1024
 
 type chunk struct {
 	recs []Record
@@ -48,6 +48,10 @@ type Buffer struct {
 
 	mu     sync.Mutex // guards tracks; taken only when a source registers a track
 	tracks []Track
+
+	// cal converts TSC ticks to monotonic ns at snapshot time; nil when
+	// ticks are already nanoseconds.
+	cal *calibration
 }
 
 var epochs atomic.Uint32
@@ -55,7 +59,21 @@ var epochs atomic.Uint32
 // NewBuffer returns a buffer that keeps at most maxRecords records and
 // records host annotations up to level.
 func NewBuffer(maxRecords int64, level uint8) *Buffer {
-	return newBuffer(maxRecords, level, runtime.GOMAXPROCS(0))
+	b := newBuffer(maxRecords, level, runtime.GOMAXPROCS(0))
+	if useTSC {
+		b.cal = &calibration{}
+		b.cal.add()
+	}
+	return b
+}
+
+// Calibrate pairs the tick source with the monotonic clock once more. A
+// session calls it every second or so, so that conversion stays exact over
+// long sessions; it is cheap (a few clock reads) and never blocks sources.
+func (b *Buffer) Calibrate() {
+	if b.cal != nil {
+		b.cal.add()
+	}
 }
 
 func newBuffer(maxRecords int64, level uint8, n int) *Buffer {

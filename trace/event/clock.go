@@ -1,6 +1,10 @@
 package event
 
 import (
+	"math"
+	"os"
+	"sort"
+	"sync"
 	"time"
 	_ "unsafe" // for go:linkname
 )
@@ -8,15 +12,34 @@ import (
 //go:linkname nanotime runtime.nanotime
 func nanotime() int64
 
-// Now returns the current time in session ticks: nanoseconds of the
-// runtime's monotonic clock (CLOCK_MONOTONIC on Linux). One read costs what
-// time.Since costs, without the wall-clock half of time.Now.
-func Now() int64 { return nanotime() }
+// useTSC selects the time-stamp counter as the tick source: on amd64 with an
+// invariant TSC, unless DEVPROF_CLOCK=mono asks for the runtime's clock.
+var useTSC = invariantTSC() && os.Getenv("DEVPROF_CLOCK") != "mono"
+
+// Now returns the current time in ticks. Ticks are raw time-stamp counter
+// readings where the TSC is invariant (one instruction, no system call),
+// else nanoseconds of the runtime's monotonic clock. Buffers convert ticks
+// to monotonic nanoseconds when they are snapshotted, using calibration
+// points taken with Calibrate.
+func Now() int64 {
+	if useTSC {
+		return rdtsc()
+	}
+	return nanotime()
+}
+
+// ClockName says which clock Now reads, for the outputs' metadata.
+func ClockName() string {
+	if useTSC {
+		return "tsc"
+	}
+	return "monotonic"
+}
 
 // ClockAnchor pairs readings of the clocks exporters convert to, taken at
 // (nearly) the same instant.
 type ClockAnchor struct {
-	Mono int64 // session ticks (CLOCK_MONOTONIC ns)
+	Mono int64 // CLOCK_MONOTONIC ns: the timeline of snapshots
 	Boot int64 // CLOCK_BOOTTIME ns (equal to Mono where the OS has none)
 	Wall int64 // Unix ns (CLOCK_REALTIME)
 }
@@ -42,4 +65,67 @@ func ReadClocks() ClockAnchor {
 		}
 	}
 	return best
+}
+
+// calPoint pairs a tick with the monotonic time it was read at.
+type calPoint struct{ tick, mono int64 }
+
+// calibration maps ticks to monotonic nanoseconds, piecewise linearly
+// between points taken over the session (start, every second or so, stop),
+// so that drift between the two clocks stays bounded.
+type calibration struct {
+	mu     sync.Mutex
+	points []calPoint
+}
+
+// add takes one calibration point: a tick read between two monotonic
+// reads, choosing the narrowest of a few tries.
+func (c *calibration) add() {
+	best, gap := calPoint{}, int64(math.MaxInt64)
+	for i := 0; i < 7; i++ {
+		m0 := nanotime()
+		t := rdtsc()
+		m1 := nanotime()
+		if m1-m0 < gap {
+			gap = m1 - m0
+			best = calPoint{tick: t, mono: m0 + (m1-m0)/2}
+		}
+	}
+	c.mu.Lock()
+	c.points = append(c.points, best)
+	c.mu.Unlock()
+}
+
+// converter returns a function mapping ticks to monotonic nanoseconds.
+func (c *calibration) converter() func(int64) int64 {
+	c.mu.Lock()
+	pts := append([]calPoint(nil), c.points...)
+	c.mu.Unlock()
+	sort.Slice(pts, func(i, j int) bool { return pts[i].tick < pts[j].tick })
+	// Drop points too close to their neighbour to give a stable rate.
+	var keep []calPoint
+	for _, p := range pts {
+		if len(keep) > 0 && p.tick-keep[len(keep)-1].tick < 1_000_000 {
+			continue
+		}
+		keep = append(keep, p)
+	}
+	if len(keep) < 2 {
+		keep = pts // a session shorter than a millisecond: use what there is
+	}
+	rate := func(a, b calPoint) float64 { return float64(b.mono-a.mono) / float64(b.tick-a.tick) }
+	if len(keep) < 2 || keep[len(keep)-1].tick == keep[0].tick {
+		return func(t int64) int64 { return t } // cannot happen: start and stop points differ
+	}
+	return func(t int64) int64 {
+		i := sort.Search(len(keep), func(i int) bool { return keep[i].tick > t })
+		switch {
+		case i == 0:
+			i = 1
+		case i == len(keep):
+			i = len(keep) - 1
+		}
+		a, b := keep[i-1], keep[i]
+		return a.mono + int64(math.Round(float64(t-a.tick)*rate(a, b)))
+	}
 }

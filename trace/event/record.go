@@ -145,17 +145,24 @@ type Record struct {
 	parent ctxParent // the context this span was begun in
 }
 
+// openAtStop marks a span that was still open when its buffer was
+// snapshotted, so that a late End cannot write into an exported record.
+const openAtStop = math.MinInt64
+
 // End returns the end time in ticks, or 0 if the span has not ended (see
 // Ended: a span may also end at tick 0).
 func (r *Record) End() int64 {
-	if e := r.end.Load(); e != 0 {
+	if e := r.end.Load(); e != 0 && e != openAtStop {
 		return e - 1
 	}
 	return 0
 }
 
-// Ended reports whether SetEnd was called.
-func (r *Record) Ended() bool { return r.end.Load() != 0 }
+// Ended reports whether SetEnd was called (before the snapshot).
+func (r *Record) Ended() bool {
+	e := r.end.Load()
+	return e != 0 && e != openAtStop
+}
 
 // SetEnd records the end time; only the first call has an effect, so a
 // span ended twice keeps its first end.
@@ -175,7 +182,12 @@ func (r *Record) SetArgs(args []Arg) {
 		n = 255
 	}
 	r.NArgs = uint8(n)
-	k := copy(r.Args[:], args[:n])
+	// Assign element by element: copy of a pointerful slice goes through
+	// typedslicecopy, which costs more than the two stores it saves.
+	k := min(n, InlineArgs)
+	for i := 0; i < k; i++ {
+		r.Args[i] = args[i]
+	}
 	if k == n {
 		return
 	}

@@ -39,8 +39,10 @@ type Snapshot struct {
 	chunks []*chunk // sorted by base, for Lookup
 }
 
-// Snapshot collects the committed records of b. Call it after Deactivate;
-// records committed later are not seen. meta.Dropped is filled in.
+// Snapshot collects the committed records of b, converting their times to
+// monotonic nanoseconds. Call it once, after Deactivate; records committed
+// later are not seen, and spans still open are closed at the stop time.
+// meta.Dropped is filled in.
 func (b *Buffer) Snapshot(meta Meta) *Snapshot {
 	s := &Snapshot{Meta: meta}
 	s.Meta.Dropped = b.Dropped()
@@ -53,14 +55,28 @@ func (b *Buffer) Snapshot(meta Meta) *Snapshot {
 	for _, c := range s.chunks {
 		n += int(min(c.next.Load(), int64(len(c.recs))))
 	}
+	var conv func(int64) int64
+	if b.cal != nil {
+		b.cal.add()
+		conv = b.cal.converter()
+	}
 	s.Events = make([]*Record, 0, n)
 	for _, c := range s.chunks {
 		used := min(c.next.Load(), int64(len(c.recs)))
 		for i := range used {
 			r := &c.recs[i]
-			if r.committed() && r.Kind != kindArgs {
-				s.Events = append(s.Events, r)
+			if !r.committed() || r.Kind == kindArgs {
+				continue
 			}
+			// Close open spans for good, then turn ticks into nanoseconds.
+			r.end.CompareAndSwap(0, openAtStop)
+			if conv != nil {
+				r.Start = conv(r.Start)
+				if e := r.end.Load(); e != openAtStop {
+					r.end.Store(conv(e-1) + 1)
+				}
+			}
+			s.Events = append(s.Events, r)
 		}
 	}
 	b.mu.Lock()

@@ -1,0 +1,67 @@
+package event
+
+import (
+	"sort"
+	"testing"
+	"time"
+)
+
+// TestTicksConvertWithin1us records instants for 10 s, each with the
+// monotonic clock read just before and after its tick, calibrating once a
+// second as a session does, and requires every converted time to fall
+// within 1 µs of its bracket and converted times never to go backwards.
+func TestTicksConvertWithin1us(t *testing.T) {
+	t.Logf("tick source: %s", ClockName())
+	b := NewBuffer(1<<23, 3)
+	deadline := time.Now().Add(10 * time.Second)
+	nextCal := time.Now().Add(time.Second)
+	n := 0
+	for time.Now().Before(deadline) {
+		for i := 0; i < 200; i++ { // bursts of back-to-back reads test ordering
+			r := b.Reserve(1)
+			if r == nil {
+				t.Fatal("buffer full")
+			}
+			r.Kind = KindInstant
+			before := nanotime()
+			r.Start = Now()
+			after := nanotime()
+			r.Args[0].Num, r.ID2 = uint64(before), after
+			r.SetEnd(r.Start)
+			r.Commit()
+			n++
+		}
+		if time.Now().After(nextCal) {
+			b.Calibrate()
+			nextCal = nextCal.Add(time.Second)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s := b.Snapshot(Meta{})
+	if len(s.Events) != n {
+		t.Fatalf("%d of %d events", len(s.Events), n)
+	}
+	// Order by the monotonic read taken just before each tick (the
+	// goroutine may have moved between Ps, and so between chunks).
+	evs := append([]*Record(nil), s.Events...)
+	sort.Slice(evs, func(i, j int) bool { return evs[i].Args[0].Num < evs[j].Args[0].Num })
+	var worst int64
+	prev := int64(-1 << 63)
+	for _, r := range evs {
+		before, after := int64(r.Args[0].Num), r.ID2
+		if d := before - r.Start; d > worst {
+			worst = d
+		}
+		if d := r.Start - after; d > worst {
+			worst = d
+		}
+		if r.Start < prev {
+			t.Fatalf("converted times went backwards: %d after %d", r.Start, prev)
+		}
+		prev = r.Start
+	}
+	t.Logf("%d events over 10 s; worst distance outside the monotonic bracket: %d ns", n, worst)
+	if worst > 1000 {
+		t.Fatalf("converted ticks are up to %d ns away from the monotonic clock, want <= 1000", worst)
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package event
+
+func rdtsc() int64 { return nanotime() }
+
+func invariantTSC() bool { return false }
