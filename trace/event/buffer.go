@@ -129,6 +129,12 @@ func (c *chunk) take(i int64, epoch uint32) *Record {
 // maxRecords records are kept before anything is dropped.
 func (b *Buffer) reserveSlow(s *shard, n int) *Record {
 	if b.full.Load() {
+		// The budget is spent and the chunk list was searched once; the
+		// shards' current chunks may still have room (a chunk installed
+		// while that search ran), and checking them costs a few loads.
+		if r := b.steal(n); r != nil {
+			return r
+		}
 		s.drops.Add(1)
 		return nil
 	}
@@ -156,6 +162,25 @@ func (b *Buffer) reserveSlow(s *shard, n int) *Record {
 		s.cur.CompareAndSwap(old, c) // if another goroutine won, keep theirs; ours stays listed and usable by steals
 		return c.take(0, b.epoch)
 	}
+	if r := b.steal(n); r != nil {
+		return r
+	}
+	for c := b.chunks.Load(); c != nil; c = c.prev { // chunks replaced by a racing install
+		if j := c.next.Load(); j+int64(n) <= int64(len(c.recs)) {
+			if k := c.next.Add(int64(n)) - int64(n); k+int64(n) <= int64(len(c.recs)) {
+				return c.take(k, b.epoch)
+			}
+		}
+	}
+	if n == 1 { // a larger event not fitting says nothing about single records
+		b.full.Store(true)
+	}
+	s.drops.Add(1)
+	return nil
+}
+
+// steal takes n records from the room left in any shard's current chunk.
+func (b *Buffer) steal(n int) *Record {
 	for i := range b.shards {
 		if c := b.shards[i].cur.Load(); c != nil {
 			if j := c.next.Load(); j+int64(n) <= int64(len(c.recs)) {
@@ -165,17 +190,6 @@ func (b *Buffer) reserveSlow(s *shard, n int) *Record {
 			}
 		}
 	}
-	for c := b.chunks.Load(); c != nil; c = c.prev { // chunks replaced by a racing install
-		if j := c.next.Load(); j+int64(n) <= int64(len(c.recs)) {
-			if k := c.next.Add(int64(n)) - int64(n); k+int64(n) <= int64(len(c.recs)) {
-				return c.take(k, b.epoch)
-			}
-		}
-	}
-	if n == 1 {
-		b.full.Store(true) // multi-record events may still fit where a single one did not... the reverse is not true
-	}
-	s.drops.Add(1)
 	return nil
 }
 
