@@ -24,7 +24,10 @@ type chunk struct {
 type shard struct {
 	cur   atomic.Pointer[chunk]
 	drops atomic.Int64
-	_     [128 - 16]byte
+	// refill serialises installing a new chunk on this shard (the slow
+	// path, once per chunk), so that no chunk is ever left unreachable.
+	refill sync.Mutex
+	_      [128 - 24]byte
 }
 
 // Buffer is the bounded, lock-free event store of one session. Sources
@@ -129,26 +132,23 @@ func (c *chunk) take(i int64, epoch uint32) *Record {
 // maxRecords records are kept before anything is dropped.
 func (b *Buffer) reserveSlow(s *shard, n int) *Record {
 	if b.full.Load() {
-		// The budget is spent and the chunk list was searched once; the
-		// shards' current chunks may still have room (a chunk installed
-		// while that search ran), and checking them costs a few loads.
+		// The budget is spent, but a shard's current chunk may still have
+		// room (one installed while the search that set full ran), and
+		// checking them costs a few loads.
 		if r := b.steal(n); r != nil {
 			return r
 		}
 		s.drops.Add(1)
 		return nil
 	}
-	for {
-		old := s.cur.Load()
-		if old != nil {
-			if i := old.next.Add(int64(n)) - int64(n); i+int64(n) <= int64(len(old.recs)) {
-				return old.take(i, b.epoch)
-			}
+	s.refill.Lock()
+	if c := s.cur.Load(); c != nil { // another goroutine on this P may have refilled
+		if i := c.next.Add(int64(n)) - int64(n); i+int64(n) <= int64(len(c.recs)) {
+			s.refill.Unlock()
+			return c.take(i, b.epoch)
 		}
-		size := b.claim(n)
-		if size == 0 {
-			break
-		}
+	}
+	if size := b.claim(n); size > 0 {
 		c := &chunk{recs: make([]Record, size)}
 		c.base = b.idBase.Add(uint64(size)) - uint64(size)
 		c.next.Store(int64(n))
@@ -159,18 +159,13 @@ func (b *Buffer) reserveSlow(s *shard, n int) *Record {
 				break
 			}
 		}
-		s.cur.CompareAndSwap(old, c) // if another goroutine won, keep theirs; ours stays listed and usable by steals
+		s.cur.Store(c)
+		s.refill.Unlock()
 		return c.take(0, b.epoch)
 	}
+	s.refill.Unlock()
 	if r := b.steal(n); r != nil {
 		return r
-	}
-	for c := b.chunks.Load(); c != nil; c = c.prev { // chunks replaced by a racing install
-		if j := c.next.Load(); j+int64(n) <= int64(len(c.recs)) {
-			if k := c.next.Add(int64(n)) - int64(n); k+int64(n) <= int64(len(c.recs)) {
-				return c.take(k, b.epoch)
-			}
-		}
 	}
 	if n == 1 { // a larger event not fitting says nothing about single records
 		b.full.Store(true)
