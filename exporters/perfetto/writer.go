@@ -173,10 +173,10 @@ type sequence struct {
 	started     bool
 	incremental bool  // timestamps are deltas on rowClock
 	last        int64 // the rowClock value after the previous packet
-	names    map[string]uint64
-	argNames map[string]uint64
-	strs     map[string]uint64
-	internAt map[int]int // interned_data field -> begin position in writer.intern
+	names       map[string]uint64
+	argNames    map[string]uint64
+	strs        map[string]uint64
+	internAt    map[int]int // interned_data field -> begin position in writer.intern
 }
 
 func (w *writer) newSequence() *sequence {
