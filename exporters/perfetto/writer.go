@@ -176,7 +176,6 @@ type sequence struct {
 	names       map[string]uint64
 	argNames    map[string]uint64
 	strs        map[string]uint64
-	internAt    map[int]int // interned_data field -> begin position in writer.intern
 }
 
 func (w *writer) newSequence() *sequence {

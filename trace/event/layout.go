@@ -72,7 +72,12 @@ func group(r *Record) uint32 {
 func (s *Snapshot) Layout() *Layout {
 	l := &Layout{}
 	var spans []Placed
-	hasChild := make(map[uint64]bool)
+	// IDs are dense (chunk base + index), so per-ID facts live in slices.
+	maxID := uint64(0)
+	if n := len(s.chunks); n > 0 {
+		maxID = s.chunks[n-1].base + uint64(len(s.chunks[n-1].recs))
+	}
+	hasChild := make([]bool, maxID+1)
 	for _, r := range s.Events {
 		switch r.Kind {
 		case KindSpan, KindActivity:
@@ -81,7 +86,7 @@ func (s *Snapshot) Layout() *Layout {
 		case KindCounter:
 			l.Counters = append(l.Counters, r)
 		}
-		if (r.Kind == KindSpan || r.Kind == KindInstant) && r.Parent != 0 {
+		if (r.Kind == KindSpan || r.Kind == KindInstant) && r.Parent != 0 && r.Parent <= maxID {
 			hasChild[r.Parent] = true
 		}
 	}
@@ -104,7 +109,7 @@ func (s *Snapshot) Layout() *Layout {
 	var states []rowState
 	groups := map[uint32][]int{} // group -> its rows, in creation order
 	lanes := 0
-	where := make(map[uint64]rowSlot, len(hasChild)) // span ID -> row, only for spans that have children
+	where := make(map[uint64]rowSlot) // span ID -> row, only for spans that have children
 	popTo := func(ri int, t int64) {
 		st := &states[ri]
 		row := &l.Rows[ri]
