@@ -1,0 +1,447 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"runtime"
+	"runtime/metrics"
+	rtrace "runtime/trace"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	oteltrace "go.opentelemetry.io/otel/trace"
+
+	"github.com/devprof/devprof/annotate"
+	"github.com/devprof/devprof/exporters/perfetto"
+	"github.com/devprof/devprof/exporters/xplane"
+	devtrace "github.com/devprof/devprof/trace"
+	"github.com/devprof/devprof/trace/event"
+)
+
+// The span benchmarks record into buffers of rotateAfter+rotateMargin
+// records and swap in a fresh buffer every rotateAfter spans, so that a
+// benchmark of any length keeps a bounded amount of memory and never takes
+// the drop path (drops are checked: they would measure the wrong path).
+const (
+	rotateAfter  = 1 << 20
+	rotateMargin = 1 << 16
+	// countBatch is how many spans a goroutine records between updates of
+	// the shared count, so that counting adds no shared write per span.
+	countBatch = 1024
+)
+
+// rotator owns the active buffer of a span benchmark and replaces it, in
+// line and from whichever goroutine notices, once rotateAfter spans went
+// into it. The swap costs a few microseconds per rotateAfter spans; while it
+// runs, a concurrent Begin may see tracing off (or write into the old
+// buffer, which has rotateMargin records to spare).
+type rotator struct {
+	mu      sync.Mutex
+	buf     *event.Buffer
+	used    atomic.Int64
+	dropped int64
+	buffers int
+}
+
+func startRotator(b *testing.B) *rotator {
+	r := &rotator{buf: event.NewBuffer(rotateAfter+rotateMargin, 3), buffers: 1}
+	if !event.Activate(r.buf) {
+		b.Fatal("another event buffer is active")
+	}
+	return r
+}
+
+// add counts n spans recorded since the last call.
+func (r *rotator) add(n int64) {
+	if r.used.Add(n) >= rotateAfter {
+		r.rotate()
+	}
+}
+
+func (r *rotator) rotate() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.used.Load() < rotateAfter {
+		return // another goroutine rotated
+	}
+	old := r.buf
+	r.buf = event.NewBuffer(rotateAfter+rotateMargin, 3)
+	event.Deactivate(old)
+	if !event.Activate(r.buf) {
+		panic("bench: another event buffer became active")
+	}
+	r.used.Store(0)
+	r.dropped += old.Dropped()
+	r.buffers++
+}
+
+// stop deactivates the buffer and fails the benchmark if any span was
+// dropped.
+func (r *rotator) stop(b *testing.B) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	event.Deactivate(r.buf)
+	if d := r.dropped + r.buf.Dropped(); d > 0 {
+		b.Fatalf("%d events dropped over %d buffers: the benchmark measured the drop path", d, r.buffers)
+	}
+}
+
+// BenchmarkDevprofSpanOff measures a span's Begin and End with no session
+// running.
+func BenchmarkDevprofSpanOff(b *testing.B) {
+	if event.On() {
+		b.Fatal("tracing is on")
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, s := annotate.Begin(ctx, "span")
+		s.End()
+	}
+}
+
+// BenchmarkDevprofSpanOn measures a span with one int argument, Begin and
+// End, while a buffer is recording.
+func BenchmarkDevprofSpanOn(b *testing.B) {
+	r := startRotator(b)
+	defer r.stop(b)
+	ctx := context.Background()
+	n := int64(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		_, s := annotate.Begin(ctx, "span", annotate.Int("batch", 32))
+		s.End()
+		if n++; n == countBatch {
+			r.add(n)
+			n = 0
+		}
+	}
+}
+
+// BenchmarkDevprofSpanOnParallel is BenchmarkDevprofSpanOn on every P at
+// once; its ns/op is wall time per span with all of them running.
+func BenchmarkDevprofSpanOnParallel(b *testing.B) {
+	r := startRotator(b)
+	defer r.stop(b)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		n := int64(0)
+		for pb.Next() {
+			_, s := annotate.Begin(ctx, "span", annotate.Int("batch", 32))
+			s.End()
+			if n++; n == countBatch {
+				r.add(n)
+				n = 0
+			}
+		}
+	})
+}
+
+var (
+	base      = time.Now()
+	sinkDur   time.Duration
+	sinkBytes int64
+)
+
+// BenchmarkTwoTimeSince measures two monotonic clock reads, the floor of a
+// span's cost that the span targets are stated against.
+func BenchmarkTwoTimeSince(b *testing.B) {
+	b.ReportAllocs()
+	var d time.Duration
+	for b.Loop() {
+		t0 := time.Since(base)
+		t1 := time.Since(base)
+		d += t1 - t0
+	}
+	sinkDur = d
+}
+
+// BenchmarkRuntimeTraceRegion measures a runtime/trace region with the
+// execution tracer on (writing to io.Discard).
+func BenchmarkRuntimeTraceRegion(b *testing.B) {
+	if rtrace.IsEnabled() {
+		b.Fatal("the execution tracer is already on")
+	}
+	if err := rtrace.Start(io.Discard); err != nil {
+		b.Fatal(err)
+	}
+	defer rtrace.Stop()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		rtrace.StartRegion(ctx, "span").End()
+	}
+}
+
+// discardExporter is an OpenTelemetry span exporter that drops every span.
+type discardExporter struct{}
+
+func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }
+
+// BenchmarkOTelSpan measures an OpenTelemetry SDK span with one int
+// attribute: always sampled, through a batch span processor, to an exporter
+// that discards.
+func BenchmarkOTelSpan(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithBatcher(discardExporter{}),
+	)
+	defer func() {
+		if err := tp.Shutdown(context.Background()); err != nil {
+			b.Error(err)
+		}
+	}()
+	tracer := tp.Tracer("devprof/bench")
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, span := tracer.Start(ctx, "span", oteltrace.WithAttributes(attribute.Int("batch", 32)))
+		span.End()
+	}
+}
+
+// encodeSpans is how many spans the encoding benchmarks' snapshot holds.
+const encodeSpans = 1_000_000
+
+var (
+	encodeOnce sync.Once
+	encodeSnap *event.Snapshot
+)
+
+// encodeSnapshot returns (built once) a snapshot of encodeSpans spans.
+func encodeSnapshot() *event.Snapshot {
+	encodeOnce.Do(func() { encodeSnap = buildSnapshot(encodeSpans) })
+	return encodeSnap
+}
+
+// buildSnapshot builds a snapshot of n spans (n a multiple of 10) as a
+// training loop records them: steps of 10 spans, a step marker enclosing 9
+// sequential children, each span with one int argument.
+func buildSnapshot(n int) *event.Snapshot {
+	const stepNs, opNs = 10_500, 1_000
+	start := event.ReadClocks()
+	d := int64(n/10) * stepNs
+	stop := event.ClockAnchor{Mono: start.Mono + d, Boot: start.Boot + d, Wall: start.Wall + d}
+	bld := event.NewBuilder(event.Meta{Host: "bench", PID: 1, Program: "bench", Start: start, Stop: stop,
+		HostTracerLevel: 2, MaxEvents: int64(n)})
+	for step := range int64(n / 10) {
+		t := start.Mono + step*stepNs
+		id := bld.Span(event.Span{Name: "train", Start: t, End: t + 10*opNs, Step: true, StepNum: step,
+			Args: []event.Arg{annotate.Int("batch", 32)}})
+		for j := range 9 {
+			s := t + int64(j+1)*opNs
+			bld.Span(event.Span{Name: "op", Start: s, End: s + opNs - 100, Parent: id,
+				Args: []event.Arg{annotate.Int("layer", j)}})
+		}
+	}
+	return bld.Snapshot()
+}
+
+// countingWriter counts the bytes written to it and keeps none.
+type countingWriter struct{ n int64 }
+
+func (c *countingWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+// BenchmarkPerfettoEncode measures the Perfetto writer on a snapshot of 1 M
+// spans. events/s and B/event count a span's begin and end as two events.
+func BenchmarkPerfettoEncode(b *testing.B) {
+	s := encodeSnapshot()
+	var cw countingWriter
+	b.ReportAllocs()
+	for b.Loop() {
+		cw.n = 0
+		if err := perfetto.Write(&cw, s, perfetto.WriteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	events := float64(2 * encodeSpans) // a begin and an end per span
+	b.ReportMetric(events*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(cw.n)/events, "B/event")
+	sinkBytes = cw.n
+}
+
+// BenchmarkXPlaneEncode measures the XPlane writer on the snapshot of
+// BenchmarkPerfettoEncode; a span is one XEvent.
+func BenchmarkXPlaneEncode(b *testing.B) {
+	s := encodeSnapshot()
+	var cw countingWriter
+	b.ReportAllocs()
+	for b.Loop() {
+		cw.n = 0
+		if err := xplane.Write(&cw, s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	events := float64(encodeSpans) // one XEvent per span
+	b.ReportMetric(events*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(cw.n)/events, "B/event")
+	sinkBytes = cw.n
+}
+
+// recordSpans records n spans in steps of 10 (a step marker and 9 children,
+// each with one int argument), as a training loop does.
+func recordSpans(n int) {
+	ctx := context.Background()
+	for i := 0; i < n; i += 10 {
+		sctx, st := annotate.Step(ctx, "train", int64(i/10), annotate.Int("batch", 32))
+		for j := 0; j < 9; j++ {
+			_, sp := annotate.Begin(sctx, "op", annotate.Int("layer", j))
+			sp.End()
+		}
+		st.End()
+	}
+}
+
+// sessionOptions are the options of a session with room for n spans (and
+// a margin) writing both formats.
+func sessionOptions(n int) *devtrace.Options {
+	return &devtrace.Options{
+		MaxEvents:      n + rotateMargin,
+		AdvancedConfig: map[string]any{"override_hostname": "bench", "program_name": "bench"},
+	}
+}
+
+// startSession starts a session in a fresh directory with room for n spans.
+func startSession(tb testing.TB, n int) *devtrace.Session {
+	tb.Helper()
+	s, err := devtrace.StartSession(tb.TempDir(), sessionOptions(n))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// checkSession fails the benchmark if the stopped session lost events or
+// did not write both outputs.
+func checkSession(tb testing.TB, s *devtrace.Session, n int) {
+	tb.Helper()
+	out := s.Outputs()
+	if out.Dropped != 0 || out.Events != n {
+		tb.Fatalf("session kept %d events and dropped %d, want %d and 0", out.Events, out.Dropped, n)
+	}
+	if out.Perfetto == "" || out.XPlane == "" {
+		tb.Fatalf("outputs missing: %+v", out)
+	}
+}
+
+const heapMetric = "/memory/classes/heap/objects:bytes"
+
+// heapBytes returns the bytes of heap objects, live and not yet swept.
+func heapBytes(sample []metrics.Sample) uint64 {
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
+}
+
+// heapPeak samples the heap every millisecond until stop is closed, then
+// sends the largest reading.
+func heapPeak(stop <-chan struct{}, peak chan<- uint64) {
+	sample := []metrics.Sample{{Name: heapMetric}}
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	top := heapBytes(sample)
+	for {
+		select {
+		case <-t.C:
+			top = max(top, heapBytes(sample))
+		case <-stop:
+			peak <- max(top, heapBytes(sample))
+			return
+		}
+	}
+}
+
+// stopSpans is how many spans BenchmarkStop1M buffers before Stop.
+const stopSpans = 1_000_000
+
+// BenchmarkStop1M times Stop of a session holding 1 M spans, writing both
+// formats. buffer-MiB is the heap the recorded buffer holds; peak-heap-MiB
+// the most the heap grew above that during Stop (heap objects, live and not
+// yet collected, sampled every millisecond).
+func BenchmarkStop1M(b *testing.B) {
+	b.ReportAllocs()
+	sample := []metrics.Sample{{Name: heapMetric}}
+	var bufMiB, peakMiB float64
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		runtime.GC()
+		before := heapBytes(sample)
+		s := startSession(b, stopSpans)
+		recordSpans(stopSpans)
+		runtime.GC()
+		atStop := heapBytes(sample)
+		stop, peak := make(chan struct{}), make(chan uint64, 1)
+		go heapPeak(stop, peak)
+		b.StartTimer()
+		err := s.Stop()
+		b.StopTimer()
+		close(stop)
+		top := <-peak
+		if err != nil {
+			b.Fatal(err)
+		}
+		checkSession(b, s, stopSpans)
+		bufMiB = max(bufMiB, float64(int64(atStop)-int64(before))/(1<<20))
+		peakMiB = max(peakMiB, float64(int64(top)-int64(atStop))/(1<<20))
+		b.StartTimer()
+	}
+	b.ReportMetric(bufMiB, "buffer-MiB")
+	b.ReportMetric(peakMiB, "peak-heap-MiB")
+}
+
+// sessionSpans is how many spans BenchmarkSession10M records.
+const sessionSpans = 10_000_000
+
+// BenchmarkSession10M times a whole session: start, 10 M spans recorded on
+// one goroutine, and Stop writing both formats.
+func BenchmarkSession10M(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		runtime.GC()
+		dir := b.TempDir()
+		b.StartTimer()
+		s, err := devtrace.StartSession(dir, sessionOptions(sessionSpans))
+		if err != nil {
+			b.Fatal(err)
+		}
+		recordSpans(sessionSpans)
+		if err := s.Stop(); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		checkSession(b, s, sessionSpans)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(sessionSpans)*float64(b.N)/b.Elapsed().Seconds(), "spans/s")
+}
+
+// TestHelpers runs the benchmarks' helpers at a small scale, so that `go
+// test` checks what the benchmarks build on: a recorded session keeps every
+// span and writes both formats, and the encoders accept the built snapshot.
+func TestHelpers(t *testing.T) {
+	s := startSession(t, 1000)
+	recordSpans(1000)
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkSession(t, s, 1000)
+
+	snap := buildSnapshot(1000)
+	if len(snap.Events) != 1000 {
+		t.Fatalf("built snapshot has %d events, want 1000", len(snap.Events))
+	}
+	var cw countingWriter
+	if err := perfetto.Write(&cw, snap, perfetto.WriteOptions{}); err != nil || cw.n == 0 {
+		t.Fatalf("perfetto.Write: %d bytes, %v", cw.n, err)
+	}
+	cw.n = 0
+	if err := xplane.Write(&cw, snap); err != nil || cw.n == 0 {
+		t.Fatalf("xplane.Write: %d bytes, %v", cw.n, err)
+	}
+}
