@@ -68,8 +68,15 @@ func group(r *Record) uint32 {
 	return 0
 }
 
-// Layout computes the rows of s. It is deterministic for a given snapshot.
+// Layout returns the rows of s, computed on first use and shared by every
+// exporter that writes the snapshot (they only read it). It is
+// deterministic for a given snapshot.
 func (s *Snapshot) Layout() *Layout {
+	s.layoutOnce.Do(func() { s.layout = s.computeLayout() })
+	return s.layout
+}
+
+func (s *Snapshot) computeLayout() *Layout {
 	l := &Layout{}
 	var spans []Placed
 	// IDs are dense (chunk base + index), so per-ID facts live in slices.

@@ -3,6 +3,7 @@ package event
 import (
 	"cmp"
 	"slices"
+	"sync"
 )
 
 // Meta is what exporters need to know about a session besides its events.
@@ -37,6 +38,9 @@ type Snapshot struct {
 	Tracks []Track
 
 	chunks []*chunk // sorted by base, for Lookup
+
+	layoutOnce sync.Once
+	layout     *Layout
 }
 
 // Snapshot collects the committed records of b, converting their times to
