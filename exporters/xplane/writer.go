@@ -105,7 +105,8 @@ func Write(w io.Writer, s *event.Snapshot) error {
 		}
 	}
 	l := s.Layout()
-	var space protoenc.Enc
+	// About 22 bytes per event: reserve them so the space does not regrow.
+	space := protoenc.Enc{B: make([]byte, 0, 24*len(s.Events)+4096)}
 	x.hostPlane(&space, l)
 	x.devicePlanes(&space, l)
 	x.taskEnvPlane(&space)
@@ -130,18 +131,21 @@ type writer struct {
 
 // plane accumulates one XPlane's lines and interned metadata.
 type plane struct {
-	body      protoenc.Enc // id, name, lines, stats
+	body      *protoenc.Enc // the space being written: the plane is open in it
+	start     int           // Begin position of the plane in body
 	events    map[string]int64
 	eventMD   protoenc.Enc
 	stats     map[string]int64
 	statMD    protoenc.Enc
-	line      protoenc.Enc // the line being built
-	lineStart int          // position of the open line in body
+	lineStart int          // Begin position of the open line in body
 	ev        protoenc.Enc // scratch for one event
 }
 
-func newPlane(id int64, name string) *plane {
-	p := &plane{events: map[string]int64{}, stats: map[string]int64{}}
+// newPlane opens a plane in space. Lines and events are written straight
+// into it; interned metadata is appended when the plane is finished.
+func newPlane(space *protoenc.Enc, id int64, name string) *plane {
+	p := &plane{body: space, events: map[string]int64{}, stats: map[string]int64{}}
+	p.start = space.Begin(spacePlanes)
 	p.body.Int(planeID, id)
 	p.body.String(planeName, name)
 	return p
@@ -181,13 +185,13 @@ func (p *plane) statID(name string) int64 {
 
 // beginLine starts a line; events are added with event, then endLine.
 func (p *plane) beginLine(id int64, name string, durationPS int64) {
-	p.line.Reset()
-	p.line.Int(lineID, id)
-	p.line.Int(lineDisplayID, id)
-	p.line.String(lineName, name)
-	p.line.Int(lineTimestampNS, 0) // relative to the profile start
+	p.lineStart = p.body.Begin(planeLines)
+	p.body.Int(lineID, id)
+	p.body.Int(lineDisplayID, id)
+	p.body.String(lineName, name)
+	p.body.Int(lineTimestampNS, 0) // relative to the profile start
 	if durationPS > 0 {
-		p.line.Int(lineDurationPS, durationPS)
+		p.body.Int(lineDurationPS, durationPS)
 	}
 }
 
@@ -203,10 +207,10 @@ func (p *plane) event(name string, offsetNS, durNS int64, stats func(*plane)) {
 	if stats != nil {
 		stats(p)
 	}
-	p.line.Bytes(lineEvents, p.ev.B)
+	p.body.Bytes(lineEvents, p.ev.B)
 }
 
-func (p *plane) endLine() { p.body.Bytes(planeLines, p.line.B) }
+func (p *plane) endLine() { p.body.End(p.lineStart) }
 
 func (p *plane) statInt(name string, v int64) {
 	q := p.ev.Begin(eventStats)
@@ -266,13 +270,11 @@ func (p *plane) planeStatString(name, v string) {
 	p.body.End(q)
 }
 
-// finish appends the plane to the space.
-func (p *plane) finish(space *protoenc.Enc) {
-	q := space.Begin(spacePlanes)
-	space.B = append(space.B, p.body.B...)
-	space.B = append(space.B, p.eventMD.B...)
-	space.B = append(space.B, p.statMD.B...)
-	space.End(q)
+// finish appends the plane's interned metadata and closes it.
+func (p *plane) finish() {
+	p.body.B = append(p.body.B, p.eventMD.B...)
+	p.body.B = append(p.body.B, p.statMD.B...)
+	p.body.End(p.start)
 }
 
 func (x *writer) rel(t int64) int64 { return t - x.m.Start.Mono }
@@ -311,7 +313,7 @@ func (x *writer) args(p *plane, r *event.Record, finished, device bool) {
 }
 
 func (x *writer) hostPlane(space *protoenc.Enc, l *event.Layout) {
-	p := newPlane(0, HostPlaneName)
+	p := newPlane(space, 0, HostPlaneName)
 	total := x.rel(x.m.Stop.Mono) * 1000
 	next := int64(1)
 	for i := range l.Rows {
@@ -343,7 +345,7 @@ func (x *writer) hostPlane(space *protoenc.Enc, l *event.Layout) {
 		}
 		p.endLine()
 	}
-	p.finish(space)
+	p.finish()
 }
 
 // events writes a row's spans and instants in the order xprof needs:
@@ -380,7 +382,7 @@ func (x *writer) devicePlanes(space *protoenc.Enc, l *event.Layout) {
 	total := x.rel(x.m.Stop.Mono) * 1000
 	overflow := int64(overflowLineIDs)
 	for _, d := range ordinals {
-		p := newPlane(int64(d), fmt.Sprintf("%s%d", GPUPlanePrefix, d))
+		p := newPlane(space, int64(d), fmt.Sprintf("%s%d", GPUPlanePrefix, d))
 		rows := byDevice[d]
 		slices.SortStableFunc(rows, func(a, b *event.Row) int {
 			ta, _ := x.s.Track(a)
@@ -406,13 +408,13 @@ func (x *writer) devicePlanes(space *protoenc.Enc, l *event.Layout) {
 			x.events(p, row, true)
 			p.endLine()
 		}
-		p.finish(space)
+		p.finish()
 	}
 }
 
 func (x *writer) taskEnvPlane(space *protoenc.Enc) {
-	p := newPlane(0, TaskEnvPlaneName)
+	p := newPlane(space, 0, TaskEnvPlaneName)
 	p.planeStatUint("profile_start_time", uint64(x.m.Start.Wall))
 	p.planeStatUint("profile_stop_time", uint64(x.m.Stop.Wall))
-	p.finish(space)
+	p.finish()
 }
