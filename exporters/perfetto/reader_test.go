@@ -18,28 +18,17 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/annotate"
+	"github.com/devprof/devprof/internal/eventtest"
 	"github.com/devprof/devprof/trace/event"
 )
 
 // Tests that record go through the process-wide active buffer
 // (event.Activate), so none of them may call t.Parallel.
 
-// record runs fn under a fresh active buffer, as trace.StartSession and
-// Session.Stop do, and returns the snapshot.
+// record records events for a test; see eventtest.Record.
 func record(t testing.TB, maxEvents int64, fn func(ctx context.Context)) *event.Snapshot {
 	t.Helper()
-	buf := event.NewBuffer(maxEvents, 2)
-	if !event.Activate(buf) {
-		t.Fatal("another buffer is active")
-	}
-	meta := event.Meta{Host: "testhost", PID: 4242, Program: "reader.test"}
-	meta.Start = event.ReadClocks()
-	func() {
-		defer event.Deactivate(buf)
-		fn(context.Background())
-	}()
-	meta.Stop = event.ReadClocks()
-	return buf.Snapshot(meta)
+	return eventtest.Record(t, maxEvents, fn)
 }
 
 func encode(t testing.TB, s *event.Snapshot, gz bool) []byte {

@@ -21,6 +21,7 @@ import (
 	"github.com/devprof/devprof/annotate"
 	"github.com/devprof/devprof/exporters/xplane"
 	"github.com/devprof/devprof/exporters/xplane/xplanepb"
+	"github.com/devprof/devprof/internal/eventtest"
 	"github.com/devprof/devprof/trace/event"
 )
 
@@ -29,22 +30,10 @@ import (
 
 const jaxFile = "testdata/jax_cpu.xplane.pb"
 
-// recordSession runs fn under a fresh active buffer, as trace.StartSession
-// and Session.Stop do, and returns the snapshot.
+// recordSession records events for a test; see eventtest.Record.
 func recordSession(t testing.TB, maxEvents int64, fn func(ctx context.Context)) *event.Snapshot {
 	t.Helper()
-	buf := event.NewBuffer(maxEvents, 2)
-	if !event.Activate(buf) {
-		t.Fatal("another buffer is active")
-	}
-	meta := event.Meta{Host: "testhost", PID: 4242, Program: "reader.test"}
-	meta.Start = event.ReadClocks()
-	func() {
-		defer event.Deactivate(buf)
-		fn(context.Background())
-	}()
-	meta.Stop = event.ReadClocks()
-	return buf.Snapshot(meta)
+	return eventtest.Record(t, maxEvents, fn)
 }
 
 // tick waits until the clock has moved, so that consecutive events never
