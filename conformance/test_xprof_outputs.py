@@ -119,6 +119,8 @@ def test_overview_reports_steps(manifest):
         exp = Counter((s["name"], round(s["dur_us"], 3)) for s in want)
     assert got == exp, f"step names/times differ: xprof {sorted(got)[:5]} vs recorded {sorted(exp)[:5]}"
     assert ov["avg_step_time_ms"] > 0
+    if m.get("device_type"):
+        assert ov["device_type"] == m["device_type"], f"overview device type {ov['device_type']!r}, want {m['device_type']!r}"
 
 
 @pytest.mark.parametrize("manifest", manifests(), ids=lambda p: os.path.basename(p))

@@ -397,6 +397,16 @@ func (x *writer) devicePlanes(space *protoenc.Enc, l *event.Layout) {
 		if first.DeviceName != "" {
 			p.planeStatString("gpu_device_name", first.DeviceName)
 		}
+		// Capability stats, with the names and value kinds xprof's
+		// device_caps_utils reads.
+		if c := first.Caps; c != (event.DeviceCaps{}) {
+			p.planeStatInt("clock_rate", c.ClockRateKHz)
+			p.planeStatInt("core_count", c.Cores)
+			p.planeStatUint("memory_bandwidth", c.MemoryBandwidth)
+			p.planeStatUint("memory_size", c.MemoryBytes)
+			p.planeStatInt("compute_cap_major", c.ComputeCapMajor)
+			p.planeStatInt("compute_cap_minor", c.ComputeCapMinor)
+		}
 		for _, row := range rows {
 			t, _ := x.s.Track(row)
 			id := t.ID

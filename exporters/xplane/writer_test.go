@@ -22,7 +22,8 @@ func deviceSnapshot() *event.Snapshot {
 	b := event.NewBuilder(event.Meta{Host: "gpu-host", Program: "trainer", PID: 4242,
 		Start: event.ClockAnchor{Mono: 0, Boot: 1e12, Wall: 1_795_000_000_000_000_000},
 		Stop:  event.ClockAnchor{Mono: 40 * ms, Boot: 1e12 + 40*ms, Wall: 1_795_000_000_040_000_000}})
-	compute := b.Track(event.Track{Kind: event.TrackDeviceStream, Device: 0, DeviceName: "NVIDIA H100 80GB HBM3", ID: 7, Name: "Stream #7(Compute)"})
+	compute := b.Track(event.Track{Kind: event.TrackDeviceStream, Device: 0, DeviceName: "NVIDIA H100 80GB HBM3", ID: 7, Name: "Stream #7(Compute)",
+		Caps: event.DeviceCaps{ClockRateKHz: 1_980_000, Cores: 132, MemoryBytes: 80 << 30, MemoryBandwidth: 3_350_000_000_000, ComputeCapMajor: 9, ComputeCapMinor: 0}})
 	copies := b.Track(event.Track{Kind: event.TrackDeviceStream, Device: 0, DeviceName: "NVIDIA H100 80GB HBM3", ID: 9, Name: "Stream #9(MemcpyH2D)"})
 	for i := int64(0); i < 3; i++ {
 		t0 := 1*ms + i*10*ms
@@ -87,6 +88,11 @@ func TestDevicePlanes(t *testing.T) {
 	caps := statMap(gpu, gpu.Stats)
 	if ref := caps["gpu_device_name"].GetRefValue(); gpu.StatMetadata[int64(ref)].GetName() != "NVIDIA H100 80GB HBM3" {
 		t.Errorf("device name stat %v", caps["gpu_device_name"])
+	}
+	if caps["clock_rate"].GetInt64Value() != 1_980_000 || caps["core_count"].GetInt64Value() != 132 ||
+		caps["memory_size"].GetUint64Value() != 80<<30 || caps["memory_bandwidth"].GetUint64Value() != 3_350_000_000_000 ||
+		caps["compute_cap_major"].GetInt64Value() != 9 || caps["compute_cap_minor"] == nil {
+		t.Errorf("capability stats %v", caps)
 	}
 	lines := map[int64]*xplanepb.XLine{}
 	for _, l := range gpu.Lines {

@@ -218,6 +218,10 @@ type XprofManifest struct {
 	// LaunchLinks counts host spans linked to device activity by a flow id
 	// (a launch and its kernel or copy): xprof draws each as a flow.
 	LaunchLinks int `json:"launch_links"`
+	// DeviceType is what the overview page must call the device, from the
+	// capability stats (measured on xprof 2.24.2: compute capability 9.x
+	// reads as "Nvidia GPU (Hopper)"); empty when not checked.
+	DeviceType string `json:"device_type,omitempty"`
 }
 
 // XprofEvent is an expected trace-viewer event on the /host:CPU process.
@@ -330,6 +334,9 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 		process := "/host:CPU"
 		if t, ok := s.Track(row); ok && t.Kind == event.TrackDeviceStream {
 			process = fmt.Sprintf("/device:GPU:%d", t.Device)
+			if t.Caps.ComputeCapMajor == 9 {
+				m.DeviceType = "Nvidia GPU (Hopper)"
+			}
 		}
 		for _, p := range row.Spans {
 			if process != "/host:CPU" {

@@ -23,6 +23,20 @@ type Track struct {
 	ID int64
 	// Name is the display name of the track ("Stream #7(Compute)").
 	Name string
+	// Caps describes the device of a device track, when the source knows
+	// it; zero fields are unknown.
+	Caps DeviceCaps
+}
+
+// DeviceCaps are a device's capabilities, as TensorBoard's profile plugin
+// shows them for a GPU.
+type DeviceCaps struct {
+	ClockRateKHz    int64  // SM clock
+	Cores           int64  // streaming multiprocessors
+	MemoryBytes     uint64 // device memory size
+	MemoryBandwidth uint64 // bytes per second
+	ComputeCapMajor int64
+	ComputeCapMinor int64
 }
 
 // AddTrack registers a track and returns its id (non-zero) for
