@@ -482,7 +482,10 @@ func (w *writer) slice(typ uint64, at int64, track uint64, r *event.Record, fini
 	if !finished {
 		w.annotation("unfinished", func() { w.pkt.Bool(daBoolValue, true) })
 	}
-	for _, f := range slices.Concat(flows, links) {
+	for _, f := range flows {
+		w.pkt.Fixed64(teFlowIDs, f)
+	}
+	for _, f := range links {
 		w.pkt.Fixed64(teFlowIDs, f)
 	}
 	if displaced {

@@ -151,35 +151,31 @@ func newPlane(space *protoenc.Enc, id int64, name string) *plane {
 	return p
 }
 
+// eventID and statID intern names in the plane's metadata maps; a stat
+// name table doubles as the string table of ref_value stats.
 func (p *plane) eventID(name string) int64 {
-	if id, ok := p.events[name]; ok {
-		return id
-	}
-	id := int64(len(p.events) + 1)
-	p.events[name] = id
-	e := p.eventMD.Begin(planeEventMetadata)
-	p.eventMD.Int(mapKey, id)
-	v := p.eventMD.Begin(mapValue)
-	p.eventMD.Int(mdID, id)
-	p.eventMD.String(mdName, name)
-	p.eventMD.End(v)
-	p.eventMD.End(e)
-	return id
+	return intern(p.events, &p.eventMD, planeEventMetadata, name)
 }
 
 func (p *plane) statID(name string) int64 {
-	if id, ok := p.stats[name]; ok {
+	return intern(p.stats, &p.statMD, planeStatMetadata, name)
+}
+
+// intern returns name's id in table, appending a map entry {id,
+// {id, name}} to md under field when the name is new (ids start at 1).
+func intern(table map[string]int64, md *protoenc.Enc, field int, name string) int64 {
+	if id, ok := table[name]; ok {
 		return id
 	}
-	id := int64(len(p.stats) + 1)
-	p.stats[name] = id
-	e := p.statMD.Begin(planeStatMetadata)
-	p.statMD.Int(mapKey, id)
-	v := p.statMD.Begin(mapValue)
-	p.statMD.Int(mdID, id)
-	p.statMD.String(mdName, name)
-	p.statMD.End(v)
-	p.statMD.End(e)
+	id := int64(len(table) + 1)
+	table[name] = id
+	e := md.Begin(field)
+	md.Int(mapKey, id)
+	v := md.Begin(mapValue)
+	md.Int(mdID, id)
+	md.String(mdName, name)
+	md.End(v)
+	md.End(e)
 	return id
 }
 
@@ -212,62 +208,43 @@ func (p *plane) event(name string, offsetNS, durNS int64, stats func(*plane)) {
 
 func (p *plane) endLine() { p.body.End(p.lineStart) }
 
-func (p *plane) statInt(name string, v int64) {
-	q := p.ev.Begin(eventStats)
-	p.ev.Int(statMetadataID, p.statID(name))
-	p.ev.Int(statInt64, v)
-	p.ev.End(q)
+// stat appends an XStat named name to dst under field (an event's or the
+// plane's stats); valueField is the oneof member that holds v.
+func (p *plane) stat(dst *protoenc.Enc, field int, name string, valueField int, v uint64) {
+	id := p.statID(name)
+	q := dst.Begin(field)
+	dst.Int(statMetadataID, id)
+	if valueField == statDouble {
+		dst.Fixed64(statDouble, v)
+	} else {
+		dst.Uint(valueField, v)
+	}
+	dst.End(q)
 }
 
-func (p *plane) statUint(name string, v uint64) {
-	q := p.ev.Begin(eventStats)
-	p.ev.Int(statMetadataID, p.statID(name))
-	p.ev.Uint(statUint64, v)
-	p.ev.End(q)
-}
+func (p *plane) statInt(name string, v int64) { p.stat(&p.ev, eventStats, name, statInt64, uint64(v)) }
+
+func (p *plane) statUint(name string, v uint64) { p.stat(&p.ev, eventStats, name, statUint64, v) }
 
 func (p *plane) statDouble(name string, v float64) {
-	q := p.ev.Begin(eventStats)
-	p.ev.Int(statMetadataID, p.statID(name))
-	p.ev.Fixed64(statDouble, math.Float64bits(v))
-	p.ev.End(q)
+	p.stat(&p.ev, eventStats, name, statDouble, math.Float64bits(v))
 }
 
 // statString interns v as a stat metadata name and refers to it, as the
 // TSL builder does for strings.
 func (p *plane) statString(name, v string) {
-	id := p.statID(name)
-	ref := p.statID(v)
-	q := p.ev.Begin(eventStats)
-	p.ev.Int(statMetadataID, id)
-	p.ev.Uint(statRef, uint64(ref))
-	p.ev.End(q)
+	p.stat(&p.ev, eventStats, name, statRef, uint64(p.statID(v)))
 }
 
-// planeStat adds a plane-level stat (device capabilities, profile times).
-func (p *plane) planeStatUint(name string, v uint64) {
-	id := p.statID(name)
-	q := p.body.Begin(planeStats)
-	p.body.Int(statMetadataID, id)
-	p.body.Uint(statUint64, v)
-	p.body.End(q)
-}
+// planeStat* add plane-level stats (device capabilities, profile times).
+func (p *plane) planeStatUint(name string, v uint64) { p.stat(p.body, planeStats, name, statUint64, v) }
 
 func (p *plane) planeStatInt(name string, v int64) {
-	id := p.statID(name)
-	q := p.body.Begin(planeStats)
-	p.body.Int(statMetadataID, id)
-	p.body.Int(statInt64, v)
-	p.body.End(q)
+	p.stat(p.body, planeStats, name, statInt64, uint64(v))
 }
 
 func (p *plane) planeStatString(name, v string) {
-	id := p.statID(name)
-	ref := p.statID(v)
-	q := p.body.Begin(planeStats)
-	p.body.Int(statMetadataID, id)
-	p.body.Uint(statRef, uint64(ref))
-	p.body.End(q)
+	p.stat(p.body, planeStats, name, statRef, uint64(p.statID(v)))
 }
 
 // finish appends the plane's interned metadata and closes it.
