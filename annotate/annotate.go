@@ -154,7 +154,11 @@ const noStep = -1
 //
 //go:noinline
 func beginCritical(ctx context.Context, name string, args []Arg) (context.Context, Span) {
-	return begin(ctx, name, args, uint8(LevelCritical))
+	b := event.Active()
+	if b == nil { // stopped since On was checked
+		return ctx, Span{}
+	}
+	return start(b, ctx, name, args, uint8(LevelCritical), noStep)
 }
 
 // begin is the out-of-line part of BeginLevel.
@@ -176,29 +180,16 @@ func start(b *event.Buffer, ctx context.Context, name string, args []Arg, level 
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	r := b.Reserve(event.SlotsFor(len(args)))
+	flags := uint8(0)
+	if step >= 0 {
+		flags = event.FlagStep
+	} else {
+		step = 0
+	}
+	c, r := b.StartSpan(ctx, name, args, level, flags, step)
 	if r == nil {
 		return ctx, Span{}
 	}
-	r.Kind = event.KindSpan
-	r.Level = level
-	r.Name = name
-	if step >= 0 {
-		r.Flags = event.FlagStep
-		r.ID2 = step
-	}
-	if p := event.SpanFromContext(ctx); p != nil && b.Owns(p) {
-		r.Parent = p.ID
-		r.Lane = p.Lane
-	} else {
-		r.Lane = uint32(r.ID)
-	}
-	if len(args) > 0 {
-		r.SetArgs(args)
-	}
-	c := r.AsContext(ctx)
-	r.Start = event.Now()
-	r.Commit()
 	return c, Span{rec: r}
 }
 
@@ -230,13 +221,13 @@ func instant(ctx context.Context, name string, args []Arg) {
 	}
 	r.Kind = event.KindInstant
 	r.Level = uint8(LevelCritical)
-	r.Name = name
+	r.SetName(b, name)
 	if p := event.SpanFromContext(ctx); p != nil && b.Owns(p) {
-		r.Parent = p.ID
-		r.Lane = p.Lane
+		r.Parent = p.Record().ID
+		r.Lane = p.Record().Lane
 	}
 	if len(args) > 0 {
-		r.SetArgs(args)
+		r.SetArgs(b, args)
 	}
 	r.Start = event.Now()
 	r.SetEnd(r.Start)
@@ -269,9 +260,8 @@ func (c Counter) set(v float64) {
 		return
 	}
 	r.Kind = event.KindCounter
-	r.Name = c.Name
-	r.NArgs = 1
-	r.Args[0] = Arg{Key: c.Unit, Kind: event.ArgFloat, Num: math.Float64bits(v)}
+	r.SetName(b, c.Name)
+	r.SetArgs(b, []Arg{{Key: c.Unit, Kind: event.ArgFloat, Num: math.Float64bits(v)}})
 	r.Start = event.Now()
 	r.SetEnd(r.Start)
 	r.Commit()

@@ -27,7 +27,7 @@ func record(t testing.TB, max int64, level uint8, fn func()) *event.Snapshot {
 func byName(s *event.Snapshot) map[string]*event.Record {
 	m := map[string]*event.Record{}
 	for _, r := range s.Events {
-		m[r.Name] = r
+		m[s.Name(r)] = r
 	}
 	return m
 }
@@ -183,7 +183,7 @@ func TestStepAndRun(t *testing.T) {
 	if f := m["forward"]; f == nil || f.Parent != m["train"].ID {
 		t.Fatalf("forward record %+v", f)
 	}
-	if c := m["loss"]; c == nil || c.Kind != event.KindCounter || c.Args[0].Float() != 0.25 {
+	if c := m["loss"]; c == nil || c.Kind != event.KindCounter || s.Args(c)[0].Float() != 0.25 {
 		t.Fatalf("counter %+v", c)
 	}
 }

@@ -22,16 +22,16 @@ func checkLayoutNests(t *testing.T, s *event.Snapshot) {
 			if len(stack) > 0 {
 				top := stack[len(stack)-1]
 				if p.End > top.End {
-					t.Fatalf("row %q: %q [%d,%d] overlaps %q [%d,%d]", row.Name, p.Name, p.Start, p.End, top.Name, top.Start, top.End)
+					t.Fatalf("row %q: %q [%d,%d] overlaps %q [%d,%d]", row.Name, s.Name(p.Record), p.Start, p.End, s.Name(top.Record), top.Start, top.End)
 				}
 				if top.ID != p.Parent {
-					t.Fatalf("row %q: %q sits under %q, its parent is %d", row.Name, p.Name, top.Name, p.Parent)
+					t.Fatalf("row %q: %q sits under %q, its parent is %d", row.Name, s.Name(p.Record), s.Name(top.Record), p.Parent)
 				}
 				if p.Displaced {
-					t.Fatalf("%q marked displaced but sits under its parent", p.Name)
+					t.Fatalf("%q marked displaced but sits under its parent", s.Name(p.Record))
 				}
 			} else if p.Parent != 0 && s.Lookup(p.Parent) != nil && !p.Displaced {
-				t.Fatalf("%q is a row root but has parent %d and is not marked displaced", p.Name, p.Parent)
+				t.Fatalf("%q is a row root but has parent %d and is not marked displaced", s.Name(p.Record), p.Parent)
 			}
 			stack = append(stack, p)
 		}

@@ -69,17 +69,17 @@ func checkRoundTrip(t *testing.T, path string, s *event.Snapshot) {
 		}
 		n++
 		end, _ := s.EndOf(r)
-		k := key{r.Name, s.Meta.BootNanos(r.Start), end - r.Start}
+		k := key{s.Name(r), s.Meta.BootNanos(r.Start), end - r.Start}
 		parent, ok := got[k]
 		if !ok {
 			t.Fatalf("span %v not in the trace", k)
 		}
 		want := ""
 		if p := s.Lookup(r.Parent); p != nil {
-			want = p.Name
+			want = s.Name(p)
 		}
 		if parent != want {
-			t.Fatalf("span %q: parent %q in the trace, recorded %q", r.Name, parent, want)
+			t.Fatalf("span %q: parent %q in the trace, recorded %q", s.Name(r), parent, want)
 		}
 	}
 	if n != len(tr.Slices) {

@@ -237,37 +237,43 @@ func (s *Session) stop() error {
 	s.snap = snap
 	s.out = Outputs{RunDir: s.runDir, Events: len(snap.Events), Dropped: snap.Meta.Dropped}
 	host := fileHost(s.meta.Host)
-	var errs []error
+	// The formats are written side by side, each by its own goroutine: they
+	// only read the snapshot, and its layout is computed once, up front.
+	snap.Layout()
+	type output struct {
+		path  *string
+		name  string
+		write func(*atomicfile.File) error
+	}
+	var outs []output
 	if s.cfg.perfetto {
 		name := host + ".pftrace"
 		if s.cfg.gzip {
 			name += ".gz"
 		}
-		p := filepath.Join(s.runDir, name)
-		if err := writeFile(p, func(f *atomicfile.File) error {
+		outs = append(outs, output{&s.out.Perfetto, name, func(f *atomicfile.File) error {
 			return perfetto.Write(f, snap, perfetto.WriteOptions{Gzip: s.cfg.gzip})
-		}); err != nil {
-			errs = append(errs, err)
-		} else {
-			s.out.Perfetto = p
-		}
+		}})
 	}
 	if s.cfg.xplane {
-		p := filepath.Join(s.runDir, host+".xplane.pb")
-		if err := writeFile(p, func(f *atomicfile.File) error { return xplane.Write(f, snap) }); err != nil {
-			errs = append(errs, err)
-		} else {
-			s.out.XPlane = p
-		}
+		outs = append(outs, output{&s.out.XPlane, host + ".xplane.pb", func(f *atomicfile.File) error { return xplane.Write(f, snap) }})
 	}
 	if s.cfg.chrome {
-		p := filepath.Join(s.runDir, host+".trace.json.gz")
-		if err := writeFile(p, func(f *atomicfile.File) error { return chrome.Write(f, snap) }); err != nil {
-			errs = append(errs, err)
-		} else {
-			s.out.Chrome = p
-		}
+		outs = append(outs, output{&s.out.Chrome, host + ".trace.json.gz", func(f *atomicfile.File) error { return chrome.Write(f, snap) }})
 	}
+	errs := make([]error, len(outs))
+	var wg sync.WaitGroup
+	for i, o := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := filepath.Join(s.runDir, o.name)
+			if errs[i] = writeFile(p, o.write); errs[i] == nil {
+				*o.path = p
+			}
+		}()
+	}
+	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

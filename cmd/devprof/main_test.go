@@ -35,7 +35,7 @@ func TestDemoOutputs(t *testing.T) {
 	}
 	steps := 0
 	for _, r := range snap.Events {
-		if r.Name == "train" {
+		if snap.Name(r) == "train" {
 			steps++
 		}
 	}
@@ -134,10 +134,10 @@ func TestConvertChain(t *testing.T) {
 	}
 	var a, b []string
 	for _, r := range orig.Events {
-		a = append(a, r.Kind.String()+":"+r.Name)
+		a = append(a, r.Kind.String()+":"+orig.Name(r))
 	}
 	for _, r := range final.Events {
-		b = append(b, r.Kind.String()+":"+r.Name)
+		b = append(b, r.Kind.String()+":"+final.Name(r))
 	}
 	na, nb := names(a), names(b)
 	for k, v := range na {

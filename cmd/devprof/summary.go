@@ -63,7 +63,7 @@ func spansOf(s *event.Snapshot) []spanstats.Span {
 			if len(stack) > 0 {
 				parent = stack[len(stack)-1]
 			}
-			out = append(out, spanstats.Span{Name: p.Name, Start: p.Start, Dur: p.End - p.Start, Track: uint64(ri), Parent: parent})
+			out = append(out, spanstats.Span{Name: s.Name(p.Record), Start: p.Start, Dur: p.End - p.Start, Track: uint64(ri), Parent: parent})
 			stack = append(stack, len(out)-1)
 		}
 	}

@@ -43,12 +43,13 @@ func WritePlain(w io.Writer, s *event.Snapshot) error {
 }
 
 type jw struct {
-	w     *bufio.Writer
-	s     *event.Snapshot
-	m     *event.Meta
-	b     []byte
-	first bool
-	err   error
+	argBuf []event.Arg // reused: one record's arguments at a time
+	w      *bufio.Writer
+	s      *event.Snapshot
+	m      *event.Meta
+	b      []byte
+	first  bool
+	err    error
 }
 
 func (j *jw) flush() {
@@ -107,7 +108,7 @@ func (j *jw) write() {
 			j.b = append(j.b, `,"dur":`...)
 			j.b = strconv.AppendFloat(j.b, float64(sp.End-sp.Start)/1e3, 'f', -1, 64)
 			j.b = append(j.b, `,"name":`...)
-			j.b = appendString(j.b, sp.Name)
+			j.b = appendString(j.b, j.s.Name(sp.Record))
 			j.flow(sp.Record)
 			j.args(sp.Record, sp.Finished)
 			j.b = append(j.b, '}')
@@ -127,15 +128,15 @@ func (j *jw) write() {
 		j.b = append(j.b, `,"ts":`...)
 		j.b = j.us(j.b, r.Start)
 		j.b = append(j.b, `,"name":`...)
-		j.b = appendString(j.b, r.Name)
+		j.b = appendString(j.b, j.s.Name(r))
 		j.b = append(j.b, `,"args":{`...)
-		unit := r.Args[0].Key
+		unit, v := j.s.Counter(r)
 		if unit == "" {
 			unit = "value"
 		}
 		j.b = appendString(j.b, unit)
 		j.b = append(j.b, ':')
-		j.b = appendFloat(j.b, r.Args[0].Float())
+		j.b = appendFloat(j.b, v)
 		j.b = append(j.b, "}}"...)
 		j.flush()
 	}
@@ -202,7 +203,7 @@ func (j *jw) instant(r *event.Record, pid, tid int, scope string) {
 	j.b = append(j.b, `,"ts":`...)
 	j.b = j.us(j.b, r.Start)
 	j.b = append(j.b, `,"name":`...)
-	j.b = appendString(j.b, r.Name)
+	j.b = appendString(j.b, j.s.Name(r))
 	j.flow(r)
 	j.args(r, true)
 	j.b = append(j.b, '}')
@@ -213,7 +214,8 @@ func (j *jw) instant(r *event.Record, pid, tid int, scope string) {
 // "flow v2" form: bind_id with flow_in and flow_out, which the Perfetto
 // importer chains in time order.
 func (j *jw) flow(r *event.Record) {
-	for _, a := range j.s.Args(r) {
+	j.argBuf = j.s.AppendArgs(j.argBuf[:0], r)
+	for _, a := range j.argBuf {
 		if a.Kind == event.ArgFlow {
 			j.b = append(j.b, `,"bind_id":`...)
 			j.b = strconv.AppendUint(j.b, a.Num, 10)
@@ -224,7 +226,8 @@ func (j *jw) flow(r *event.Record) {
 }
 
 func (j *jw) args(r *event.Record, finished bool) {
-	args := event.UniqueKeys(j.s.Args(r))
+	j.argBuf = j.s.AppendArgs(j.argBuf[:0], r)
+	args := event.UniqueKeys(j.argBuf)
 	step := r.Flags&event.FlagStep != 0
 	if len(args) == 0 && !step && finished {
 		return

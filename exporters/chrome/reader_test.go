@@ -89,21 +89,21 @@ func checkSnapshot(s *event.Snapshot) error {
 			return nil
 		}
 		if r.Lane == 0 || int(r.Lane) > len(s.Tracks) {
-			return fmt.Errorf("%s %q on track %d of %d", r.Kind, r.Name, r.Lane, len(s.Tracks))
+			return fmt.Errorf("%s %q on track %d of %d", r.Kind, s.Name(r), r.Lane, len(s.Tracks))
 		}
 		return nil
 	}
 	for _, r := range s.Events {
 		if r.Start < 0 || r.Start > stop {
-			return fmt.Errorf("%s %q at %d, session 0..%d", r.Kind, r.Name, r.Start, stop)
+			return fmt.Errorf("%s %q at %d, session 0..%d", r.Kind, s.Name(r), r.Start, stop)
 		}
 		args := s.Args(r)
 		if len(args) != int(r.NArgs) || len(args) > 255 {
-			return fmt.Errorf("%q has %d args (NArgs %d)", r.Name, len(args), r.NArgs)
+			return fmt.Errorf("%q has %d args (NArgs %d)", s.Name(r), len(args), r.NArgs)
 		}
 		for _, a := range args {
 			if a.Kind < event.ArgInt || a.Kind > event.ArgFlow {
-				return fmt.Errorf("%q: arg %q of kind %d", r.Name, a.Key, a.Kind)
+				return fmt.Errorf("%q: arg %q of kind %d", s.Name(r), a.Key, a.Kind)
 			}
 		}
 		switch r.Kind {
@@ -113,7 +113,7 @@ func checkSnapshot(s *event.Snapshot) error {
 			}
 			end, fin := s.EndOf(r)
 			if end < r.Start || end > max(stop, 1) {
-				return fmt.Errorf("%q ends at %d (start %d, stop %d)", r.Name, end, r.Start, stop)
+				return fmt.Errorf("%q ends at %d (start %d, stop %d)", s.Name(r), end, r.Start, stop)
 			}
 			if !fin && r.Kind != event.KindSpan {
 				return fmt.Errorf("unfinished %s", r.Kind)
@@ -123,18 +123,18 @@ func checkSnapshot(s *event.Snapshot) error {
 			}
 			p := s.Lookup(r.Parent)
 			if p == nil || p.Kind != event.KindSpan {
-				return fmt.Errorf("%q: parent %d is not a span", r.Name, r.Parent)
+				return fmt.Errorf("%q: parent %d is not a span", s.Name(r), r.Parent)
 			}
 			pend, _ := s.EndOf(p)
 			if p.Start > r.Start || pend < end && !(r.Kind == event.KindInstant && end == 1) {
-				return fmt.Errorf("%q %d..%d outside its parent %q %d..%d", r.Name, r.Start, end, p.Name, p.Start, pend)
+				return fmt.Errorf("%q %d..%d outside its parent %q %d..%d", s.Name(r), r.Start, end, s.Name(p), p.Start, pend)
 			}
 			if r.Kind == event.KindSpan && p.Lane != r.Lane {
-				return fmt.Errorf("%q on track %d, its parent %q on %d", r.Name, r.Lane, p.Name, p.Lane)
+				return fmt.Errorf("%q on track %d, its parent %q on %d", s.Name(r), r.Lane, s.Name(p), p.Lane)
 			}
 		case event.KindCounter:
-			if r.NArgs != 1 || r.Args[0].Kind != event.ArgFloat {
-				return fmt.Errorf("counter %q args %+v", r.Name, args)
+			if r.NArgs != 1 || s.Args(r)[0].Kind != event.ArgFloat {
+				return fmt.Errorf("counter %q args %+v", s.Name(r), args)
 			}
 		default:
 			return fmt.Errorf("record of kind %s", r.Kind)
@@ -165,7 +165,7 @@ func dump(s *event.Snapshot) string {
 		switch r.Kind {
 		case event.KindSpan:
 			end, fin := s.EndOf(r)
-			l = fmt.Sprintf("span %s %q %d..%d", where(r), r.Name, r.Start, end)
+			l = fmt.Sprintf("span %s %q %d..%d", where(r), s.Name(r), r.Start, end)
 			if !fin {
 				l += " unfinished"
 			}
@@ -173,14 +173,14 @@ func dump(s *event.Snapshot) string {
 				l += fmt.Sprintf(" step=%d", r.ID2)
 			}
 		case event.KindInstant:
-			l = fmt.Sprintf("instant %s %q %d", where(r), r.Name, r.Start)
+			l = fmt.Sprintf("instant %s %q %d", where(r), s.Name(r), r.Start)
 		case event.KindCounter:
-			l = fmt.Sprintf("counter %q unit=%q %d = %v", r.Name, r.Args[0].Key, r.Start, r.Args[0].Float())
+			l = fmt.Sprintf("counter %q unit=%q %d = %v", s.Name(r), s.Args(r)[0].Key, r.Start, s.Args(r)[0].Float())
 			lines = append(lines, l)
 			continue
 		}
 		if p := s.Lookup(r.Parent); p != nil {
-			l += fmt.Sprintf(" parent=%q@%d", p.Name, p.Start)
+			l += fmt.Sprintf(" parent=%q@%d", s.Name(p), p.Start)
 		}
 		for _, a := range s.Args(r) {
 			if a.Kind == event.ArgFlow {
@@ -232,10 +232,10 @@ func byName(t *testing.T, s *event.Snapshot, kind event.Kind) map[string]*event.
 	m := map[string]*event.Record{}
 	for _, r := range s.Events {
 		if r.Kind == kind {
-			if m[r.Name] != nil {
-				t.Fatalf("two %ss named %q", kind, r.Name)
+			if m[s.Name(r)] != nil {
+				t.Fatalf("two %ss named %q", kind, s.Name(r))
 			}
-			m[r.Name] = r
+			m[s.Name(r)] = r
 		}
 	}
 	return m
@@ -306,7 +306,7 @@ func TestRoundTripDevprof(t *testing.T) {
 			t.Errorf("%q: step flags %b/%d, want %b/%d", name, g.Flags, g.ID2, w.Flags, w.ID2)
 		}
 		wp, gp := s.Lookup(w.Parent), got.Lookup(g.Parent)
-		if (wp == nil) != (gp == nil) || wp != nil && wp.Name != gp.Name {
+		if (wp == nil) != (gp == nil) || wp != nil && s.Name(wp) != got.Name(gp) {
 			t.Errorf("%q: parent %v, want %v", name, gp, wp)
 		}
 		checkArgs(t, name, s.Args(w), got.Args(g))
@@ -327,7 +327,7 @@ func TestRoundTripDevprof(t *testing.T) {
 			continue
 		}
 		wp, gp := s.Lookup(w.Parent), got.Lookup(g.Parent)
-		if (wp == nil) != (gp == nil) || wp != nil && wp.Name != gp.Name {
+		if (wp == nil) != (gp == nil) || wp != nil && s.Name(wp) != got.Name(gp) {
 			t.Errorf("instant %q: parent %v, want %v", name, gp, wp)
 		}
 		if (g.Flags&event.FlagOnTrack != 0) != (wp != nil) {
@@ -343,7 +343,7 @@ func TestRoundTripDevprof(t *testing.T) {
 	}
 	for name, w := range want {
 		g := have[name]
-		if g == nil || !near(rel(s, w.Start), rel(got, g.Start)) || g.Args[0].Key != w.Args[0].Key || g.Args[0].Float() != w.Args[0].Float() {
+		if g == nil || !near(rel(s, w.Start), rel(got, g.Start)) || got.Args(g)[0].Key != s.Args(w)[0].Key || got.Args(g)[0].Float() != s.Args(w)[0].Float() {
 			t.Errorf("counter %q: %+v, want %+v", name, g, w)
 		}
 	}
@@ -429,7 +429,7 @@ func TestRoundTripDropped(t *testing.T) {
 	}
 	for _, r := range got.Events {
 		if r.Kind != event.KindSpan {
-			t.Errorf("%s %q read back", r.Kind, r.Name)
+			t.Errorf("%s %q read back", r.Kind, s.Name(r))
 		}
 	}
 	if n := len(got.Events); n != 8 {
@@ -945,12 +945,12 @@ func TestLimits(t *testing.T) {
 	s := mustRead(t, []byte(b.String()))
 	var deep int
 	for _, r := range s.Events {
-		switch r.Name {
+		switch s.Name(r) {
 		case "deep":
 			deep++
 		default:
-			if len(r.Name) != maxName || r.NArgs != 255 {
-				t.Errorf("name of %d bytes, %d args", len(r.Name), r.NArgs)
+			if len(s.Name(r)) != maxName || r.NArgs != 255 {
+				t.Errorf("name of %d bytes, %d args", len(s.Name(r)), r.NArgs)
 			}
 		}
 	}

@@ -122,24 +122,24 @@ func checkSpans(t *testing.T, s *event.Snapshot, tr *Trace) {
 			continue
 		}
 		spans++
-		i, sl := sliceNamed(t, tr, r.Name)
+		i, sl := sliceNamed(t, tr, s.Name(r))
 		end, _ := s.EndOf(r)
 		start := s.Meta.BootNanos(r.Start)
 		if sl.Start != start || sl.Dur != s.Meta.BootNanos(end)-start {
-			t.Errorf("%s: start %d dur %d, want %d %d", r.Name, sl.Start, sl.Dur, start, s.Meta.BootNanos(end)-start)
+			t.Errorf("%s: start %d dur %d, want %d %d", s.Name(r), sl.Start, sl.Dur, start, s.Meta.BootNanos(end)-start)
 		}
 		if want := wantArgs(s, r); !reflect.DeepEqual(sl.Args, want) {
-			t.Errorf("%s: args %#v, want %#v", r.Name, sl.Args, want)
+			t.Errorf("%s: args %#v, want %#v", s.Name(r), sl.Args, want)
 		}
 		if p := s.Lookup(r.Parent); p == nil {
 			if sl.Parent != -1 {
-				t.Errorf("%s: parent %d, want none", r.Name, sl.Parent)
+				t.Errorf("%s: parent %d, want none", s.Name(r), sl.Parent)
 			}
-		} else if sl.Parent < 0 || tr.Slices[sl.Parent].Name != p.Name {
-			t.Errorf("%s: parent %d, want %s", r.Name, sl.Parent, p.Name)
+		} else if sl.Parent < 0 || tr.Slices[sl.Parent].Name != s.Name(p) {
+			t.Errorf("%s: parent %d, want %s", s.Name(r), sl.Parent, s.Name(p))
 		}
 		if k := trackOf(t, tr, sl.Track).Kind; k != TrackThread {
-			t.Errorf("%s on a %s track", r.Name, k)
+			t.Errorf("%s on a %s track", s.Name(r), k)
 		}
 		_ = i
 	}
@@ -217,9 +217,9 @@ func TestReadDevprofTrace(t *testing.T) {
 		if r.Kind != event.KindInstant {
 			continue
 		}
-		in, ok := byName[r.Name]
+		in, ok := byName[s.Name(r)]
 		if !ok {
-			t.Errorf("instant %s missing", r.Name)
+			t.Errorf("instant %s missing", s.Name(r))
 			continue
 		}
 		if in.TS != m.BootNanos(r.Start) || !reflect.DeepEqual(in.Args, wantArgs(s, r)) {
@@ -242,7 +242,7 @@ func TestReadDevprofTrace(t *testing.T) {
 	var want []string
 	for _, r := range s.Events {
 		if r.Kind == event.KindCounter {
-			want = append(want, fmt.Sprintf("%s[%s]=%g@%d", r.Name, r.Args[0].Key, r.Args[0].Float(), m.BootNanos(r.Start)))
+			want = append(want, fmt.Sprintf("%s[%s]=%g@%d", s.Name(r), s.Args(r)[0].Key, s.Args(r)[0].Float(), m.BootNanos(r.Start)))
 		}
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -16,7 +16,7 @@ func describe(s *event.Snapshot, boot func(int64) int64) []string {
 	for _, r := range s.Events {
 		for _, a := range s.Args(r) {
 			if a.Kind == event.ArgFlow {
-				flowNames[a.Num] = append(flowNames[a.Num], r.Name)
+				flowNames[a.Num] = append(flowNames[a.Num], s.Name(r))
 			}
 		}
 	}
@@ -25,7 +25,7 @@ func describe(s *event.Snapshot, boot func(int64) int64) []string {
 		end, fin := s.EndOf(r)
 		parent := ""
 		if p := s.Lookup(r.Parent); p != nil {
-			parent = p.Name
+			parent = s.Name(p)
 		}
 		var args []string
 		for _, a := range s.Args(r) {
@@ -45,7 +45,7 @@ func describe(s *event.Snapshot, boot func(int64) int64) []string {
 			t := s.Tracks[r.Lane-1]
 			track = fmt.Sprintf(" on GPU %d stream %d", t.Device, t.ID)
 		}
-		out = append(out, fmt.Sprintf("%v %s [%d,%d] fin=%v parent=%q%s%s %v", r.Kind, r.Name, boot(r.Start), boot(end), fin, parent, step, track, args))
+		out = append(out, fmt.Sprintf("%v %s [%d,%d] fin=%v parent=%q%s%s %v", r.Kind, s.Name(r), boot(r.Start), boot(end), fin, parent, step, track, args))
 	}
 	slices.Sort(out)
 	return out

@@ -22,6 +22,7 @@ package perfetto
 import (
 	"compress/gzip"
 	"fmt"
+	"github.com/devprof/devprof/internal/intern"
 	"io"
 	"slices"
 
@@ -144,6 +145,7 @@ func Write(w io.Writer, s *event.Snapshot, opts WriteOptions) error {
 	}
 	tw := &writer{w: w, s: s, m: &s.Meta}
 	tw.write()
+	tw.flush()
 	if zw != nil {
 		if err := zw.Close(); tw.err == nil {
 			tw.err = err
@@ -160,11 +162,12 @@ type writer struct {
 
 	pkt    protoenc.Enc
 	intern protoenc.Enc // interned entries of the current packet
-	frame  []byte
+	out    []byte       // framed packets not yet handed to w
 
 	nextUUID uint64
 	seq      *sequence
 	nextSeq  uint32
+	argBuf   []event.Arg // reused by slice: one record's arguments at a time
 }
 
 // sequence is the per-sequence interning state.
@@ -173,18 +176,15 @@ type sequence struct {
 	started     bool
 	incremental bool  // timestamps are deltas on rowClock
 	last        int64 // the rowClock value after the previous packet
-	names       map[string]uint64
-	argNames    map[string]uint64
-	strs        map[string]uint64
+	names       intern.Table
+	argNames    intern.Table
+	strs        intern.Table
 }
 
 func (w *writer) newSequence() *sequence {
 	w.nextSeq++
 	return &sequence{
-		id:       w.nextSeq,
-		names:    map[string]uint64{},
-		argNames: map[string]uint64{},
-		strs:     map[string]uint64{},
+		id: w.nextSeq,
 	}
 }
 
@@ -209,11 +209,13 @@ func (w *writer) startPacket(ts int64, hasTS bool) {
 		w.pkt.Uint(pktTimestamp, uint64(ts))
 	}
 	w.pkt.Uint(pktSeqID, uint64(w.seq.id))
+	// Only the first packet of a sequence carries flags: it clears the
+	// state, which then stays valid (the file loses nothing), so marking
+	// every later packet SEQ_NEEDS_INCREMENTAL_STATE would cost two bytes
+	// an event and change nothing.
 	if !w.seq.started {
 		w.seq.started = true
 		w.pkt.Uint(pktSequenceFlags, seqIncrementalStateCleared)
-	} else {
-		w.pkt.Uint(pktSequenceFlags, seqNeedsIncrementalState)
 	}
 }
 
@@ -224,34 +226,37 @@ func (w *writer) finishPacket() {
 		w.pkt.Varint(uint64(len(w.intern.B)))
 		w.pkt.B = append(w.pkt.B, w.intern.B...)
 	}
-	if w.err != nil {
-		return
+	w.out = append(w.out, fTracePacket<<3|wireBytes)
+	w.out = protoenc.AppendVarint(w.out, uint64(len(w.pkt.B)))
+	w.out = append(w.out, w.pkt.B...)
+	if len(w.out) >= outBatch {
+		w.flush()
 	}
-	w.frame = w.frame[:0]
-	w.frame = append(w.frame, fTracePacket<<3|wireBytes)
-	w.frame = protoenc.AppendVarint(w.frame, uint64(len(w.pkt.B)))
-	if _, err := w.w.Write(w.frame); err != nil {
-		w.err = err
-		return
+}
+
+// outBatch is how many bytes of framed packets the writer collects before
+// writing them: one Write per packet would cost more than encoding it.
+const outBatch = 256 << 10
+
+// flush writes the collected packets to w.
+func (w *writer) flush() {
+	if w.err == nil && len(w.out) > 0 {
+		_, w.err = w.w.Write(w.out)
 	}
-	if _, err := w.w.Write(w.pkt.B); err != nil {
-		w.err = err
-	}
+	w.out = w.out[:0]
 }
 
 // iid returns the interned id of s in table, adding an entry to the
 // current packet's interned data when s is new on the sequence.
-func (w *writer) iid(table map[string]uint64, field int, s string) uint64 {
-	if id, ok := table[s]; ok {
-		return id
+func (w *writer) iid(table *intern.Table, field int, s string) uint64 {
+	id, added := table.ID(s)
+	if added {
+		p := w.intern.Begin(field)
+		w.intern.Uint(internIID, uint64(id))
+		w.intern.String(internName, s)
+		w.intern.End(p)
 	}
-	id := uint64(len(table) + 1)
-	table[s] = id
-	p := w.intern.Begin(field)
-	w.intern.Uint(internIID, id)
-	w.intern.String(internName, s)
-	w.intern.End(p)
-	return id
+	return uint64(id)
 }
 
 func (w *writer) boot(t int64) int64 { return w.m.BootNanos(t) }
@@ -356,7 +361,8 @@ func (w *writer) write() {
 	type counterKey struct{ name, unit string }
 	counterUUID := map[counterKey]uint64{}
 	for _, r := range l.Counters {
-		k := counterKey{r.Name, r.Args[0].Key}
+		unit, _ := w.s.Counter(r)
+		k := counterKey{w.s.Name(r), unit}
 		if _, ok := counterUUID[k]; ok {
 			continue
 		}
@@ -441,7 +447,7 @@ func (w *writer) write() {
 		p := w.pkt.Begin(pktTrackEvent)
 		w.pkt.Uint(teType, typeInstant)
 		w.pkt.Uint(teTrackUUID, procUUID)
-		w.pkt.Uint(teNameIID, w.iid(w.seq.names, idEventNames, fmt.Sprintf("devprof: %d events dropped (buffer full at max_events=%d)", m.Dropped, m.MaxEvents)))
+		w.pkt.Uint(teNameIID, w.iid(&w.seq.names, idEventNames, fmt.Sprintf("devprof: %d events dropped (buffer full at max_events=%d)", m.Dropped, m.MaxEvents)))
 		w.annotation("dropped_events", func() { w.pkt.Int(daIntValue, m.Dropped) })
 		w.annotation("max_events", func() { w.pkt.Int(daIntValue, m.MaxEvents) })
 		w.pkt.End(p)
@@ -451,8 +457,9 @@ func (w *writer) write() {
 		w.startPacket(w.boot(r.Start), true)
 		p := w.pkt.Begin(pktTrackEvent)
 		w.pkt.Uint(teType, typeCounter)
-		w.pkt.Uint(teTrackUUID, counterUUID[counterKey{r.Name, r.Args[0].Key}])
-		w.pkt.Double(teDoubleCounterValue, r.Args[0].Float())
+		unit, v := w.s.Counter(r)
+		w.pkt.Uint(teTrackUUID, counterUUID[counterKey{w.s.Name(r), unit}])
+		w.pkt.Double(teDoubleCounterValue, v)
 		w.pkt.End(p)
 		w.finishPacket()
 	}
@@ -467,9 +474,10 @@ func (w *writer) slice(typ uint64, at int64, track uint64, r *event.Record, fini
 	if track != 0 {
 		w.pkt.Uint(teTrackUUID, track)
 	}
-	w.pkt.Uint(teNameIID, w.iid(w.seq.names, idEventNames, r.Name))
+	w.pkt.Uint(teNameIID, w.iid(&w.seq.names, idEventNames, w.s.Name(r)))
 	var flows []uint64
-	for _, a := range event.UniqueKeys(w.s.Args(r)) {
+	w.argBuf = w.s.AppendArgs(w.argBuf[:0], r)
+	for _, a := range event.UniqueKeys(w.argBuf) {
 		if a.Kind == event.ArgFlow {
 			flows = append(flows, a.Num)
 			continue
@@ -497,14 +505,14 @@ func (w *writer) slice(typ uint64, at int64, track uint64, r *event.Record, fini
 
 func (w *writer) annotation(name string, value func()) {
 	p := w.pkt.Begin(teDebugAnnotations)
-	w.pkt.Uint(daNameIID, w.iid(w.seq.argNames, idDebugAnnotNames, name))
+	w.pkt.Uint(daNameIID, w.iid(&w.seq.argNames, idDebugAnnotNames, name))
 	value()
 	w.pkt.End(p)
 }
 
 func (w *writer) arg(a event.Arg) {
 	p := w.pkt.Begin(teDebugAnnotations)
-	w.pkt.Uint(daNameIID, w.iid(w.seq.argNames, idDebugAnnotNames, a.Key))
+	w.pkt.Uint(daNameIID, w.iid(&w.seq.argNames, idDebugAnnotNames, a.Key))
 	switch a.Kind {
 	case event.ArgInt:
 		w.pkt.Int(daIntValue, int64(a.Num))
@@ -515,9 +523,9 @@ func (w *writer) arg(a event.Arg) {
 	case event.ArgBool:
 		w.pkt.Bool(daBoolValue, a.Num != 0)
 	case event.ArgString:
-		w.pkt.Uint(daStringValueIID, w.iid(w.seq.strs, idDebugAnnotStrs, a.Str))
+		w.pkt.Uint(daStringValueIID, w.iid(&w.seq.strs, idDebugAnnotStrs, a.Str))
 	case event.ArgDuration:
-		w.pkt.Uint(daStringValueIID, w.iid(w.seq.strs, idDebugAnnotStrs, a.Duration().String()))
+		w.pkt.Uint(daStringValueIID, w.iid(&w.seq.strs, idDebugAnnotStrs, a.Duration().String()))
 	}
 	w.pkt.End(p)
 }

@@ -70,7 +70,7 @@ type evKey struct {
 }
 
 func keyOf(s *event.Snapshot, r *event.Record) evKey {
-	return evKey{r.Kind, r.Name, r.Start - s.Meta.Start.Mono}
+	return evKey{r.Kind, s.Name(r), r.Start - s.Meta.Start.Mono}
 }
 
 func index(t *testing.T, s *event.Snapshot) map[evKey]*event.Record {
@@ -171,8 +171,8 @@ func TestReadRoundTrip(t *testing.T) {
 			t.Errorf("%v: end %d, want %d", k, gend, wend-s.Meta.Start.Mono)
 		}
 		if w.Kind == event.KindCounter {
-			if g.Args[0] != w.Args[0] {
-				t.Errorf("%v: sample %+v, want %+v", k, g.Args[0], w.Args[0])
+			if got.Args(g)[0] != s.Args(w)[0] {
+				t.Errorf("%v: sample %+v, want %+v", k, got.Args(g)[0], s.Args(w)[0])
 			}
 			continue
 		}
@@ -369,7 +369,7 @@ func TestReadDevicePlanes(t *testing.T) {
 	}
 	var launch, kernel *event.Record
 	for _, r := range got.Events {
-		switch r.Name {
+		switch s.Name(r) {
 		case "cudaLaunchKernel":
 			launch = r
 		case "sgemm_kernel":
@@ -435,9 +435,9 @@ func TestReadJAX(t *testing.T) {
 	var steps, fwds []*event.Record
 	for _, r := range s.Events {
 		if r.Kind != event.KindSpan && r.Kind != event.KindInstant || r.Flags&event.FlagOnTrack == 0 {
-			t.Fatalf("%s: kind %v flags %b", r.Name, r.Kind, r.Flags)
+			t.Fatalf("%s: kind %v flags %b", s.Name(r), r.Kind, r.Flags)
 		}
-		switch r.Name {
+		switch s.Name(r) {
 		case "train":
 			steps = append(steps, r)
 		case "fwd":
@@ -474,7 +474,7 @@ func TestReadJAX(t *testing.T) {
 	// XLA ops: interned strings resolved, every stat kept (twice _src).
 	ops := 0
 	for _, r := range s.Events {
-		if r.Name != "ynn_fusion" {
+		if s.Name(r) != "ynn_fusion" {
 			continue
 		}
 		ops++
@@ -651,11 +651,11 @@ func TestReadTraceMeNames(t *testing.T) {
 			t.Errorf("%q: no event", c.in)
 			continue
 		}
-		if got := s.Args(r); r.Name != c.name || !reflect.DeepEqual(slices.Clone(got), c.args) && (len(got) != 0 || len(c.args) != 0) {
-			t.Errorf("%q: got %q %+v, want %q %+v", c.in, r.Name, got, c.name, c.args)
+		if got := s.Args(r); s.Name(r) != c.name || !reflect.DeepEqual(slices.Clone(got), c.args) && (len(got) != 0 || len(c.args) != 0) {
+			t.Errorf("%q: got %q %+v, want %q %+v", c.in, s.Name(r), got, c.name, c.args)
 		}
 	}
-	if r := spans[1000]; r == nil || r.Name != "train" || r.Flags&event.FlagStep == 0 || r.ID2 != 7 || r.NArgs != 0 {
+	if r := spans[1000]; r == nil || s.Name(r) != "train" || r.Flags&event.FlagStep == 0 || r.ID2 != 7 || r.NArgs != 0 {
 		t.Errorf("encoded step: %+v", r)
 	}
 }
@@ -670,7 +670,7 @@ func TestReadForms(t *testing.T) {
 		s := readXSpace(t, sp.bytes(t))
 		for _, r := range s.Events {
 			if r.Start != 3000 || r.End() != 3003 {
-				t.Errorf("%s at %d..%d, want 3000..3003", r.Name, r.Start, r.End())
+				t.Errorf("%s at %d..%d, want 3000..3003", s.Name(r), r.Start, r.End())
 			}
 		}
 		if s.Meta.Start.Wall != start || s.Meta.Stop.Mono != 50_000 {
@@ -684,7 +684,7 @@ func TestReadForms(t *testing.T) {
 		s := readXSpace(t, sp.bytes(t))
 		got := map[string][2]int64{}
 		for _, r := range s.Events {
-			got[r.Name] = [2]int64{r.Start, r.End()}
+			got[s.Name(r)] = [2]int64{r.Start, r.End()}
 		}
 		if got["a"] != [2]int64{5000, 7000} || got["b"] != [2]int64{0, 1} {
 			t.Errorf("times %v", got)
@@ -716,11 +716,11 @@ func TestReadForms(t *testing.T) {
 		s := readXSpace(t, sp.bytes(t))
 		name := map[uint64]string{}
 		for _, r := range s.Events {
-			name[r.ID] = r.Name
+			name[r.ID] = s.Name(r)
 		}
 		parents := map[string]string{}
 		for _, r := range s.Events {
-			parents[r.Name] = name[r.Parent]
+			parents[s.Name(r)] = name[r.Parent]
 		}
 		want := map[string]string{"a": "", "b": "a", "c": "a", "d": "b", "e": "d", "f": "c", "g": "a"}
 		if !reflect.DeepEqual(parents, want) {
@@ -744,7 +744,7 @@ func TestReadForms(t *testing.T) {
 		s := readXSpace(t, sp.bytes(t))
 		byName := map[string]*event.Record{}
 		for _, r := range s.Events {
-			byName[r.Name] = r
+			byName[s.Name(r)] = r
 		}
 		if r := byName["neg"]; r == nil || r.Kind != event.KindInstant || r.Start != 1 {
 			t.Errorf("negative duration: %+v", r)
@@ -801,16 +801,16 @@ func TestReadForms(t *testing.T) {
 		for _, r := range s.Events {
 			switch r.Kind {
 			case event.KindCounter:
-				counters = append(counters, fmt.Sprintf("%s/%s/%v@%d", r.Name, r.Args[0].Key, r.Args[0].Float(), r.Start))
+				counters = append(counters, fmt.Sprintf("%s/%s/%v@%d", s.Name(r), s.Args(r)[0].Key, s.Args(r)[0].Float(), r.Start))
 			case event.KindActivity:
-				if r.Name == "k" {
+				if s.Name(r) == "k" {
 					am := argsMap(s, r)
 					if am["<flow>"].Num != 5 || am["_r"].Num != 1 || len(am) != 2 {
 						t.Errorf("k args %+v", am)
 					}
 				}
 			default:
-				t.Errorf("%s: kind %v on a device plane", r.Name, r.Kind)
+				t.Errorf("%s: kind %v on a device plane", s.Name(r), r.Kind)
 			}
 		}
 		if !slices.Equal(counters, []string{"heap/bytes/42@1"}) {
@@ -837,7 +837,7 @@ func TestReadForms(t *testing.T) {
 		}
 		var launch, step *event.Record
 		for _, r := range s.Events {
-			switch r.Name {
+			switch s.Name(r) {
 			case "cuLaunchKernel":
 				launch = r
 			case "step":
@@ -861,7 +861,7 @@ func TestReadForms(t *testing.T) {
 		zw.Write(raw)
 		zw.Close()
 		s := readXSpace(t, gz.Bytes())
-		if len(s.Events) != 1 || s.Events[0].Name != "name-\uFFFD-valid-ok" {
+		if len(s.Events) != 1 || s.Name(s.Events[0]) != "name-\uFFFD-valid-ok" {
 			t.Errorf("events %+v", s.Events)
 		}
 		if !strings.Contains(strings.Join(s.Meta.Warnings, "\n"), "not valid UTF-8") {
@@ -946,15 +946,15 @@ func FuzzRead(f *testing.F) {
 		}
 		for _, r := range s.Events {
 			if end, _ := s.EndOf(r); end < r.Start {
-				t.Fatalf("%s ends at %d before its start %d", r.Name, end, r.Start)
+				t.Fatalf("%s ends at %d before its start %d", s.Name(r), end, r.Start)
 			}
 			if r.Kind == event.KindActivity || r.Flags&event.FlagOnTrack != 0 {
 				if r.Lane == 0 || int(r.Lane) > len(s.Tracks) {
-					t.Fatalf("%s on unknown track %d", r.Name, r.Lane)
+					t.Fatalf("%s on unknown track %d", s.Name(r), r.Lane)
 				}
 			}
 			if p := s.Lookup(r.Parent); r.Parent != 0 && (p == nil || p.Start > r.Start) {
-				t.Fatalf("%s: bad parent %d", r.Name, r.Parent)
+				t.Fatalf("%s: bad parent %d", s.Name(r), r.Parent)
 			}
 		}
 		// Whatever was read can be written and read again.

@@ -30,6 +30,7 @@ package xplane
 import (
 	"cmp"
 	"fmt"
+	"github.com/devprof/devprof/internal/intern"
 	"io"
 	"math"
 	"slices"
@@ -98,7 +99,8 @@ func Write(w io.Writer, s *event.Snapshot) error {
 		if r.Kind != event.KindActivity {
 			continue
 		}
-		for _, a := range s.Args(r) {
+		x.argBuf = s.AppendArgs(x.argBuf[:0], r)
+		for _, a := range x.argBuf {
 			if a.Kind == event.ArgFlow {
 				x.correlated[a.Num] = true
 			}
@@ -127,15 +129,16 @@ type writer struct {
 	// correlated holds flow ids that appear on device activity: on host
 	// spans they become correlation_id stats (launch → kernel).
 	correlated map[uint64]bool
+	argBuf     []event.Arg // reused by args: one record's arguments at a time
 }
 
 // plane accumulates one XPlane's lines and interned metadata.
 type plane struct {
 	body      *protoenc.Enc // the space being written: the plane is open in it
 	start     int           // Begin position of the plane in body
-	events    map[string]int64
+	events    intern.Table
 	eventMD   protoenc.Enc
-	stats     map[string]int64
+	stats     intern.Table
 	statMD    protoenc.Enc
 	lineStart int          // Begin position of the open line in body
 	ev        protoenc.Enc // scratch for one event
@@ -144,7 +147,7 @@ type plane struct {
 // newPlane opens a plane in space. Lines and events are written straight
 // into it; interned metadata is appended when the plane is finished.
 func newPlane(space *protoenc.Enc, id int64, name string) *plane {
-	p := &plane{body: space, events: map[string]int64{}, stats: map[string]int64{}}
+	p := &plane{body: space}
 	p.start = space.Begin(spacePlanes)
 	p.body.Int(planeID, id)
 	p.body.String(planeName, name)
@@ -154,21 +157,20 @@ func newPlane(space *protoenc.Enc, id int64, name string) *plane {
 // eventID and statID intern names in the plane's metadata maps; a stat
 // name table doubles as the string table of ref_value stats.
 func (p *plane) eventID(name string) int64 {
-	return intern(p.events, &p.eventMD, planeEventMetadata, name)
+	return addMetadata(&p.events, &p.eventMD, planeEventMetadata, name)
 }
 
 func (p *plane) statID(name string) int64 {
-	return intern(p.stats, &p.statMD, planeStatMetadata, name)
+	return addMetadata(&p.stats, &p.statMD, planeStatMetadata, name)
 }
 
-// intern returns name's id in table, appending a map entry {id,
+// addMetadata returns name's id in table, appending a map entry {id,
 // {id, name}} to md under field when the name is new (ids start at 1).
-func intern(table map[string]int64, md *protoenc.Enc, field int, name string) int64 {
-	if id, ok := table[name]; ok {
+func addMetadata(table *intern.Table, md *protoenc.Enc, field int, name string) int64 {
+	id, added := table.ID(name)
+	if !added {
 		return id
 	}
-	id := int64(len(table) + 1)
-	table[name] = id
 	e := md.Begin(field)
 	md.Int(mapKey, id)
 	v := md.Begin(mapValue)
@@ -260,7 +262,8 @@ func (x *writer) rel(t int64) int64 { return t - x.m.Start.Mono }
 // correlation_id on device events, and on host events whose id also
 // appears on device activity (a launch and its kernel).
 func (x *writer) args(p *plane, r *event.Record, finished, device bool) {
-	for _, a := range x.s.Args(r) {
+	x.argBuf = x.s.AppendArgs(x.argBuf[:0], r)
+	for _, a := range x.argBuf {
 		switch a.Kind {
 		case event.ArgInt:
 			p.statInt(a.Key, int64(a.Num))
@@ -307,18 +310,19 @@ func (x *writer) hostPlane(space *protoenc.Enc, l *event.Layout) {
 		p.beginLine(next, InstantsLineName, total)
 		next++
 		for _, r := range l.Loose {
-			p.event(r.Name, x.rel(r.Start), 0, func(p *plane) { x.args(p, r, true, false) })
+			p.event(x.s.Name(r), x.rel(r.Start), 0, func(p *plane) { x.args(p, r, true, false) })
 		}
 		p.endLine()
 	}
 	if len(l.Counters) > 0 {
 		p.beginLine(next, CountersLineName, total)
 		for _, r := range l.Counters {
-			name := r.Name
-			if u := r.Args[0].Key; u != "" {
+			name := x.s.Name(r)
+			u, v := x.s.Counter(r)
+			if u != "" {
 				name += " (" + u + ")"
 			}
-			p.event(name, x.rel(r.Start), 0, func(p *plane) { p.statDouble("value", r.Args[0].Float()) })
+			p.event(name, x.rel(r.Start), 0, func(p *plane) { p.statDouble("value", v) })
 		}
 		p.endLine()
 	}
@@ -331,9 +335,9 @@ func (x *writer) events(p *plane, row *event.Row, device bool) {
 	row.Walk(func(typ event.RowEventType, sp *event.Placed, inst *event.Record) {
 		switch typ {
 		case event.RowBegin:
-			p.event(sp.Name, x.rel(sp.Start), sp.End-sp.Start, func(p *plane) { x.args(p, sp.Record, sp.Finished, device) })
+			p.event(x.s.Name(sp.Record), x.rel(sp.Start), sp.End-sp.Start, func(p *plane) { x.args(p, sp.Record, sp.Finished, device) })
 		case event.RowInstant:
-			p.event(inst.Name, x.rel(inst.Start), 0, func(p *plane) { x.args(p, inst, true, device) })
+			p.event(x.s.Name(inst), x.rel(inst.Start), 0, func(p *plane) { x.args(p, inst, true, device) })
 		}
 	})
 }

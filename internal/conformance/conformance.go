@@ -89,7 +89,7 @@ func Expect(s *event.Snapshot, traceName string) *Manifest {
 		args := map[string]Arg{}
 		for _, a := range s.Args(r) {
 			if a.Kind == event.ArgFlow {
-				flows[a.Num] = append(flows[a.Num], flowEnd{r.Start, r.Name})
+				flows[a.Num] = append(flows[a.Num], flowEnd{r.Start, s.Name(r)})
 				continue
 			}
 			args[a.Key] = arg(a)
@@ -105,20 +105,22 @@ func Expect(s *event.Snapshot, traceName string) *Manifest {
 			}
 			var parent *string
 			if p := s.Lookup(r.Parent); p != nil {
-				parent = &p.Name
+				pn := s.Name(p)
+				parent = &pn
 			}
-			m.Spans = append(m.Spans, Span{Name: r.Name, TS: s.Meta.BootNanos(r.Start), Dur: end - r.Start, Parent: parent, Args: args})
+			m.Spans = append(m.Spans, Span{Name: s.Name(r), TS: s.Meta.BootNanos(r.Start), Dur: end - r.Start, Parent: parent, Args: args})
 		case event.KindInstant:
-			m.Instants = append(m.Instants, Instant{Name: r.Name, TS: s.Meta.BootNanos(r.Start), Args: args})
+			m.Instants = append(m.Instants, Instant{Name: s.Name(r), TS: s.Meta.BootNanos(r.Start), Args: args})
 		case event.KindCounter:
-			k := [2]string{r.Name, r.Args[0].Key}
+			unit, val := s.Counter(r)
+			k := [2]string{s.Name(r), unit}
 			i, ok := counters[k]
 			if !ok {
 				i = len(m.Counters)
 				counters[k] = i
-				m.Counters = append(m.Counters, Counter{Name: r.Name, Unit: r.Args[0].Key})
+				m.Counters = append(m.Counters, Counter{Name: s.Name(r), Unit: unit})
 			}
-			m.Counters[i].Samples = append(m.Counters[i].Samples, Sample{s.Meta.BootNanos(r.Start), r.Args[0].Float()})
+			m.Counters[i].Samples = append(m.Counters[i].Samples, Sample{s.Meta.BootNanos(r.Start), val})
 		}
 	}
 	for i := range m.Counters {
@@ -342,13 +344,13 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 			if process != "/host:CPU" {
 				for _, a := range s.Args(p.Record) {
 					if a.Key == "kernel_details" {
-						m.Kernels[p.Name]++
+						m.Kernels[s.Name(p.Record)]++
 					}
 				}
 			}
-			name := p.Name
+			name := s.Name(p.Record)
 			if p.Flags&event.FlagStep != 0 {
-				name = fmt.Sprintf("%s %d", p.Name, p.ID2)
+				name = fmt.Sprintf("%s %d", s.Name(p.Record), p.ID2)
 				st := XprofStep{Name: name, DurUs: float64(p.End-p.Start) / 1e3}
 				if e, ok := stepDevice[p.ID]; ok {
 					st.DeviceUs = float64(e.hi-e.lo) / 1e3
@@ -358,16 +360,17 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 			m.Events = append(m.Events, XprofEvent{Process: process, Name: name, Thread: row.Name, TSUs: us(p.Start), DurUs: float64(p.End-p.Start) / 1e3, Args: args(p.Record, p.Finished)})
 		}
 		for _, r := range row.Instants {
-			m.Events = append(m.Events, XprofEvent{Process: process, Name: r.Name, Thread: row.Name, TSUs: us(r.Start), Args: args(r, true)})
+			m.Events = append(m.Events, XprofEvent{Process: process, Name: s.Name(r), Thread: row.Name, TSUs: us(r.Start), Args: args(r, true)})
 		}
 	}
 	for _, r := range l.Loose {
-		m.Events = append(m.Events, XprofEvent{Process: "/host:CPU", Name: r.Name, Thread: "Instants", TSUs: us(r.Start), Args: args(r, true)})
+		m.Events = append(m.Events, XprofEvent{Process: "/host:CPU", Name: s.Name(r), Thread: "Instants", TSUs: us(r.Start), Args: args(r, true)})
 	}
 	idx := map[string]int{}
 	for _, r := range l.Counters {
-		name := r.Name
-		if u := r.Args[0].Key; u != "" {
+		name := s.Name(r)
+		unit, val := s.Counter(r)
+		if u := unit; u != "" {
 			name += " (" + u + ")"
 		}
 		i, ok := idx[name]
@@ -376,7 +379,7 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 			idx[name] = i
 			m.Counters = append(m.Counters, XprofCounter{Name: name})
 		}
-		m.Counters[i].Samples = append(m.Counters[i].Samples, [2]float64{us(r.Start), r.Args[0].Float()})
+		m.Counters[i].Samples = append(m.Counters[i].Samples, [2]float64{us(r.Start), val})
 	}
 	return m
 }

@@ -1,9 +1,11 @@
 package event
 
 import (
+	"context"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 	_ "unsafe" // for go:linkname
 )
 
@@ -19,10 +21,21 @@ type chunk struct {
 	prev *chunk       // chunks form a list, newest first
 }
 
+// slab is a chunk while it is a shard's current chunk, with the span
+// contexts handed out beside its records (ctxs[i] belongs to recs[i]). Only
+// the shard points to a slab: once the shard moves on, the contexts stay
+// alive only as long as the program holds them. The records, which hold no
+// pointers, are never scanned by the garbage collector, and neither are
+// the contexts of finished spans.
+type slab struct {
+	*chunk
+	ctxs []SpanContext
+}
+
 // shard is a per-P allocation point. Padding keeps each shard's hot words on
 // cache lines of their own (see reference/go_peers.md §1.2).
 type shard struct {
-	cur   atomic.Pointer[chunk]
+	cur   atomic.Pointer[slab]
 	drops atomic.Int64
 	// refill serialises installing a new chunk on this shard (the slow
 	// path, once per chunk), so that no chunk is ever left unreachable.
@@ -51,6 +64,11 @@ type Buffer struct {
 
 	mu     sync.Mutex // guards tracks; taken only when a source registers a track
 	tracks []Track
+
+	strs *strtab // names, argument keys and string values of the records
+
+	spares       chan *slab    // slabs prepared by prefetch; nil for buffers without one
+	stopPrefetch chan struct{} // closed by Deactivate
 
 	// cal converts TSC ticks to monotonic ns at snapshot time; nil when
 	// ticks are already nanoseconds.
@@ -86,18 +104,27 @@ func newBuffer(maxRecords int64, level uint8, n int) *Buffer {
 	b := &Buffer{
 		epoch:      epochs.Add(1),
 		level:      level,
-		shards:     make([]shard, n),
+		shards:     make([]shard, shardCount(n)),
 		maxRecords: maxRecords,
+		strs:       newStrtab(),
 	}
 	b.budget.Store(maxRecords)
+	if maxRecords >= prefetchMin {
+		b.spares = make(chan *slab, n+1)
+		b.stopPrefetch = make(chan struct{})
+	}
 	return b
 }
 
 // Level returns the host tracer level of the buffer.
 func (b *Buffer) Level() uint8 { return b.level }
 
-// Owns reports whether r was written into b (as opposed to an older session).
-func (b *Buffer) Owns(r *Record) bool { return r.epoch == b.epoch }
+// Owns reports whether c is the context of a span of b (as opposed to one
+// of an older session).
+func (b *Buffer) Owns(c *SpanContext) bool { return c.epoch == b.epoch }
+
+// Intern returns the id of s in b's string table, for Record.NameID.
+func (b *Buffer) Intern(s string) uint32 { return b.strs.id(s) }
 
 //go:linkname procPin runtime.procPin
 func procPin() int
@@ -109,47 +136,131 @@ func procUnpin()
 // buffer is full, in which case the drop is counted. The caller fills the
 // first record, then calls Commit on it.
 func (b *Buffer) Reserve(n int) *Record {
+	c, i := b.reserve(n)
+	if c == nil {
+		return nil
+	}
+	return c.take(i)
+}
+
+// ReserveSpan is Reserve for a span begun in parent: it also returns the
+// span's context, to be handed to the code inside the span.
+func (b *Buffer) ReserveSpan(n int, parent context.Context) (*Record, *SpanContext) {
+	c, i := b.reserve(n)
+	if c == nil {
+		return nil, nil
+	}
+	r := c.take(i)
+	sc := &c.ctxs[i]
+	sc.parent, sc.rec, sc.epoch = parent, r, b.epoch
+	return r, sc
+}
+
+// StartSpan records the start of a span begun in parent, named name, with
+// args, at annotation level level: the hot path of annotate.Begin, kept in
+// one function so that a span costs as few calls as possible. flags and
+// id2 are stored as given (a step sets FlagStep and its number). It returns
+// the span's context and record, or nils when the buffer is full.
+func (b *Buffer) StartSpan(parent context.Context, name string, args []Arg, level, flags uint8, id2 int64) (*SpanContext, *Record) {
+	n := 1
+	if len(args) > InlineArgs {
+		n = SlotsFor(len(args))
+	}
+	sl, i := b.reserve(n)
+	if sl == nil {
+		return nil, nil
+	}
+	r := &sl.recs[i]
+	if j := i + prefetchAhead; j < int64(len(sl.recs)) {
+		// Own the lines of a later record now, so that the stores to this
+		// one are not waiting on memory when Commit's fence drains them.
+		prefetchw(unsafe.Pointer(&sl.recs[j]))
+	}
+	r.ID = sl.base + uint64(i) + 1
+	sc := &sl.ctxs[i]
+	sc.parent, sc.rec, sc.epoch = parent, r, b.epoch
+	r.Kind = KindSpan
+	r.Level = level
+	r.Flags = flags
+	r.ID2 = id2
+	r.NameID = b.strs.id(name)
+	r.Lane = uint32(r.ID)
+	if p, ok := parent.(*SpanContext); ok && p.epoch == b.epoch {
+		r.Parent, r.Lane = p.rec.ID, p.rec.Lane
+	} else if parent == background {
+		// A root begun in context.Background(): nothing to look up.
+	} else if p := SpanFromContext(parent); p != nil && p.epoch == b.epoch {
+		r.Parent, r.Lane = p.rec.ID, p.rec.Lane
+	}
+	if len(args) <= InlineArgs {
+		r.NArgs = uint8(len(args))
+		for j := range args {
+			a := &args[j]
+			sa := &r.args[j]
+			sa.key, sa.kind, sa.num = b.strs.id(a.Key), a.Kind, a.Num
+			if a.Kind == ArgString {
+				sa.num = uint64(b.strs.id(a.Str))
+			}
+		}
+	} else {
+		r.SetArgs(b, args)
+	}
+	r.Start = Now()
+	r.Commit()
+	return sc, r
+}
+
+func (b *Buffer) reserve(n int) (*slab, int64) {
 	p := procPin()
 	procUnpin()
-	s := &b.shards[uint(p)%uint(len(b.shards))]
+	s := &b.shards[uint(p)&uint(len(b.shards)-1)] // a power of two: no division
 	if c := s.cur.Load(); c != nil {
 		if i := c.next.Add(int64(n)) - int64(n); i+int64(n) <= int64(len(c.recs)) {
-			return c.take(i, b.epoch)
+			return c, i
 		}
 	}
 	return b.reserveSlow(s, n)
 }
 
-func (c *chunk) take(i int64, epoch uint32) *Record {
+func (c *chunk) take(i int64) *Record {
 	r := &c.recs[i]
 	r.ID = c.base + uint64(i) + 1
-	r.epoch = epoch
 	return r
 }
 
 // reserveSlow installs a fresh chunk from the budget, or, once the budget is
 // spent, takes leftover room in other shards' chunks so that exactly
 // maxRecords records are kept before anything is dropped.
-func (b *Buffer) reserveSlow(s *shard, n int) *Record {
+func (b *Buffer) reserveSlow(s *shard, n int) (*slab, int64) {
 	if b.full.Load() {
 		// The budget is spent, but a shard's current chunk may still have
 		// room (one installed while the search that set full ran), and
 		// checking them costs a few loads.
-		if r := b.steal(n); r != nil {
-			return r
+		if c, i := b.steal(n); c != nil {
+			return c, i
 		}
 		s.drops.Add(1)
-		return nil
+		return nil, 0
 	}
 	s.refill.Lock()
 	if c := s.cur.Load(); c != nil { // another goroutine on this P may have refilled
 		if i := c.next.Add(int64(n)) - int64(n); i+int64(n) <= int64(len(c.recs)) {
 			s.refill.Unlock()
-			return c.take(i, b.epoch)
+			return c, i
 		}
 	}
 	if size := b.claim(n); size > 0 {
-		c := &chunk{recs: make([]Record, size)}
+		var sl *slab
+		if size == chunkRecords {
+			select {
+			case sl = <-b.spares:
+			default:
+			}
+		}
+		if sl == nil {
+			sl = newSlab(size)
+		}
+		c := sl.chunk
 		c.base = b.idBase.Add(uint64(size)) - uint64(size)
 		c.next.Store(int64(n))
 		for {
@@ -159,33 +270,86 @@ func (b *Buffer) reserveSlow(s *shard, n int) *Record {
 				break
 			}
 		}
-		s.cur.Store(c)
+		s.cur.Store(sl)
 		s.refill.Unlock()
-		return c.take(0, b.epoch)
+		return sl, 0
 	}
 	s.refill.Unlock()
-	if r := b.steal(n); r != nil {
-		return r
+	if c, i := b.steal(n); c != nil {
+		return c, i
 	}
 	if n == 1 { // a larger event not fitting says nothing about single records
 		b.full.Store(true)
 	}
 	s.drops.Add(1)
-	return nil
+	return nil, 0
 }
 
 // steal takes n records from the room left in any shard's current chunk.
-func (b *Buffer) steal(n int) *Record {
+func (b *Buffer) steal(n int) (*slab, int64) {
 	for i := range b.shards {
 		if c := b.shards[i].cur.Load(); c != nil {
 			if j := c.next.Load(); j+int64(n) <= int64(len(c.recs)) {
 				if k := c.next.Add(int64(n)) - int64(n); k+int64(n) <= int64(len(c.recs)) {
-					return c.take(k, b.epoch)
+					return c, k
 				}
 			}
 		}
 	}
-	return nil
+	return nil, 0
+}
+
+// prefetchAhead is how many records ahead of the one being written
+// StartSpan prefetches.
+const prefetchAhead = 4
+
+// background is compared with, not called: Value on it would find nothing.
+var background = context.Background()
+
+// shardCount returns the number of shards for n Ps: the power of two at
+// or above n, so that a P picks its shard with a mask (a division costs
+// tens of cycles on the hot path), and Ps added later by GOMAXPROCS share.
+func shardCount(n int) int {
+	c := 1
+	for c < n {
+		c <<= 1
+	}
+	return c
+}
+
+// pageRecords is how many records fit in a 4 KiB page.
+const pageRecords = 4096 / int(unsafe.Sizeof(Record{}))
+
+// newSlab allocates a chunk of size records and its contexts, and maps
+// every page of the records: fresh memory from the OS is mapped on its
+// first write, and that fault (microseconds under a hypervisor) would
+// otherwise land on the Begin that happens to touch each page.
+func newSlab(size int64) *slab {
+	c := &chunk{recs: make([]Record, size)}
+	clear(c.recs)
+	return &slab{chunk: c, ctxs: make([]SpanContext, size)}
+}
+
+// prefetchMin is the smallest buffer that gets a prefetcher: below it the
+// budget hands out chunks smaller than chunkRecords, which prepared slabs
+// do not serve.
+const prefetchMin = 16 * chunkRecords
+
+// prefetch prepares full-size slabs ahead of need on its own goroutine,
+// until stop is closed, so that a source refilling its chunk takes one
+// that is already allocated and mapped.
+func (b *Buffer) prefetch(stop <-chan struct{}) {
+	for {
+		if b.budget.Load() < prefetchMin/2 {
+			return // the last chunks are smaller; and nothing is wasted
+		}
+		sl := newSlab(chunkRecords)
+		select {
+		case b.spares <- sl:
+		case <-stop:
+			return
+		}
+	}
 }
 
 // claim takes up to chunkRecords records from the budget, at least n, and
@@ -250,6 +414,9 @@ func Activate(b *Buffer) bool {
 	if !active.CompareAndSwap(nil, b) {
 		return false
 	}
+	if b.spares != nil {
+		go b.prefetch(b.stopPrefetch)
+	}
 	atomic.StoreUint32(&on, 1)
 	return true
 }
@@ -259,5 +426,8 @@ func Activate(b *Buffer) bool {
 func Deactivate(b *Buffer) {
 	if active.CompareAndSwap(b, nil) {
 		atomic.StoreUint32(&on, 0)
+		if b.spares != nil {
+			close(b.stopPrefetch)
+		}
 	}
 }

@@ -57,7 +57,7 @@ func (b *Builder) Span(s Span) uint64 {
 	r := b.reserve(len(s.Args))
 	r.Kind = KindSpan
 	r.Level = 1
-	r.Name = s.Name
+	r.SetName(b.buf, s.Name)
 	r.Start = s.Start
 	r.Parent = s.Parent
 	r.Lane = uint32(r.ID)
@@ -74,7 +74,7 @@ func (b *Builder) Span(s Span) uint64 {
 		r.ID2 = s.StepNum
 	}
 	if len(s.Args) > 0 {
-		r.SetArgs(s.Args)
+		r.SetArgs(b.buf, s.Args)
 	}
 	if !s.Unfinished {
 		r.SetEnd(max(s.End, s.Start))
@@ -89,7 +89,7 @@ func (b *Builder) Instant(name string, t int64, track uint32, parent uint64, arg
 	r := b.reserve(len(args))
 	r.Kind = KindInstant
 	r.Level = 1
-	r.Name = name
+	r.SetName(b.buf, name)
 	r.Start = t
 	r.Parent = parent
 	if track != 0 {
@@ -97,7 +97,7 @@ func (b *Builder) Instant(name string, t int64, track uint32, parent uint64, arg
 		r.Flags |= FlagOnTrack
 	}
 	if len(args) > 0 {
-		r.SetArgs(args)
+		r.SetArgs(b.buf, args)
 	}
 	r.SetEnd(t)
 	r.Commit()
@@ -107,9 +107,8 @@ func (b *Builder) Instant(name string, t int64, track uint32, parent uint64, arg
 func (b *Builder) Counter(name, unit string, t int64, v float64) {
 	r := b.reserve(1)
 	r.Kind = KindCounter
-	r.Name = name
-	r.NArgs = 1
-	r.Args[0] = Arg{Key: unit, Kind: ArgFloat, Num: math.Float64bits(v)}
+	r.SetName(b.buf, name)
+	r.SetArgs(b.buf, []Arg{{Key: unit, Kind: ArgFloat, Num: math.Float64bits(v)}})
 	r.Start = t
 	r.SetEnd(t)
 	r.Commit()
@@ -159,11 +158,11 @@ func (b *Buffer) Activity(track uint32, name string, start, end int64, args []Ar
 		return 0
 	}
 	r.Kind = KindActivity
-	r.Name = name
+	r.SetName(b, name)
 	r.Lane = track
 	r.Start = start
 	if len(args) > 0 {
-		r.SetArgs(args)
+		r.SetArgs(b, args)
 	}
 	r.SetEnd(max(end, start))
 	r.Commit()

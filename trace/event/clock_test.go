@@ -26,7 +26,7 @@ func TestTicksConvertWithin1us(t *testing.T) {
 			before := nanotime()
 			r.Start = Now()
 			after := nanotime()
-			r.Args[0].Num, r.ID2 = uint64(before), after
+			r.Parent, r.ID2 = uint64(before), after
 			r.SetEnd(r.Start)
 			r.Commit()
 			n++
@@ -44,11 +44,11 @@ func TestTicksConvertWithin1us(t *testing.T) {
 	// Order by the monotonic read taken just before each tick (the
 	// goroutine may have moved between Ps, and so between chunks).
 	evs := append([]*Record(nil), s.Events...)
-	sort.Slice(evs, func(i, j int) bool { return evs[i].Args[0].Num < evs[j].Args[0].Num })
+	sort.Slice(evs, func(i, j int) bool { return evs[i].Parent < evs[j].Parent })
 	var worst int64
 	prev := int64(-1 << 63)
 	for _, r := range evs {
-		before, after := int64(r.Args[0].Num), r.ID2
+		before, after := int64(r.Parent), r.ID2
 		if d := before - r.Start; d > worst {
 			worst = d
 		}

@@ -6,53 +6,53 @@ import (
 	"unsafe"
 )
 
-type ctxParent = context.Context
+// SpanContext is the context.Context handed to the code inside a span: it
+// answers Value with itself for devprof's key and delegates everything else
+// to the context the span was begun in. Each record slot has one beside it
+// in its chunk, so beginning a span allocates nothing, and the records
+// themselves stay free of pointers.
+type SpanContext struct {
+	parent context.Context
+	rec    *Record
+	epoch  uint32 // session that owns rec; parents from other sessions are ignored
+}
 
-// spanKey is the context key under which a span's Record finds itself.
+// spanKey is the context key under which a SpanContext finds itself.
 type spanKey struct{}
 
-// A span's Record is the context.Context handed to the code inside the span:
-// it answers Value(spanKey{}) with itself and delegates everything else to
-// the context the span was begun in. Returning the Record as the new context
-// is what lets annotate.Begin carry the parent without allocating.
-
 // Deadline implements context.Context.
-func (r *Record) Deadline() (time.Time, bool) { return r.parent.Deadline() }
+func (c *SpanContext) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 
 // Done implements context.Context.
-func (r *Record) Done() <-chan struct{} { return r.parent.Done() }
+func (c *SpanContext) Done() <-chan struct{} { return c.parent.Done() }
 
 // Err implements context.Context.
-func (r *Record) Err() error { return r.parent.Err() }
+func (c *SpanContext) Err() error { return c.parent.Err() }
 
 // Value implements context.Context.
-func (r *Record) Value(key any) any {
+func (c *SpanContext) Value(key any) any {
 	if _, ok := key.(spanKey); ok {
-		return r
+		return c
 	}
-	return r.parent.Value(key)
+	return c.parent.Value(key)
 }
 
 // String names the context in panics and logs, as the standard contexts do.
-func (r *Record) String() string { return "devprof span " + r.Name }
+func (c *SpanContext) String() string { return "devprof span context" }
 
-// AsContext returns the span record as a context derived from parent. The
-// parent must be non-nil.
-func (r *Record) AsContext(parent context.Context) context.Context {
-	r.parent = parent
-	return r
-}
+// Record returns the span's record.
+func (c *SpanContext) Record() *Record { return c.rec }
 
 // SpanFromContext returns the innermost span recorded in ctx, or nil.
-func SpanFromContext(ctx context.Context) *Record {
+func SpanFromContext(ctx context.Context) *SpanContext {
 	if ctx == nil {
 		return nil
 	}
-	if r, ok := ctx.(*Record); ok { // the common case: no wrapping in between
-		return r
+	if c, ok := ctx.(*SpanContext); ok { // the common case: no wrapping in between
+		return c
 	}
-	r, _ := ctx.Value(spanKey{}).(*Record)
-	return r
+	c, _ := ctx.Value(spanKey{}).(*SpanContext)
+	return c
 }
 
 // next returns the record that follows r in its chunk. Only valid for

@@ -1,7 +1,10 @@
 package event
 
 import (
+	"cmp"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -50,7 +53,7 @@ func TestUncommittedRecordsAreInvisible(t *testing.T) {
 	b := NewBuffer(10, 3)
 	r := b.Reserve(1)
 	r.Kind = KindSpan
-	r.Name = "half-written"
+	r.SetName(b, "half-written")
 	s := b.Snapshot(Meta{})
 	if len(s.Events) != 0 || s.Lookup(r.ID) != nil {
 		t.Fatal("an uncommitted record was exported")
@@ -83,19 +86,20 @@ func build(t *testing.T, tracks []Track, specs ...spec) *Snapshot {
 	return b.Snapshot()
 }
 
-func rowsOf(l *Layout) string {
+func rowsOf(s *Snapshot) string {
+	l := s.Layout()
 	var out []string
 	for _, r := range l.Rows {
 		var names []string
 		for _, p := range r.Spans {
-			n := p.Name
+			n := s.Name(p.Record)
 			if p.Displaced {
 				n += "*"
 			}
 			names = append(names, n)
 		}
 		for _, i := range r.Instants {
-			names = append(names, "!"+i.Name)
+			names = append(names, "!"+s.Name(i))
 		}
 		out = append(out, r.Name+": "+strings.Join(names, " "))
 	}
@@ -130,7 +134,7 @@ func TestLayout(t *testing.T) {
 	}
 	for _, c := range cases {
 		s := build(t, nil, c.specs...)
-		if got := rowsOf(s.Layout()); got != c.want {
+		if got := rowsOf(s); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
 		}
 	}
@@ -151,7 +155,7 @@ func TestLayoutTracksAndActivity(t *testing.T) {
 	b.Activity(st, "k2", 40, 60, nil) // overlaps k1: an overflow row of the stream
 	b.Instant("mark", 30, th, 0, nil)
 	s := b.Snapshot()
-	got := rowsOf(s.Layout())
+	got := rowsOf(s)
 	want := "python: fwd op !mark | Stream #7: k1 | lane (lane 1): lane | Stream #7 (2): k2"
 	if got != want {
 		t.Fatalf("\n got %s\nwant %s", got, want)
@@ -171,11 +175,11 @@ func TestWalkOrder(t *testing.T) {
 	l.Rows[0].Walk(func(typ RowEventType, p *Placed, inst *Record) {
 		switch typ {
 		case RowBegin:
-			seq = append(seq, fmt.Sprintf("B%s@%d", p.Name, p.Start))
+			seq = append(seq, fmt.Sprintf("B%s@%d", s.Name(p.Record), p.Start))
 		case RowEnd:
-			seq = append(seq, fmt.Sprintf("E%s@%d", p.Name, p.End))
+			seq = append(seq, fmt.Sprintf("E%s@%d", s.Name(p.Record), p.End))
 		case RowInstant:
-			seq = append(seq, fmt.Sprintf("I%s@%d", inst.Name, inst.Start))
+			seq = append(seq, fmt.Sprintf("I%s@%d", s.Name(inst), inst.Start))
 		}
 	})
 	got := strings.Join(seq, " ")
@@ -222,13 +226,14 @@ func TestLayoutManyTies(t *testing.T) {
 	for i := 0; i < n; i++ {
 		parent = b.Span(Span{Name: fmt.Sprint(i), Start: 0, End: 10, Parent: parent})
 	}
-	l := b.Snapshot().Layout()
+	s := b.Snapshot()
+	l := s.Layout()
 	if len(l.Rows) != 1 || len(l.Rows[0].Spans) != n {
 		t.Fatalf("%d rows", len(l.Rows))
 	}
 	for i, p := range l.Rows[0].Spans {
-		if p.Name != fmt.Sprint(i) || p.Displaced {
-			t.Fatalf("span %d is %q", i, p.Name)
+		if s.Name(p.Record) != fmt.Sprint(i) || p.Displaced {
+			t.Fatalf("span %d is %q", i, s.Name(p.Record))
 		}
 	}
 }
@@ -249,5 +254,59 @@ func TestUniqueKeys(t *testing.T) {
 	plain := []Arg{{Key: "a"}, {Key: "b"}}
 	if n := testing.AllocsPerRun(100, func() { UniqueKeys(plain) }); n != 0 {
 		t.Fatalf("%v allocs without duplicates", n)
+	}
+}
+
+// The run merge of sortedSpans must give exactly what sorting gives, for
+// buffers that are sorted, cut into a few long runs, or shuffled.
+func TestSortedSpansMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, shape := range []string{"sorted", "runs", "shuffled", "ties"} {
+		b := NewBuilder(Meta{Stop: ClockAnchor{Mono: 1 << 40}})
+		type sp struct{ start, end int64 }
+		var in []sp
+		for i := 0; i < 5000; i++ {
+			start := int64(i * 10)
+			if shape == "ties" {
+				start = int64(i / 7 * 10)
+			}
+			in = append(in, sp{start, start + 5 + int64(rng.IntN(50))})
+		}
+		switch shape {
+		case "runs": // interleave four sorted runs, as goroutines moving between Ps leave them
+			var out []sp
+			for r := 0; r < 4; r++ {
+				for i := r; i < len(in); i += 4 {
+					out = append(out, in[i])
+				}
+			}
+			in = out
+		case "shuffled", "ties":
+			rng.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
+		}
+		for i, x := range in {
+			b.Span(Span{Name: fmt.Sprint(i), Start: x.start, End: x.end})
+		}
+		s := b.Snapshot()
+		order := func(a, b Placed) int {
+			if c := cmp.Compare(a.Start, b.Start); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(b.End, a.End); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.ID, b.ID)
+		}
+		got := s.sortedSpans(len(s.Events), order)
+		want := slices.Clone(got)
+		slices.SortFunc(want, order)
+		if len(got) != len(in) {
+			t.Fatalf("%s: %d spans, want %d", shape, len(got), len(in))
+		}
+		for i := range got {
+			if got[i].ID != want[i].ID {
+				t.Fatalf("%s: position %d holds span %d, sorting puts %d there", shape, i, got[i].ID, want[i].ID)
+			}
+		}
 	}
 }

@@ -50,9 +50,9 @@ type Placed struct {
 }
 
 type rowState struct {
-	stack []int  // indexes into Row.Spans of open spans
+	stack []int  // open spans of the row, as indexes into the sorted spans
 	lane  uint32 // lane of the row's first span
-	name  string // name of the row's first span
+	name  uint32 // name id of the row's first span
 }
 
 // maxLaneRows is how many lane rows the layout opens before it reuses any
@@ -78,27 +78,24 @@ func (s *Snapshot) Layout() *Layout {
 
 func (s *Snapshot) computeLayout() *Layout {
 	l := &Layout{}
-	var spans []Placed
+	nspans := 0
+	for _, r := range s.Events {
+		if r.Kind == KindSpan || r.Kind == KindActivity {
+			nspans++
+		}
+	}
 	// IDs are dense (chunk base + index), so per-ID facts live in slices.
 	maxID := uint64(0)
 	if n := len(s.chunks); n > 0 {
 		maxID = s.chunks[n-1].base + uint64(len(s.chunks[n-1].recs))
 	}
-	hasChild := make([]bool, maxID+1)
 	for _, r := range s.Events {
-		switch r.Kind {
-		case KindSpan, KindActivity:
-			end, fin := s.EndOf(r)
-			spans = append(spans, Placed{Record: r, End: end, Finished: fin})
-		case KindCounter:
+		if r.Kind == KindCounter {
 			l.Counters = append(l.Counters, r)
-		}
-		if (r.Kind == KindSpan || r.Kind == KindInstant) && r.Parent != 0 && r.Parent <= maxID {
-			hasChild[r.Parent] = true
 		}
 	}
 	depths := map[uint64]int{} // memo: only spans tied on start and end need a depth
-	slices.SortFunc(spans, func(a, b Placed) int {
+	order := func(a, b Placed) int {
 		if c := cmp.Compare(a.Start, b.Start); c != 0 {
 			return c
 		}
@@ -109,28 +106,31 @@ func (s *Snapshot) computeLayout() *Layout {
 			return c
 		}
 		return cmp.Compare(a.ID, b.ID)
-	})
+	}
+	spans := s.sortedSpans(nspans, order)
 	byStart := func(a, b *Record) int { return cmp.Compare(a.Start, b.Start) }
 	slices.SortFunc(l.Counters, byStart)
 
 	var states []rowState
 	groups := map[uint32][]int{} // group -> its rows, in creation order
 	lanes := 0
-	where := make(map[uint64]rowSlot) // span ID -> row, only for spans that have children
+	where := make([]int32, maxID+1) // span ID -> its row + 1 (0: not placed)
+	// Spans are first assigned rows (rowOf), with the open spans of each
+	// row on its stack as indexes into spans; each row's Spans is then
+	// filled in one go, at its final size.
+	rowOf := make([]int32, len(spans))
+	var rowLen []int
 	popTo := func(ri int, t int64) {
 		st := &states[ri]
-		row := &l.Rows[ri]
-		for len(st.stack) > 0 && row.Spans[st.stack[len(st.stack)-1]].End <= t {
+		for len(st.stack) > 0 && spans[st.stack[len(st.stack)-1]].End <= t {
 			st.stack = st.stack[:len(st.stack)-1]
 		}
 	}
-	place := func(ri int, p Placed) {
-		row := &l.Rows[ri]
-		row.Spans = append(row.Spans, p)
-		states[ri].stack = append(states[ri].stack, len(row.Spans)-1)
-		if hasChild[p.ID] {
-			where[p.ID] = rowSlot{row: ri, idx: len(row.Spans) - 1}
-		}
+	place := func(ri, i int) {
+		rowOf[i] = int32(ri)
+		rowLen[ri]++
+		states[ri].stack = append(states[ri].stack, i)
+		where[spans[i].ID] = int32(ri) + 1
 	}
 	newRow := func(g uint32, first string) int {
 		ri := len(l.Rows)
@@ -147,17 +147,22 @@ func (s *Snapshot) computeLayout() *Layout {
 		}
 		l.Rows = append(l.Rows, row)
 		states = append(states, rowState{})
+		rowLen = append(rowLen, 0)
 		groups[g] = append(groups[g], ri)
 		return ri
 	}
-	for _, p := range spans {
+	for i := range spans {
+		p := &spans[i]
 		g := group(p.Record)
 		if p.Kind == KindSpan && p.Parent != 0 {
-			if at, ok := where[p.Parent]; ok && l.Rows[at.row].Track == g {
-				popTo(at.row, p.Start)
-				st := states[at.row].stack
-				if len(st) > 0 && st[len(st)-1] == at.idx && p.End <= l.Rows[at.row].Spans[at.idx].End {
-					place(at.row, p)
+			at, ok := rowOfID(where, p.Parent)
+			if ok && l.Rows[at].Track == g {
+				// It goes beneath its parent if the parent is the innermost
+				// open span of its row and the child ends in time.
+				popTo(at, p.Start)
+				st := states[at].stack
+				if len(st) > 0 && spans[st[len(st)-1]].ID == p.Parent && p.End <= spans[st[len(st)-1]].End {
+					place(at, i)
 					continue
 				}
 				p.Displaced = true
@@ -170,27 +175,36 @@ func (s *Snapshot) computeLayout() *Layout {
 		// never lands on the row of an unrelated pipeline that finished.
 		ri := -1
 		crowded := g == 0 && len(groups[0]) >= maxLaneRows
-		for _, i := range groups[g] {
-			popTo(i, p.Start)
-			if len(states[i].stack) == 0 && (g != 0 || crowded || states[i].lane == p.Lane || states[i].name == p.Name) {
-				ri = i
+		for _, j := range groups[g] {
+			popTo(j, p.Start)
+			if len(states[j].stack) == 0 && (g != 0 || crowded || states[j].lane == p.Lane || states[j].name == p.NameID) {
+				ri = j
 				break
 			}
 		}
 		if ri < 0 {
-			ri = newRow(g, p.Name)
-			states[ri].lane, states[ri].name = p.Lane, p.Name
+			ri = newRow(g, s.Name(p.Record))
+			states[ri].lane, states[ri].name = p.Lane, p.NameID
 		}
-		place(ri, p)
+		place(ri, i)
 	}
-
+	if len(l.Rows) == 1 {
+		l.Rows[0].Spans = spans // one row: it is spans, in order
+	} else {
+		for ri := range l.Rows {
+			l.Rows[ri].Spans = make([]Placed, 0, rowLen[ri])
+		}
+		for i := range spans {
+			l.Rows[rowOf[i]].Spans = append(l.Rows[rowOf[i]].Spans, spans[i])
+		}
+	}
 	// Instants go on the row of their enclosing span, else on their track.
 	for _, r := range s.Events {
 		if r.Kind != KindInstant {
 			continue
 		}
-		if at, ok := where[r.Parent]; ok {
-			l.Rows[at.row].Instants = append(l.Rows[at.row].Instants, r)
+		if at, ok := rowOfID(where, r.Parent); ok {
+			l.Rows[at].Instants = append(l.Rows[at].Instants, r)
 			continue
 		}
 		if g := group(r); g != 0 {
@@ -210,7 +224,110 @@ func (s *Snapshot) computeLayout() *Layout {
 	return l
 }
 
-type rowSlot struct{ row, idx int }
+// sortedSpans returns the n spans and activity records of the snapshot as
+// Placed values in order. Buffer order is mostly sorted already: each chunk
+// fills in the order its spans began, and a goroutine that moves between
+// Ps leaves a few long runs. So the records are merged run by run (a heap
+// of runs, taking from the smallest while it stays smallest) instead of
+// sorted: close to one comparison per span for such traces, and never
+// worse than sorting.
+func (s *Snapshot) sortedSpans(n int, order func(a, b Placed) int) []Placed {
+	placed := func(i int) Placed {
+		r := s.Events[i]
+		end, fin := s.EndOf(r)
+		return Placed{Record: r, End: end, Finished: fin}
+	}
+	isSpan := func(i int) bool { k := s.Events[i].Kind; return k == KindSpan || k == KindActivity }
+	type run struct {
+		head Placed
+		at   int // index in Events of head
+		end  int // end of the run in Events
+	}
+	// Cut Events into runs that are in order.
+	var runs []run
+	var prev Placed
+	for i := range s.Events {
+		if !isSpan(i) {
+			continue
+		}
+		p := placed(i)
+		if len(runs) == 0 || order(prev, p) > 0 {
+			if len(runs) > 0 {
+				runs[len(runs)-1].end = i
+			}
+			runs = append(runs, run{head: p, at: i})
+		}
+		prev = p
+	}
+	if len(runs) > 0 {
+		runs[len(runs)-1].end = len(s.Events)
+	}
+	spans := make([]Placed, 0, n)
+	if len(runs) == 1 { // sorted already
+		for i := runs[0].at; i < len(s.Events); i++ {
+			if isSpan(i) {
+				spans = append(spans, placed(i))
+			}
+		}
+		return spans
+	}
+	// A min-heap of runs by head.
+	less := func(i, j int) bool { return order(runs[i].head, runs[j].head) < 0 }
+	down := func(i int) {
+		for {
+			c := 2*i + 1
+			if c >= len(runs) {
+				return
+			}
+			if c+1 < len(runs) && less(c+1, c) {
+				c++
+			}
+			if !less(c, i) {
+				return
+			}
+			runs[i], runs[c] = runs[c], runs[i]
+			i = c
+		}
+	}
+	for i := len(runs)/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	// advance moves run 0 to its next span; false when it is used up.
+	advance := func() bool {
+		r := &runs[0]
+		for r.at++; r.at < r.end; r.at++ {
+			if isSpan(r.at) {
+				r.head = placed(r.at)
+				return true
+			}
+		}
+		return false
+	}
+	for len(runs) > 0 {
+		spans = append(spans, runs[0].head)
+		if !advance() {
+			last := len(runs) - 1
+			runs[0] = runs[last]
+			runs = runs[:last]
+			down(0)
+			continue
+		}
+		// Stay on this run while it is still the smallest: one comparison
+		// with each child when runs do not interleave.
+		if (len(runs) > 1 && less(1, 0)) || (len(runs) > 2 && less(2, 0)) {
+			down(0)
+		}
+	}
+	return spans
+}
+
+// rowOfID returns the row a span was placed on.
+func rowOfID(where []int32, id uint64) (int, bool) {
+	if id >= uint64(len(where)) || where[id] == 0 {
+		return 0, false
+	}
+	return int(where[id] - 1), true
+}
 
 // trackName names a registered track for its rows.
 func (s *Snapshot) trackName(id uint32) string {

@@ -110,11 +110,22 @@ func (a Arg) Value() any {
 // take continuation records right after it in the same chunk.
 const InlineArgs = 2
 
+// slotArg is an Arg as the buffer stores it: the key, and a string value,
+// as ids of the buffer's string table, so that a Record holds no pointers.
+type slotArg struct {
+	num  uint64 // the value; for ArgString, the string's id
+	key  uint32 // string id of the key
+	kind ArgKind
+}
+
 // Record is one slot of the event buffer. Sources fill it through Buffer
-// methods; exporters read it from a Snapshot once the session has stopped.
+// methods; exporters read it from a Snapshot once the session has stopped,
+// asking the snapshot for its name (Snapshot.Name) and arguments
+// (Snapshot.Args), which the record holds as string ids.
 //
-// A span's Record doubles as the context.Context that carries it to child
-// spans (see context.go), so beginning a span allocates nothing.
+// A Record contains no pointers: the garbage collector never scans the
+// buffer, and filling a record needs no write barriers. That is most of
+// what makes a span cheap (see the README's Performance section).
 type Record struct {
 	state atomic.Uint32 // 0 = being written, 1 = committed
 	Kind  Kind
@@ -124,8 +135,10 @@ type Record struct {
 
 	// Lane is the lane (tree of spans under one root) for host events, or
 	// the Track id for KindActivity.
-	Lane  uint32
-	epoch uint32 // session that owns the record; parents from other sessions are ignored
+	Lane uint32
+	// NameID is the string id of the record's name; Snapshot.Name
+	// resolves it.
+	NameID uint32
 
 	// Start is the begin time (or the only time) in session ticks; see
 	// Meta.Nanos to convert.
@@ -139,10 +152,7 @@ type Record struct {
 	// ID2 is kind-specific: the step number of a FlagStep span.
 	ID2 int64
 
-	Name string
-	Args [InlineArgs]Arg
-
-	parent ctxParent // the context this span was begun in
+	args [InlineArgs]slotArg
 }
 
 // openAtStop marks a span that was still open when its buffer was
@@ -174,19 +184,21 @@ func (r *Record) Commit() { r.state.Store(1) }
 // committed reports whether Commit was called.
 func (r *Record) committed() bool { return r.state.Load() == 1 }
 
+// SetName sets the record's name, interned in b's string table.
+func (r *Record) SetName(b *Buffer, name string) { r.NameID = b.strs.id(name) }
+
 // SetArgs copies args into the record and its reserved continuation
-// records (reserved by Buffer.Reserve with SlotsFor(len(args))).
-func (r *Record) SetArgs(args []Arg) {
+// records (reserved by Buffer.Reserve with SlotsFor(len(args))), interning
+// keys and string values in b's string table.
+func (r *Record) SetArgs(b *Buffer, args []Arg) {
 	n := len(args)
 	if n > 255 {
 		n = 255
 	}
 	r.NArgs = uint8(n)
-	// Assign element by element: copy of a pointerful slice goes through
-	// typedslicecopy, which costs more than the two stores it saves.
 	k := min(n, InlineArgs)
 	for i := 0; i < k; i++ {
-		r.Args[i] = args[i]
+		r.args[i] = b.strs.arg(&args[i])
 	}
 	if k == n {
 		return
@@ -194,7 +206,10 @@ func (r *Record) SetArgs(args []Arg) {
 	rest := args[k:n]
 	for c := r.next(); len(rest) > 0; c = c.next() {
 		c.Kind = kindArgs
-		k = copy(c.Args[:], rest)
+		k = min(len(rest), InlineArgs)
+		for i := 0; i < k; i++ {
+			c.args[i] = b.strs.arg(&rest[i])
+		}
 		c.NArgs = uint8(k)
 		rest = rest[k:]
 		c.Commit()

@@ -38,6 +38,7 @@ type Snapshot struct {
 	Tracks []Track
 
 	chunks []*chunk // sorted by base, for Lookup
+	strs   []string // string table: id -> string
 
 	layoutOnce sync.Once
 	layout     *Layout
@@ -86,6 +87,7 @@ func (b *Buffer) Snapshot(meta Meta) *Snapshot {
 	b.mu.Lock()
 	s.Tracks = slices.Clone(b.tracks)
 	b.mu.Unlock()
+	s.strs = b.strs.snapshot()
 	return s
 }
 
@@ -117,19 +119,52 @@ func (s *Snapshot) Lookup(id uint64) *Record {
 	return r
 }
 
-// Args returns all arguments of r, inline and overflow. The result aliases
-// the buffer when the record has at most InlineArgs arguments.
+// Name returns the name of r.
+func (s *Snapshot) Name(r *Record) string { return s.String(r.NameID) }
+
+// String returns the string with the given id in the snapshot's string
+// table ("" for an unknown id).
+func (s *Snapshot) String(id uint32) string {
+	if int(id) < len(s.strs) {
+		return s.strs[id]
+	}
+	return ""
+}
+
+// Args returns all arguments of r, inline and overflow, in a new slice.
+// Exporters that visit every record use AppendArgs with a reused slice.
 func (s *Snapshot) Args(r *Record) []Arg {
+	if r.NArgs == 0 {
+		return nil
+	}
+	return s.AppendArgs(make([]Arg, 0, r.NArgs), r)
+}
+
+// AppendArgs appends all arguments of r to dst and returns the result.
+func (s *Snapshot) AppendArgs(dst []Arg, r *Record) []Arg {
 	n := int(r.NArgs)
+	for i := 0; i < min(n, InlineArgs); i++ {
+		dst = append(dst, s.arg(&r.args[i]))
+	}
 	if n <= InlineArgs {
-		return r.Args[:n]
+		return dst
 	}
-	out := make([]Arg, 0, n)
-	out = append(out, r.Args[:]...)
-	for c := r.next(); len(out) < n && c.Kind == kindArgs; c = c.next() {
-		out = append(out, c.Args[:c.NArgs]...)
+	left := n - InlineArgs
+	for c := r.next(); left > 0 && c.Kind == kindArgs; c = c.next() {
+		for i := 0; i < int(c.NArgs) && left > 0; i++ {
+			dst = append(dst, s.arg(&c.args[i]))
+			left--
+		}
 	}
-	return out
+	return dst
+}
+
+func (s *Snapshot) arg(sa *slotArg) Arg {
+	a := Arg{Key: s.String(sa.key), Kind: sa.kind, Num: sa.num}
+	if a.Kind == ArgString {
+		a.Str, a.Num = s.String(uint32(sa.num)), 0
+	}
+	return a
 }
 
 // EndOf returns when r ended, in ticks. A span still open when the session
@@ -142,4 +177,10 @@ func (s *Snapshot) EndOf(r *Record) (end int64, finished bool) {
 		return r.Start, true
 	}
 	return max(s.Meta.Stop.Mono, r.Start), false
+}
+
+// Counter returns the unit and value of a KindCounter sample.
+func (s *Snapshot) Counter(r *Record) (unit string, v float64) {
+	a := s.arg(&r.args[0])
+	return a.Key, a.Float()
 }

@@ -2,6 +2,10 @@
 
 package event
 
+import "unsafe"
+
 func rdtsc() int64 { return nanotime() }
 
 func invariantTSC() bool { return false }
+
+func prefetchw(p unsafe.Pointer) {}

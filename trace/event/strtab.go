@@ -1,0 +1,96 @@
+package event
+
+import (
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// strtab interns the strings of one buffer (names, argument keys, string
+// argument values) so that records carry 32-bit ids instead of pointers.
+//
+// The hot path must not take a lock or hash the string's bytes: a span
+// name is almost always a literal, and a literal has one address for the
+// life of the program. So ids are cached by (data pointer, length) in a
+// small direct-mapped table read with plain atomic loads. That key is sound
+// because the table keeps every string it caches alive: while the session
+// lasts no other string can occupy the same bytes, so a given pointer and
+// length always mean the same contents and the same id.
+type strtab struct {
+	cache [strCacheSize]strCacheEntry
+
+	mu   sync.Mutex
+	ids  map[string]uint32
+	strs []string // id -> string; strs[0] == ""
+}
+
+// strCacheSize is the number of cached (pointer, length) → id pairs: a
+// power of two, big enough that a program's hot names rarely collide.
+const (
+	strCacheBits = 10
+	strCacheSize = 1 << strCacheBits
+)
+
+// strCacheEntry is one cached pair. ptr is written last and read first and
+// again last, so a reader never takes an id from a half-replaced entry
+// (see lookup).
+type strCacheEntry struct {
+	ptr atomic.Uintptr
+	val atomic.Uint64 // length<<32 | id
+}
+
+func newStrtab() *strtab {
+	return &strtab{ids: map[string]uint32{"": 0}, strs: []string{""}}
+}
+
+// id returns the id of s, interning it on first use. Its fast path is a
+// few loads, small enough to inline into the sources.
+func (t *strtab) id(s string) uint32 {
+	p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	// A multiplicative hash of the address; its top bits pick the entry.
+	e := &t.cache[((p^uintptr(len(s))<<17)*0x9E3779B97F4A7C15)>>(64-strCacheBits)]
+	// Re-reading ptr after val rejects a val that belongs to an entry
+	// written in between; an unchanged ptr with a matching length can only
+	// hold this string's id. (The zero entry maps the empty string to 0.)
+	if v := e.val.Load(); e.ptr.Load() == p && uint32(v>>32) == uint32(len(s)) && e.ptr.Load() == p {
+		return uint32(v)
+	}
+	return t.intern(s, e, p)
+}
+
+// intern is the slow path of id: the map, under the lock.
+func (t *strtab) intern(s string, e *strCacheEntry, p uintptr) uint32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id, ok := t.ids[s]
+	if !ok {
+		id = uint32(len(t.strs))
+		t.strs = append(t.strs, s)
+		t.ids[s] = id
+	}
+	// Cache only the string the table holds: another copy of the same
+	// contents is not kept alive by the table, so its address could later
+	// hold different bytes.
+	if len(s) > 0 && unsafe.StringData(t.strs[id]) == unsafe.StringData(s) && len(s) < 1<<32 {
+		e.ptr.Store(0)
+		e.val.Store(uint64(len(s))<<32 | uint64(id))
+		e.ptr.Store(p)
+	}
+	return id
+}
+
+// arg returns a as the buffer stores it.
+func (t *strtab) arg(a *Arg) slotArg {
+	sa := slotArg{num: a.Num, key: t.id(a.Key), kind: a.Kind}
+	if a.Kind == ArgString {
+		sa.num = uint64(t.id(a.Str))
+	}
+	return sa
+}
+
+// snapshot returns the id → string table as it is now.
+func (t *strtab) snapshot() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.strs[:len(t.strs):len(t.strs)]
+}
