@@ -185,11 +185,7 @@ func (b *Buffer) StartSpan(parent context.Context, name string, args []Arg, leve
 	r.ID2 = id2
 	r.NameID = b.strs.id(name)
 	r.Lane = uint32(r.ID)
-	if p, ok := parent.(*SpanContext); ok && p.epoch == b.epoch {
-		r.Parent, r.Lane = p.rec.ID, p.rec.Lane
-	} else if parent == background {
-		// A root begun in context.Background(): nothing to look up.
-	} else if p := SpanFromContext(parent); p != nil && p.epoch == b.epoch {
+	if p := parentSpan(parent); p != nil && p.epoch == b.epoch {
 		r.Parent, r.Lane = p.rec.ID, p.rec.Lane
 	}
 	if len(args) <= InlineArgs {
@@ -305,6 +301,18 @@ const prefetchAhead = 4
 
 // background is compared with, not called: Value on it would find nothing.
 var background = context.Background()
+
+// parentSpan is SpanFromContext for the hot path: a span's own context and
+// context.Background() are answered without calling Value.
+func parentSpan(ctx context.Context) *SpanContext {
+	if c, ok := ctx.(*SpanContext); ok {
+		return c
+	}
+	if ctx == background {
+		return nil
+	}
+	return SpanFromContext(ctx)
+}
 
 // shardCount returns the number of shards for n Ps: the power of two at
 // or above n, so that a P picks its shard with a mask (a division costs
