@@ -123,9 +123,6 @@ func (b *Buffer) Level() uint8 { return b.level }
 // of an older session).
 func (b *Buffer) Owns(c *SpanContext) bool { return c.epoch == b.epoch }
 
-// Intern returns the id of s in b's string table, for Record.NameID.
-func (b *Buffer) Intern(s string) uint32 { return b.strs.id(s) }
-
 //go:linkname procPin runtime.procPin
 func procPin() int
 
@@ -141,19 +138,6 @@ func (b *Buffer) Reserve(n int) *Record {
 		return nil
 	}
 	return c.take(i)
-}
-
-// ReserveSpan is Reserve for a span begun in parent: it also returns the
-// span's context, to be handed to the code inside the span.
-func (b *Buffer) ReserveSpan(n int, parent context.Context) (*Record, *SpanContext) {
-	c, i := b.reserve(n)
-	if c == nil {
-		return nil, nil
-	}
-	r := c.take(i)
-	sc := &c.ctxs[i]
-	sc.parent, sc.rec, sc.epoch = parent, r, b.epoch
-	return r, sc
 }
 
 // StartSpan records the start of a span begun in parent, named name, with
