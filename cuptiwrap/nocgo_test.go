@@ -1,0 +1,16 @@
+//go:build !cgo
+
+package cuptiwrap
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestStartNeedsCgo(t *testing.T) {
+	c, err := Start(Options{}, func([]Record) {})
+	if c != nil || !errors.Is(err, ErrNeedsCgo) || !strings.Contains(err.Error(), "CGO_ENABLED=1") {
+		t.Fatalf("Start = %v, %v", c, err)
+	}
+}

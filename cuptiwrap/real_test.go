@@ -1,0 +1,27 @@
+package cuptiwrap
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// TestABIAgainstRealHeaders compiles abicheck/abi_check.c against NVIDIA's
+// CUPTI headers: it fails to compile if any offset, width, enum value or
+// function type devprof declares by hand disagrees with them.
+func TestABIAgainstRealHeaders(t *testing.T) {
+	if _, err := os.Stat("/usr/include/cupti.h"); err != nil {
+		t.Fatalf("the real CUPTI headers are missing (%v): run scripts/cupti-deps (installs Debian's libcupti-dev and libcupti11.8 from non-free)", err)
+	}
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "cc"
+	}
+	if _, err := exec.LookPath(cc); err != nil {
+		t.Fatalf("no C compiler %q (%v): install gcc (apt-get install gcc) or set CC", cc, err)
+	}
+	cmd := exec.Command(cc, "-fsyntax-only", "-Wall", "-Werror", "-I", "abicheck/include", "abicheck/abi_check.c")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %v\n%s", cmd.Args, err, out)
+	}
+}
