@@ -310,3 +310,24 @@ func TestSortedSpansMatchesSort(t *testing.T) {
 		}
 	}
 }
+
+// An event whose continuation records end its chunk must be written and
+// read without stepping past the chunk (go test -race enables checkptr,
+// which fails on such pointer arithmetic).
+func TestArgsEndingAChunk(t *testing.T) {
+	b := NewBuilder(Meta{})
+	for i := 0; i < chunkRecords-2; i++ {
+		b.Instant("filler", int64(i), 0, 0, nil)
+	}
+	args := []Arg{{Key: "a", Kind: ArgInt, Num: 1}, {Key: "b", Kind: ArgInt, Num: 2}, {Key: "c", Kind: ArgString, Str: "three"}}
+	id := b.Span(Span{Name: "last", Start: 1, End: 2, Args: args})
+	s := b.Snapshot()
+	r := s.Lookup(id)
+	if r == nil || id != chunkRecords-1 {
+		t.Fatalf("span id %d, want %d (its two records end the first chunk)", id, chunkRecords-1)
+	}
+	got := s.Args(r)
+	if len(got) != 3 || got[0].Key != "a" || got[1].Num != 2 || got[2].Str != "three" {
+		t.Fatalf("args %+v", got)
+	}
+}

@@ -204,7 +204,8 @@ func (r *Record) SetArgs(b *Buffer, args []Arg) {
 		return
 	}
 	rest := args[k:n]
-	for c := r.next(); len(rest) > 0; c = c.next() {
+	for c := r; len(rest) > 0; {
+		c = c.next() // only while arguments are left: the last record may end its chunk
 		c.Kind = kindArgs
 		k = min(len(rest), InlineArgs)
 		for i := 0; i < k; i++ {

@@ -150,7 +150,11 @@ func (s *Snapshot) AppendArgs(dst []Arg, r *Record) []Arg {
 		return dst
 	}
 	left := n - InlineArgs
-	for c := r.next(); left > 0 && c.Kind == kindArgs; c = c.next() {
+	for c := r; left > 0; {
+		c = c.next() // only while arguments are left: the last record may end its chunk
+		if c.Kind != kindArgs {
+			break
+		}
 		for i := 0; i < int(c.NArgs) && left > 0; i++ {
 			dst = append(dst, s.arg(&c.args[i]))
 			left--
