@@ -157,6 +157,16 @@ func (t *Trace) Snapshot() *event.Snapshot {
 			b.SetDropped(d, mx)
 			continue
 		}
+		if in.Name == MessageWarning || in.Name == MessageNote {
+			if msg, ok := messageArg(in.Args); ok {
+				if in.Name == MessageWarning {
+					b.Warn(msg)
+				} else {
+					b.Note(msg)
+				}
+				continue
+			}
+		}
 		var unfinished bool
 		args, _, _ := convertArgs(in.Args, &unfinished)
 		for _, f := range in.FlowIDs {
@@ -228,4 +238,14 @@ func convertArgs(in []Arg, unfinished *bool) (args []event.Arg, step bool, stepN
 		}
 	}
 	return args, step, stepNum
+}
+
+// messageArg returns the "message" argument of a warning or note instant.
+func messageArg(args []Arg) (string, bool) {
+	for _, a := range args {
+		if s, ok := a.Value.(string); ok && a.Name == "message" {
+			return s, true
+		}
+	}
+	return "", false
 }

@@ -442,6 +442,15 @@ func (w *writer) write() {
 	for _, r := range l.Loose {
 		w.slice(typeInstant, r.Start, procUUID, r, true, nil, false)
 	}
+	// Warnings and notes (a device tracer that could not start, which clock
+	// it used) as instants on the process at the start, where a reader of
+	// the trace sees them first.
+	for _, msg := range m.Warnings {
+		w.message(procUUID, start, MessageWarning, msg)
+	}
+	for _, msg := range m.Notes {
+		w.message(procUUID, start, MessageNote, msg)
+	}
 	if m.Dropped > 0 {
 		w.startPacket(w.boot(m.Stop.Mono), true)
 		p := w.pkt.Begin(pktTrackEvent)
@@ -463,6 +472,25 @@ func (w *writer) write() {
 		w.pkt.End(p)
 		w.finishPacket()
 	}
+}
+
+// Names of the instants that carry Meta.Warnings and Meta.Notes; the text
+// is their "message" argument.
+const (
+	MessageWarning = "devprof warning"
+	MessageNote    = "devprof note"
+)
+
+// message writes an instant named name with msg as its argument.
+func (w *writer) message(track uint64, at int64, name, msg string) {
+	w.startPacket(at, true)
+	p := w.pkt.Begin(pktTrackEvent)
+	w.pkt.Uint(teType, typeInstant)
+	w.pkt.Uint(teTrackUUID, track)
+	w.pkt.Uint(teNameIID, w.iid(&w.seq.names, idEventNames, name))
+	w.annotation("message", func() { w.pkt.Uint(daStringValueIID, w.iid(&w.seq.strs, idDebugAnnotStrs, msg)) })
+	w.pkt.End(p)
+	w.finishPacket()
 }
 
 // slice writes a BEGIN or INSTANT event for r. track 0 means the

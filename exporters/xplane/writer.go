@@ -96,7 +96,9 @@ func DropWarning(dropped, max int64) string {
 func Write(w io.Writer, s *event.Snapshot) error {
 	x := &writer{s: s, m: &s.Meta, correlated: map[uint64]bool{}}
 	for _, r := range s.Events {
-		if r.Kind != event.KindActivity {
+		// Only work on a device makes a host event a launch: a flow between
+		// host events (two API calls) is not one.
+		if r.Kind != event.KindActivity || r.Lane == 0 || int(r.Lane) > len(s.Tracks) || s.Tracks[r.Lane-1].Kind != event.TrackDeviceStream {
 			continue
 		}
 		x.argBuf = s.AppendArgs(x.argBuf[:0], r)
@@ -407,5 +409,8 @@ func (x *writer) taskEnvPlane(space *protoenc.Enc) {
 	p := newPlane(space, 0, TaskEnvPlaneName)
 	p.planeStatUint("profile_start_time", uint64(x.m.Start.Wall))
 	p.planeStatUint("profile_stop_time", uint64(x.m.Stop.Wall))
+	for _, n := range x.m.Notes {
+		p.planeStatString("devprof_note", n)
+	}
 	p.finish()
 }

@@ -62,8 +62,9 @@ type Buffer struct {
 
 	maxRecords int64
 
-	mu     sync.Mutex // guards tracks; taken only when a source registers a track
-	tracks []Track
+	mu         sync.Mutex // guards tracks and correlator; not taken on the hot path
+	tracks     []Track
+	correlator DeviceCorrelator
 
 	strs *strtab // names, argument keys and string values of the records
 

@@ -139,6 +139,9 @@ func (b *Builder) SetDropped(dropped, maxEvents int64) {
 // Warn adds a warning to the snapshot's metadata.
 func (b *Builder) Warn(msg string) { b.meta.Warnings = append(b.meta.Warnings, msg) }
 
+// Note adds a note (how the trace was made) to the snapshot's metadata.
+func (b *Builder) Note(msg string) { b.meta.Notes = append(b.meta.Notes, msg) }
+
 // Snapshot returns the built snapshot. Meta.Dropped keeps the value given
 // to NewBuilder (events the original recording lost).
 func (b *Builder) Snapshot() *Snapshot {
@@ -149,17 +152,73 @@ func (b *Builder) Snapshot() *Snapshot {
 	return s
 }
 
+// FlagMonoTime marks a record whose times are monotonic nanoseconds
+// already, not ticks: a device source that converts its own clock writes
+// them, and Snapshot leaves their times as they are.
+const FlagMonoTime uint8 = 1 << 2
+
 // Activity records a complete event on a registered track: the entry
-// point of device sources (CUPTI activity records). It returns the
-// record's ID, or 0 if the buffer was full.
+// point of device sources (CUPTI activity records). start and end are
+// ticks (Now). It returns the record's ID, or 0 if the buffer was full.
 func (b *Buffer) Activity(track uint32, name string, start, end int64, args []Arg) uint64 {
+	return b.activity(track, name, start, end, args, 0)
+}
+
+// ActivityMono is Activity with start and end in monotonic nanoseconds
+// (the session timeline, Meta.Start.Mono and on), for sources whose clock
+// is converted by the source itself.
+func (b *Buffer) ActivityMono(track uint32, name string, start, end int64, args []Arg) uint64 {
+	return b.activity(track, name, start, end, args, FlagMonoTime)
+}
+
+func (b *Buffer) activity(track uint32, name string, start, end int64, args []Arg, flags uint8) uint64 {
 	r := b.Reserve(SlotsFor(len(args)))
 	if r == nil {
 		return 0
 	}
+	r.Flags = flags
 	r.Kind = KindActivity
 	r.SetName(b, name)
 	r.Lane = track
+	r.Start = start
+	if len(args) > 0 {
+		r.SetArgs(b, args)
+	}
+	r.SetEnd(max(end, start))
+	r.Commit()
+	return r.ID
+}
+
+// CounterMono records one sample of a counter series at t, in monotonic
+// nanoseconds (see ActivityMono); unit is "" for a plain number.
+func (b *Buffer) CounterMono(name, unit string, t int64, v float64) {
+	r := b.Reserve(1)
+	if r == nil {
+		return
+	}
+	r.Kind = KindCounter
+	r.Flags = FlagMonoTime
+	r.SetName(b, name)
+	r.SetArgs(b, []Arg{{Key: unit, Kind: ArgFloat, Num: math.Float64bits(v)}})
+	r.Start = t
+	r.SetEnd(t)
+	r.Commit()
+}
+
+// ChildSpanMono records a finished span, start and end in monotonic
+// nanoseconds, as a child of span parent on lane: a device source places
+// the API calls a span made (a kernel launch) beneath it. It returns the
+// record's ID, or 0 if the buffer was full.
+func (b *Buffer) ChildSpanMono(parent uint64, lane uint32, name string, start, end int64, args []Arg) uint64 {
+	r := b.Reserve(SlotsFor(len(args)))
+	if r == nil {
+		return 0
+	}
+	r.Kind = KindSpan
+	r.Level = 1
+	r.Flags = FlagMonoTime
+	r.Parent, r.Lane = parent, lane
+	r.SetName(b, name)
 	r.Start = start
 	if len(args) > 0 {
 		r.SetArgs(b, args)

@@ -28,6 +28,10 @@ func Now() int64 {
 	return nanotime()
 }
 
+// Mono returns the runtime's monotonic clock in nanoseconds: the timeline
+// snapshots are converted to (Meta.Start.Mono and on).
+func Mono() int64 { return nanotime() }
+
 // ClockName says which clock Now reads, for the outputs' metadata.
 func ClockName() string {
 	if useTSC {

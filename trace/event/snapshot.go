@@ -19,6 +19,7 @@ type Meta struct {
 	MaxEvents         int64
 	Dropped           int64    // events lost because the buffer was full
 	Warnings          []string // problems worth showing to the user (e.g. a source that failed)
+	Notes             []string // facts about how the trace was made (e.g. which clock a device source used)
 }
 
 // BootNanos converts session ticks to CLOCK_BOOTTIME nanoseconds.
@@ -75,7 +76,7 @@ func (b *Buffer) Snapshot(meta Meta) *Snapshot {
 			}
 			// Close open spans for good, then turn ticks into nanoseconds.
 			r.end.CompareAndSwap(0, openAtStop)
-			if conv != nil {
+			if conv != nil && r.Flags&FlagMonoTime == 0 {
 				r.Start = conv(r.Start)
 				if e := r.end.Load(); e != openAtStop {
 					r.end.Store(conv(e-1) + 1)

@@ -61,3 +61,41 @@ func (b *Buffer) FindTrack(kind TrackKind, device int, id int64) uint32 {
 	}
 	return 0
 }
+
+// SetTrackName renames a registered track: a source that learns what a
+// track holds as records arrive (the kinds of work on a stream) names it
+// when it stops.
+func (b *Buffer) SetTrackName(id uint32, name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if id > 0 && int(id) <= len(b.tracks) {
+		b.tracks[id-1].Name = name
+	}
+}
+
+// DeviceCorrelator attributes device work to host spans: a device source
+// registers one with SetDeviceCorrelator, and annotate.Device pushes the id
+// of its span before the code inside launches work on the device, and pops
+// it after.
+type DeviceCorrelator interface {
+	// Push makes span spanID (named name, on lane) the current
+	// correlation of the calling OS thread (the caller has locked its
+	// goroutine to it).
+	Push(spanID uint64, lane uint32, name string) error
+	// Pop undoes the last Push of the calling OS thread.
+	Pop() error
+}
+
+// SetDeviceCorrelator registers c (nil to remove it).
+func (b *Buffer) SetDeviceCorrelator(c DeviceCorrelator) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.correlator = c
+}
+
+// Correlator returns the registered DeviceCorrelator, or nil.
+func (b *Buffer) Correlator() DeviceCorrelator {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.correlator
+}
