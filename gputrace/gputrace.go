@@ -1,0 +1,210 @@
+// Package gputrace is the device source of a trace session: while a session
+// runs with the device tracer on, it collects NVIDIA GPU activity through
+// CUPTI (package cuptiwrap) and, when the session stops, writes it into the
+// session's event buffer, where the exporters find it beside the host spans.
+//
+// What it writes, on the session timeline:
+//   - kernels, copies, memsets, allocations and synchronizations as
+//     activity on one track per device and stream ("Stream #7(Compute,
+//     MemcpyH2D)"), with the arguments the trace viewer and xprof's tools
+//     read (grid, block, registers, shared memory, kernel_details; bytes,
+//     copy kind, memcpy_details);
+//   - CUDA runtime and driver API calls on one track per OS thread;
+//   - a flow from each API call to the device work it launched (CUPTI's
+//     correlation id), and the id of the device as device_id on the call;
+//   - for kernels launched inside annotate.Device, the span's name as the
+//     kernel's tf_op argument (CUPTI external correlation);
+//   - a counter of the bytes each device has allocated.
+//
+// CUPTI stamps records with its own clock (CLOCK_REALTIME unless told
+// otherwise). Start measures the offset to the session's monotonic clock
+// with several paired reads and keeps the narrowest; Stop reports which
+// clock was used and how exact the pairing was.
+package gputrace
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/devprof/devprof/cuptiwrap"
+	"github.com/devprof/devprof/trace/event"
+)
+
+// Config configures the device source. The zero value uses cuptiwrap's
+// defaults.
+type Config struct {
+	// Library is the libcupti to load; "" searches (see cuptiwrap.Start).
+	Library string
+	// BufferSize is the size of each CUPTI activity buffer in bytes.
+	BufferSize int
+	// MaxBuffers caps how many activity buffers exist at once.
+	MaxBuffers int
+	// FlushPeriod is how often CUPTI hands over completed buffers.
+	FlushPeriod time.Duration
+	// MaxRecords bounds how many CUPTI records are kept, like XLA's
+	// gpu_max_activity_api_events; later ones are counted as dropped.
+	MaxRecords int64
+}
+
+// Source collects GPU activity for one session.
+type Source struct {
+	buf *event.Buffer
+	col *cuptiwrap.Collector
+	lib cuptiwrap.LibraryInfo
+
+	offset int64 // CUPTI ns minus session monotonic ns
+	gap    int64 // width of the paired read the offset came from
+
+	mu      sync.Mutex
+	records []cuptiwrap.Record  // everything CUPTI delivered, written at Stop
+	spans   map[uint64]spanInfo // external correlation id (span ID) -> the span
+
+	stopOnce sync.Once
+	report   Report
+}
+
+// Report is what Stop found out about the collection.
+type Report struct {
+	// Library describes the libcupti that was loaded.
+	Library cuptiwrap.LibraryInfo
+	// Stats are the collector's counts.
+	Stats cuptiwrap.Stats
+	// Events is how many events were written into the buffer.
+	Events int
+	// Clock says which clock the device timestamps came from and how they
+	// were mapped onto the session timeline.
+	Clock string
+	// Warnings are problems to show in the outputs (records dropped,
+	// records without timestamps, a failed Stop).
+	Warnings []string
+}
+
+// Start begins collecting device activity into buf. The returned error
+// says why device activity cannot be recorded (no libcupti, no GPU, another
+// profiler attached, insufficient privileges); the session records the host
+// alone then.
+func Start(buf *event.Buffer, cfg Config) (*Source, error) {
+	s := &Source{buf: buf, spans: map[uint64]spanInfo{}}
+	col, err := cuptiwrap.Start(cuptiwrap.Options{
+		Library:     cfg.Library,
+		BufferSize:  cfg.BufferSize,
+		MaxBuffers:  cfg.MaxBuffers,
+		FlushPeriod: cfg.FlushPeriod,
+		MaxRecords:  cfg.MaxRecords,
+	}, s.sink)
+	if err != nil {
+		return nil, err
+	}
+	s.col = col
+	s.lib = col.Library()
+	if err := s.measureOffset(); err != nil {
+		col.Stop()
+		return nil, err
+	}
+	buf.SetDeviceCorrelator(correlator{s})
+	return s, nil
+}
+
+// sink keeps every record until Stop: an API call, the external
+// correlation that names its span and the kernel it launched may arrive in
+// different buffers, in any order.
+func (s *Source) sink(batch []cuptiwrap.Record) {
+	s.mu.Lock()
+	s.records = append(s.records, batch...)
+	s.mu.Unlock()
+}
+
+// offsetReads is how many paired clock reads measureOffset takes.
+const offsetReads = 16
+
+// measureOffset pairs CUPTI's clock with the session's monotonic clock:
+// the CUPTI reading is taken between two monotonic ones, and the pair with
+// the narrowest bracket wins.
+func (s *Source) measureOffset() error {
+	best := int64(1 << 62)
+	for i := 0; i < offsetReads; i++ {
+		m0 := event.Mono()
+		c, err := s.col.Timestamp()
+		m1 := event.Mono()
+		if err != nil {
+			return fmt.Errorf("reading CUPTI's clock: %w", err)
+		}
+		if g := m1 - m0; g < best {
+			best = g
+			s.offset = int64(c) - (m0 + g/2)
+		}
+	}
+	s.gap = best
+	return nil
+}
+
+// mono converts a CUPTI timestamp to the session timeline.
+func (s *Source) mono(t uint64) int64 { return int64(t) - s.offset }
+
+// spanInfo is what the writer needs of an annotate.Device span.
+type spanInfo struct {
+	name string
+	lane uint32
+}
+
+// correlator lets annotate.Device attribute kernels to its span through
+// CUPTI's external correlation (kind CUSTOM0).
+type correlator struct{ s *Source }
+
+func (c correlator) Push(spanID uint64, lane uint32, name string) error {
+	c.s.mu.Lock()
+	c.s.spans[spanID] = spanInfo{name, lane}
+	c.s.mu.Unlock()
+	return c.s.col.PushExternalCorrelation(spanID)
+}
+
+func (c correlator) Pop() error {
+	_, err := c.s.col.PopExternalCorrelation()
+	return err
+}
+
+// Stop stops collecting, writes what was collected into the buffer and
+// reports on it. Call it once the host sources have stopped and before the
+// buffer is snapshotted; later calls return the first call's report.
+func (s *Source) Stop() Report {
+	s.stopOnce.Do(func() {
+		s.buf.SetDeviceCorrelator(nil)
+		st, err := s.col.Stop()
+		s.report = Report{Library: s.lib, Stats: st}
+		if err != nil {
+			s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("devprof: stopping CUPTI: %v", err))
+		}
+		s.mu.Lock()
+		recs := s.records
+		s.records = nil
+		s.mu.Unlock()
+		w := newWriter(s, recs)
+		s.report.Events = w.write()
+		s.report.Clock = fmt.Sprintf("GPU timestamps: CUPTI's clock (CLOCK_REALTIME, %s), mapped onto the session's monotonic clock by an offset of %d ns measured at start (pairing within %d ns)",
+			libName(s.lib), s.offset, s.gap)
+		if d := st.Dropped; d > 0 {
+			s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("devprof: %d GPU activity records dropped (%d by CUPTI, %d over the limit of kept records); raise the gpu_max_activity_api_events, gpu_buffer_size or gpu_max_buffers advanced settings",
+				d, st.CUPTIDropped, st.OverLimit))
+		}
+		if w.untimed > 0 {
+			s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("devprof: %d GPU activity records had no timestamps (CUPTI could not time them) and were left out", w.untimed))
+		}
+		if w.lost > 0 {
+			s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("devprof: %d GPU activity events did not fit in the event buffer (max_events)", w.lost))
+		}
+	})
+	return s.report
+}
+
+func libName(l cuptiwrap.LibraryInfo) string {
+	name := l.Soname
+	if name == "" {
+		name = l.Path
+	}
+	return fmt.Sprintf("%s, CUPTI API %d", name, l.APIVersion)
+}
+
+// Explain turns an error from Start into the one-line warning the outputs
+// and standard error carry.
+func Explain(err error) string { return "devprof: GPU tracing off: " + err.Error() }

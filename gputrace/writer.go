@@ -1,0 +1,356 @@
+package gputrace
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/devprof/devprof/cuptiwrap"
+	"github.com/devprof/devprof/trace/event"
+)
+
+// FlowBase is added to CUPTI correlation ids to make the flow ids of
+// launch→device links, so that they never meet the flow ids a program takes
+// from annotate.NewFlowID (which count up from 1).
+const FlowBase = 1 << 62
+
+// writer turns the records of one collection into events.
+type writer struct {
+	s    *Source
+	buf  *event.Buffer
+	recs []cuptiwrap.Record
+
+	corrDevice map[uint32]uint32 // correlation id -> device of the work it launched
+	ctxDevice  map[uint32]uint32 // CUDA context id -> device
+	corrSpan   map[uint32]uint64 // correlation id -> external id (span ID)
+
+	streams map[streamKey]*stream
+	threads map[uint32]uint32 // OS thread id -> track
+	memory  map[uint32]int64  // device -> bytes allocated
+
+	events  int
+	untimed int // records without timestamps, left out
+	lost    int // events the buffer had no room for
+}
+
+type streamKey struct{ device, stream uint32 }
+
+type stream struct {
+	track uint32
+	id    uint32
+	kinds []string // what ran on it, in xprof's words, first seen first
+}
+
+func newWriter(s *Source, recs []cuptiwrap.Record) *writer {
+	return &writer{
+		s: s, buf: s.buf, recs: recs,
+		corrDevice: map[uint32]uint32{},
+		ctxDevice:  map[uint32]uint32{},
+		corrSpan:   map[uint32]uint64{},
+		streams:    map[streamKey]*stream{},
+		threads:    map[uint32]uint32{},
+		memory:     map[uint32]int64{},
+	}
+}
+
+// write writes every record and returns how many events it wrote.
+func (w *writer) write() int {
+	// First pass: what the records say about each other.
+	for i := range w.recs {
+		r := &w.recs[i]
+		switch r.Kind {
+		case cuptiwrap.KindKernel, cuptiwrap.KindMemcpy, cuptiwrap.KindMemcpyPeer, cuptiwrap.KindMemset:
+			w.corrDevice[r.CorrelationID] = r.DeviceID
+			w.ctxDevice[r.ContextID] = r.DeviceID
+		case cuptiwrap.KindMemory:
+			w.ctxDevice[r.ContextID] = r.DeviceID
+			if r.CorrelationID != 0 {
+				w.corrDevice[r.CorrelationID] = r.DeviceID
+			}
+		case cuptiwrap.KindExternalCorrelation:
+			w.corrSpan[r.CorrelationID] = r.ExternalID
+		}
+	}
+	// A synchronization names its context only.
+	for i := range w.recs {
+		r := &w.recs[i]
+		if dev, ok := w.ctxDevice[r.ContextID]; ok && r.Kind == cuptiwrap.KindSync && r.CorrelationID != 0 {
+			w.corrDevice[r.CorrelationID] = dev
+		}
+	}
+	// Device records in time order, so that the memory counter adds up
+	// allocations and frees as they happened.
+	slices.SortStableFunc(w.recs, func(a, b cuptiwrap.Record) int {
+		switch {
+		case a.Start < b.Start:
+			return -1
+		case a.Start > b.Start:
+			return 1
+		}
+		return 0
+	})
+	for i := range w.recs {
+		r := &w.recs[i]
+		switch r.Kind {
+		case cuptiwrap.KindKernel:
+			w.kernel(r)
+		case cuptiwrap.KindMemcpy, cuptiwrap.KindMemcpyPeer:
+			w.memcpy(r)
+		case cuptiwrap.KindMemset:
+			w.memset(r)
+		case cuptiwrap.KindMemory:
+			w.memoryOp(r)
+		case cuptiwrap.KindSync:
+			w.sync(r)
+		case cuptiwrap.KindRuntime, cuptiwrap.KindDriver:
+			w.api(r)
+		case cuptiwrap.KindOverhead:
+			w.overhead(r)
+		}
+	}
+	for _, st := range w.streams {
+		name := "Stream #" + strconv.FormatUint(uint64(st.id), 10)
+		if len(st.kinds) > 0 {
+			name += "(" + strings.Join(st.kinds, ",") + ")"
+		}
+		w.buf.SetTrackName(st.track, name)
+	}
+	return w.events
+}
+
+// streamTrack returns the track of a device's stream, noting that work of
+// kind (xprof's name: Compute, MemcpyH2D, …) ran on it.
+func (w *writer) streamTrack(device, streamID uint32, kind string) uint32 {
+	k := streamKey{device, streamID}
+	st := w.streams[k]
+	if st == nil {
+		st = &stream{id: streamID}
+		st.track = w.buf.FindTrack(event.TrackDeviceStream, int(device), int64(streamID))
+		if st.track == 0 {
+			st.track = w.buf.AddTrack(event.Track{Kind: event.TrackDeviceStream, Device: int(device), ID: int64(streamID)})
+		}
+		w.streams[k] = st
+	}
+	if !slices.Contains(st.kinds, kind) {
+		st.kinds = append(st.kinds, kind)
+	}
+	return st.track
+}
+
+// threadTrack returns the track of the host thread tid.
+func (w *writer) threadTrack(tid uint32) uint32 {
+	if t, ok := w.threads[tid]; ok {
+		return t
+	}
+	t := w.buf.AddTrack(event.Track{Kind: event.TrackHostThread, ID: int64(tid), Name: "CUDA API (thread " + strconv.FormatUint(uint64(tid), 10) + ")"})
+	w.threads[tid] = t
+	return t
+}
+
+// emit writes one activity event; records without timestamps are counted
+// and left out.
+func (w *writer) emit(track uint32, name string, start, end uint64, args []event.Arg) {
+	if start == 0 || end == 0 {
+		w.untimed++
+		return
+	}
+	if w.buf.ActivityMono(track, name, w.s.mono(start), w.s.mono(max(end, start)), args) == 0 {
+		w.lost++
+		return
+	}
+	w.events++
+}
+
+func flow(corr uint32) event.Arg { return event.Arg{Kind: event.ArgFlow, Num: FlowBase + uint64(corr)} }
+
+func intArg(key string, v int64) event.Arg {
+	return event.Arg{Key: key, Kind: event.ArgInt, Num: uint64(v)}
+}
+
+func uintArg(key string, v uint64) event.Arg { return event.Arg{Key: key, Kind: event.ArgUint, Num: v} }
+
+func strArg(key, v string) event.Arg { return event.Arg{Key: key, Kind: event.ArgString, Str: v} }
+
+func dims(d [3]int32) string { return fmt.Sprintf("%d,%d,%d", d[0], d[1], d[2]) }
+
+// span returns the annotate.Device span whose scope made the call with
+// correlation id corr.
+func (w *writer) span(corr uint32) (id uint64, sp spanInfo, ok bool) {
+	id, ok = w.corrSpan[corr]
+	if !ok {
+		return 0, spanInfo{}, false
+	}
+	w.s.mu.Lock()
+	sp, ok = w.s.spans[id]
+	w.s.mu.Unlock()
+	return id, sp, ok
+}
+
+// spanArg names the annotate.Device span that launched the work, as
+// TensorFlow's tf_op stat names the op of a kernel.
+func (w *writer) spanArg(args []event.Arg, corr uint32) []event.Arg {
+	if _, sp, ok := w.span(corr); ok {
+		return append(args, strArg("tf_op", sp.name))
+	}
+	return args
+}
+
+func (w *writer) kernel(r *cuptiwrap.Record) {
+	args := []event.Arg{
+		flow(r.CorrelationID),
+		strArg("grid", dims(r.Grid)),
+		strArg("block", dims(r.Block)),
+		intArg("registers_per_thread", int64(r.Registers)),
+		intArg("static_shared_memory", int64(r.StaticShared)),
+		intArg("dynamic_shared_memory", int64(r.DynamicShared)),
+		// xprof's kernel_stats reads these from one string; its presence
+		// is what marks the event as a kernel.
+		strArg("kernel_details", fmt.Sprintf("regs:%d static_shared:%d dynamic_shared:%d grid:%s block:%s",
+			r.Registers, r.StaticShared, r.DynamicShared, dims(r.Grid), dims(r.Block))),
+	}
+	if r.GraphID != 0 {
+		args = append(args, uintArg("graph_id", uint64(r.GraphID)))
+	}
+	args = w.spanArg(args, r.CorrelationID)
+	w.emit(w.streamTrack(r.DeviceID, r.StreamID, "Compute"), r.Name, r.Start, r.End, args)
+}
+
+// copyStreamKinds are xprof's stream-line names for copy kinds.
+var copyStreamKinds = map[string]string{"HtoD": "MemcpyH2D", "DtoH": "MemcpyD2H", "DtoD": "MemcpyD2D", "PtoP": "MemcpyP2P"}
+
+// xprofMemoryKind is the memory kind as memcpy_details writes it.
+func xprofMemoryKind(k uint8) string {
+	switch n := cuptiwrap.MemoryKindName(k); n {
+	case "Pageable", "Pinned", "Device", "Array", "Managed", "Unknown":
+		return strings.ToLower(n)
+	case "DeviceStatic":
+		return "device_static"
+	case "ManagedStatic":
+		return "managed_static"
+	}
+	return "unknown"
+}
+
+func (w *writer) memcpy(r *cuptiwrap.Record) {
+	kind := cuptiwrap.CopyKindName(r.CopyKind)
+	dest := r.DeviceID
+	args := []event.Arg{
+		flow(r.CorrelationID),
+		strArg("copy_kind", kind),
+		uintArg("bytes", r.Bytes),
+	}
+	if r.Kind == cuptiwrap.KindMemcpyPeer {
+		kind = "PtoP"
+		dest = r.DstDevice
+		args[1].Str = kind
+		args = append(args, uintArg("src_device", uint64(r.SrcDevice)), uintArg("dst_device", uint64(r.DstDevice)))
+	}
+	args = append(args, strArg("memcpy_details", fmt.Sprintf("kind_src:%s kind_dst:%s size:%d dest:%d",
+		xprofMemoryKind(r.SrcKind), xprofMemoryKind(r.DstKind), r.Bytes, dest)))
+	args = w.spanArg(args, r.CorrelationID)
+	streamKind, ok := copyStreamKinds[kind]
+	if !ok {
+		streamKind = "MemcpyOther"
+	}
+	name := r.Name
+	if name == "" {
+		name = "Memcpy " + kind
+	}
+	w.emit(w.streamTrack(r.DeviceID, r.StreamID, streamKind), name, r.Start, r.End, args)
+}
+
+func (w *writer) memset(r *cuptiwrap.Record) {
+	args := []event.Arg{
+		flow(r.CorrelationID),
+		uintArg("bytes", r.Bytes),
+		uintArg("value", uint64(r.MemsetValue)),
+		strArg("memory_kind", cuptiwrap.MemoryKindName(r.MemoryKind)),
+	}
+	args = w.spanArg(args, r.CorrelationID)
+	name := r.Name
+	if name == "" {
+		name = "Memset"
+	}
+	w.emit(w.streamTrack(r.DeviceID, r.StreamID, "Memset"), name, r.Start, r.End, args)
+}
+
+// memoryOp writes an allocation or a free as an instant-like event on its
+// stream and moves the device's allocated-bytes counter.
+func (w *writer) memoryOp(r *cuptiwrap.Record) {
+	op := cuptiwrap.MemoryOpName(r.MemoryOp)
+	streamKind, name := "MemoryAlloc", "MemoryAlloc"
+	delta := int64(r.Bytes)
+	if op == "free" {
+		streamKind, name, delta = "MemoryFree", "MemoryFree", -delta
+	}
+	args := []event.Arg{
+		uintArg("bytes", r.Bytes),
+		strArg("address", "0x"+strconv.FormatUint(r.Address, 16)),
+		strArg("memory_kind", cuptiwrap.MemoryKindName(r.MemoryKind)),
+	}
+	if r.CorrelationID != 0 {
+		args = append(args, flow(r.CorrelationID))
+	}
+	w.emit(w.streamTrack(r.DeviceID, r.StreamID, streamKind), name, r.Start, r.Start, args)
+	if r.Start != 0 {
+		w.memory[r.DeviceID] += delta
+		w.buf.CounterMono("GPU:"+strconv.FormatUint(uint64(r.DeviceID), 10)+" memory allocated", "bytes",
+			w.s.mono(r.Start), float64(w.memory[r.DeviceID]))
+	}
+}
+
+// sync writes a host wait on the device; CUPTI gives its context, not its
+// device, which the other records of the context tell.
+func (w *writer) sync(r *cuptiwrap.Record) {
+	dev, ok := w.ctxDevice[r.ContextID]
+	if !ok {
+		dev = 0
+	}
+	args := []event.Arg{strArg("sync_type", cuptiwrap.SyncTypeName(r.SyncType))}
+	if r.CorrelationID != 0 {
+		args = append(args, flow(r.CorrelationID))
+	}
+	name := r.Name
+	if name == "" {
+		name = cuptiwrap.SyncTypeName(r.SyncType)
+	}
+	w.emit(w.streamTrack(dev, r.StreamID, "Synchronize"), name, r.Start, r.End, args)
+}
+
+// api writes a runtime or driver API call. A call made inside an
+// annotate.Device span goes beneath that span, on its row, as the program
+// made it; others go on a track of their OS thread. A call that launched
+// device work names the device, as xprof's launch statistics need.
+func (w *writer) api(r *cuptiwrap.Record) {
+	args := []event.Arg{flow(r.CorrelationID), uintArg("cbid", uint64(r.CBID))}
+	if dev, ok := w.corrDevice[r.CorrelationID]; ok {
+		args = append(args, uintArg("device_id", uint64(dev)))
+	}
+	if r.ReturnValue != 0 {
+		args = append(args, intArg("return_value", int64(r.ReturnValue)))
+	}
+	if id, sp, ok := w.span(r.CorrelationID); ok {
+		if r.Start == 0 || r.End == 0 {
+			w.untimed++
+			return
+		}
+		args = append(args, uintArg("thread_id", uint64(r.ThreadID)))
+		if w.buf.ChildSpanMono(id, sp.lane, r.Name, w.s.mono(r.Start), w.s.mono(max(r.End, r.Start)), args) == 0 {
+			w.lost++
+			return
+		}
+		w.events++
+		return
+	}
+	w.emit(w.threadTrack(r.ThreadID), r.Name, r.Start, r.End, args)
+}
+
+func (w *writer) overhead(r *cuptiwrap.Record) {
+	name := cuptiwrap.OverheadKindName(r.OverheadKind)
+	if r.ThreadID != 0 {
+		w.emit(w.threadTrack(r.ThreadID), name, r.Start, r.End, nil)
+		return
+	}
+	w.emit(w.streamTrack(r.DeviceID, r.StreamID, "Generic"), name, r.Start, r.End, nil)
+}
