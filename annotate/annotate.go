@@ -17,6 +17,7 @@ package annotate
 import (
 	"context"
 	"math"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -266,3 +267,55 @@ func (c Counter) set(v float64) {
 	r.SetEnd(r.Start)
 	r.Commit()
 }
+
+// DeviceSpan is an open span begun with Device. The zero DeviceSpan is
+// valid and its End does nothing.
+type DeviceSpan struct {
+	span  Span
+	corr  event.DeviceCorrelator
+	owned bool // the OS thread was locked by Device
+}
+
+// Device begins a span, like Begin, whose GPU work is attributed to it:
+// kernels and copies launched inside it carry its name (as the tf_op
+// argument TensorFlow uses) in the outputs. It locks the calling goroutine
+// to its OS thread until End, because CUPTI tracks the attribution per
+// thread, and pushes the span's id as CUPTI external correlation. With no
+// device tracer running it is just Begin. End the span on the same
+// goroutine, usually deferred.
+func Device(ctx context.Context, name string, args ...Arg) (context.Context, DeviceSpan) {
+	c, s := Begin(ctx, name, args...)
+	if !s.Recording() {
+		return c, DeviceSpan{}
+	}
+	d := DeviceSpan{span: s}
+	b := event.Active()
+	if b == nil {
+		return c, d
+	}
+	corr := b.Correlator()
+	if corr == nil {
+		return c, d
+	}
+	runtime.LockOSThread()
+	if err := corr.Push(s.rec.ID, s.rec.Lane, name); err != nil {
+		runtime.UnlockOSThread()
+		return c, d
+	}
+	d.corr, d.owned = corr, true
+	return c, d
+}
+
+// End ends the span and stops attributing GPU work to it.
+func (d DeviceSpan) End() {
+	if d.corr != nil {
+		d.corr.Pop()
+	}
+	if d.owned {
+		runtime.UnlockOSThread()
+	}
+	d.span.End()
+}
+
+// Recording reports whether the span is being recorded.
+func (d DeviceSpan) Recording() bool { return d.span.Recording() }

@@ -6,6 +6,9 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/devprof/devprof/cuptiwrap"
+	"github.com/devprof/devprof/gputrace"
 )
 
 // Off disables a tracer when given as HostTracerLevel or DeviceTracerLevel.
@@ -97,6 +100,11 @@ var configKeys = []ConfigKey{
 	{"override_hostname", ConfigString, "host name used in output file names and shown in the outputs (default: the machine's host name)"},
 	{"session_id", ConfigString, "name of the run directory under <logdir>/plugins/profile (default: the start time, YYYY_MM_DD_HH_MM_SS)"},
 	{"program_name", ConfigString, "process name shown in the outputs (default: the executable's base name)"},
+	{"cupti_library", ConfigString, "libcupti to load for GPU tracing, a path or soname (default: $DEVPROF_CUPTI_LIB, else a search of the CUDA 13/12/11 sonames and toolkit directories)"},
+	{"gpu_max_activity_api_events", ConfigInt, "most CUPTI activity records kept; later ones are counted as dropped (default: max_events)"},
+	{"gpu_buffer_size", ConfigInt, "bytes per CUPTI activity buffer, 65536..268435456 (default 4 MiB)"},
+	{"gpu_max_buffers", ConfigInt, "most CUPTI activity buffers at once; when all are full CUPTI drops records (default 32)"},
+	{"gpu_flush_period_ms", ConfigInt, "how often CUPTI hands over completed buffers, in ms (default 1000; 0 keeps the default)"},
 }
 
 // ConfigKeys lists the advanced configuration keys a session accepts.
@@ -111,6 +119,7 @@ type config struct {
 	link                   bool
 	linkTimeout            time.Duration
 	host, sessionID, prog  string
+	gpu                    gputrace.Config
 }
 
 func (o *Options) resolve() (config, error) {
@@ -183,11 +192,19 @@ func (c *config) applyAdvanced(m map[string]any) error {
 				}
 			case "program_name":
 				c.prog = s
+			case "cupti_library":
+				c.gpu.Library = s
 			}
 		case ConfigBool:
 			_, ok = v.(bool)
 		case ConfigInt:
-			_, ok = asInt(v)
+			var n int64
+			n, ok = asInt(v)
+			if ok {
+				if err := c.setInt(k, n); err != nil {
+					return err
+				}
+			}
 		}
 		if !ok {
 			wrong = append(wrong, fmt.Sprintf("%q: want %s, got %T", k, key.Kind, v))
@@ -208,6 +225,36 @@ func (c *config) applyAdvanced(m map[string]any) error {
 	}
 	if len(msgs) > 0 {
 		return fmt.Errorf("advanced configuration: %s", strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// setInt applies an integer key, checking its range.
+func (c *config) setInt(k string, n int64) error {
+	bad := func(want string) error {
+		return fmt.Errorf("advanced configuration key %q: %d out of range: want %s", k, n, want)
+	}
+	switch k {
+	case "gpu_max_activity_api_events":
+		if n < 1 {
+			return bad("at least 1")
+		}
+		c.gpu.MaxRecords = n
+	case "gpu_buffer_size":
+		if n < cuptiwrap.MinBufferSize || n > cuptiwrap.MaxBufferSize {
+			return bad(fmt.Sprintf("%d..%d bytes", cuptiwrap.MinBufferSize, cuptiwrap.MaxBufferSize))
+		}
+		c.gpu.BufferSize = int(n)
+	case "gpu_max_buffers":
+		if n < 1 || n > cuptiwrap.MaxMaxBuffers {
+			return bad(fmt.Sprintf("1..%d", cuptiwrap.MaxMaxBuffers))
+		}
+		c.gpu.MaxBuffers = int(n)
+	case "gpu_flush_period_ms":
+		if n < 0 || n > 60_000 {
+			return bad("0..60000 ms")
+		}
+		c.gpu.FlushPeriod = time.Duration(n) * time.Millisecond
 	}
 	return nil
 }

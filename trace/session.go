@@ -30,6 +30,7 @@ import (
 	"github.com/devprof/devprof/exporters/chrome"
 	"github.com/devprof/devprof/exporters/perfetto"
 	"github.com/devprof/devprof/exporters/xplane"
+	"github.com/devprof/devprof/gputrace"
 	"github.com/devprof/devprof/internal/atomicfile"
 	"github.com/devprof/devprof/perfettolink"
 	"github.com/devprof/devprof/trace/event"
@@ -48,7 +49,8 @@ type Session struct {
 	meta   event.Meta
 
 	snap     *event.Snapshot
-	calStop  chan struct{} // ends the calibration goroutine
+	gpu      *gputrace.Source // nil when device tracing is off or failed to start
+	calStop  chan struct{}    // ends the calibration goroutine
 	stopOnce sync.Once
 	stopErr  error
 	out      Outputs
@@ -144,7 +146,29 @@ func StartSession(logdir string, opts *Options) (*Session, error) {
 	s.meta.Start = event.ReadClocks()
 	s.calStop = make(chan struct{})
 	go calibrate(s.buf, s.calStop)
+	if cfg.deviceLevel > 0 {
+		gcfg := cfg.gpu
+		if gcfg.MaxRecords == 0 {
+			gcfg.MaxRecords = cfg.maxEvents
+		}
+		src, err := gputrace.Start(s.buf, gcfg)
+		if err != nil {
+			// The host trace goes on; the reason is in every output.
+			warnOnce(gputrace.Explain(err))
+			s.meta.Warnings = append(s.meta.Warnings, gputrace.Explain(err))
+		}
+		s.gpu = src
+	}
 	return s, nil
+}
+
+var warned sync.Map // message -> struct{}: what warnOnce already printed
+
+// warnOnce prints msg on standard error the first time the process sees it.
+func warnOnce(msg string) {
+	if _, dup := warned.LoadOrStore(msg, struct{}{}); !dup {
+		fmt.Fprintln(os.Stderr, msg)
+	}
 }
 
 // calibrate pairs the tick source with the monotonic clock every second
@@ -227,6 +251,14 @@ func (s *Session) stop() error {
 	event.Deactivate(s.buf)
 	close(s.calStop)
 	s.meta.Stop = event.ReadClocks()
+	if s.gpu != nil {
+		rep := s.gpu.Stop()
+		s.meta.Notes = append(s.meta.Notes, rep.Clock)
+		s.meta.Warnings = append(s.meta.Warnings, rep.Warnings...)
+		for _, w := range rep.Warnings {
+			warnOnce(w)
+		}
+	}
 	running.Lock()
 	if current == s {
 		current = nil

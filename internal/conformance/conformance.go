@@ -138,6 +138,18 @@ func Expect(s *event.Snapshot, traceName string) *Manifest {
 			m.Flows = append(m.Flows, [2]string{ends[i-1].name, ends[i].name})
 		}
 	}
+	// Warnings and notes are instants on the process at the start, named
+	// as perfetto.MessageWarning and MessageNote name them (this package
+	// cannot import the exporter its tests check; the checker compares).
+	for _, msgs := range []struct {
+		name string
+		list []string
+	}{{"devprof warning", s.Meta.Warnings}, {"devprof note", s.Meta.Notes}} {
+		for _, msg := range msgs.list {
+			m.Instants = append(m.Instants, Instant{Name: msgs.name, TS: s.Meta.BootNanos(s.Meta.Start.Mono),
+				Args: map[string]Arg{"message": {"string", msg}}})
+		}
+	}
 	if s.Meta.Dropped > 0 {
 		m.ExtraSlices = append(m.ExtraSlices, fmt.Sprintf("devprof: %d events dropped (buffer full at max_events=%d)", s.Meta.Dropped, s.Meta.MaxEvents))
 	}
@@ -286,17 +298,34 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 		return out
 	}
 	l := s.Layout()
-	// Device activity by flow id, to measure what each step launched.
+	// Device activity by flow id, to measure what each step launched; a
+	// flow id shared by device work and a host event (a span, or a call
+	// on a host thread's track) is a launch link, one per device event.
 	type extent struct{ lo, hi int64 }
+	onDevice := func(r *event.Record) bool {
+		if r.Kind != event.KindActivity || r.Lane == 0 || int(r.Lane) > len(s.Tracks) {
+			return false
+		}
+		return s.Tracks[r.Lane-1].Kind == event.TrackDeviceStream
+	}
 	device := map[uint64]extent{}
+	deviceEvents := map[uint64]int{}
 	for _, r := range s.Events {
-		if r.Kind != event.KindActivity {
+		if !onDevice(r) {
 			continue
 		}
 		end, _ := s.EndOf(r)
 		for _, a := range s.Args(r) {
 			if a.Kind == event.ArgFlow {
-				device[a.Num] = extent{r.Start, end}
+				e, seen := device[a.Num]
+				if !seen || r.Start < e.lo {
+					e.lo = r.Start
+				}
+				if !seen || end > e.hi {
+					e.hi = end
+				}
+				device[a.Num] = e
+				deviceEvents[a.Num]++
 			}
 		}
 	}
@@ -309,8 +338,9 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 		return nil
 	}
 	stepDevice := map[uint64]extent{}
+	launched := map[uint64]bool{}
 	for _, r := range s.Events {
-		if r.Kind != event.KindSpan {
+		if r.Kind != event.KindSpan && (r.Kind != event.KindActivity || onDevice(r)) {
 			continue
 		}
 		for _, a := range s.Args(r) {
@@ -318,7 +348,10 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 			if a.Kind != event.ArgFlow || !ok {
 				continue
 			}
-			m.LaunchLinks++
+			if !launched[a.Num] {
+				launched[a.Num] = true
+				m.LaunchLinks += deviceEvents[a.Num]
+			}
 			if st := stepOf(r); st != nil {
 				cur, seen := stepDevice[st.ID]
 				if !seen || e.lo < cur.lo {

@@ -19,6 +19,7 @@
  *   FAKECUPTI_VERSION  overrides cuptiGetVersion (18 / 26 / 130000 by layout)
  *   FAKECUPTI_BASE     base timestamp of the script (default: now)
  *   FAKECUPTI_DROPPED  records to report through GetNumDroppedRecords
+ *   FAKECUPTI_SCRIPT   0 plays no script: only what fakecupti_launch adds
  *   FAKECUPTI_BUFFER_LIMIT  bytes of each buffer the fake fills (default
  *                      1000), so the small script spans several buffers
  *   FAKECUPTI_FAIL     not_initialized (15 from every tracing call, like the
@@ -607,7 +608,7 @@ EXPORT int cuptiActivityRegisterCallbacks(request_fn requested, complete_fn comp
 	base = env_int("FAKECUPTI_BASE", &v) ? (uint64_t)v : now_ns();
 	dropped_script = env_int("FAKECUPTI_DROPPED", &v) ? (uint64_t)v : 0;
 	buffer_limit = env_int("FAKECUPTI_BUFFER_LIMIT", &v) ? (size_t)v : 1000;
-	phase_a_done = phase_b_done = 0;
+	phase_a_done = phase_b_done = env_int("FAKECUPTI_SCRIPT", &v) && v == 0;
 	dropped_pending = 0;
 	session_kinds = enabled;
 	pthread_mutex_unlock(&mu);

@@ -1,0 +1,284 @@
+//go:build cgo
+
+package trace_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/devprof/devprof/annotate"
+	"github.com/devprof/devprof/exporters/perfetto"
+	"github.com/devprof/devprof/exporters/xplane"
+	"github.com/devprof/devprof/exporters/xplane/xplanepb"
+	"github.com/devprof/devprof/gputrace"
+	"github.com/devprof/devprof/internal/conformance"
+	"github.com/devprof/devprof/internal/fakecuda"
+	"github.com/devprof/devprof/trace"
+	"github.com/devprof/devprof/trace/event"
+	"google.golang.org/protobuf/proto"
+)
+
+// useFakeCUPTI points sessions at the fake libcupti through the same
+// search as the real one (DEVPROF_CUPTI_LIB), in one CUDA layout; script
+// says whether the fake also plays its scripted workload (every kind of
+// record) besides the launches a test makes.
+func useFakeCUPTI(t *testing.T, layout string, script bool) *fakecuda.Lib {
+	t.Helper()
+	t.Setenv("FAKECUPTI_LAYOUT", layout)
+	for _, k := range []string{"FAKECUPTI_BASE", "FAKECUPTI_DROPPED", "FAKECUPTI_FAIL", "FAKECUPTI_VERSION", "FAKECUPTI_BUFFER_LIMIT"} {
+		t.Setenv(k, "")
+	}
+	if script {
+		t.Setenv("FAKECUPTI_SCRIPT", "")
+	} else {
+		t.Setenv("FAKECUPTI_SCRIPT", "0")
+	}
+	lib := fakecuda.Build(t)
+	t.Setenv("DEVPROF_CUPTI_LIB", lib)
+	fk, err := fakecuda.Open(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fk
+}
+
+// TestGPUSession records a training loop whose steps launch kernels on the
+// fake libcupti, in each CUDA layout, and checks both outputs: device
+// planes and stream lines, kernels with their details, launches linked to
+// kernels by correlation_id with device_id, the attributed span as tf_op,
+// and the clock note. The files go to the conformance checkers (Perfetto
+// schema rules; xprof's trace viewer, kernel_stats, launch flows and the
+// overview's per-step device time).
+func TestGPUSession(t *testing.T) {
+	for _, layout := range []string{"11.8", "12", "13"} {
+		t.Run(layout, func(t *testing.T) {
+			fk := useFakeCUPTI(t, layout, false)
+			s := mustStart(t, t.TempDir(), &trace.Options{AdvancedConfig: map[string]any{"gpu_flush_period_ms": 10}})
+			ctx := context.Background()
+			for step := int64(0); step < 3; step++ {
+				sctx, st := annotate.Step(ctx, "train", step)
+				dctx, dev := annotate.Device(sctx, "matmul", annotate.Int("step", int(step)))
+				fk.Launch(fmt.Sprintf("gemm_%d", step), uint32(step%2), 7)
+				_, inner := annotate.Begin(dctx, "epilogue")
+				fk.Launch("bias_add", uint32(step%2), 7)
+				inner.End()
+				dev.End()
+				time.Sleep(2 * time.Millisecond)
+				st.End()
+			}
+			if err := s.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			out, snap := s.Outputs(), s.Snapshot()
+			checkGPUXSpace(t, out.XPlane, 6)
+			checkGPUPerfetto(t, out.Perfetto, 6)
+			if len(snap.Meta.Notes) == 0 || !strings.Contains(snap.Meta.Notes[0], "GPU timestamps") {
+				t.Errorf("notes %q: want the clock note", snap.Meta.Notes)
+			}
+			name := "gpu-" + strings.ReplaceAll(layout, ".", "_")
+			conformance.Export(t, name, out.Perfetto, snap)
+			conformance.ExportXPlane(t, name, out.XPlane, snap)
+		})
+	}
+}
+
+// TestGPUSessionAllKinds records the fake's whole script (kernels on two
+// streams of two devices, H2D/D2H/peer copies, memsets, allocations,
+// a synchronization, runtime and driver calls, an overhead record) for the
+// conformance checkers, beside a launch attributed to a span.
+func TestGPUSessionAllKinds(t *testing.T) {
+	fk := useFakeCUPTI(t, "12", true)
+	s := mustStart(t, t.TempDir(), &trace.Options{AdvancedConfig: map[string]any{"gpu_flush_period_ms": 10}})
+	_, dev := annotate.Device(context.Background(), "matmul")
+	fk.Launch("gemm_0", 0, 7)
+	dev.End()
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	out, snap := s.Outputs(), s.Snapshot()
+	checkGPUXSpace(t, out.XPlane, 1)
+	checkGPUPerfetto(t, out.Perfetto, 10)
+	conformance.Export(t, "gpu-script", out.Perfetto, snap)
+	conformance.ExportXPlane(t, "gpu-script", out.XPlane, snap)
+}
+
+func checkGPUXSpace(t *testing.T, path string, wantLinked int) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var xs xplanepb.XSpace
+	if err := proto.Unmarshal(data, &xs); err != nil {
+		t.Fatal(err)
+	}
+	hostCorr := map[uint64]uint64{} // correlation_id -> device_id on host launches
+	devCorr := map[uint64]string{}  // correlation_id -> kernel on devices
+	tfOps := map[string]string{}
+	planes := map[string]bool{}
+	for _, p := range xs.Planes {
+		planes[p.Name] = true
+		stat := func(ss []*xplanepb.XStat, name string) *xplanepb.XStat {
+			for _, st := range ss {
+				if p.StatMetadata[st.MetadataId].GetName() == name {
+					return st
+				}
+			}
+			return nil
+		}
+		for _, l := range p.Lines {
+			for _, e := range l.Events {
+				name := p.EventMetadata[e.MetadataId].GetName()
+				c := stat(e.Stats, "correlation_id")
+				switch {
+				case strings.HasPrefix(p.Name, "/device:GPU:"):
+					if !strings.HasPrefix(l.Name, "Stream #") {
+						t.Errorf("%s: line %q", p.Name, l.Name)
+					}
+					if strings.HasPrefix(name, "gemm_") || name == "bias_add" {
+						if c == nil || stat(e.Stats, "kernel_details") == nil {
+							t.Errorf("kernel %s without correlation_id or kernel_details", name)
+							continue
+						}
+						devCorr[c.GetUint64Value()] = name
+						if op := stat(e.Stats, "tf_op"); op != nil {
+							tfOps[name] = p.StatMetadata[int64(op.GetRefValue())].GetName() + op.GetStrValue()
+						}
+					}
+				case p.Name == xplane.HostPlaneName && c != nil:
+					if d := stat(e.Stats, "device_id"); d != nil {
+						hostCorr[c.GetUint64Value()] = d.GetUint64Value()
+					}
+				}
+			}
+		}
+	}
+	if !planes["/device:GPU:0"] {
+		t.Errorf("no /device:GPU:0 plane (planes %v)", planes)
+	}
+	launched := 0
+	for c, k := range devCorr {
+		if _, ok := hostCorr[c]; ok {
+			launched++
+		} else {
+			t.Errorf("kernel %s (correlation %d) has no host launch with device_id", k, c)
+		}
+	}
+	if launched < wantLinked {
+		t.Errorf("%d launched kernels linked, want %d", launched, wantLinked)
+	}
+	for step := 0; step < wantLinked/2+wantLinked%2; step++ {
+		if got := tfOps[fmt.Sprintf("gemm_%d", step)]; got != "matmul" {
+			t.Errorf("gemm_%d tf_op %q, want matmul", step, got)
+		}
+	}
+}
+
+func checkGPUPerfetto(t *testing.T, path string, wantLinked int) {
+	t.Helper()
+	tr, err := perfetto.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := tr.Snapshot()
+	gpuStreams := 0
+	for _, tk := range s.Tracks {
+		if tk.Kind == event.TrackDeviceStream {
+			gpuStreams++
+		}
+	}
+	if gpuStreams < 1 {
+		t.Errorf("no GPU stream tracks read back")
+	}
+	flows := map[uint64]int{}
+	for _, r := range s.Events {
+		for _, a := range s.Args(r) {
+			if a.Kind == event.ArgFlow {
+				flows[a.Num]++
+			}
+		}
+	}
+	linked := 0
+	for _, n := range flows {
+		if n >= 2 {
+			linked++
+		}
+	}
+	if linked < wantLinked {
+		t.Errorf("%d flows link two events, want at least %d (launch → device work)", linked, wantLinked)
+	}
+	if !slices.ContainsFunc(s.Meta.Notes, func(n string) bool { return strings.Contains(n, "GPU timestamps") }) {
+		t.Errorf("Perfetto notes %q: the clock note did not survive", s.Meta.Notes)
+	}
+}
+
+// TestGPUSessionWithoutGPU uses Debian's real libcupti (scripts/cupti-deps
+// installs it) on this GPU-less machine: the session must complete with
+// the host trace intact and the real CUPTI error in both outputs.
+func TestGPUSessionWithoutGPU(t *testing.T) {
+	const real = "libcupti.so.11.8"
+	t.Setenv("DEVPROF_CUPTI_LIB", real)
+	if err := probeReal(real); err != nil {
+		t.Fatalf("Debian's %s is needed (run scripts/cupti-deps): %v", real, err)
+	}
+	s := mustStart(t, t.TempDir(), nil)
+	ctx := context.Background()
+	for i := 0; i < 5; i++ {
+		_, sp := annotate.Device(ctx, "host_only", annotate.Int("i", i))
+		sp.End()
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Snapshot()
+	if n := countNamed(snap, "host_only"); n != 5 {
+		t.Fatalf("%d host spans, want 5", n)
+	}
+	const want = "CUPTI_ERROR_NOT_INITIALIZED"
+	if !slices.ContainsFunc(snap.Meta.Warnings, func(w string) bool { return strings.Contains(w, want) }) {
+		t.Fatalf("warnings %q: want the real CUPTI error", snap.Meta.Warnings)
+	}
+	// The warning is in both files.
+	xs, err := os.ReadFile(s.Outputs().XPlane)
+	if err != nil || !strings.Contains(string(xs), want) {
+		t.Errorf("XPlane file lacks %s (%v)", want, err)
+	}
+	tr, err := perfetto.ReadFile(s.Outputs().Perfetto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := tr.Snapshot(); !slices.ContainsFunc(ps.Meta.Warnings, func(w string) bool { return strings.Contains(w, want) }) {
+		t.Errorf("Perfetto warnings %q", ps.Meta.Warnings)
+	}
+	conformance.Export(t, "gpu-none", s.Outputs().Perfetto, snap)
+	conformance.ExportXPlane(t, "gpu-none", s.Outputs().XPlane, snap)
+}
+
+func countNamed(s *event.Snapshot, name string) int {
+	n := 0
+	for _, r := range s.Events {
+		if s.Name(r) == name {
+			n++
+		}
+	}
+	return n
+}
+
+// probeReal checks that the real library loads, so that a missing package
+// fails the test with its own message rather than as a wrong warning.
+func probeReal(lib string) error {
+	src, err := gputrace.Start(event.NewBuffer(10, 1), gputrace.Config{Library: lib})
+	if err == nil {
+		src.Stop()
+		return nil
+	}
+	if strings.Contains(err.Error(), "CUPTI_ERROR_NOT_INITIALIZED") {
+		return nil
+	}
+	return err
+}
