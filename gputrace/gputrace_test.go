@@ -285,8 +285,13 @@ func TestStreamNames(t *testing.T) {
 	if !slices.Contains(names, "1:Stream #7(Compute)") {
 		t.Errorf("stream names %q: want 1:Stream #7(Compute) for the launched kernel", names)
 	}
+	// The fake's context-wide synchronization (stream id 2^32-1) has a
+	// line of its own, not a stream's.
+	if !slices.Contains(names, "1:Context(Synchronize)") {
+		t.Errorf("stream names %q: want 1:Context(Synchronize)", names)
+	}
 	for _, n := range names {
-		if !strings.Contains(n, "Stream #") || !strings.Contains(n, "(") {
+		if !strings.Contains(n, "Stream #") && !strings.Contains(n, ":Context(") || !strings.Contains(n, "(") {
 			t.Errorf("stream name %q lacks its kinds", n)
 		}
 	}

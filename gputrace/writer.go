@@ -36,6 +36,10 @@ type writer struct {
 
 type streamKey struct{ device, stream uint32 }
 
+// noStream is the stream id CUPTI gives work that belongs to a whole
+// context rather than a stream (a cuCtxSynchronize).
+const noStream = 1<<32 - 1
+
 type stream struct {
 	track uint32
 	id    uint32
@@ -111,6 +115,9 @@ func (w *writer) write() int {
 	}
 	for _, st := range w.streams {
 		name := "Stream #" + strconv.FormatUint(uint64(st.id), 10)
+		if st.id == noStream {
+			name = "Context"
+		}
 		if len(st.kinds) > 0 {
 			name += "(" + strings.Join(st.kinds, ",") + ")"
 		}
