@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -71,6 +72,13 @@ func FuzzRead(f *testing.F) {
 		}
 		if err := checkTrace(tr); err != nil {
 			t.Fatal(err)
+		}
+		// What convert and summary do with a read trace: the event model,
+		// its layout, and writing it out again.
+		snap := tr.Snapshot()
+		snap.Layout()
+		if err := Write(io.Discard, snap, WriteOptions{}); err != nil {
+			t.Fatalf("writing the read trace: %v", err)
 		}
 		again, err := Read(bytes.NewReader(data))
 		if err != nil || fmt.Sprintf("%#v", again) != fmt.Sprintf("%#v", tr) {
