@@ -1,0 +1,81 @@
+package annotate_test
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/devprof/devprof/annotate"
+	"github.com/devprof/devprof/trace"
+	"github.com/devprof/devprof/trace/event"
+)
+
+// record runs fn under a session in a temporary directory and prints what
+// the session kept, by name.
+func record(fn func(ctx context.Context)) {
+	dir, _ := os.MkdirTemp("", "devprof-example")
+	defer os.RemoveAll(dir)
+	s, err := trace.StartSession(dir, &trace.Options{DeviceTracerLevel: trace.Off, NoPerfetto: true, NoXPlane: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fn(context.Background())
+	s.Stop()
+	snap := s.Snapshot()
+	evs := slices.Clone(snap.Events) // buffer order is per P: print in time order
+	slices.SortFunc(evs, func(a, b *event.Record) int { return cmp.Compare(a.Start, b.Start) })
+	for _, r := range evs {
+		fmt.Print(r.Kind, " ", snap.Name(r))
+		if r.Kind == event.KindCounter {
+			_, v := snap.Counter(r)
+			fmt.Print(" = ", v)
+		} else {
+			for _, a := range snap.Args(r) {
+				fmt.Printf(" %s=%v", a.Key, a.Value())
+			}
+		}
+		fmt.Println()
+	}
+}
+
+func ExampleBegin() {
+	record(func(ctx context.Context) {
+		ctx, fw := annotate.Begin(ctx, "forward", annotate.Int("batch", 32))
+		_, mm := annotate.Begin(ctx, "matmul") // a child: ctx carries its parent
+		mm.End()
+		fw.End()
+	})
+	// Output:
+	// span forward batch=32
+	// span matmul
+}
+
+func ExampleStep() {
+	record(func(ctx context.Context) {
+		for step := range 2 {
+			_, st := annotate.Step(ctx, "train", int64(step))
+			annotate.Counter{Name: "loss"}.Set(1 / float64(step+1))
+			st.End()
+		}
+	})
+	// Output:
+	// span train
+	// counter loss = 1
+	// span train
+	// counter loss = 0.5
+}
+
+// Device attributes the GPU work launched inside it to the span; with no
+// device tracer running (as here) it records the span like Begin.
+func ExampleDevice() {
+	record(func(ctx context.Context) {
+		_, span := annotate.Device(ctx, "gemm", annotate.Int("n", 1024))
+		// launch kernels here, on this goroutine (cgo into CUDA)
+		span.End()
+	})
+	// Output:
+	// span gemm n=1024
+}
