@@ -240,17 +240,16 @@ func xprofMemoryKind(k uint8) string {
 }
 
 func (w *writer) memcpy(r *cuptiwrap.Record) {
-	kind := cuptiwrap.CopyKindName(r.CopyKind)
-	dest := r.DeviceID
+	kind, dest := cuptiwrap.CopyKindName(r.CopyKind), r.DeviceID
+	if r.Kind == cuptiwrap.KindMemcpyPeer {
+		kind, dest = "PtoP", r.DstDevice
+	}
 	args := []event.Arg{
 		flow(r.CorrelationID),
 		strArg("copy_kind", kind),
 		uintArg("bytes", r.Bytes),
 	}
 	if r.Kind == cuptiwrap.KindMemcpyPeer {
-		kind = "PtoP"
-		dest = r.DstDevice
-		args[1].Str = kind
 		args = append(args, uintArg("src_device", uint64(r.SrcDevice)), uintArg("dst_device", uint64(r.DstDevice)))
 	}
 	args = append(args, strArg("memcpy_details", fmt.Sprintf("kind_src:%s kind_dst:%s size:%d dest:%d",
@@ -310,10 +309,7 @@ func (w *writer) memoryOp(r *cuptiwrap.Record) {
 // sync writes a host wait on the device; CUPTI gives its context, not its
 // device, which the other records of the context tell.
 func (w *writer) sync(r *cuptiwrap.Record) {
-	dev, ok := w.ctxDevice[r.ContextID]
-	if !ok {
-		dev = 0
-	}
+	dev := w.ctxDevice[r.ContextID] // device 0 when the context did nothing else
 	args := []event.Arg{strArg("sync_type", cuptiwrap.SyncTypeName(r.SyncType))}
 	if r.CorrelationID != 0 {
 		args = append(args, flow(r.CorrelationID))
