@@ -21,7 +21,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/devprof/devprof/trace/event"
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/recorder"
 )
 
 // Level is the importance of an annotation. An annotation of level L is
@@ -88,7 +89,7 @@ func NewFlowID() uint64 { return flowIDs.Add(1) }
 // Span is an open span. The zero Span (returned when nothing is recorded)
 // is valid and its End does nothing.
 type Span struct {
-	rec *event.Record
+	rec *recorder.Record
 }
 
 // End ends the span. Calling End more than once keeps the first end.
@@ -102,13 +103,13 @@ func (s Span) End() {
 // a stopped session costs a nil check.
 //
 //go:noinline
-func (s Span) end() { s.rec.SetEnd(event.Now()) }
+func (s Span) end() { s.rec.SetEnd(recorder.Now()) }
 
 // Recording reports whether the span is being recorded.
 func (s Span) Recording() bool { return s.rec != nil }
 
 // Enabled reports whether a trace session is recording host annotations.
-func Enabled() bool { return event.On() }
+func Enabled() bool { return recorder.On() }
 
 // Begin starts a span named name as a child of the span in ctx (or as the
 // root of a new lane when ctx holds none) and returns a context that carries
@@ -117,7 +118,7 @@ func Begin(ctx context.Context, name string, args ...Arg) (c context.Context, s 
 	// Written so that Begin inlines: with tracing off it is one atomic load
 	// and a branch in the caller.
 	c = ctx
-	if event.On() {
+	if recorder.On() {
 		c, s = beginCritical(ctx, name, args)
 	}
 	return
@@ -126,7 +127,7 @@ func Begin(ctx context.Context, name string, args ...Arg) (c context.Context, s 
 // BeginLevel is Begin for an annotation of the given level.
 func BeginLevel(ctx context.Context, level Level, name string, args ...Arg) (c context.Context, s Span) {
 	c = ctx
-	if event.On() {
+	if recorder.On() {
 		c, s = begin(ctx, name, args, uint8(level))
 	}
 	return
@@ -137,7 +138,7 @@ func BeginLevel(ctx context.Context, level Level, name string, args ...Arg) (c c
 // Like JAX's StepTraceAnnotation it is recorded as a root-level marker with
 // the step number as an argument.
 func Step(ctx context.Context, name string, n int64, args ...Arg) (context.Context, Span) {
-	b := event.Active()
+	b := recorder.Active()
 	if b == nil {
 		return ctx, Span{}
 	}
@@ -155,7 +156,7 @@ const noStep = -1
 //
 //go:noinline
 func beginCritical(ctx context.Context, name string, args []Arg) (context.Context, Span) {
-	b := event.Active()
+	b := recorder.Active()
 	if b == nil { // stopped since On was checked
 		return ctx, Span{}
 	}
@@ -166,7 +167,7 @@ func beginCritical(ctx context.Context, name string, args []Arg) (context.Contex
 //
 //go:noinline
 func begin(ctx context.Context, name string, args []Arg, level uint8) (context.Context, Span) {
-	b := event.Active()
+	b := recorder.Active()
 	if b == nil { // stopped since On was checked
 		return ctx, Span{}
 	}
@@ -174,7 +175,7 @@ func begin(ctx context.Context, name string, args []Arg, level uint8) (context.C
 }
 
 // start records the start of a span; step >= 0 makes it a step marker.
-func start(b *event.Buffer, ctx context.Context, name string, args []Arg, level uint8, step int64) (context.Context, Span) {
+func start(b *recorder.Buffer, ctx context.Context, name string, args []Arg, level uint8, step int64) (context.Context, Span) {
 	if level > b.Level() {
 		return ctx, Span{}
 	}
@@ -205,32 +206,32 @@ func Run(ctx context.Context, name string, fn func(ctx context.Context), args ..
 // Instant records a point in time named name on the lane of the span in
 // ctx, or on the process when ctx holds no span.
 func Instant(ctx context.Context, name string, args ...Arg) {
-	if event.On() {
+	if recorder.On() {
 		instant(ctx, name, args)
 	}
 }
 
 //go:noinline
 func instant(ctx context.Context, name string, args []Arg) {
-	b := event.Active()
+	b := recorder.Active()
 	if b == nil || uint8(LevelCritical) > b.Level() {
 		return
 	}
-	r := b.Reserve(event.SlotsFor(len(args)))
+	r := b.Reserve(recorder.SlotsFor(len(args)))
 	if r == nil {
 		return
 	}
 	r.Kind = event.KindInstant
 	r.Level = uint8(LevelCritical)
 	r.SetName(b, name)
-	if p := event.SpanFromContext(ctx); p != nil && b.Owns(p) {
+	if p := recorder.SpanFromContext(ctx); p != nil && b.Owns(p) {
 		r.Parent = p.Record().ID
 		r.Lane = p.Record().Lane
 	}
 	if len(args) > 0 {
 		r.SetArgs(b, args)
 	}
-	r.Start = event.Now()
+	r.Start = recorder.Now()
 	r.SetEnd(r.Start)
 	r.Commit()
 }
@@ -245,14 +246,14 @@ type Counter struct {
 
 // Set records the counter's value now.
 func (c Counter) Set(v float64) {
-	if event.On() {
+	if recorder.On() {
 		c.set(v)
 	}
 }
 
 //go:noinline
 func (c Counter) set(v float64) {
-	b := event.Active()
+	b := recorder.Active()
 	if b == nil {
 		return
 	}
@@ -263,7 +264,7 @@ func (c Counter) set(v float64) {
 	r.Kind = event.KindCounter
 	r.SetName(b, c.Name)
 	r.SetArgs(b, []Arg{{Key: c.Unit, Kind: event.ArgFloat, Num: math.Float64bits(v)}})
-	r.Start = event.Now()
+	r.Start = recorder.Now()
 	r.SetEnd(r.Start)
 	r.Commit()
 }
@@ -272,7 +273,7 @@ func (c Counter) set(v float64) {
 // valid and its End does nothing.
 type DeviceSpan struct {
 	span  Span
-	corr  event.DeviceCorrelator
+	corr  recorder.DeviceCorrelator
 	owned bool // the OS thread was locked by Device
 }
 
@@ -289,7 +290,7 @@ func Device(ctx context.Context, name string, args ...Arg) (context.Context, Dev
 		return c, DeviceSpan{}
 	}
 	d := DeviceSpan{span: s}
-	b := event.Active()
+	b := recorder.Active()
 	if b == nil {
 		return c, d
 	}

@@ -6,22 +6,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/devprof/devprof/trace/event"
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/recorder"
 )
 
 // record runs fn with a fresh active buffer and returns its snapshot.
 func record(t testing.TB, max int64, level uint8, fn func()) *event.Snapshot {
 	t.Helper()
-	b := event.NewBuffer(max, level)
-	if !event.Activate(b) {
+	b := recorder.NewBuffer(max, level)
+	if !recorder.Activate(b) {
 		t.Fatal("another buffer is active")
 	}
-	start := event.ReadClocks()
+	start := recorder.ReadClocks()
 	func() {
-		defer event.Deactivate(b)
+		defer recorder.Deactivate(b)
 		fn()
 	}()
-	return b.Snapshot(event.Meta{Start: start, Stop: event.ReadClocks()})
+	return b.Snapshot(event.Meta{Start: start, Stop: recorder.ReadClocks()})
 }
 
 func byName(s *event.Snapshot) map[string]*event.Record {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/devprof/devprof/trace/event"
+	"github.com/devprof/devprof/internal/recorder"
 )
 
 // benchRecords bounds benchmark buffers: large enough that a one-second
@@ -14,12 +14,12 @@ const benchRecords = 1 << 25
 // benchBuffer activates a buffer for a benchmark and fails it if events
 // were dropped, since the drop path is not what it measures.
 func benchBuffer(b *testing.B) func() {
-	buf := event.NewBuffer(benchRecords, 3)
-	if !event.Activate(buf) {
+	buf := recorder.NewBuffer(benchRecords, 3)
+	if !recorder.Activate(buf) {
 		b.Fatal("another buffer is active")
 	}
 	return func() {
-		event.Deactivate(buf)
+		recorder.Deactivate(buf)
 		if d := buf.Dropped(); d > 0 {
 			b.Fatalf("%d events dropped: raise benchRecords", d)
 		}
@@ -78,11 +78,11 @@ func BenchmarkCounterOn(b *testing.B) {
 }
 
 func BenchmarkSpanOnFull(b *testing.B) {
-	buf := event.NewBuffer(1, 3)
-	if !event.Activate(buf) {
+	buf := recorder.NewBuffer(1, 3)
+	if !recorder.Activate(buf) {
 		b.Fatal("another buffer is active")
 	}
-	defer event.Deactivate(buf)
+	defer recorder.Deactivate(buf)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

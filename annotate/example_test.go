@@ -8,8 +8,8 @@ import (
 	"slices"
 
 	"github.com/devprof/devprof/annotate"
+	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/trace"
-	"github.com/devprof/devprof/trace/event"
 )
 
 // record runs fn under a session in a temporary directory and prints what

@@ -16,10 +16,11 @@ import (
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/devprof/devprof/annotate"
+	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/perfetto"
 	"github.com/devprof/devprof/exporters/xplane"
+	"github.com/devprof/devprof/internal/recorder"
 	devtrace "github.com/devprof/devprof/trace"
-	"github.com/devprof/devprof/trace/event"
 )
 
 // The span benchmarks record into buffers of rotateAfter+rotateMargin
@@ -41,15 +42,15 @@ const (
 // buffer, which has rotateMargin records to spare).
 type rotator struct {
 	mu      sync.Mutex
-	buf     *event.Buffer
+	buf     *recorder.Buffer
 	used    atomic.Int64
 	dropped int64
 	buffers int
 }
 
 func startRotator(b *testing.B) *rotator {
-	r := &rotator{buf: event.NewBuffer(rotateAfter+rotateMargin, 3), buffers: 1}
-	if !event.Activate(r.buf) {
+	r := &rotator{buf: recorder.NewBuffer(rotateAfter+rotateMargin, 3), buffers: 1}
+	if !recorder.Activate(r.buf) {
 		b.Fatal("another event buffer is active")
 	}
 	return r
@@ -69,9 +70,9 @@ func (r *rotator) rotate() {
 		return // another goroutine rotated
 	}
 	old := r.buf
-	r.buf = event.NewBuffer(rotateAfter+rotateMargin, 3)
-	event.Deactivate(old)
-	if !event.Activate(r.buf) {
+	r.buf = recorder.NewBuffer(rotateAfter+rotateMargin, 3)
+	recorder.Deactivate(old)
+	if !recorder.Activate(r.buf) {
 		panic("bench: another event buffer became active")
 	}
 	r.used.Store(0)
@@ -84,7 +85,7 @@ func (r *rotator) rotate() {
 func (r *rotator) stop(b *testing.B) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	event.Deactivate(r.buf)
+	recorder.Deactivate(r.buf)
 	if d := r.dropped + r.buf.Dropped(); d > 0 {
 		b.Fatalf("%d events dropped over %d buffers: the benchmark measured the drop path", d, r.buffers)
 	}
@@ -93,7 +94,7 @@ func (r *rotator) stop(b *testing.B) {
 // BenchmarkDevprofSpanOff measures a span's Begin and End with no session
 // running.
 func BenchmarkDevprofSpanOff(b *testing.B) {
-	if event.On() {
+	if recorder.On() {
 		b.Fatal("tracing is on")
 	}
 	ctx := context.Background()
@@ -225,7 +226,7 @@ func encodeSnapshot() *event.Snapshot {
 // sequential children, each span with one int argument.
 func buildSnapshot(n int) *event.Snapshot {
 	const stepNs, opNs = 10_500, 1_000
-	start := event.ReadClocks()
+	start := recorder.ReadClocks()
 	d := int64(n/10) * stepNs
 	stop := event.ClockAnchor{Mono: start.Mono + d, Boot: start.Boot + d, Wall: start.Wall + d}
 	bld := event.NewBuilder(event.Meta{Host: "bench", PID: 1, Program: "bench", Start: start, Stop: stop,

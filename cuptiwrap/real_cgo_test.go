@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/devprof/devprof/internal/fakecuda"
 )
 
 // debianCupti is the soname of Debian bookworm's CUPTI (CUDA 11.8).
@@ -19,7 +21,7 @@ const debianCupti = "libcupti.so.11.8"
 func TestRealLibcuptiWithoutGPU(t *testing.T) {
 	lib, err := load(debianCupti)
 	if err != nil {
-		t.Fatalf("%v\n(the real libcupti is missing: run scripts/cupti-deps)", err)
+		fakecuda.MissingReal(t, "Debian's libcupti.so.11.8", err)
 	}
 	info, err := lib.describe()
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/devprof/devprof/internal/fakecuda"
 )
 
 // TestABIAgainstRealHeaders compiles abicheck/abi_check.c against NVIDIA's
@@ -11,7 +13,7 @@ import (
 // function type devprof declares by hand disagrees with them.
 func TestABIAgainstRealHeaders(t *testing.T) {
 	if _, err := os.Stat("/usr/include/cupti.h"); err != nil {
-		t.Fatalf("the real CUPTI headers are missing (%v): run scripts/cupti-deps (installs Debian's libcupti-dev and libcupti11.8 from non-free)", err)
+		fakecuda.MissingReal(t, "the real CUPTI headers", err)
 	}
 	cc := os.Getenv("CC")
 	if cc == "" {

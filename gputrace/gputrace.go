@@ -28,7 +28,7 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/cuptiwrap"
-	"github.com/devprof/devprof/trace/event"
+	"github.com/devprof/devprof/internal/recorder"
 )
 
 // Config configures the device source. The zero value uses cuptiwrap's
@@ -49,7 +49,7 @@ type Config struct {
 
 // Source collects GPU activity for one session.
 type Source struct {
-	buf *event.Buffer
+	buf *recorder.Buffer
 	col *cuptiwrap.Collector
 	lib cuptiwrap.LibraryInfo
 
@@ -84,7 +84,7 @@ type Report struct {
 // says why device activity cannot be recorded (no libcupti, no GPU, another
 // profiler attached, insufficient privileges); the session records the host
 // alone then.
-func Start(buf *event.Buffer, cfg Config) (*Source, error) {
+func Start(buf *recorder.Buffer, cfg Config) (*Source, error) {
 	s := &Source{buf: buf, spans: map[uint64]spanInfo{}}
 	col, err := cuptiwrap.Start(cuptiwrap.Options{
 		Library:     cfg.Library,
@@ -124,9 +124,9 @@ const offsetReads = 16
 func (s *Source) measureOffset() error {
 	best := int64(1 << 62)
 	for i := 0; i < offsetReads; i++ {
-		m0 := event.Mono()
+		m0 := recorder.Mono()
 		c, err := s.col.Timestamp()
-		m1 := event.Mono()
+		m1 := recorder.Mono()
 		if err != nil {
 			return fmt.Errorf("reading CUPTI's clock: %w", err)
 		}

@@ -12,8 +12,9 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/cuptiwrap"
+	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/fakecuda"
-	"github.com/devprof/devprof/trace/event"
+	"github.com/devprof/devprof/internal/recorder"
 )
 
 // useFake points a test at the fake libcupti in one CUDA layout.
@@ -48,12 +49,12 @@ type runResult struct {
 func run(t *testing.T, layout string, dropped int) runResult {
 	t.Helper()
 	path, fk := useFake(t, layout, dropped)
-	buf := event.NewBuffer(1<<16, 3)
-	if !event.Activate(buf) {
+	buf := recorder.NewBuffer(1<<16, 3)
+	if !recorder.Activate(buf) {
 		t.Fatal("another buffer is active")
 	}
-	defer event.Deactivate(buf)
-	meta := event.Meta{Start: event.ReadClocks()}
+	defer recorder.Deactivate(buf)
+	meta := event.Meta{Start: recorder.ReadClocks()}
 	src, err := Start(buf, Config{Library: path, FlushPeriod: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -70,9 +71,9 @@ func run(t *testing.T, layout string, dropped int) runResult {
 		if err := c.Push(4242, 9, "matmul"); err != nil {
 			t.Fatal(err)
 		}
-		res.bracket[0] = event.Mono()
+		res.bracket[0] = recorder.Mono()
 		fk.Launch("gemm_kernel", 1, 7)
-		res.bracket[1] = event.Mono()
+		res.bracket[1] = recorder.Mono()
 		if err := c.Pop(); err != nil {
 			t.Fatal(err)
 		}
@@ -85,8 +86,8 @@ func run(t *testing.T, layout string, dropped int) runResult {
 	res.raw = slices.Clone(src.records)
 	src.mu.Unlock()
 	res.rep = src.Stop()
-	event.Deactivate(buf)
-	meta.Stop = event.ReadClocks()
+	recorder.Deactivate(buf)
+	meta.Stop = recorder.ReadClocks()
 	res.snap = buf.Snapshot(meta)
 	return res
 }
@@ -311,7 +312,7 @@ func TestDroppedRecordsAreReported(t *testing.T) {
 // the next Start works.
 func TestStartErrors(t *testing.T) {
 	path, _ := useFake(t, "12", 0)
-	buf := event.NewBuffer(1000, 3)
+	buf := recorder.NewBuffer(1000, 3)
 	for fail, want := range map[string]string{
 		"not_initialized":      "no NVIDIA GPU or driver usable",
 		"privileges":           "NVreg_RestrictProfilingToAdminUsers=0",

@@ -7,7 +7,8 @@ import (
 	"strings"
 
 	"github.com/devprof/devprof/cuptiwrap"
-	"github.com/devprof/devprof/trace/event"
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/recorder"
 )
 
 // FlowBase is added to CUPTI correlation ids to make the flow ids of
@@ -18,7 +19,7 @@ const FlowBase = 1 << 62
 // writer turns the records of one collection into events.
 type writer struct {
 	s    *Source
-	buf  *event.Buffer
+	buf  *recorder.Buffer
 	recs []cuptiwrap.Record
 
 	corrDevice map[uint32]uint32 // correlation id -> device of the work it launched

@@ -12,14 +12,15 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/annotate"
+	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/perfetto"
 	"github.com/devprof/devprof/exporters/xplane"
 	"github.com/devprof/devprof/exporters/xplane/xplanepb"
 	"github.com/devprof/devprof/gputrace"
 	"github.com/devprof/devprof/internal/conformance"
 	"github.com/devprof/devprof/internal/fakecuda"
+	"github.com/devprof/devprof/internal/recorder"
 	"github.com/devprof/devprof/trace"
-	"github.com/devprof/devprof/trace/event"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -224,7 +225,7 @@ func TestGPUSessionWithoutGPU(t *testing.T) {
 	const real = "libcupti.so.11.8"
 	t.Setenv("DEVPROF_CUPTI_LIB", real)
 	if err := probeReal(real); err != nil {
-		t.Fatalf("Debian's %s is needed (run scripts/cupti-deps): %v", real, err)
+		fakecuda.MissingReal(t, "Debian's "+real, err)
 	}
 	s := mustStart(t, t.TempDir(), nil)
 	ctx := context.Background()
@@ -272,7 +273,7 @@ func countNamed(s *event.Snapshot, name string) int {
 // probeReal checks that the real library loads, so that a missing package
 // fails the test with its own message rather than as a wrong warning.
 func probeReal(lib string) error {
-	src, err := gputrace.Start(event.NewBuffer(10, 1), gputrace.Config{Library: lib})
+	src, err := gputrace.Start(recorder.NewBuffer(10, 1), gputrace.Config{Library: lib})
 	if err == nil {
 		src.Stop()
 		return nil

@@ -3,7 +3,7 @@ package trace_test
 import (
 	"testing"
 
-	"github.com/devprof/devprof/trace/event"
+	"github.com/devprof/devprof/event"
 )
 
 // checkLayoutNests asserts that every row of the layout nests properly and

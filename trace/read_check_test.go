@@ -3,8 +3,8 @@ package trace_test
 import (
 	"testing"
 
+	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/perfetto"
-	"github.com/devprof/devprof/trace/event"
 )
 
 // checkReadable reads a Perfetto file back and checks that each named span

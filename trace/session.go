@@ -27,13 +27,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/chrome"
 	"github.com/devprof/devprof/exporters/perfetto"
 	"github.com/devprof/devprof/exporters/xplane"
 	"github.com/devprof/devprof/gputrace"
 	"github.com/devprof/devprof/internal/atomicfile"
+	"github.com/devprof/devprof/internal/recorder"
 	"github.com/devprof/devprof/perfettolink"
-	"github.com/devprof/devprof/trace/event"
 )
 
 // ErrAlreadyStarted is returned when a session is started while another
@@ -45,7 +46,7 @@ type Session struct {
 	cfg    config
 	logdir string
 	runDir string
-	buf    *event.Buffer // nil for a disabled (no-op) session
+	buf    *recorder.Buffer // nil for a disabled (no-op) session
 	meta   event.Meta
 
 	snap     *event.Snapshot
@@ -137,13 +138,13 @@ func StartSession(logdir string, opts *Options) (*Session, error) {
 		return nil, err
 	}
 	s.runDir = runDir
-	s.buf = event.NewBuffer(cfg.maxEvents, uint8(cfg.hostLevel))
-	if !event.Activate(s.buf) {
+	s.buf = recorder.NewBuffer(cfg.maxEvents, uint8(cfg.hostLevel))
+	if !recorder.Activate(s.buf) {
 		os.Remove(runDir)
 		return nil, ErrAlreadyStarted
 	}
 	current = s
-	s.meta.Start = event.ReadClocks()
+	s.meta.Start = recorder.ReadClocks()
 	s.calStop = make(chan struct{})
 	go calibrate(s.buf, s.calStop)
 	if cfg.deviceLevel > 0 {
@@ -173,8 +174,8 @@ func warnOnce(msg string) {
 
 // calibrate pairs the tick source with the monotonic clock every second
 // while the session runs, so converted times stay exact however long it
-// runs (see event.Buffer.Calibrate).
-func calibrate(b *event.Buffer, stop <-chan struct{}) {
+// runs (see recorder.Buffer.Calibrate).
+func calibrate(b *recorder.Buffer, stop <-chan struct{}) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -248,9 +249,9 @@ func (s *Session) stop() error {
 	if s.buf == nil {
 		return nil
 	}
-	event.Deactivate(s.buf)
+	recorder.Deactivate(s.buf)
 	close(s.calStop)
-	s.meta.Stop = event.ReadClocks()
+	s.meta.Stop = recorder.ReadClocks()
 	if s.gpu != nil {
 		rep := s.gpu.Stop()
 		s.meta.Notes = append(s.meta.Notes, rep.Clock)

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/mlpdemo"
 	"github.com/devprof/devprof/trace"
-	"github.com/devprof/devprof/trace/event"
 )
 
 func runDemo(args []string, stdout, stderr io.Writer) error {

@@ -9,11 +9,11 @@ import (
 	"os"
 	"strings"
 
+	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/chrome"
 	"github.com/devprof/devprof/exporters/perfetto"
 	"github.com/devprof/devprof/exporters/xplane"
 	"github.com/devprof/devprof/internal/atomicfile"
-	"github.com/devprof/devprof/trace/event"
 )
 
 // format is a trace file format devprof reads and writes.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/spanstats"
-	"github.com/devprof/devprof/trace/event"
 )
 
 func runSummary(args []string, stdout, stderr io.Writer) error {

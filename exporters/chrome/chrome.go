@@ -17,7 +17,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/devprof/devprof/trace/event"
+	"github.com/devprof/devprof/event"
 )
 
 // Write encodes s as gzip-compressed Trace Event Format JSON to w (the

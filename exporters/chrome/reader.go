@@ -16,7 +16,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/devprof/devprof/trace/event"
+	"github.com/devprof/devprof/event"
 )
 
 // Limits that keep a hostile file from costing much more than its size.

@@ -18,12 +18,12 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/annotate"
+	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/eventtest"
-	"github.com/devprof/devprof/trace/event"
 )
 
 // Tests that record go through the process-wide active buffer
-// (event.Activate), so none of them may call t.Parallel.
+// (a recorder is active while one runs), so none of them may call t.Parallel.
 
 // record records events for a test; see eventtest.Record.
 func record(t testing.TB, maxEvents int64, fn func(ctx context.Context)) *event.Snapshot {

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/devprof/devprof/trace/event"
+	"github.com/devprof/devprof/event"
 )
 
 // ReadSnapshot reads a Perfetto trace file into an event snapshot, so that

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/devprof/devprof/trace/event"
+	"github.com/devprof/devprof/event"
 )
 
 // describe lists a snapshot's events in a form that survives conversion:
@@ -86,7 +86,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if got.Meta.Dropped != 4 || got.Meta.MaxEvents != 1000 || got.Meta.Program != "trainer" || got.Meta.PID != 100 {
 		t.Fatalf("meta %+v", got.Meta)
 	}
-	if got.Meta.Start.Wall != orig.Meta.WallNanos(ms) {
-		t.Fatalf("wall start %d, want %d", got.Meta.Start.Wall, orig.Meta.WallNanos(ms))
+	if got.Meta.Start.Wall != (ms - orig.Meta.Start.Mono + orig.Meta.Start.Wall) {
+		t.Fatalf("wall start %d, want %d", got.Meta.Start.Wall, (ms - orig.Meta.Start.Mono + orig.Meta.Start.Wall))
 	}
 }

@@ -26,8 +26,8 @@ import (
 	"io"
 	"slices"
 
+	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/protoenc"
-	"github.com/devprof/devprof/trace/event"
 )
 
 // Field numbers from perfetto/protos (trace_packet.proto, track_event/*.proto,

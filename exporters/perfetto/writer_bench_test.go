@@ -6,18 +6,19 @@ import (
 	"testing"
 
 	"github.com/devprof/devprof/annotate"
-	"github.com/devprof/devprof/trace/event"
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/recorder"
 )
 
 // benchSnapshot records n spans: steps of 10 nested children, as a training
 // loop produces them.
 func benchSnapshot(tb testing.TB, n int) *event.Snapshot {
 	tb.Helper()
-	b := event.NewBuffer(int64(n), 3)
-	if !event.Activate(b) {
+	b := recorder.NewBuffer(int64(n), 3)
+	if !recorder.Activate(b) {
 		tb.Fatal("another buffer is active")
 	}
-	start := event.ReadClocks()
+	start := recorder.ReadClocks()
 	ctx := context.Background()
 	for i := 0; i < n; i += 10 {
 		sctx, st := annotate.Step(ctx, "train", int64(i/10))
@@ -27,8 +28,8 @@ func benchSnapshot(tb testing.TB, n int) *event.Snapshot {
 		}
 		st.End()
 	}
-	event.Deactivate(b)
-	return b.Snapshot(event.Meta{Host: "bench", Program: "bench", Start: start, Stop: event.ReadClocks()})
+	recorder.Deactivate(b)
+	return b.Snapshot(event.Meta{Host: "bench", Program: "bench", Start: start, Stop: recorder.ReadClocks()})
 }
 
 type countingWriter struct{ n int64 }

@@ -19,8 +19,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/xplane/xplanepb"
-	"github.com/devprof/devprof/trace/event"
 )
 
 // Names the reader recognises besides the writer's.

@@ -19,14 +19,15 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/devprof/devprof/annotate"
+	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/xplane"
 	"github.com/devprof/devprof/exporters/xplane/xplanepb"
 	"github.com/devprof/devprof/internal/eventtest"
-	"github.com/devprof/devprof/trace/event"
+	"github.com/devprof/devprof/internal/recorder"
 )
 
 // Tests that record go through the process-wide active buffer
-// (event.Activate), so none of them may call t.Parallel.
+// (recorder.Activate), so none of them may call t.Parallel.
 
 const jaxFile = "testdata/jax_cpu.xplane.pb"
 
@@ -39,7 +40,7 @@ func recordSession(t testing.TB, maxEvents int64, fn func(ctx context.Context)) 
 // tick waits until the clock has moved, so that consecutive events never
 // share a nanosecond (which would make nesting ambiguous).
 func tick() {
-	for t := event.Now(); event.Now()-t < 1000; {
+	for t := recorder.Now(); recorder.Now()-t < 1000; {
 	}
 }
 

@@ -35,8 +35,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/protoenc"
-	"github.com/devprof/devprof/trace/event"
 )
 
 // Field numbers of xplane.proto (see xplanepb/xplane.proto).

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/devprof/devprof/trace/event"
+	"github.com/devprof/devprof/event"
 )
 
 // Dir returns the directory named by DEVPROF_CONFORMANCE_DIR, or "".

@@ -7,7 +7,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/devprof/devprof/trace/event"
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/recorder"
 )
 
 // Record runs fn under a fresh active buffer of maxEvents records at host
@@ -17,16 +18,16 @@ import (
 // parallel with each other.
 func Record(tb testing.TB, maxEvents int64, fn func(ctx context.Context)) *event.Snapshot {
 	tb.Helper()
-	buf := event.NewBuffer(maxEvents, 2)
-	if !event.Activate(buf) {
+	buf := recorder.NewBuffer(maxEvents, 2)
+	if !recorder.Activate(buf) {
 		tb.Fatal("another buffer is active")
 	}
 	meta := event.Meta{Host: "testhost", PID: 4242, Program: "reader.test"}
-	meta.Start = event.ReadClocks()
+	meta.Start = recorder.ReadClocks()
 	func() {
-		defer event.Deactivate(buf)
+		defer recorder.Deactivate(buf)
 		fn(context.Background())
 	}()
-	meta.Stop = event.ReadClocks()
+	meta.Stop = recorder.ReadClocks()
 	return buf.Snapshot(meta)
 }

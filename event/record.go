@@ -17,18 +17,19 @@ const (
 	// KindInstant is a point in time on the lane of its enclosing span, or on
 	// the process track when it has none.
 	KindInstant
-	// KindCounter is one sample of a named numeric series. Name is the series,
-	// Args[0] holds the sample (Key = unit, Kind = ArgFloat).
+	// KindCounter is one sample of a named numeric series; Snapshot.Counter
+	// returns its unit and value.
 	KindCounter
 	// KindActivity is a complete event on a registered Track (device
-	// activity such as a kernel or a copy): start and end are known when it
-	// is written. Its Lane field holds the Track id.
+	// activity such as a kernel or a copy). Its Lane field holds the Track
+	// id.
 	KindActivity
-	// kindArgs marks a record that only carries overflow arguments of the
-	// record just before it in the same chunk.
+	// kindArgs marks a stored record that only carries overflow arguments
+	// of the record just before it. Snapshots never list one.
 	kindArgs
 )
 
+// String returns the kind's name ("span", "instant", ...).
 func (k Kind) String() string {
 	switch k {
 	case KindSpan:
@@ -49,12 +50,17 @@ func (k Kind) String() string {
 const (
 	// FlagStep marks a span as a training-loop step (a root marker that
 	// exporters turn into step information; its step number is in ID2).
-	FlagStep uint8 = 1 << iota
+	FlagStep uint8 = 1 << 0
+	// FlagOnTrack marks a span or instant that belongs to a registered
+	// Track (its Lane holds the track id) rather than to a lane of its
+	// own: spans read from a file keep the thread they were recorded on.
+	FlagOnTrack uint8 = 1 << 1
 )
 
 // ArgKind is the type of an Arg's value.
 type ArgKind uint8
 
+// The kinds of argument values.
 const (
 	ArgInt      ArgKind = iota + 1 // Num holds an int64
 	ArgUint                        // Num holds a uint64
@@ -106,61 +112,66 @@ func (a Arg) Value() any {
 	return nil
 }
 
-// InlineArgs is how many arguments a Record holds itself. Further arguments
-// take continuation records right after it in the same chunk.
-const InlineArgs = 2
+// inlineArgs is how many arguments a Record holds itself; further
+// arguments take continuation records right after it in the same segment.
+const inlineArgs = 2
 
-// slotArg is an Arg as the buffer stores it: the key, and a string value,
-// as ids of the buffer's string table, so that a Record holds no pointers.
-type slotArg struct {
+// storedArg is an Arg as a Record stores it: the key, and a string value,
+// as ids of the snapshot's string table, so that a Record holds no
+// pointers.
+type storedArg struct {
 	num  uint64 // the value; for ArgString, the string's id
 	key  uint32 // string id of the key
 	kind ArgKind
 }
 
-// Record is one slot of the event buffer. Sources fill it through Buffer
-// methods; exporters read it from a Snapshot once the session has stopped,
-// asking the snapshot for its name (Snapshot.Name) and arguments
-// (Snapshot.Args), which the record holds as string ids.
+// Record is one event of a Snapshot. Its exported fields are facts to
+// read; a Snapshot resolves its name (Snapshot.Name), arguments
+// (Snapshot.Args) and end (Snapshot.EndOf), which the record holds as
+// string ids and an atomic word.
 //
-// A Record contains no pointers: the garbage collector never scans the
-// buffer, and filling a record needs no write barriers. That is most of
-// what makes a span cheap (see the README's Performance section).
+// A Record contains no pointers: the garbage collector never scans a
+// session's records. The recorder writes them in place (its own record
+// type has this exact layout, a test holds the two together), so a
+// session's snapshot costs no copy.
 type Record struct {
 	state atomic.Uint32 // 0 = being written, 1 = committed
-	Kind  Kind
-	NArgs uint8 // total number of arguments, inline and overflow
+	// Kind says what the record is.
+	Kind Kind
+	// NArgs is the number of arguments, inline and overflow.
+	NArgs uint8
+	// Flags holds FlagStep and FlagOnTrack.
 	Flags uint8
-	Level uint8 // annotation level the span was recorded at (1..3)
+	// Level is the annotation level a span was recorded at (1..3).
+	Level uint8
 
-	// Lane is the lane (tree of spans under one root) for host events, or
-	// the Track id for KindActivity.
+	// Lane is the lane (tree of spans under one root) of host events, or
+	// the Track id of KindActivity records and FlagOnTrack events.
 	Lane uint32
 	// NameID is the string id of the record's name; Snapshot.Name
 	// resolves it.
 	NameID uint32
 
-	// Start is the begin time (or the only time) in session ticks; see
-	// Meta.Nanos to convert.
+	// Start is the begin time (or the only time) in nanoseconds on the
+	// snapshot's monotonic timeline (Meta.Start.Mono is the session start).
 	Start int64
-	end   atomic.Int64 // end tick + 1; 0 while the span is open
+	end   atomic.Int64 // end time + 1; 0 while the span is open
 
-	// ID identifies the record within its session (unique, non-zero).
+	// ID identifies the record within its snapshot (unique, non-zero).
 	ID uint64
 	// Parent is the ID of the enclosing span, 0 for a root.
 	Parent uint64
 	// ID2 is kind-specific: the step number of a FlagStep span.
 	ID2 int64
 
-	args [InlineArgs]slotArg
+	args [inlineArgs]storedArg
 }
 
-// openAtStop marks a span that was still open when its buffer was
-// snapshotted, so that a late End cannot write into an exported record.
+// openAtStop marks a span that was still open when its session stopped.
 const openAtStop = math.MinInt64
 
-// End returns the end time in ticks, or 0 if the span has not ended (see
-// Ended: a span may also end at tick 0).
+// End returns the end time, or 0 if the span did not end before the
+// snapshot was taken (see Ended: a span may also end at time 0).
 func (r *Record) End() int64 {
 	if e := r.end.Load(); e != 0 && e != openAtStop {
 		return e - 1
@@ -168,65 +179,17 @@ func (r *Record) End() int64 {
 	return 0
 }
 
-// Ended reports whether SetEnd was called (before the snapshot).
+// Ended reports whether the span ended before the snapshot was taken.
 func (r *Record) Ended() bool {
 	e := r.end.Load()
 	return e != 0 && e != openAtStop
 }
 
-// SetEnd records the end time; only the first call has an effect, so a
-// span ended twice keeps its first end.
-func (r *Record) SetEnd(t int64) { r.end.CompareAndSwap(0, t+1) }
+// setEnd records the end time; only the first call has an effect.
+func (r *Record) setEnd(t int64) { r.end.CompareAndSwap(0, t+1) }
 
-// Commit publishes a fully written record to exporters.
-func (r *Record) Commit() { r.state.Store(1) }
-
-// committed reports whether Commit was called.
+// committed reports whether the record was fully written.
 func (r *Record) committed() bool { return r.state.Load() == 1 }
-
-// SetName sets the record's name, interned in b's string table.
-func (r *Record) SetName(b *Buffer, name string) { r.NameID = b.strs.id(name) }
-
-// SetArgs copies args into the record and its reserved continuation
-// records (reserved by Buffer.Reserve with SlotsFor(len(args))), interning
-// keys and string values in b's string table.
-func (r *Record) SetArgs(b *Buffer, args []Arg) {
-	n := len(args)
-	if n > 255 {
-		n = 255
-	}
-	r.NArgs = uint8(n)
-	k := min(n, InlineArgs)
-	for i := 0; i < k; i++ {
-		r.args[i] = b.strs.arg(&args[i])
-	}
-	if k == n {
-		return
-	}
-	rest := args[k:n]
-	for c := r; len(rest) > 0; {
-		c = c.next() // only while arguments are left: the last record may end its chunk
-		c.Kind = kindArgs
-		k = min(len(rest), InlineArgs)
-		for i := 0; i < k; i++ {
-			c.args[i] = b.strs.arg(&rest[i])
-		}
-		c.NArgs = uint8(k)
-		rest = rest[k:]
-		c.Commit()
-	}
-}
-
-// SlotsFor returns how many records an event with n arguments occupies.
-func SlotsFor(n int) int {
-	if n > 255 {
-		n = 255
-	}
-	if n <= InlineArgs {
-		return 1
-	}
-	return 1 + (n-InlineArgs+InlineArgs-1)/InlineArgs
-}
 
 // UniqueKeys returns args with repeated keys made unique: the second
 // "k" becomes "k (2)", and so on. Formats that key arguments by name

@@ -1,9 +1,8 @@
-package event
+package recorder
 
 import (
 	"context"
 	"time"
-	"unsafe"
 )
 
 // SpanContext is the context.Context handed to the code inside a span: it
@@ -53,10 +52,4 @@ func SpanFromContext(ctx context.Context) *SpanContext {
 	}
 	c, _ := ctx.Value(spanKey{}).(*SpanContext)
 	return c
-}
-
-// next returns the record that follows r in its chunk. Only valid for
-// records reserved together by one Buffer.Reserve call.
-func (r *Record) next() *Record {
-	return (*Record)(unsafe.Add(unsafe.Pointer(r), unsafe.Sizeof(Record{})))
 }

@@ -84,10 +84,10 @@ func (s *Snapshot) computeLayout() *Layout {
 			nspans++
 		}
 	}
-	// IDs are dense (chunk base + index), so per-ID facts live in slices.
+	// IDs are dense (segment base + index), so per-ID facts live in slices.
 	maxID := uint64(0)
-	if n := len(s.chunks); n > 0 {
-		maxID = s.chunks[n-1].base + uint64(len(s.chunks[n-1].recs))
+	if n := len(s.segs); n > 0 {
+		maxID = s.segs[n-1].base + uint64(len(s.segs[n-1].recs))
 	}
 	for _, r := range s.Events {
 		if r.Kind == KindCounter {

@@ -6,59 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 )
-
-func TestSlotsFor(t *testing.T) {
-	for n, want := range map[int]int{0: 1, 1: 1, 2: 1, 3: 2, 4: 2, 5: 3, 255: 128, 1000: 128} {
-		if got := SlotsFor(n); got != want {
-			t.Errorf("SlotsFor(%d) = %d, want %d", n, got, want)
-		}
-	}
-}
-
-func TestReserveExactBudgetAcrossGoroutines(t *testing.T) {
-	const max = 5000
-	b := NewBuffer(max, 3)
-	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 2*max; i++ {
-				if r := b.Reserve(1); r != nil {
-					r.Kind = KindInstant
-					r.Commit()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	s := b.Snapshot(Meta{})
-	if len(s.Events) != max || s.Meta.Dropped != 16*max-max {
-		t.Fatalf("kept %d dropped %d", len(s.Events), s.Meta.Dropped)
-	}
-	for _, r := range s.Events {
-		if s.Lookup(r.ID) != r {
-			t.Fatalf("Lookup(%d) does not find its record", r.ID)
-		}
-	}
-	if s.Lookup(0) != nil || s.Lookup(max*10) != nil {
-		t.Fatal("Lookup of unknown ids")
-	}
-}
-
-func TestUncommittedRecordsAreInvisible(t *testing.T) {
-	b := NewBuffer(10, 3)
-	r := b.Reserve(1)
-	r.Kind = KindSpan
-	r.SetName(b, "half-written")
-	s := b.Snapshot(Meta{})
-	if len(s.Events) != 0 || s.Lookup(r.ID) != nil {
-		t.Fatal("an uncommitted record was exported")
-	}
-}
 
 // build makes a snapshot from a compact description: each span is
 // name, start, end, parent name ("" for none), optional track.
@@ -312,19 +261,19 @@ func TestSortedSpansMatchesSort(t *testing.T) {
 }
 
 // An event whose continuation records end its chunk must be written and
-// read without stepping past the chunk (go test -race enables checkptr,
+// read without stepping past the segment (go test -race enables checkptr,
 // which fails on such pointer arithmetic).
 func TestArgsEndingAChunk(t *testing.T) {
 	b := NewBuilder(Meta{})
-	for i := 0; i < chunkRecords-2; i++ {
+	for i := 0; i < builderSegment-2; i++ {
 		b.Instant("filler", int64(i), 0, 0, nil)
 	}
 	args := []Arg{{Key: "a", Kind: ArgInt, Num: 1}, {Key: "b", Kind: ArgInt, Num: 2}, {Key: "c", Kind: ArgString, Str: "three"}}
 	id := b.Span(Span{Name: "last", Start: 1, End: 2, Args: args})
 	s := b.Snapshot()
 	r := s.Lookup(id)
-	if r == nil || id != chunkRecords-1 {
-		t.Fatalf("span id %d, want %d (its two records end the first chunk)", id, chunkRecords-1)
+	if r == nil || id != builderSegment-1 {
+		t.Fatalf("span id %d, want %d (its two records end the first segment)", id, builderSegment-1)
 	}
 	got := s.Args(r)
 	if len(got) != 3 || got[0].Key != "a" || got[1].Num != 2 || got[2].Str != "three" {

@@ -1,6 +1,7 @@
-package event
+package recorder
 
 import (
+	"github.com/devprof/devprof/event"
 	"math"
 	"os"
 	"sort"
@@ -32,27 +33,11 @@ func Now() int64 {
 // snapshots are converted to (Meta.Start.Mono and on).
 func Mono() int64 { return nanotime() }
 
-// ClockName says which clock Now reads, for the outputs' metadata.
-func ClockName() string {
-	if useTSC {
-		return "tsc"
-	}
-	return "monotonic"
-}
-
-// ClockAnchor pairs readings of the clocks exporters convert to, taken at
-// (nearly) the same instant.
-type ClockAnchor struct {
-	Mono int64 // CLOCK_MONOTONIC ns: the timeline of snapshots
-	Boot int64 // CLOCK_BOOTTIME ns (equal to Mono where the OS has none)
-	Wall int64 // Unix ns (CLOCK_REALTIME)
-}
-
-// ReadClocks takes a ClockAnchor. It reads the clocks several times and
+// ReadClocks takes an event.ClockAnchor. It reads the clocks several times and
 // keeps the reading whose monotonic bracket is narrowest, so the pairing
 // error is a few hundred nanoseconds at most.
-func ReadClocks() ClockAnchor {
-	var best ClockAnchor
+func ReadClocks() event.ClockAnchor {
+	var best event.ClockAnchor
 	bestGap := int64(1 << 62)
 	for i := 0; i < 5; i++ {
 		m0 := nanotime()
@@ -65,7 +50,7 @@ func ReadClocks() ClockAnchor {
 			if boot == 0 {
 				boot = mid
 			}
-			best = ClockAnchor{Mono: mid, Boot: boot, Wall: wall}
+			best = event.ClockAnchor{Mono: mid, Boot: boot, Wall: wall}
 		}
 	}
 	return best

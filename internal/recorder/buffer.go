@@ -1,7 +1,8 @@
-package event
+package recorder
 
 import (
 	"context"
+	"github.com/devprof/devprof/event"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -63,7 +64,7 @@ type Buffer struct {
 	maxRecords int64
 
 	mu         sync.Mutex // guards tracks and correlator; not taken on the hot path
-	tracks     []Track
+	tracks     []event.Track
 	correlator DeviceCorrelator
 
 	strs *strtab // names, argument keys and string values of the records
@@ -146,7 +147,7 @@ func (b *Buffer) Reserve(n int) *Record {
 // one function so that a span costs as few calls as possible. flags and
 // id2 are stored as given (a step sets FlagStep and its number). It returns
 // the span's context and record, or nils when the buffer is full.
-func (b *Buffer) StartSpan(parent context.Context, name string, args []Arg, level, flags uint8, id2 int64) (*SpanContext, *Record) {
+func (b *Buffer) StartSpan(parent context.Context, name string, args []event.Arg, level, flags uint8, id2 int64) (*SpanContext, *Record) {
 	n := 1
 	if len(args) > InlineArgs {
 		n = SlotsFor(len(args))
@@ -164,7 +165,7 @@ func (b *Buffer) StartSpan(parent context.Context, name string, args []Arg, leve
 	r.ID = sl.base + uint64(i) + 1
 	sc := &sl.ctxs[i]
 	sc.parent, sc.rec, sc.epoch = parent, r, b.epoch
-	r.Kind = KindSpan
+	r.Kind = event.KindSpan
 	r.Level = level
 	r.Flags = flags
 	r.ID2 = id2
@@ -179,7 +180,7 @@ func (b *Buffer) StartSpan(parent context.Context, name string, args []Arg, leve
 			a := &args[j]
 			sa := &r.args[j]
 			sa.key, sa.kind, sa.num = b.strs.id(a.Key), a.Kind, a.Num
-			if a.Kind == ArgString {
+			if a.Kind == event.ArgString {
 				sa.num = uint64(b.strs.id(a.Str))
 			}
 		}
@@ -201,6 +202,11 @@ func (b *Buffer) reserve(n int) (*slab, int64) {
 		}
 	}
 	return b.reserveSlow(s, n)
+}
+
+// model returns the chunk's records as the event model sees them.
+func (c *chunk) model() []event.Record {
+	return unsafe.Slice((*event.Record)(unsafe.Pointer(unsafe.SliceData(c.recs))), len(c.recs))
 }
 
 func (c *chunk) take(i int64) *Record {

@@ -1,48 +1,11 @@
-package event
+package recorder
 
-// TrackKind says what a registered Track stands for.
-type TrackKind uint8
-
-const (
-	// TrackDeviceStream is one stream (queue) of one device.
-	TrackDeviceStream TrackKind = iota + 1
-	// TrackHostThread is an OS thread of the host, for sources that know
-	// them (driver API callbacks).
-	TrackHostThread
-)
-
-// Track describes a timeline that KindActivity records are placed on.
-// Host spans do not need one: their lanes are implicit.
-type Track struct {
-	Kind TrackKind
-	// Device is the device ordinal for device tracks.
-	Device int
-	// DeviceName is a human name for the device ("NVIDIA H100 80GB HBM3").
-	DeviceName string
-	// ID is the stream id for device tracks, the OS thread id for host threads.
-	ID int64
-	// Name is the display name of the track ("Stream #7(Compute)").
-	Name string
-	// Caps describes the device of a device track, when the source knows
-	// it; zero fields are unknown.
-	Caps DeviceCaps
-}
-
-// DeviceCaps are a device's capabilities, as TensorBoard's profile plugin
-// shows them for a GPU.
-type DeviceCaps struct {
-	ClockRateKHz    int64  // SM clock
-	Cores           int64  // streaming multiprocessors
-	MemoryBytes     uint64 // device memory size
-	MemoryBandwidth uint64 // bytes per second
-	ComputeCapMajor int64
-	ComputeCapMinor int64
-}
+import "github.com/devprof/devprof/event"
 
 // AddTrack registers a track and returns its id (non-zero) for
 // KindActivity records. Sources call it when they first meet a stream, not
 // per event: it takes a lock.
-func (b *Buffer) AddTrack(t Track) uint32 {
+func (b *Buffer) AddTrack(t event.Track) uint32 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.tracks = append(b.tracks, t)
@@ -51,7 +14,7 @@ func (b *Buffer) AddTrack(t Track) uint32 {
 
 // FindTrack returns the id of a registered track with the same kind,
 // device and id, or 0.
-func (b *Buffer) FindTrack(kind TrackKind, device int, id int64) uint32 {
+func (b *Buffer) FindTrack(kind event.TrackKind, device int, id int64) uint32 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for i, t := range b.tracks {

@@ -1,6 +1,6 @@
 //go:build !amd64
 
-package event
+package recorder
 
 import "unsafe"
 

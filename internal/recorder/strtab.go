@@ -1,6 +1,7 @@
-package event
+package recorder
 
 import (
+	"github.com/devprof/devprof/event"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -80,9 +81,9 @@ func (t *strtab) intern(s string, e *strCacheEntry, p uintptr) uint32 {
 }
 
 // arg returns a as the buffer stores it.
-func (t *strtab) arg(a *Arg) slotArg {
+func (t *strtab) arg(a *event.Arg) slotArg {
 	sa := slotArg{num: a.Num, key: t.id(a.Key), kind: a.Kind}
-	if a.Kind == ArgString {
+	if a.Kind == event.ArgString {
 		sa.num = uint64(t.id(a.Str))
 	}
 	return sa

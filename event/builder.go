@@ -1,0 +1,209 @@
+package event
+
+import (
+	"math"
+	"slices"
+)
+
+// Builder makes a Snapshot out of events recorded elsewhere, such as a
+// trace file being read. Times are nanoseconds on any monotonic timeline,
+// with Meta.Start.Mono as the trace's start. A Builder is not safe for
+// concurrent use.
+type Builder struct {
+	meta   Meta
+	segs   []segment
+	nextID uint64
+	tracks []Track
+	strs   []string
+	ids    map[string]uint32
+	lanes  map[uint64]uint32 // span ID -> lane, so children share their root's lane
+	events []*Record
+}
+
+// builderSegment is how many records a Builder stores per segment.
+const builderSegment = 1024
+
+// NewBuilder returns a builder for a snapshot with the given metadata.
+func NewBuilder(meta Meta) *Builder {
+	return &Builder{
+		meta:  meta,
+		strs:  []string{""},
+		ids:   map[string]uint32{"": 0},
+		lanes: map[uint64]uint32{},
+	}
+}
+
+// Track registers a track and returns its id (non-zero).
+func (b *Builder) Track(t Track) uint32 {
+	b.tracks = append(b.tracks, t)
+	return uint32(len(b.tracks))
+}
+
+// TrackInfo returns a registered track.
+func (b *Builder) TrackInfo(id uint32) (Track, bool) {
+	if id == 0 || int(id) > len(b.tracks) {
+		return Track{}, false
+	}
+	return b.tracks[id-1], true
+}
+
+// Span describes a span for Builder.Span.
+type Span struct {
+	Name       string
+	Start, End int64
+	// Parent is the ID (from Builder.Span) of the enclosing span, or 0.
+	Parent uint64
+	// Track is a registered track the span sits on, or 0 for the lanes of
+	// the host layout.
+	Track uint32
+	Args  []Arg
+	// Step marks a training-loop step with number StepNum.
+	Step    bool
+	StepNum int64
+	// Unfinished marks a span that had not ended when recording stopped.
+	Unfinished bool
+}
+
+// Span adds a span and returns its ID.
+func (b *Builder) Span(s Span) uint64 {
+	r := b.add(KindSpan, s.Name, s.Start, s.Args)
+	r.Level = 1
+	r.Parent = s.Parent
+	r.Lane = uint32(r.ID)
+	if l, ok := b.lanes[s.Parent]; ok {
+		r.Lane = l
+	}
+	b.lanes[r.ID] = r.Lane
+	if s.Track != 0 {
+		r.Lane = s.Track
+		r.Flags |= FlagOnTrack
+	}
+	if s.Step {
+		r.Flags |= FlagStep
+		r.ID2 = s.StepNum
+	}
+	if !s.Unfinished {
+		r.setEnd(max(s.End, s.Start))
+	} else {
+		r.end.Store(openAtStop)
+	}
+	return b.commit(r)
+}
+
+// Instant adds a point event on a track (or, with track 0, on the lane of
+// parent, or on the process when parent is 0 too).
+func (b *Builder) Instant(name string, t int64, track uint32, parent uint64, args []Arg) {
+	r := b.add(KindInstant, name, t, args)
+	r.Level = 1
+	r.Parent = parent
+	if track != 0 {
+		r.Lane = track
+		r.Flags |= FlagOnTrack
+	}
+	r.setEnd(t)
+	b.commit(r)
+}
+
+// Counter adds one sample of a counter series; unit is "" for a plain
+// number.
+func (b *Builder) Counter(name, unit string, t int64, v float64) {
+	r := b.add(KindCounter, name, t, []Arg{{Key: unit, Kind: ArgFloat, Num: math.Float64bits(v)}})
+	r.setEnd(t)
+	b.commit(r)
+}
+
+// Activity adds a complete event on a registered track (device activity)
+// and returns its ID.
+func (b *Builder) Activity(track uint32, name string, start, end int64, args []Arg) uint64 {
+	r := b.add(KindActivity, name, start, args)
+	r.Lane = track
+	r.setEnd(max(end, start))
+	return b.commit(r)
+}
+
+// SetDropped records how many events the original recording lost, and its
+// bound.
+func (b *Builder) SetDropped(dropped, maxEvents int64) {
+	b.meta.Dropped, b.meta.MaxEvents = dropped, maxEvents
+}
+
+// Warn adds a warning to the snapshot's metadata.
+func (b *Builder) Warn(msg string) { b.meta.Warnings = append(b.meta.Warnings, msg) }
+
+// Note adds a note (how the trace was made) to the snapshot's metadata.
+func (b *Builder) Note(msg string) { b.meta.Notes = append(b.meta.Notes, msg) }
+
+// Snapshot returns the built snapshot. The builder must not be used after.
+func (b *Builder) Snapshot() *Snapshot {
+	s := &Snapshot{Meta: b.meta, Events: b.events, Tracks: slices.Clone(b.tracks), segs: b.segs, strs: b.strs}
+	return s
+}
+
+// add stores a record of kind with its name, start and arguments (taking
+// continuation records in the same segment for overflow arguments).
+func (b *Builder) add(kind Kind, name string, start int64, args []Arg) *Record {
+	n := min(len(args), 255)
+	slots := 1
+	if n > inlineArgs {
+		slots += (n - inlineArgs + inlineArgs - 1) / inlineArgs
+	}
+	g := b.segment(slots)
+	i := len(g.recs)
+	g.recs = g.recs[:i+slots]
+	r := &g.recs[i]
+	r.ID = g.base + uint64(i) + 1
+	r.Kind = kind
+	r.NameID = b.intern(name)
+	r.Start = start
+	r.NArgs = uint8(n)
+	for j := 0; j < n; j++ {
+		slot, at := r, j
+		if j >= inlineArgs {
+			slot, at = &g.recs[i+1+(j-inlineArgs)/inlineArgs], (j-inlineArgs)%inlineArgs
+			slot.Kind = kindArgs
+			slot.NArgs++
+			slot.ID = g.base + uint64(i+1+(j-inlineArgs)/inlineArgs) + 1
+			slot.state.Store(1)
+		}
+		slot.args[at] = b.store(&args[j])
+	}
+	return r
+}
+
+// segment returns the current segment with room for n more records,
+// starting a new one when it has none.
+func (b *Builder) segment(n int) *segment {
+	if k := len(b.segs); k > 0 {
+		g := &b.segs[k-1]
+		if len(g.recs)+n <= cap(g.recs) {
+			return g
+		}
+		b.nextID = g.base + uint64(len(g.recs))
+	}
+	b.segs = append(b.segs, segment{base: b.nextID, recs: make([]Record, 0, max(builderSegment, n))})
+	return &b.segs[len(b.segs)-1]
+}
+
+func (b *Builder) commit(r *Record) uint64 {
+	r.state.Store(1)
+	b.events = append(b.events, r)
+	return r.ID
+}
+
+func (b *Builder) store(a *Arg) storedArg {
+	sa := storedArg{num: a.Num, key: b.intern(a.Key), kind: a.Kind}
+	if a.Kind == ArgString {
+		sa.num = uint64(b.intern(a.Str))
+	}
+	return sa
+}
+
+func (b *Builder) intern(s string) uint32 {
+	if id, ok := b.ids[s]; ok {
+		return id
+	}
+	id := uint32(len(b.strs))
+	b.strs = append(b.strs, s)
+	b.ids[s] = id
+	return id
+}

@@ -1,0 +1,26 @@
+// Package event is devprof's event model: the read-only Go values every
+// trace becomes, whoever recorded it.
+//
+// It is the ground floor of devprof's one-way flow
+//
+//	sources → recorder → event model → exporters → files and servers
+//
+// A session's recorder fills a Snapshot when it stops; the readers of the
+// exporters packages (Perfetto, XSpace, Chrome JSON) build the same
+// Snapshot from a file with a Builder. Exporters and tools only read it.
+// So a Go program can load any trace devprof reads and walk it:
+//
+//	snap, err := perfetto.Read(f) // or xplane.Read, chrome.Read
+//	for _, r := range snap.Events {
+//		fmt.Println(snap.Name(r), r.Start, snap.Args(r))
+//	}
+//
+// A Snapshot holds records (spans, instants, counter samples, device
+// activity), the tracks device activity sits on, interned strings, and the
+// session's metadata with structured warnings and per-source drop counts.
+// Snapshot.Layout places the records on properly nested rows, as every
+// timeline format needs.
+//
+// The package imports no other devprof package, and nothing in it can
+// start recording: only a trace session does that.
+package event

@@ -1,0 +1,154 @@
+package event
+
+import (
+	"slices"
+	"sync"
+	"unsafe"
+)
+
+// Snapshot is a finished trace: what a session recorded, or what a reader
+// found in a file. It is read-only; exporters and tools share one.
+type Snapshot struct {
+	Meta Meta
+	// Events holds every record in storage order (no sorting implied).
+	// Continuation records that hold overflow arguments are not listed;
+	// use Args.
+	Events []*Record
+	// Tracks lists registered tracks; KindActivity and FlagOnTrack records
+	// refer to Tracks[Lane-1].
+	Tracks []Track
+
+	segs []segment // sorted by base, for Lookup
+	strs []string  // string table: id -> string
+
+	layoutOnce sync.Once
+	layout     *Layout
+}
+
+// segment is a run of stored records with consecutive IDs: recs[i] has
+// ID base+i+1. A record's overflow arguments follow it in its segment.
+type segment struct {
+	base uint64
+	recs []Record
+}
+
+// adopt makes a Snapshot of records written in place by the recorder
+// (internal/recorder binds it with go:linkname, so that recording stays
+// out of this package's API and a session's records are never copied).
+// chunks[i] holds the records with IDs bases[i]+1 and on, sorted by base;
+// events lists the committed records to show, already on the monotonic
+// timeline, with open spans marked.
+//
+//go:linkname adopt
+func adopt(meta Meta, bases []uint64, chunks [][]Record, events []*Record, tracks []Track, strs []string) *Snapshot {
+	s := &Snapshot{Meta: meta, Events: events, Tracks: tracks, strs: strs}
+	s.segs = make([]segment, len(chunks))
+	for i := range chunks {
+		s.segs[i] = segment{base: bases[i], recs: chunks[i]}
+	}
+	return s
+}
+
+// Lookup returns the record with the given ID, or nil.
+func (s *Snapshot) Lookup(id uint64) *Record {
+	if id == 0 {
+		return nil
+	}
+	i, _ := slices.BinarySearchFunc(s.segs, id, func(g segment, id uint64) int {
+		switch {
+		case id <= g.base:
+			return 1
+		case id > g.base+uint64(len(g.recs)):
+			return -1
+		}
+		return 0
+	})
+	if i >= len(s.segs) {
+		return nil
+	}
+	g := s.segs[i]
+	if id <= g.base || id > g.base+uint64(len(g.recs)) {
+		return nil
+	}
+	r := &g.recs[id-g.base-1]
+	if !r.committed() || r.Kind == kindArgs {
+		return nil
+	}
+	return r
+}
+
+// Name returns the name of r.
+func (s *Snapshot) Name(r *Record) string { return s.String(r.NameID) }
+
+// String returns the string with the given id in the snapshot's string
+// table ("" for an unknown id).
+func (s *Snapshot) String(id uint32) string {
+	if int(id) < len(s.strs) {
+		return s.strs[id]
+	}
+	return ""
+}
+
+// Args returns all arguments of r, inline and overflow, in a new slice.
+// Code that visits every record uses AppendArgs with a reused slice.
+func (s *Snapshot) Args(r *Record) []Arg {
+	if r.NArgs == 0 {
+		return nil
+	}
+	return s.AppendArgs(make([]Arg, 0, r.NArgs), r)
+}
+
+// AppendArgs appends all arguments of r to dst and returns the result.
+func (s *Snapshot) AppendArgs(dst []Arg, r *Record) []Arg {
+	n := int(r.NArgs)
+	for i := 0; i < min(n, inlineArgs); i++ {
+		dst = append(dst, s.arg(&r.args[i]))
+	}
+	if n <= inlineArgs {
+		return dst
+	}
+	left := n - inlineArgs
+	for c := r; left > 0; {
+		c = c.next() // only while arguments are left: the last record may end its segment
+		if c.Kind != kindArgs {
+			break
+		}
+		for i := 0; i < int(c.NArgs) && left > 0; i++ {
+			dst = append(dst, s.arg(&c.args[i]))
+			left--
+		}
+	}
+	return dst
+}
+
+func (s *Snapshot) arg(sa *storedArg) Arg {
+	a := Arg{Key: s.String(sa.key), Kind: sa.kind, Num: sa.num}
+	if a.Kind == ArgString {
+		a.Str, a.Num = s.String(uint32(sa.num)), 0
+	}
+	return a
+}
+
+// next returns the record that follows r in its segment. Only valid for a
+// record whose overflow arguments are stored after it.
+func (r *Record) next() *Record {
+	return (*Record)(unsafe.Add(unsafe.Pointer(r), unsafe.Sizeof(Record{})))
+}
+
+// EndOf returns when r ended. A span still open when the session stopped
+// ends at the stop time and finished is false.
+func (s *Snapshot) EndOf(r *Record) (end int64, finished bool) {
+	if r.Ended() {
+		return r.End(), true
+	}
+	if r.Kind == KindInstant || r.Kind == KindCounter {
+		return r.Start, true
+	}
+	return max(s.Meta.Stop.Mono, r.Start), false
+}
+
+// Counter returns the unit and value of a KindCounter sample.
+func (s *Snapshot) Counter(r *Record) (unit string, v float64) {
+	a := s.arg(&r.args[0])
+	return a.Key, a.Float()
+}

@@ -1,0 +1,88 @@
+package recorder
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/devprof/devprof/event"
+)
+
+// The recorder writes records that the event model then reads as its own
+// (Buffer.Snapshot hands the chunks over without a copy), so the two types
+// must agree field by field: name, offset, size and kind, down into the
+// stored arguments. This fails the day one of them changes alone.
+func TestRecordLayoutMatchesModel(t *testing.T) {
+	sameLayout(t, reflect.TypeOf(Record{}), reflect.TypeOf(event.Record{}), "Record")
+}
+
+func sameLayout(t *testing.T, rec, model reflect.Type, path string) {
+	t.Helper()
+	if rec.Size() != model.Size() || rec.Align() != model.Align() || rec.Kind() != model.Kind() {
+		t.Fatalf("%s: recorder %s (%d bytes, align %d), model %s (%d bytes, align %d)",
+			path, rec.Kind(), rec.Size(), rec.Align(), model.Kind(), model.Size(), model.Align())
+	}
+	switch rec.Kind() {
+	case reflect.Struct:
+		if rec.NumField() != model.NumField() {
+			t.Fatalf("%s: recorder has %d fields, model %d", path, rec.NumField(), model.NumField())
+		}
+		for i := 0; i < rec.NumField(); i++ {
+			a, b := rec.Field(i), model.Field(i)
+			if a.Name != b.Name || a.Offset != b.Offset {
+				t.Fatalf("%s field %d: recorder %s at %d, model %s at %d", path, i, a.Name, a.Offset, b.Name, b.Offset)
+			}
+			sameLayout(t, a.Type, b.Type, path+"."+a.Name)
+		}
+	case reflect.Array:
+		if rec.Len() != model.Len() {
+			t.Fatalf("%s: recorder holds %d, model %d", path, rec.Len(), model.Len())
+		}
+		sameLayout(t, rec.Elem(), model.Elem(), path+"[]")
+	}
+}
+
+// A snapshot's records read back through the model exactly as written:
+// names, inline and overflow arguments, ends, and open spans closed at stop.
+func TestSnapshotReadsThroughModel(t *testing.T) {
+	b := NewBuffer(100, 3)
+	args := []event.Arg{
+		{Key: "i", Kind: event.ArgInt, Num: 7},
+		{Key: "s", Kind: event.ArgString, Str: "seven"},
+		{Key: "u", Kind: event.ArgUint, Num: 8},
+		{Key: "b", Kind: event.ArgBool, Num: 1},
+		{Key: "s2", Kind: event.ArgString, Str: "nine"},
+	}
+	r := b.Reserve(SlotsFor(len(args)))
+	r.Kind = event.KindSpan
+	r.SetName(b, "with args")
+	r.SetArgs(b, args)
+	r.Start = 10
+	r.Flags = FlagMonoTime
+	r.SetEnd(20)
+	r.Commit()
+	open := b.Reserve(1)
+	open.Kind = event.KindSpan
+	open.SetName(b, "open")
+	open.Start = 30
+	open.Flags = FlagMonoTime
+	open.Commit()
+	s := b.Snapshot(event.Meta{Stop: event.ClockAnchor{Mono: 50}})
+	if len(s.Events) != 2 {
+		t.Fatalf("%d events, want 2", len(s.Events))
+	}
+	m := s.Lookup(r.ID)
+	if m == nil || s.Name(m) != "with args" || m.Start != 10 || m.End() != 20 || !m.Ended() || m.Flags != 0 {
+		t.Fatalf("record read back as %+v (name %q)", m, s.Name(m))
+	}
+	if got := s.Args(m); !reflect.DeepEqual(got, args) {
+		t.Fatalf("args %+v, want %+v", got, args)
+	}
+	o := s.Lookup(open.ID)
+	if end, finished := s.EndOf(o); o.Ended() || finished || end != 50 {
+		t.Fatalf("open span: ended %v, end %d finished %v; want the stop time", o.Ended(), end, finished)
+	}
+	open.SetEnd(40) // a late End must not reach an exported record
+	if o.Ended() {
+		t.Fatal("an End after the snapshot changed the exported record")
+	}
+}

@@ -1,0 +1,68 @@
+package recorder
+
+import (
+	"cmp"
+	"slices"
+	_ "unsafe" // for go:linkname
+
+	"github.com/devprof/devprof/event"
+)
+
+// adopt is event.adopt: it wraps the chunks, written in place, in a
+// Snapshot of the model without copying them.
+//
+//go:linkname adopt github.com/devprof/devprof/event.adopt
+func adopt(meta event.Meta, bases []uint64, chunks [][]event.Record, events []*event.Record, tracks []event.Track, strs []string) *event.Snapshot
+
+// Snapshot collects the committed records of b, converting their times to
+// monotonic nanoseconds, and hands them to the event model. Call it once,
+// after Deactivate; records committed later are not seen, and spans still
+// open are closed at the stop time. meta.Dropped and meta.MaxEvents are
+// filled in.
+func (b *Buffer) Snapshot(meta event.Meta) *event.Snapshot {
+	meta.Dropped = b.Dropped()
+	meta.MaxEvents = b.maxRecords
+	var chunks []*chunk
+	for c := b.chunks.Load(); c != nil; c = c.prev {
+		chunks = append(chunks, c)
+	}
+	slices.SortFunc(chunks, func(a, b *chunk) int { return cmp.Compare(a.base, b.base) })
+	n := 0
+	for _, c := range chunks {
+		n += int(min(c.next.Load(), int64(len(c.recs))))
+	}
+	var conv func(int64) int64
+	if b.cal != nil {
+		b.cal.add()
+		conv = b.cal.converter()
+	}
+	events := make([]*event.Record, 0, n)
+	bases := make([]uint64, len(chunks))
+	recs := make([][]event.Record, len(chunks))
+	for k, c := range chunks {
+		bases[k] = c.base
+		recs[k] = c.model()
+		used := min(c.next.Load(), int64(len(c.recs)))
+		for i := range used {
+			r := &c.recs[i]
+			if !r.committed() || r.Kind == kindArgs {
+				continue
+			}
+			// Close open spans for good, then turn ticks into nanoseconds.
+			r.end.CompareAndSwap(0, openAtStop)
+			if r.Flags&FlagMonoTime != 0 {
+				r.Flags &^= FlagMonoTime
+			} else if conv != nil {
+				r.Start = conv(r.Start)
+				if e := r.end.Load(); e != openAtStop {
+					r.end.Store(conv(e-1) + 1)
+				}
+			}
+			events = append(events, r.model())
+		}
+	}
+	b.mu.Lock()
+	tracks := slices.Clone(b.tracks)
+	b.mu.Unlock()
+	return adopt(meta, bases, recs, events, tracks, b.strs.snapshot())
+}
