@@ -16,7 +16,7 @@ import (
 	"github.com/devprof/devprof/exporters/perfetto"
 	"github.com/devprof/devprof/exporters/xplane"
 	"github.com/devprof/devprof/exporters/xplane/xplanepb"
-	"github.com/devprof/devprof/gputrace"
+	cupti "github.com/devprof/devprof/sources/cupti"
 	"github.com/devprof/devprof/internal/conformance"
 	"github.com/devprof/devprof/internal/fakecuda"
 	"github.com/devprof/devprof/internal/recorder"
@@ -273,7 +273,7 @@ func countNamed(s *event.Snapshot, name string) int {
 // probeReal checks that the real library loads, so that a missing package
 // fails the test with its own message rather than as a wrong warning.
 func probeReal(lib string) error {
-	src, err := gputrace.Start(recorder.NewBuffer(10, 1), gputrace.Config{Library: lib})
+	src, err := cupti.Start(recorder.NewBuffer(10, 1), cupti.Config{Library: lib})
 	if err == nil {
 		src.Stop()
 		return nil

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/cuptiwrap"
-	"github.com/devprof/devprof/gputrace"
+	cupti "github.com/devprof/devprof/sources/cupti"
 )
 
 // Off disables a tracer when given as HostTracerLevel or DeviceTracerLevel.
@@ -119,7 +119,7 @@ type config struct {
 	link                   bool
 	linkTimeout            time.Duration
 	host, sessionID, prog  string
-	gpu                    gputrace.Config
+	gpu                    cupti.Config
 }
 
 func (o *Options) resolve() (config, error) {

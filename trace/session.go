@@ -31,7 +31,7 @@ import (
 	"github.com/devprof/devprof/exporters/chrome"
 	"github.com/devprof/devprof/exporters/perfetto"
 	"github.com/devprof/devprof/exporters/xplane"
-	"github.com/devprof/devprof/gputrace"
+	cupti "github.com/devprof/devprof/sources/cupti"
 	"github.com/devprof/devprof/internal/atomicfile"
 	"github.com/devprof/devprof/internal/recorder"
 	"github.com/devprof/devprof/perfettolink"
@@ -50,7 +50,7 @@ type Session struct {
 	meta   event.Meta
 
 	snap     *event.Snapshot
-	gpu      *gputrace.Source // nil when device tracing is off or failed to start
+	gpu      *cupti.Source // nil when device tracing is off or failed to start
 	calStop  chan struct{}    // ends the calibration goroutine
 	stopOnce sync.Once
 	stopErr  error
@@ -152,11 +152,11 @@ func StartSession(logdir string, opts *Options) (*Session, error) {
 		if gcfg.MaxRecords == 0 {
 			gcfg.MaxRecords = cfg.maxEvents
 		}
-		src, err := gputrace.Start(s.buf, gcfg)
+		src, err := cupti.Start(s.buf, gcfg)
 		if err != nil {
 			// The host trace goes on; the reason is in every output.
-			warnOnce(gputrace.Explain(err))
-			s.meta.Warnings = append(s.meta.Warnings, gputrace.Explain(err))
+			warnOnce(cupti.Explain(err))
+			s.meta.Warnings = append(s.meta.Warnings, cupti.Explain(err))
 		}
 		s.gpu = src
 	}

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package gputrace
+package cupti
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-// Package gputrace is the device source of a trace session: while a session
+// Package cupti is the CUPTI source of a trace session: while a session
 // runs with the device tracer on, it collects NVIDIA GPU activity through
 // CUPTI (package cuptiwrap) and, when the session stops, writes it into the
 // session's event buffer, where the exporters find it beside the host spans.
@@ -20,7 +20,7 @@
 // otherwise). Start measures the offset to the session's monotonic clock
 // with several paired reads and keeps the narrowest; Stop reports which
 // clock was used and how exact the pairing was.
-package gputrace
+package cupti
 
 import (
 	"fmt"

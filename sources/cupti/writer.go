@@ -1,4 +1,4 @@
-package gputrace
+package cupti
 
 import (
 	"fmt"
