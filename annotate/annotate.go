@@ -254,7 +254,7 @@ func (c Counter) Set(v float64) {
 //go:noinline
 func (c Counter) set(v float64) {
 	b := recorder.Active()
-	if b == nil {
+	if b == nil || uint8(LevelCritical) > b.Level() { // host tracer off
 		return
 	}
 	r := b.Reserve(1)

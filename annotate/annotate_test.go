@@ -268,3 +268,17 @@ func TestFlowIDsUnique(t *testing.T) {
 		t.Fatal(a, b)
 	}
 }
+
+// A session with the host tracer off (level 0) records no host
+// annotations at all: spans, instants and counters alike.
+func TestHostTracerOffRecordsNothing(t *testing.T) {
+	s := record(t, 100, 0, func() {
+		ctx, sp := Begin(context.Background(), "span")
+		Instant(ctx, "instant")
+		Counter{Name: "loss"}.Set(0.5)
+		sp.End()
+	})
+	for _, r := range s.Events {
+		t.Errorf("recorded %s %q with the host tracer off", r.Kind, s.Name(r))
+	}
+}
