@@ -12,6 +12,17 @@
 // With no session running, Begin costs one atomic load and returns ctx
 // unchanged. With a session running it takes no lock and allocates nothing:
 // the context it returns is the span's own slot in the event buffer.
+//
+// Names, argument keys and string values are interned in the session's
+// string table. A string the table has seen costs nothing more (a span
+// with a literal name and an int argument: BenchmarkSpanOn, ~50 ns here);
+// a new string costs the table's slow path, a lock and a map insert
+// (BenchmarkSpanOnDistinctNames: ~300-600 ns), and the table keeps it
+// for the session. Names built from data (a request id, a file name) are
+// better passed as arguments of a fixed-name span, and numbers as number
+// arguments. The table is bounded (262,144 strings or 32 MiB): past that,
+// new strings read as "(devprof: string table full)" and every output
+// says how many were replaced.
 package annotate
 
 import (
