@@ -16,10 +16,10 @@ import (
 	"github.com/devprof/devprof/exporters/perfetto"
 	"github.com/devprof/devprof/exporters/xplane"
 	"github.com/devprof/devprof/exporters/xplane/xplanepb"
-	cupti "github.com/devprof/devprof/sources/cupti"
 	"github.com/devprof/devprof/internal/conformance"
 	"github.com/devprof/devprof/internal/fakecuda"
 	"github.com/devprof/devprof/internal/recorder"
+	cupti "github.com/devprof/devprof/sources/cupti"
 	"github.com/devprof/devprof/trace"
 	"google.golang.org/protobuf/proto"
 )
@@ -273,7 +273,7 @@ func countNamed(s *event.Snapshot, name string) int {
 // probeReal checks that the real library loads, so that a missing package
 // fails the test with its own message rather than as a wrong warning.
 func probeReal(lib string) error {
-	src, err := cupti.Start(recorder.NewBuffer(10, 1), cupti.Config{Library: lib})
+	src, err := cupti.Start(recorder.NewBuffer(10, 1), cupti.Options{Library: lib})
 	if err == nil {
 		src.Stop()
 		return nil

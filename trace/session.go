@@ -31,10 +31,10 @@ import (
 	"github.com/devprof/devprof/exporters/chrome"
 	"github.com/devprof/devprof/exporters/perfetto"
 	"github.com/devprof/devprof/exporters/xplane"
-	cupti "github.com/devprof/devprof/sources/cupti"
 	"github.com/devprof/devprof/internal/atomicfile"
 	"github.com/devprof/devprof/internal/recorder"
 	"github.com/devprof/devprof/perfettolink"
+	cupti "github.com/devprof/devprof/sources/cupti"
 )
 
 // ErrAlreadyStarted is returned when a session is started while another
@@ -51,7 +51,7 @@ type Session struct {
 
 	snap     *event.Snapshot
 	gpu      *cupti.Source // nil when device tracing is off or failed to start
-	calStop  chan struct{}    // ends the calibration goroutine
+	calStop  chan struct{} // ends the calibration goroutine
 	stopOnce sync.Once
 	stopErr  error
 	out      Outputs
@@ -148,11 +148,7 @@ func StartSession(logdir string, opts *Options) (*Session, error) {
 	s.calStop = make(chan struct{})
 	go calibrate(s.buf, s.calStop)
 	if cfg.deviceLevel > 0 {
-		gcfg := cfg.gpu
-		if gcfg.MaxRecords == 0 {
-			gcfg.MaxRecords = cfg.maxEvents
-		}
-		src, err := cupti.Start(s.buf, gcfg)
+		src, err := cupti.Start(s.buf, cfg.gpu)
 		if err != nil {
 			// The host trace goes on; the reason is in every output.
 			warnOnce(cupti.Explain(err))

@@ -25,27 +25,10 @@ package cupti
 import (
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/devprof/devprof/cuptiwrap"
 	"github.com/devprof/devprof/internal/recorder"
 )
-
-// Config configures the device source. The zero value uses cuptiwrap's
-// defaults.
-type Config struct {
-	// Library is the libcupti to load; "" searches (see cuptiwrap.Start).
-	Library string
-	// BufferSize is the size of each CUPTI activity buffer in bytes.
-	BufferSize int
-	// MaxBuffers caps how many activity buffers exist at once.
-	MaxBuffers int
-	// FlushPeriod is how often CUPTI hands over completed buffers.
-	FlushPeriod time.Duration
-	// MaxRecords bounds how many CUPTI records are kept, like XLA's
-	// gpu_max_activity_api_events; later ones are counted as dropped.
-	MaxRecords int64
-}
 
 // Source collects GPU activity for one session.
 type Source struct {
@@ -84,7 +67,7 @@ type Report struct {
 // says why device activity cannot be recorded (no libcupti, no GPU, another
 // profiler attached, insufficient privileges); the session records the host
 // alone then.
-func Start(buf *recorder.Buffer, cfg Config) (*Source, error) {
+func Start(buf *recorder.Buffer, cfg Options) (*Source, error) {
 	s := &Source{buf: buf, spans: map[uint64]spanInfo{}}
 	col, err := cuptiwrap.Start(cuptiwrap.Options{
 		Library:     cfg.Library,

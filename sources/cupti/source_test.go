@@ -55,7 +55,7 @@ func run(t *testing.T, layout string, dropped int) runResult {
 	}
 	defer recorder.Deactivate(buf)
 	meta := event.Meta{Start: recorder.ReadClocks()}
-	src, err := Start(buf, Config{Library: path, FlushPeriod: 20 * time.Millisecond})
+	src, err := Start(buf, Options{Library: path, FlushPeriod: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestStartErrors(t *testing.T) {
 		"multiple_subscribers": "another profiler is already attached",
 	} {
 		t.Setenv("FAKECUPTI_FAIL", fail)
-		_, err := Start(buf, Config{Library: path})
+		_, err := Start(buf, Options{Library: path})
 		if err == nil || !strings.Contains(Explain(err), want) || !strings.HasPrefix(Explain(err), "devprof: GPU tracing off: ") {
 			t.Errorf("FAKECUPTI_FAIL=%s: %v, want a message with %q", fail, err, want)
 		}
@@ -328,12 +328,12 @@ func TestStartErrors(t *testing.T) {
 		}
 	}
 	t.Setenv("FAKECUPTI_FAIL", "")
-	src, err := Start(buf, Config{Library: path})
+	src, err := Start(buf, Options{Library: path})
 	if err != nil {
 		t.Fatalf("Start after failures: %v", err)
 	}
 	src.Stop()
-	if _, err := Start(buf, Config{Library: "/nonexistent/libcupti.so"}); err == nil || !strings.Contains(err.Error(), "/nonexistent/libcupti.so") {
+	if _, err := Start(buf, Options{Library: "/nonexistent/libcupti.so"}); err == nil || !strings.Contains(err.Error(), "/nonexistent/libcupti.so") {
 		t.Errorf("missing library: %v", err)
 	}
 }
