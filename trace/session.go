@@ -34,7 +34,6 @@ import (
 	"github.com/devprof/devprof/internal/atomicfile"
 	"github.com/devprof/devprof/internal/recorder"
 	"github.com/devprof/devprof/perfettolink"
-	cupti "github.com/devprof/devprof/sources/cupti"
 )
 
 // ErrAlreadyStarted is returned when a session is started while another
@@ -50,8 +49,8 @@ type Session struct {
 	meta   event.Meta
 
 	snap     *event.Snapshot
-	gpu      *cupti.Source // nil when device tracing is off or failed to start
-	calStop  chan struct{} // ends the calibration goroutine
+	sources  []runningSource // started by startSources, stopped by stopSources
+	calStop  chan struct{}   // ends the calibration goroutine
 	stopOnce sync.Once
 	stopErr  error
 	out      Outputs
@@ -147,15 +146,7 @@ func StartSession(logdir string, opts *Options) (*Session, error) {
 	s.meta.Start = recorder.ReadClocks()
 	s.calStop = make(chan struct{})
 	go calibrate(s.buf, s.calStop)
-	if cfg.deviceLevel > 0 {
-		src, err := cupti.Start(s.buf, cfg.gpu)
-		if err != nil {
-			// The host trace goes on; the reason is in every output.
-			warnOnce(cupti.Explain(err))
-			s.meta.Warnings = append(s.meta.Warnings, cupti.Explain(err))
-		}
-		s.gpu = src
-	}
+	s.startSources()
 	return s, nil
 }
 
@@ -248,14 +239,7 @@ func (s *Session) stop() error {
 	recorder.Deactivate(s.buf)
 	close(s.calStop)
 	s.meta.Stop = recorder.ReadClocks()
-	if s.gpu != nil {
-		rep := s.gpu.Stop()
-		s.meta.Notes = append(s.meta.Notes, rep.Clock)
-		s.meta.Warnings = append(s.meta.Warnings, rep.Warnings...)
-		for _, w := range rep.Warnings {
-			warnOnce(w)
-		}
-	}
+	s.stopSources()
 	running.Lock()
 	if current == s {
 		current = nil
