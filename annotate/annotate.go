@@ -52,7 +52,7 @@ const (
 	LevelVerbose Level = 3
 )
 
-// Arg is a typed argument of a span or instant. Build one with Int, Uint,
+// Arg is a typed argument of a span or instant. Build one with Int, Int64, Uint64,
 // Float64, Bool, String, Duration or Flow.
 type Arg = event.Arg
 
