@@ -16,7 +16,7 @@ import (
 	"github.com/devprof/devprof/exporters/perfetto"
 	"github.com/devprof/devprof/exporters/xplane"
 	"github.com/devprof/devprof/exporters/xplane/xplanepb"
-	"github.com/devprof/devprof/internal/conformance"
+	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/internal/fakecuda"
 	"github.com/devprof/devprof/internal/recorder"
 	cupti "github.com/devprof/devprof/sources/cupti"

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/annotate"
-	"github.com/devprof/devprof/internal/conformance"
+	"github.com/devprof/devprof/conformance"
 	cupti "github.com/devprof/devprof/sources/cupti"
 	"github.com/devprof/devprof/trace"
 )

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/devprof/devprof/internal/conformance"
+	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/internal/mlpdemo"
 )
 

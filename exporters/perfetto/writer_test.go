@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/devprof/devprof/event"
-	"github.com/devprof/devprof/internal/conformance"
+	"github.com/devprof/devprof/conformance"
 )
 
 // TestDeviceTracks writes GPU activity (as the CUPTI source will record

@@ -10,7 +10,7 @@ import (
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/xplane/xplanepb"
-	"github.com/devprof/devprof/internal/conformance"
+	"github.com/devprof/devprof/conformance"
 )
 
 const ms = int64(1e6)

@@ -41,12 +41,9 @@ var layers = []layer{
 	{path: "internal/mlpdemo", may: []string{"annotate"}, what: "the demo workload: a user of annotate"},
 	{path: "internal/eventtest", may: []string{"event", "internal/recorder"}, what: "test helper: records snapshots for exporters' tests"},
 	{path: "internal/fakecuda", what: "test helper: the fake libcupti"},
-	{path: "internal/conformance", may: []string{"event"}, what: "test helper: hands traces to the Python checkers"},
 	{path: "conformance", may: []string{"event"}, what: "test helper: hands traces to the Python checkers"},
 	{path: "trace", cmdOK: true, what: "sessions: wires sources, recorder and exporters together"},
 	{path: "cmd/", cmdOK: true, what: "the CLI"},
-	{path: "bench", cmdOK: true, what: "comparative benchmarks"},
-	{path: "bench/", cmdOK: true, what: "comparative benchmarks"},
 	{path: "internal/importrules", what: "this test"},
 }
 
@@ -102,7 +99,7 @@ func rowOf(path string) *layer {
 
 func allowed(l *layer, imp string) bool {
 	if l.cmdOK {
-		return imp != "internal/recorder" || l.path == "trace" || strings.HasPrefix(l.path, "bench")
+		return imp != "internal/recorder" || l.path == "trace"
 	}
 	for _, m := range l.may {
 		if imp == m || strings.HasSuffix(m, "/") && strings.HasPrefix(imp, m) {
@@ -166,7 +163,7 @@ func TestRulesCanFail(t *testing.T) {
 func TestNoPublicWayToRecord(t *testing.T) {
 	for _, p := range listPackages(t) {
 		rel := strings.TrimPrefix(p.ImportPath, module)
-		if strings.HasPrefix(rel, "internal/") || strings.HasPrefix(rel, "cmd/") || strings.HasPrefix(rel, "bench") {
+		if strings.HasPrefix(rel, "internal/") || strings.HasPrefix(rel, "cmd/") {
 			continue
 		}
 		cmd := exec.Command("go", "doc", "-all", ".")

@@ -4,6 +4,8 @@
 // set, the trace is copied there with a manifest of what the session
 // recorded, computed from the event records themselves (not from the
 // exporter), so the checker compares the file against the truth.
+// It lives beside the Python checkers it feeds (conformance/*.py): one
+// home for conformance code. It is test support, imported only by tests.
 package conformance
 
 import (
