@@ -34,7 +34,7 @@ var layers = []layer{
 	{path: "cuptiwrap", what: "the cgo layer over libcupti, below the CUPTI source"},
 	{path: "exporters/", may: []string{"event", "exporters/", "internal/intern", "internal/protoenc", "internal/atomicfile"}, what: "an exporter: reads the model, never the recorder or a source"},
 	{path: "perfettolink", what: "a server for a written file"},
-	{path: "spanstats", what: "statistics over span durations, for the benchmarks' tables"},
+	{path: "spanstats", what: "top-N span statistics for devprof summary"},
 	{path: "internal/intern", what: "exporters' string interning"},
 	{path: "internal/protoenc", what: "exporters' protobuf encoding"},
 	{path: "internal/atomicfile", what: "atomic file writes for outputs"},
