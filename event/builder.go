@@ -136,6 +136,7 @@ func (b *Builder) Note(msg string) { b.meta.Notes = append(b.meta.Notes, msg) }
 // Snapshot returns the built snapshot. The builder must not be used after.
 func (b *Builder) Snapshot() *Snapshot {
 	s := &Snapshot{Meta: b.meta, Events: b.events, Tracks: slices.Clone(b.tracks), segs: b.segs, strs: b.strs}
+	s.validUTF8()
 	return s
 }
 

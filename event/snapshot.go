@@ -47,6 +47,7 @@ func adopt(meta Meta, bases []uint64, chunks [][]Record, events []*Record, track
 	for i := range chunks {
 		s.segs[i] = segment{base: bases[i], recs: chunks[i]}
 	}
+	s.validUTF8()
 	return s
 }
 
