@@ -21,6 +21,9 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 		_, err := writeTrace(out, nil) // reports the naming rule
 		return err
 	}
+	if err := checkNotEmpty(in); err != nil {
+		return err // before saying it reads in, so the refusal is one line
+	}
 	start := time.Now()
 	fmt.Fprintf(stderr, "devprof convert: reading %s…\n", in)
 	s, inFmt, err := readTrace(in)

@@ -91,9 +91,36 @@ func sniff(path string) (format, error) {
 	return formatUnknown, fmt.Errorf("%s: not a Perfetto, XSpace or Chrome JSON trace", path)
 }
 
+// checkNotEmpty refuses a file with nothing in it (after gunzip): the
+// Perfetto reader would take it for a trace with no packets, and summary
+// and convert would report or write an empty trace as if all were well.
+func checkNotEmpty(path string) error {
+	if _, err := os.Stat(path); err != nil {
+		return err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	var r io.Reader = br
+	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil // a broken gzip stream is the reader's to report
+		}
+		r = zr
+	}
+	if n, _ := io.ReadFull(r, make([]byte, 1)); n == 0 {
+		return fmt.Errorf("%s is empty: not a trace", path)
+	}
+	return nil
+}
+
 // readTrace reads any supported trace file into the event model.
 func readTrace(path string) (*event.Snapshot, format, error) {
-	if _, err := os.Stat(path); err != nil {
+	if err := checkNotEmpty(path); err != nil {
 		return nil, formatUnknown, err
 	}
 	f := formatOf(path)

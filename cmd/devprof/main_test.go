@@ -188,3 +188,28 @@ func TestConvertErrors(t *testing.T) {
 		t.Error("convert with one argument should be a usage error")
 	}
 }
+
+// TestEmptyTraceIsRefused is issue 17: a zero-byte file named like a
+// Perfetto trace used to read as a trace with no events, so summary printed
+// an empty table and convert wrote an empty trace. Both must refuse it in
+// one line, exit 1 and write nothing.
+func TestEmptyTraceIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"x.pftrace", "x.pftrace.gz"} {
+		in := filepath.Join(dir, name)
+		if err := os.WriteFile(in, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "out-"+name+".json")
+		for _, args := range [][]string{{"summary", in}, {"convert", in, out}} {
+			code, stdout, stderr := runCLI(args...)
+			line := strings.TrimSpace(stderr)
+			if code != 1 || stdout != "" || strings.Contains(line, "\n") || !strings.HasPrefix(line, "devprof "+args[0]+": ") || !strings.Contains(line, in) || !strings.Contains(line, "empty") {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1, no output and one line saying %s is empty", args, code, stdout, stderr, in)
+			}
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("convert of an empty %s wrote %s", name, out)
+		}
+	}
+}
