@@ -60,12 +60,12 @@ type Format struct {
 type Match int
 
 const (
-	// NoMatch: the bytes cannot be in the format.
+	// NoMatch means the bytes cannot be in the format.
 	NoMatch Match = iota
-	// Weak: they could be; the format has no signature of its own to check
-	// (a Perfetto trace starts like any protobuf with a field 1).
+	// Weak means they could be, but the format has no signature of its own
+	// to check (a Perfetto trace starts like any protobuf with a field 1).
 	Weak
-	// Strong: they carry the format's signature.
+	// Strong means they carry the format's signature.
 	Strong
 )
 
