@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/devprof/devprof/annotate"
 	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
@@ -21,7 +23,6 @@ import (
 	"github.com/devprof/devprof/internal/recorder"
 	cupti "github.com/devprof/devprof/sources/cupti"
 	"github.com/devprof/devprof/trace"
-	"google.golang.org/protobuf/proto"
 )
 
 // useFakeCUPTI points sessions at the fake libcupti through the same

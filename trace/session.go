@@ -28,10 +28,7 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/event"
-	"github.com/devprof/devprof/exporters/chrome"
-	"github.com/devprof/devprof/exporters/perfetto"
-	"github.com/devprof/devprof/exporters/xplane"
-	"github.com/devprof/devprof/internal/atomicfile"
+	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/internal/recorder"
 	"github.com/devprof/devprof/perfettolink"
 )
@@ -254,25 +251,23 @@ func (s *Session) stop() error {
 	// only read the snapshot, and its layout is computed once, up front.
 	snap.Layout()
 	type output struct {
-		path  *string
-		name  string
-		write func(*atomicfile.File) error
+		path   *string
+		format *formats.Format
+		name   string
 	}
 	var outs []output
 	if s.cfg.perfetto {
-		name := host + ".pftrace"
+		name := host + formats.Perfetto.SessionExt
 		if s.cfg.gzip {
 			name += ".gz"
 		}
-		outs = append(outs, output{&s.out.Perfetto, name, func(f *atomicfile.File) error {
-			return perfetto.Write(f, snap, perfetto.WriteOptions{Gzip: s.cfg.gzip})
-		}})
+		outs = append(outs, output{&s.out.Perfetto, formats.Perfetto, name})
 	}
 	if s.cfg.xplane {
-		outs = append(outs, output{&s.out.XPlane, host + ".xplane.pb", func(f *atomicfile.File) error { return xplane.Write(f, snap) }})
+		outs = append(outs, output{&s.out.XPlane, formats.XPlane, host + formats.XPlane.SessionExt})
 	}
 	if s.cfg.chrome {
-		outs = append(outs, output{&s.out.Chrome, host + ".trace.json.gz", func(f *atomicfile.File) error { return chrome.Write(f, snap) }})
+		outs = append(outs, output{&s.out.Chrome, formats.Chrome, host + formats.Chrome.SessionExt})
 	}
 	errs := make([]error, len(outs))
 	var wg sync.WaitGroup
@@ -281,7 +276,7 @@ func (s *Session) stop() error {
 		go func() {
 			defer wg.Done()
 			p := filepath.Join(s.runDir, o.name)
-			if errs[i] = writeFile(p, o.write); errs[i] == nil {
+			if errs[i] = formats.WriteFile(p, o.format, snap); errs[i] == nil {
 				*o.path = p
 			}
 		}()
@@ -296,18 +291,6 @@ func (s *Session) stop() error {
 		}
 	}
 	return nil
-}
-
-func writeFile(path string, write func(*atomicfile.File) error) error {
-	f, err := atomicfile.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Abort()
-	if err := write(f); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return f.Commit()
 }
 
 // fileHost makes a host name safe as a file name, as TensorFlow does (':'

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/spanstats"
 )
 
@@ -19,7 +20,7 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s, f, err := readTrace(path)
+	s, f, err := formats.Read(path)
 	if err != nil {
 		return err
 	}
@@ -36,7 +37,7 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 			counters++
 		}
 	}
-	fmt.Fprintf(stdout, "%s (%s): %d spans on %d rows, %d instants, %d counter samples\n", path, f, table.Spans, table.Tracks, instants, counters)
+	fmt.Fprintf(stdout, "%s (%s): %d spans on %d rows, %d instants, %d counter samples\n", path, f.Display, table.Spans, table.Tracks, instants, counters)
 	if s.Meta.Dropped > 0 {
 		fmt.Fprintf(stdout, "warning: %d events were dropped while recording (buffer full at max_events=%d); totals are low\n", s.Meta.Dropped, s.Meta.MaxEvents)
 	}
