@@ -18,6 +18,8 @@ import (
 	"os"
 	"strings"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/chrome"
 	"github.com/devprof/devprof/exporters/perfetto"
@@ -177,7 +179,7 @@ func sniffXSpace(head []byte) Match {
 	}
 	if p < len(head) && head[p] == 0x08 { // id
 		_, n := uvarint(head[p+1:])
-		if n == 0 {
+		if n <= 0 {
 			return Weak
 		}
 		p += 1 + n
@@ -186,7 +188,7 @@ func sniffXSpace(head []byte) Match {
 		return Weak
 	}
 	size, n := uvarint(head[p+1:])
-	if n == 0 || size == 0 {
+	if n <= 0 || size == 0 {
 		return Weak
 	}
 	name := head[p+1+n:]
@@ -204,18 +206,9 @@ func sniffXSpace(head []byte) Match {
 	return Strong
 }
 
-// uvarint decodes a protobuf varint, returning n == 0 if b is too short or
-// the varint too long; it stays here so that sniffing imports no protobuf
-// package.
-func uvarint(b []byte) (v uint64, n int) {
-	for i := 0; i < len(b) && i < 10; i++ {
-		v |= uint64(b[i]&0x7f) << (7 * i)
-		if b[i] < 0x80 {
-			return v, i + 1
-		}
-	}
-	return 0, 0
-}
+// uvarint decodes a protobuf varint, returning n <= 0 if b is too short
+// or the varint malformed.
+func uvarint(b []byte) (v uint64, n int) { return protowire.ConsumeVarint(b) }
 
 // isGzipName reports whether a file name asks for gzip.
 func isGzipName(path string) bool { return strings.HasSuffix(strings.ToLower(path), ".gz") }
