@@ -56,7 +56,7 @@ type Session struct {
 // Outputs lists the files a stopped session wrote. Empty fields were not
 // written.
 type Outputs struct {
-	RunDir   string // <logdir>/plugins/profile/<run>
+	RunDir   string // <logdir>/plugins/profile/<run>; "" if nothing was written (the directory is removed)
 	Perfetto string // <run>/<host>.pftrace(.gz)
 	XPlane   string // <run>/<host>.xplane.pb (TensorBoard profile)
 	Chrome   string // <run>/<host>.trace.json.gz
@@ -276,12 +276,21 @@ func (s *Session) stop() error {
 		go func() {
 			defer wg.Done()
 			p := filepath.Join(s.runDir, o.name)
-			if errs[i] = formats.WriteFile(p, o.format, snap); errs[i] == nil {
+			if errs[i] = writeOutput(p, o.format, snap); errs[i] == nil {
 				*o.path = p
 			}
 		}()
 	}
 	wg.Wait()
+	if s.out.Perfetto == "" && s.out.XPlane == "" && s.out.Chrome == "" {
+		// Nothing was written (every write failed, or no output was
+		// asked for): TensorBoard would list the empty directory as a run.
+		// os.Remove removes a directory only while it is empty.
+		if fi, err := os.Lstat(s.runDir); err == nil && fi.IsDir() {
+			os.Remove(s.runDir)
+		}
+		s.out.RunDir = ""
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -298,3 +307,6 @@ func (s *Session) stop() error {
 func fileHost(h string) string {
 	return strings.NewReplacer(":", "_", "/", "_", `\`, "_").Replace(h)
 }
+
+// writeOutput writes one output file; tests replace it to make writes fail.
+var writeOutput = formats.WriteFile

@@ -19,6 +19,8 @@ import (
 
 	"github.com/devprof/devprof/annotate"
 	"github.com/devprof/devprof/conformance"
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/formats"
 	cupti "github.com/devprof/devprof/sources/cupti"
 	"github.com/devprof/devprof/trace"
 )
@@ -414,5 +416,34 @@ func TestTypedOptionsAndAdvancedKeysAgree(t *testing.T) {
 	}
 	if got := filepath.Base(s.RunDir()); got != "named" {
 		t.Fatalf("run directory %q, want the advanced key's %q", got, "named")
+	}
+}
+
+// A Stop that writes nothing (a full disk fails every write, or no output
+// was asked for) leaves no empty run directory for TensorBoard to list,
+// and its error names what failed.
+func TestStopThatWritesNothingLeavesNoRunDirectory(t *testing.T) {
+	restore := trace.SetWriteOutput(func(path string, _ *formats.Format, _ *event.Snapshot) error {
+		return fmt.Errorf("cannot write %s: no space left on device", path)
+	})
+	defer restore()
+	s := mustStart(t, t.TempDir(), &trace.Options{DeviceTracerLevel: trace.Off})
+	dir := s.RunDir()
+	err := s.Stop()
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("Stop: %v, want the write error", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("run directory %s is still there (%v)", dir, err)
+	}
+	restore()
+
+	s = mustStart(t, t.TempDir(), &trace.Options{DeviceTracerLevel: trace.Off, NoPerfetto: true, NoXPlane: true})
+	dir = s.RunDir()
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) || s.Outputs().RunDir != "" {
+		t.Fatalf("a session with no outputs left %s (%v), Outputs.RunDir %q", dir, err, s.Outputs().RunDir)
 	}
 }
