@@ -18,7 +18,7 @@ import (
 )
 
 // useFake points a test at the fake libcupti in one CUDA layout.
-func useFake(t *testing.T, layout string, dropped int) (string, *fakecuda.Lib) {
+func useFake(t testing.TB, layout string, dropped int) (string, *fakecuda.Lib) {
 	t.Helper()
 	t.Setenv("FAKECUPTI_LAYOUT", layout)
 	t.Setenv("FAKECUPTI_BASE", "")
