@@ -31,10 +31,10 @@ import (
 	"github.com/devprof/devprof/exporters/chrome"
 	"github.com/devprof/devprof/exporters/perfetto"
 	"github.com/devprof/devprof/exporters/xplane"
-	cupti "github.com/devprof/devprof/sources/cupti"
 	"github.com/devprof/devprof/internal/atomicfile"
 	"github.com/devprof/devprof/internal/recorder"
 	"github.com/devprof/devprof/perfettolink"
+	cupti "github.com/devprof/devprof/sources/cupti"
 )
 
 // ErrAlreadyStarted is returned when a session is started while another
@@ -51,7 +51,7 @@ type Session struct {
 
 	snap     *event.Snapshot
 	gpu      *cupti.Source // nil when device tracing is off or failed to start
-	calStop  chan struct{}    // ends the calibration goroutine
+	calStop  chan struct{} // ends the calibration goroutine
 	stopOnce sync.Once
 	stopErr  error
 	out      Outputs
@@ -65,7 +65,7 @@ type Outputs struct {
 	XPlane   string // <run>/<host>.xplane.pb (TensorBoard profile)
 	Chrome   string // <run>/<host>.trace.json.gz
 	Events   int    // events written
-	Dropped  int64  // events dropped because the buffer was full
+	Dropped  int64  // events the trace lost, over all sources (Meta.Dropped)
 }
 
 var running sync.Mutex // serialises Start against Stop of the running session's slot
@@ -155,8 +155,9 @@ func StartSession(logdir string, opts *Options) (*Session, error) {
 		src, err := cupti.Start(s.buf, gcfg)
 		if err != nil {
 			// The host trace goes on; the reason is in every output.
-			warnOnce(cupti.Explain(err))
-			s.meta.Warnings = append(s.meta.Warnings, cupti.Explain(err))
+			w := cupti.Explain(err)
+			warnOnce(w)
+			s.meta.Warnings = append(s.meta.Warnings, w)
 		}
 		s.gpu = src
 	}
@@ -165,8 +166,9 @@ func StartSession(logdir string, opts *Options) (*Session, error) {
 
 var warned sync.Map // message -> struct{}: what warnOnce already printed
 
-// warnOnce prints msg on standard error the first time the process sees it.
-func warnOnce(msg string) {
+// warnOnce prints w on standard error the first time the process sees it.
+func warnOnce(w event.Warning) {
+	msg := "devprof: " + w.Text
 	if _, dup := warned.LoadOrStore(msg, struct{}{}); !dup {
 		fmt.Fprintln(os.Stderr, msg)
 	}
@@ -256,6 +258,9 @@ func (s *Session) stop() error {
 		rep := s.gpu.Stop()
 		s.meta.Notes = append(s.meta.Notes, rep.Clock)
 		s.meta.Warnings = append(s.meta.Warnings, rep.Warnings...)
+		// Records the device library lost are events the trace lacks:
+		// they count with the recorder's own drops.
+		s.meta.AddDrops(rep.Drops.Source, rep.Drops.Events)
 		for _, w := range rep.Warnings {
 			warnOnce(w)
 		}
@@ -268,7 +273,7 @@ func (s *Session) stop() error {
 
 	snap := s.buf.Snapshot(s.meta)
 	s.snap = snap
-	s.out = Outputs{RunDir: s.runDir, Events: len(snap.Events), Dropped: snap.Meta.Dropped}
+	s.out = Outputs{RunDir: s.runDir, Events: len(snap.Events), Dropped: snap.Meta.Dropped()}
 	host := fileHost(s.meta.Host)
 	// The formats are written side by side, each by its own goroutine: they
 	// only read the snapshot, and its layout is computed once, up front.

@@ -31,6 +31,7 @@ import (
 	"cmp"
 	"fmt"
 	"github.com/devprof/devprof/internal/intern"
+	"github.com/devprof/devprof/internal/metatext"
 	"io"
 	"math"
 	"slices"
@@ -87,11 +88,6 @@ const (
 	InstantsLineName = "Instants"
 )
 
-// DropWarning is the XSpace warning written when events were dropped.
-func DropWarning(dropped, max int64) string {
-	return fmt.Sprintf("devprof: %d events dropped (buffer full at max_events=%d)", dropped, max)
-}
-
 // Write encodes s as an XSpace to w.
 func Write(w io.Writer, s *event.Snapshot) error {
 	x := &writer{s: s, m: &s.Meta, correlated: map[uint64]bool{}}
@@ -114,11 +110,15 @@ func Write(w io.Writer, s *event.Snapshot) error {
 	x.hostPlane(&space, l)
 	x.devicePlanes(&space, l)
 	x.taskEnvPlane(&space)
-	if s.Meta.Dropped > 0 {
-		space.String(spaceWarnings, DropWarning(s.Meta.Dropped, s.Meta.MaxEvents))
+	// xprof shows XSpace warnings as they are: one line per source's
+	// drops and per warning, whose bracketed prefix the reader parses.
+	for _, d := range s.Meta.Drops {
+		if d.Events > 0 {
+			space.String(spaceWarnings, metatext.DropsLine(d, s.Meta.MaxEvents))
+		}
 	}
 	for _, warn := range s.Meta.Warnings {
-		space.String(spaceWarnings, warn)
+		space.String(spaceWarnings, metatext.WarningLine(warn))
 	}
 	space.String(spaceHostnames, s.Meta.Host)
 	_, err := w.Write(space.B)
@@ -405,12 +405,15 @@ func (x *writer) devicePlanes(space *protoenc.Enc, l *event.Layout) {
 	}
 }
 
+// noteStat is the Task Environment stat that holds one note.
+const noteStat = "devprof_note"
+
 func (x *writer) taskEnvPlane(space *protoenc.Enc) {
 	p := newPlane(space, 0, TaskEnvPlaneName)
 	p.planeStatUint("profile_start_time", uint64(x.m.Start.Wall))
 	p.planeStatUint("profile_stop_time", uint64(x.m.Stop.Wall))
 	for _, n := range x.m.Notes {
-		p.planeStatString("devprof_note", n)
+		p.planeStatString(noteStat, metatext.NoteLine(n))
 	}
 	p.finish()
 }

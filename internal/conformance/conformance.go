@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"github.com/devprof/devprof/internal/metatext"
 	"io"
 	"os"
 	"path/filepath"
@@ -77,7 +78,7 @@ type Arg struct {
 
 // Expect computes the manifest of a snapshot.
 func Expect(s *event.Snapshot, traceName string) *Manifest {
-	m := &Manifest{Trace: traceName, ProcessName: s.Meta.Program, Dropped: s.Meta.Dropped,
+	m := &Manifest{Trace: traceName, ProcessName: s.Meta.Program, Dropped: s.Meta.Dropped(),
 		Spans: []Span{}, Instants: []Instant{}, Counters: []Counter{}, Flows: [][2]string{}}
 	type flowEnd struct {
 		t    int64
@@ -138,20 +139,19 @@ func Expect(s *event.Snapshot, traceName string) *Manifest {
 			m.Flows = append(m.Flows, [2]string{ends[i-1].name, ends[i].name})
 		}
 	}
-	// Warnings and notes are instants on the process at the start, named
-	// as perfetto.MessageWarning and MessageNote name them (this package
-	// cannot import the exporter its tests check; the checker compares).
-	for _, msgs := range []struct {
-		name string
-		list []string
-	}{{"devprof warning", s.Meta.Warnings}, {"devprof note", s.Meta.Notes}} {
-		for _, msg := range msgs.list {
-			m.Instants = append(m.Instants, Instant{Name: msgs.name, TS: s.Meta.BootNanos(s.Meta.Start.Mono),
-				Args: map[string]Arg{"message": {"string", msg}}})
+	// Warnings and notes are instants on the process at the start; the
+	// drop marker is exempt from matching (the checker finds it by its
+	// total).
+	for _, mk := range metatext.Markers(&s.Meta) {
+		if mk.AtStop {
+			m.ExtraSlices = append(m.ExtraSlices, mk.Name)
+			continue
 		}
-	}
-	if s.Meta.Dropped > 0 {
-		m.ExtraSlices = append(m.ExtraSlices, fmt.Sprintf("devprof: %d events dropped (buffer full at max_events=%d)", s.Meta.Dropped, s.Meta.MaxEvents))
+		args := map[string]Arg{}
+		for _, a := range mk.Args {
+			args[a.Key] = arg(a)
+		}
+		m.Instants = append(m.Instants, Instant{Name: mk.Name, TS: s.Meta.BootNanos(s.Meta.Start.Mono), Args: args})
 	}
 	return m
 }

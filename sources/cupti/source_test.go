@@ -268,7 +268,7 @@ func TestLaunchLinksAndAttribution(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(res.rep.Clock, "CLOCK_REALTIME") || !strings.Contains(res.rep.Clock, "offset") {
+	if c := res.rep.Clock; c.Source != SourceName || !strings.Contains(c.Text, "CLOCK_REALTIME") || !strings.Contains(c.Text, "offset") {
 		t.Errorf("report does not say which clock: %q", res.rep.Clock)
 	}
 }
@@ -303,8 +303,11 @@ func TestDroppedRecordsAreReported(t *testing.T) {
 	if res.rep.Stats.CUPTIDropped != 5 {
 		t.Fatalf("CUPTI dropped %d, want 5", res.rep.Stats.CUPTIDropped)
 	}
-	if len(res.rep.Warnings) == 0 || !strings.Contains(res.rep.Warnings[0], "5 GPU activity records dropped") {
+	if len(res.rep.Warnings) == 0 || res.rep.Warnings[0].Code != CodeRecordsDropped || !strings.Contains(res.rep.Warnings[0].Text, "5 GPU activity records dropped") {
 		t.Errorf("warnings %q", res.rep.Warnings)
+	}
+	if want := (event.Drops{Source: SourceName, Events: 5}); res.rep.Drops != want {
+		t.Errorf("drops %+v, want %+v", res.rep.Drops, want)
 	}
 }
 
@@ -320,7 +323,7 @@ func TestStartErrors(t *testing.T) {
 	} {
 		t.Setenv("FAKECUPTI_FAIL", fail)
 		_, err := Start(buf, Config{Library: path})
-		if err == nil || !strings.Contains(Explain(err), want) || !strings.HasPrefix(Explain(err), "devprof: GPU tracing off: ") {
+		if err == nil || !strings.Contains(Explain(err).Text, want) || !strings.HasPrefix(Explain(err).Text, "GPU tracing off: ") || Explain(err).Code != CodeUnavailable {
 			t.Errorf("FAKECUPTI_FAIL=%s: %v, want a message with %q", fail, err, want)
 		}
 		if buf.Correlator() != nil {
