@@ -113,10 +113,16 @@ func (b *Builder) Counter(name, unit string, t int64, v float64) {
 }
 
 // Activity adds a complete event on a registered track (device activity)
-// and returns its ID.
+// of unknown kind and returns its ID.
 func (b *Builder) Activity(track uint32, name string, start, end int64, args []Arg) uint64 {
+	return b.ActivityOf(ActivityUnknown, track, name, start, end, args)
+}
+
+// ActivityOf is Activity for device activity of a known kind.
+func (b *Builder) ActivityOf(kind ActivityKind, track uint32, name string, start, end int64, args []Arg) uint64 {
 	r := b.add(KindActivity, name, start, args)
 	r.Lane = track
+	r.ID2 = int64(kind)
 	r.setEnd(max(end, start))
 	return b.commit(r)
 }

@@ -831,6 +831,37 @@ func stepNumber(a event.Arg) (int64, bool) {
 	return 0, false
 }
 
+// neutralDevice turns xprof's stats of device activity into the model's
+// terms: tf_op is the annotation the work was launched in; kernel_details
+// and memcpy_details mark a kernel and a copy, and are left out where the
+// neutral arguments they are derived from are there (the writer derives
+// them again); a file with the summary alone keeps it.
+func neutralDevice(args []event.Arg) (event.ActivityKind, []event.Arg) {
+	kind := event.ActivityUnknown
+	var neutralKernel, neutralCopy bool
+	for _, a := range args {
+		switch a.Key {
+		case "kernel_details", event.ArgGrid:
+			kind = event.ActivityKernel
+			neutralKernel = neutralKernel || a.Key == event.ArgGrid
+		case "memcpy_details", event.ArgCopyKind:
+			kind = event.ActivityMemcpy
+			neutralCopy = neutralCopy || a.Key == event.ArgCopyKind
+		}
+	}
+	out := args[:0:0]
+	for _, a := range args {
+		switch {
+		case a.Key == "tf_op":
+			a.Key = event.ArgAnnotation
+		case a.Key == "kernel_details" && neutralKernel, a.Key == "memcpy_details" && neutralCopy:
+			continue
+		}
+		out = append(out, a)
+	}
+	return kind, out
+}
+
 // build adds a track and its events: host events nest by time (a span is
 // the parent of the events it properly contains), device events become
 // activity.
@@ -845,7 +876,8 @@ func (r *reader) build(b *event.Builder, td *trackData) {
 	})
 	if td.device {
 		for i := range ev {
-			b.Activity(id, ev[i].name, ev[i].start, ev[i].end, ev[i].args)
+			kind, args := neutralDevice(ev[i].args)
+			b.ActivityOf(kind, id, ev[i].name, ev[i].start, ev[i].end, args)
 		}
 		return
 	}

@@ -987,3 +987,66 @@ func TestMetaRoundTrip(t *testing.T) {
 	s := eventtest.MetaSnapshot()
 	eventtest.CheckMeta(t, "xplane", readXSpace(t, writeXSpace(t, s)), s)
 }
+
+// TestXprofStatsFromNeutralArgs: sources fill the model's neutral
+// arguments and activity kinds; the XSpace alone speaks xprof's words
+// (tf_op, kernel_details, memcpy_details), and reading it back gives the
+// neutral arguments and kinds again.
+func TestXprofStatsFromNeutralArgs(t *testing.T) {
+	const ms = int64(1e6)
+	b := event.NewBuilder(event.Meta{Host: "h", Start: event.ClockAnchor{Wall: 1.7e18}, Stop: event.ClockAnchor{Mono: 20 * ms, Wall: 1.7e18 + 20*ms}})
+	dev := b.Track(event.Track{Kind: event.TrackDeviceStream, Device: 1, ID: 7, Name: "Stream #7(Compute,MemcpyH2D)"})
+	str := func(k, v string) event.Arg { return event.Arg{Key: k, Kind: event.ArgString, Str: v} }
+	num := func(k string, v int64) event.Arg { return event.Arg{Key: k, Kind: event.ArgInt, Num: uint64(v)} }
+	kernelArgs := []event.Arg{str(event.ArgGrid, "80,1,1"), str(event.ArgBlock, "256,1,1"), num(event.ArgRegistersPerThread, 32),
+		num(event.ArgStaticSharedMemory, 0), num(event.ArgDynamicSharedMemory, 1024), str(event.ArgAnnotation, "matmul")}
+	copyArgs := []event.Arg{str(event.ArgCopyKind, "HtoD"), {Key: event.ArgBytes, Kind: event.ArgUint, Num: 4096},
+		str(event.ArgSrcMemoryKind, "pinned"), str(event.ArgDstMemoryKind, "device")}
+	b.ActivityOf(event.ActivityKernel, dev, "gemm", ms, 2*ms, kernelArgs)
+	b.ActivityOf(event.ActivityMemcpy, dev, "Memcpy HtoD", 3*ms, 4*ms, copyArgs)
+	data := writeXSpace(t, b.Snapshot())
+
+	want := map[string]map[string]string{
+		"gemm":        {"tf_op": "matmul", "kernel_details": "regs:32 static_shared:0 dynamic_shared:1024 grid:80,1,1 block:256,1,1"},
+		"Memcpy HtoD": {"memcpy_details": "kind_src:pinned kind_dst:device size:4096 dest:1"},
+	}
+	for _, p := range decodeXSpace(t, data).Planes {
+		for _, l := range p.Lines {
+			for _, e := range l.Events {
+				name := p.EventMetadata[e.MetadataId].GetName()
+				st := xstats(p, e.Stats)
+				for k, v := range want[name] {
+					if st[k] == nil || st[k].GetStrValue() != v && p.StatMetadata[int64(st[k].GetRefValue())].GetName() != v {
+						t.Errorf("%s: stat %s = %v, want %q", name, k, st[k], v)
+					}
+				}
+				if _, ok := st[event.ArgAnnotation]; ok {
+					t.Errorf("%s: the model's annotation key reached the XSpace", name)
+				}
+				delete(want, name)
+			}
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("events not written: %v", want)
+	}
+
+	got := readXSpace(t, data)
+	wantBack := map[string]struct {
+		kind event.ActivityKind
+		args []event.Arg
+	}{"gemm": {event.ActivityKernel, kernelArgs}, "Memcpy HtoD": {event.ActivityMemcpy, copyArgs}}
+	for _, r := range got.Events {
+		w, ok := wantBack[got.Name(r)]
+		if !ok {
+			continue
+		}
+		if r.Activity() != w.kind || !slices.Equal(got.Args(r), w.args) {
+			t.Errorf("%s read back as %s %+v, want %s %+v", got.Name(r), r.Activity(), got.Args(r), w.kind, w.args)
+		}
+		delete(wantBack, got.Name(r))
+	}
+	if len(wantBack) != 0 {
+		t.Errorf("not read back: %v", wantBack)
+	}
+}

@@ -5,15 +5,15 @@
 //
 // What it writes, on the session timeline:
 //   - kernels, copies, memsets, allocations and synchronizations as
-//     activity on one track per device and stream ("Stream #7(Compute,
-//     MemcpyH2D)"), with the arguments the trace viewer and xprof's tools
-//     read (grid, block, registers, shared memory, kernel_details; bytes,
-//     copy kind, memcpy_details);
+//     activity of their event.ActivityKind on one track per device and
+//     stream ("Stream #7(Compute,MemcpyH2D)"), with the model's neutral
+//     arguments (grid, block, registers, shared memory; bytes, copy kind,
+//     memory kinds), from which exporters/xplane derives xprof's stats;
 //   - CUDA runtime and driver API calls on one track per OS thread;
 //   - a flow from each API call to the device work it launched (CUPTI's
 //     correlation id), and the id of the device as device_id on the call;
-//   - for kernels launched inside annotate.Device, the span's name as the
-//     kernel's tf_op argument (CUPTI external correlation);
+//   - for device work launched inside annotate.Device, the span's name as
+//     its annotation argument (CUPTI external correlation);
 //   - a counter of the bytes each device has allocated.
 //
 // CUPTI stamps records with its own clock (CLOCK_REALTIME unless told

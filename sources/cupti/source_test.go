@@ -175,11 +175,17 @@ func TestSourceWritesEveryRecord(t *testing.T) {
 					a["flow"].Num != FlowBase+uint64(raw.CorrelationID) {
 					t.Errorf("%s %q: flow %d, want %d", raw.Kind, name, a["flow"].Num, FlowBase+uint64(raw.CorrelationID))
 				}
+				if want := activityKinds[raw.Kind]; r.Activity() != want && !(raw.Kind == cuptiwrap.KindMemory && r.Activity() == event.ActivityFree) {
+					t.Errorf("%s %q: activity kind %s, want %s", raw.Kind, name, r.Activity(), want)
+				}
 				if raw.Kind == cuptiwrap.KindKernel {
-					details := fmt.Sprintf("regs:%d static_shared:%d dynamic_shared:%d grid:%d,%d,%d block:%d,%d,%d",
-						raw.Registers, raw.StaticShared, raw.DynamicShared, raw.Grid[0], raw.Grid[1], raw.Grid[2], raw.Block[0], raw.Block[1], raw.Block[2])
-					if a["kernel_details"].Str != details {
-						t.Errorf("kernel %q: kernel_details %q, want %q", name, a["kernel_details"].Str, details)
+					grid := fmt.Sprintf("%d,%d,%d", raw.Grid[0], raw.Grid[1], raw.Grid[2])
+					if a[event.ArgGrid].Str != grid || a[event.ArgRegistersPerThread].Int() != int64(raw.Registers) {
+						t.Errorf("kernel %q: grid %q registers %d, want %q and %d", name, a[event.ArgGrid].Str, a[event.ArgRegistersPerThread].Int(), grid, raw.Registers)
+					}
+					// The model holds no format's vocabulary.
+					if _, ok := a["kernel_details"]; ok {
+						t.Errorf("kernel %q has xprof's kernel_details", name)
 					}
 				}
 				if raw.Kind == cuptiwrap.KindMemcpy || raw.Kind == cuptiwrap.KindMemcpyPeer || raw.Kind == cuptiwrap.KindMemset {
@@ -226,11 +232,11 @@ func TestLaunchLinksAndAttribution(t *testing.T) {
 	if gemm == nil || plain == nil {
 		t.Fatal("launched kernels missing")
 	}
-	if got := argMap(s, gemm)["tf_op"].Str; got != "matmul" {
-		t.Errorf("gemm_kernel tf_op %q, want matmul", got)
+	if got := argMap(s, gemm)[event.ArgAnnotation].Str; got != "matmul" {
+		t.Errorf("gemm_kernel annotation %q, want matmul", got)
 	}
-	if _, ok := argMap(s, plain)["tf_op"]; ok {
-		t.Errorf("plain_kernel was launched outside any span but has a tf_op")
+	if _, ok := argMap(s, plain)[event.ArgAnnotation]; ok {
+		t.Errorf("plain_kernel was launched outside any span but has an annotation")
 	}
 	links := 0
 	for f, rs := range byFlow {
@@ -339,4 +345,12 @@ func TestStartErrors(t *testing.T) {
 	if _, err := Start(buf, Config{Library: "/nonexistent/libcupti.so"}); err == nil || !strings.Contains(err.Error(), "/nonexistent/libcupti.so") {
 		t.Errorf("missing library: %v", err)
 	}
+}
+
+// activityKinds is the event.ActivityKind each kind of CUPTI record
+// becomes (a free is the KindMemory record of a free).
+var activityKinds = map[cuptiwrap.Kind]event.ActivityKind{
+	cuptiwrap.KindKernel: event.ActivityKernel, cuptiwrap.KindMemcpy: event.ActivityMemcpy, cuptiwrap.KindMemcpyPeer: event.ActivityMemcpy,
+	cuptiwrap.KindMemset: event.ActivityMemset, cuptiwrap.KindMemory: event.ActivityAlloc, cuptiwrap.KindSync: event.ActivitySync,
+	cuptiwrap.KindRuntime: event.ActivityAPI, cuptiwrap.KindDriver: event.ActivityAPI, cuptiwrap.KindOverhead: event.ActivityOverhead,
 }
