@@ -249,8 +249,8 @@ func TestBoundedExactlyN(t *testing.T) {
 			}
 			wg.Wait()
 		})
-		if len(s.Events) != n || s.Meta.Dropped != 9*n {
-			t.Errorf("%d workers: kept %d dropped %d, want %d and %d", workers, len(s.Events), s.Meta.Dropped, n, 9*n)
+		if len(s.Events) != n || s.Meta.Dropped() != 9*n {
+			t.Errorf("%d workers: kept %d dropped %d, want %d and %d", workers, len(s.Events), s.Meta.Dropped(), n, 9*n)
 		}
 		seen := map[uint64]bool{}
 		for _, r := range s.Events {

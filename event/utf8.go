@@ -16,6 +16,17 @@ func (s *Snapshot) validUTF8() {
 	s.strs = validStrings(s.strs)
 	s.Meta.Host = valid(s.Meta.Host)
 	s.Meta.Program = valid(s.Meta.Program)
+	for i := range s.Meta.Warnings {
+		w := &s.Meta.Warnings[i]
+		w.Source, w.Code, w.Text = valid(w.Source), valid(w.Code), valid(w.Text)
+	}
+	for i := range s.Meta.Notes {
+		n := &s.Meta.Notes[i]
+		n.Source, n.Text = valid(n.Source), valid(n.Text)
+	}
+	for i := range s.Meta.Drops {
+		s.Meta.Drops[i].Source = valid(s.Meta.Drops[i].Source)
+	}
 	for i := range s.Tracks {
 		t := &s.Tracks[i]
 		t.Name, t.DeviceName = valid(t.Name), valid(t.DeviceName)

@@ -61,7 +61,7 @@ type Outputs struct {
 	XPlane   string // <run>/<host>.xplane.pb (TensorBoard profile)
 	Chrome   string // <run>/<host>.trace.json.gz
 	Events   int    // events written
-	Dropped  int64  // events dropped because the buffer was full
+	Dropped  int64  // events the trace lost, over all sources (Meta.Dropped)
 }
 
 var running sync.Mutex // serialises Start against Stop of the running session's slot
@@ -147,10 +147,10 @@ func StartSession(logdir string, opts *Options) (*Session, error) {
 	return s, nil
 }
 
-var warned sync.Map // message -> struct{}: what warnOnce already printed
+var warned sync.Map // message -> struct{}: what printOnce already printed
 
-// warnOnce prints msg on standard error the first time the process sees it.
-func warnOnce(msg string) {
+// printOnce prints msg on standard error the first time the process sees it.
+func printOnce(msg string) {
 	if _, dup := warned.LoadOrStore(msg, struct{}{}); !dup {
 		fmt.Fprintln(os.Stderr, msg)
 	}
@@ -245,7 +245,7 @@ func (s *Session) stop() error {
 
 	snap := s.buf.Snapshot(s.meta)
 	s.snap = snap
-	s.out = Outputs{RunDir: s.runDir, Events: len(snap.Events), Dropped: snap.Meta.Dropped}
+	s.out = Outputs{RunDir: s.runDir, Events: len(snap.Events), Dropped: snap.Meta.Dropped()}
 	host := fileHost(s.meta.Host)
 	// The formats are written side by side, each by its own goroutine: they
 	// only read the snapshot, and its layout is computed once, up front.

@@ -16,36 +16,21 @@ type sourceRow struct {
 	on func(c *config) bool
 	// start starts it on the session's buffer.
 	start func(b *recorder.Buffer, c *config) (recorder.Source, error)
-	// explain turns a start error into the warning the outputs carry, and
+	// explain turns a start error into the warning the outputs carry;
 	// notice into the line printed once on standard error.
-	explain, notice func(error) string
+	explain func(error) event.Warning
+	notice  func(error) string
 }
 
 var sourceTable = []sourceRow{{
-	name: "cupti",
+	name: cupti.SourceName,
 	on:   func(c *config) bool { return c.deviceLevel > 0 },
 	start: func(b *recorder.Buffer, c *config) (recorder.Source, error) {
-		s, err := cupti.Start(b, c.gpu)
-		if err != nil {
-			return nil, err
-		}
-		return cuptiSource{s}, nil
+		return cupti.Start(b, c.gpu)
 	},
 	explain: cupti.Explain,
 	notice:  cupti.Notice,
 }}
-
-// cuptiSource reports the CUPTI source's findings as structure.
-type cuptiSource struct{ *cupti.Source }
-
-func (c cuptiSource) Stop() recorder.SourceReport {
-	rep := c.Source.Stop()
-	out := recorder.SourceReport{Notes: []event.Note{{Source: "cupti", Text: rep.Clock}}}
-	for _, w := range rep.Warnings {
-		out.Warnings = append(out.Warnings, event.Warning{Source: "cupti", Text: w})
-	}
-	return out
-}
 
 // runningSource is a source a session started.
 type runningSource struct {
@@ -63,8 +48,8 @@ func (s *Session) startSources() {
 		}
 		src, err := row.start(s.buf, &s.cfg)
 		if err != nil {
-			warnOnce(row.notice(err))
-			s.warn(event.Warning{Source: row.name, Code: "unavailable", Text: row.explain(err)})
+			printOnce(row.notice(err))
+			s.meta.Warnings = append(s.meta.Warnings, row.explain(err))
 			continue
 		}
 		s.sources = append(s.sources, runningSource{row.name, src})
@@ -75,17 +60,16 @@ func (s *Session) startSources() {
 // report to the session's metadata.
 func (s *Session) stopSources() {
 	for i := len(s.sources) - 1; i >= 0; i-- {
-		rep := s.sources[i].src.Stop()
-		for _, n := range rep.Notes {
-			s.meta.Notes = append(s.meta.Notes, n.Text)
-		}
+		rs := s.sources[i]
+		rep := rs.src.Stop()
+		s.meta.Notes = append(s.meta.Notes, rep.Notes...)
+		s.meta.Warnings = append(s.meta.Warnings, rep.Warnings...)
+		// Events a source lost are events the trace lacks: they count
+		// with the recorder's own drops, under the source's name.
+		s.meta.AddDrops(rs.name, rep.Dropped)
 		for _, w := range rep.Warnings {
-			warnOnce(w.Text)
-			s.warn(w)
+			printOnce("devprof: " + w.Text)
 		}
 	}
 	s.sources = nil
 }
-
-// warn adds a warning to the session's metadata.
-func (s *Session) warn(w event.Warning) { s.meta.Warnings = append(s.meta.Warnings, w.Text) }

@@ -41,7 +41,7 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s (%s, %d events) → %s (%s) in %v\n", in, inFmt.Display, len(s.Events), out, outFmt.Display, time.Since(start).Round(time.Millisecond))
 	for _, w := range s.Meta.Warnings {
-		fmt.Fprintf(stderr, "devprof convert: note: %s\n", w)
+		fmt.Fprintf(stderr, "devprof convert: note: %s\n", w.Text)
 	}
 	return nil
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"github.com/devprof/devprof/internal/metatext"
 	"io"
+	"strings"
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
@@ -38,11 +40,11 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fmt.Fprintf(stdout, "%s (%s): %d spans on %d rows, %d instants, %d counter samples\n", path, f.Display, table.Spans, table.Tracks, instants, counters)
-	if s.Meta.Dropped > 0 {
-		fmt.Fprintf(stdout, "warning: %d events were dropped while recording (buffer full at max_events=%d); totals are low\n", s.Meta.Dropped, s.Meta.MaxEvents)
+	if s.Meta.Dropped() > 0 {
+		fmt.Fprintf(stdout, "warning: %s; totals are low\n", strings.TrimPrefix(metatext.DropSummary(&s.Meta), "devprof: "))
 	}
 	for _, w := range s.Meta.Warnings {
-		fmt.Fprintf(stdout, "note: %s\n", w)
+		fmt.Fprintf(stdout, "note: %s\n", w.Text)
 	}
 	fmt.Fprintln(stdout)
 	return table.Write(stdout, *top)

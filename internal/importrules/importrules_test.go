@@ -32,16 +32,17 @@ var layers = []layer{
 	{path: "annotate", may: []string{"event", "internal/recorder"}, what: "a source (spans, steps, counters)"},
 	{path: "sources/", may: []string{"event", "internal/recorder", "cuptiwrap", "sources/"}, what: "a source"},
 	{path: "cuptiwrap", what: "the cgo layer over libcupti, below the CUPTI source"},
-	{path: "exporters/", may: []string{"event", "exporters/", "internal/intern", "internal/protoenc", "internal/atomicfile"}, what: "an exporter: reads the model, never the recorder or a source"},
+	{path: "exporters/", may: []string{"event", "exporters/", "internal/intern", "internal/protoenc", "internal/atomicfile", "internal/metatext"}, what: "an exporter: reads the model, never the recorder or a source"},
 	{path: "perfettolink", what: "a server for a written file"},
 	{path: "spanstats", what: "top-N span statistics for devprof summary"},
 	{path: "internal/intern", what: "exporters' string interning"},
 	{path: "internal/protoenc", what: "exporters' protobuf encoding"},
 	{path: "internal/atomicfile", what: "atomic file writes for outputs"},
+	{path: "internal/metatext", may: []string{"event"}, what: "exporters' shared wording of warnings, notes and drops"},
 	{path: "internal/mlpdemo", may: []string{"annotate"}, what: "the demo workload: a user of annotate"},
 	{path: "internal/eventtest", may: []string{"event", "internal/recorder"}, what: "test helper: records snapshots for exporters' tests"},
 	{path: "internal/fakecuda", what: "test helper: the fake libcupti"},
-	{path: "conformance", may: []string{"event"}, what: "test helper: hands traces to the Python checkers"},
+	{path: "conformance", may: []string{"event", "internal/metatext"}, what: "test helper: hands traces to the Python checkers"},
 	{path: "trace", cmdOK: true, what: "sessions: wires sources, recorder and exporters together"},
 	{path: "cmd/", cmdOK: true, what: "the CLI"},
 	{path: "internal/importrules", what: "this test"},
@@ -188,8 +189,10 @@ func recorderExposure(pkg, line string) string {
 		return ""
 	}
 	if strings.HasPrefix(code, "func ") && strings.HasPrefix(pkg, "sources/") {
-		if i := closeOfParams(code); i > 0 && !strings.Contains(code[i:], "recorder.") {
-			return "" // a source's Start(buf *recorder.Buffer, ...)
+		// A source's Start(buf *recorder.Buffer, ...), and its Stop
+		// returning the plain-data recorder.SourceReport.
+		if i := closeOfParams(code); i > 0 && !strings.Contains(strings.ReplaceAll(code[i:], "recorder.SourceReport", ""), "recorder.") {
+			return ""
 		}
 	}
 	return "exports the recorder"
@@ -229,6 +232,8 @@ func TestRecorderExposureCanFail(t *testing.T) {
 	}{
 		{"sources/cupti", "func Start(buf *recorder.Buffer, cfg Options) (*Source, error)", false},
 		{"sources/cupti", "func Active() *recorder.Buffer", true},
+		{"sources/cupti", "func (s *Source) Stop() recorder.SourceReport", false},
+		{"annotate", "func (s *Source) Stop() recorder.SourceReport", true},
 		{"sources/cupti", "func (s *Source) Buffer() *recorder.Buffer", true},
 		{"trace", "func Start(buf *recorder.Buffer)", true},
 		{"annotate", "    Buf *recorder.Buffer", true},

@@ -53,7 +53,8 @@ func BenchmarkLaunch(b *testing.B) {
 			}
 			if traced {
 				c.Pop()
-				rep := src.Stop()
+				src.Stop()
+				rep := src.Report()
 				b.StopTimer()
 				if rep.Stats.Dropped != 0 {
 					b.Fatalf("%d records dropped (%+v)", rep.Stats.Dropped, rep.Stats)

@@ -17,7 +17,7 @@ import (
 // libcupti was not found sees every place tried.
 func Notice(err error) string {
 	if !errors.Is(err, cuptiwrap.ErrLibraryNotFound) || cudaLooksInstalled() || os.Getenv("DEVPROF_VERBOSE") == "1" {
-		return Explain(err)
+		return "devprof: " + Explain(err).Text
 	}
 	return "devprof: GPU tracing off: no libcupti found (no CUDA on this machine?); the outputs' warnings list every place searched " +
 		"(or set DEVPROF_VERBOSE=1); record host spans only with DeviceTracerLevel: trace.Off to silence this"

@@ -42,7 +42,7 @@ func TestNotice(t *testing.T) {
 	// Other failures (a GPU that cannot be profiled) always say everything.
 	cudaDirs = []string{t.TempDir() + "/no-cuda-here"}
 	perm := &cuptiwrap.Error{Op: "cuptiActivityEnable", Code: 35, Name: "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"}
-	if n := Notice(perm); n != Explain(perm) {
+	if n := Notice(perm); n != "devprof: "+Explain(perm).Text {
 		t.Errorf("notice for %v: %q, want the full explanation", perm, n)
 	}
 }
