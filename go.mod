@@ -5,3 +5,5 @@ go 1.26.0
 require google.golang.org/protobuf v1.36.12
 
 require go.uber.org/goleak v1.3.0
+
+require github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724

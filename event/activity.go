@@ -83,4 +83,7 @@ const (
 	// ArgDeviceID (uint) on a host API call is the device of the work it
 	// launched.
 	ArgDeviceID = "device_id"
+	// ArgMangledName (string) is a kernel's symbol as compiled
+	// ("_Z5saxpyifPKfPf") when the event's name is its demangled form.
+	ArgMangledName = "mangled_name"
 )

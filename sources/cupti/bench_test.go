@@ -16,7 +16,11 @@ import (
 // kernel record, as CUPTI delivers them), and the timer also covers
 // flushing, parsing and writing every record into the session buffer at
 // Stop. "untraced" is the fake's own launch with no source (the floor the
-// fake itself costs); the difference is devprof's.
+// fake itself costs); the difference is devprof's. loop-ns/launch is what
+// the program's loop pays while it runs (the collector's drain goroutine
+// shares the machine with it); stop-ns/launch is the work left for Stop
+// (sorting, attributing and writing the records), after the program's
+// own work.
 func BenchmarkLaunch(b *testing.B) {
 	for _, traced := range []bool{false, true} {
 		name := "untraced"
@@ -48,12 +52,17 @@ func BenchmarkLaunch(b *testing.B) {
 				}
 			}
 			b.ResetTimer()
+			start := time.Now()
 			for i := 0; i < b.N; i++ {
 				fk.Launch("_Z6matmulPfS_S_i", 0, 7)
 			}
+			loop := time.Since(start)
+			b.ReportMetric(float64(loop.Nanoseconds())/float64(b.N), "loop-ns/launch")
 			if traced {
 				c.Pop()
+				start = time.Now()
 				src.Stop()
+				b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N), "stop-ns/launch")
 				rep := src.Report()
 				b.StopTimer()
 				if rep.Stats.Dropped != 0 {

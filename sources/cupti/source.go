@@ -24,6 +24,7 @@ package cupti
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/devprof/devprof/cuptiwrap"
@@ -41,8 +42,8 @@ type Source struct {
 	gap    int64 // width of the paired read the offset came from
 
 	mu      sync.Mutex
-	records []cuptiwrap.Record  // everything CUPTI delivered, written at Stop
-	spans   map[uint64]spanInfo // external correlation id (span ID) -> the span
+	batches [][]cuptiwrap.Record // everything CUPTI delivered, written at Stop
+	spans   map[uint64]spanInfo  // external correlation id (span ID) -> the span
 
 	stopOnce sync.Once
 	report   Report
@@ -117,8 +118,12 @@ func Start(buf *recorder.Buffer, cfg Options) (*Source, error) {
 // correlation that names its span and the kernel it launched may arrive in
 // different buffers, in any order.
 func (s *Source) sink(batch []cuptiwrap.Record) {
+	// Whole batches are kept as they come (the collector reuses its batch):
+	// appending records to one growing slice moved every 192-byte record
+	// again at each growth.
+	kept := slices.Clone(batch)
 	s.mu.Lock()
-	s.records = append(s.records, batch...)
+	s.batches = append(s.batches, kept)
 	s.mu.Unlock()
 }
 
@@ -193,10 +198,10 @@ func (s *Source) stop() Report {
 			s.warn(CodeStopFailed, "stopping CUPTI: %v", err)
 		}
 		s.mu.Lock()
-		recs := s.records
-		s.records = nil
+		batches := s.batches
+		s.batches = nil
 		s.mu.Unlock()
-		w := newWriter(s, recs)
+		w := newWriter(s, batches)
 		s.report.Events = w.write()
 		s.report.Clock = event.Note{Source: SourceName, Text: fmt.Sprintf("GPU timestamps: CUPTI's clock (CLOCK_REALTIME, %s), mapped onto the session's monotonic clock by an offset of %d ns measured at start (pairing within %d ns)",
 			libName(s.lib), s.offset, s.gap)}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ianlancetaylor/demangle"
+
 	"github.com/devprof/devprof/cuptiwrap"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/fakecuda"
@@ -83,7 +85,7 @@ func run(t *testing.T, layout string, dropped int) runResult {
 		t.Fatal(err)
 	}
 	src.mu.Lock()
-	res.raw = slices.Clone(src.records)
+	res.raw = slices.Concat(src.batches...)
 	src.mu.Unlock()
 	src.Stop()
 	res.rep = src.Report()
@@ -126,7 +128,18 @@ func TestSourceWritesEveryRecord(t *testing.T) {
 					events[k] = append(events[k], r)
 				}
 			}
-			want := 0
+			// A flow links a call and its device work only when both ends
+			// were recorded.
+			apiCorr, deviceCorr := map[uint32]bool{}, map[uint32]bool{}
+			for i := range res.raw {
+				switch raw := &res.raw[i]; raw.Kind {
+				case cuptiwrap.KindRuntime, cuptiwrap.KindDriver:
+					apiCorr[raw.CorrelationID] = true
+				case cuptiwrap.KindKernel, cuptiwrap.KindMemcpy, cuptiwrap.KindMemcpyPeer, cuptiwrap.KindMemset, cuptiwrap.KindMemory, cuptiwrap.KindSync:
+					deviceCorr[raw.CorrelationID] = true
+				}
+			}
+			want, flows, oneEnded := 0, 0, 0
 			kinds := map[cuptiwrap.Kind]int{}
 			for i := range res.raw {
 				raw := &res.raw[i]
@@ -141,6 +154,20 @@ func TestSourceWritesEveryRecord(t *testing.T) {
 				}
 				if raw.Kind == cuptiwrap.KindOverhead {
 					name = cuptiwrap.OverheadKindName(raw.OverheadKind)
+				}
+				// Kernels by their demangled names, copies and memsets as
+				// Kineto names them.
+				switch raw.Kind {
+				case cuptiwrap.KindKernel:
+					name = demangle.Filter(raw.Name)
+				case cuptiwrap.KindMemcpy, cuptiwrap.KindMemcpyPeer:
+					kind := cuptiwrap.CopyKindName(raw.CopyKind)
+					if raw.Kind == cuptiwrap.KindMemcpyPeer {
+						kind = "PtoP"
+					}
+					name = "Memcpy " + kind + " (" + cuptiwrap.MemoryKindName(raw.SrcKind) + " -> " + cuptiwrap.MemoryKindName(raw.DstKind) + ")"
+				case cuptiwrap.KindMemset:
+					name = "Memset (" + cuptiwrap.MemoryKindName(raw.MemoryKind) + ")"
 				}
 				end := raw.End
 				if raw.Kind == cuptiwrap.KindMemory {
@@ -172,9 +199,22 @@ func TestSourceWritesEveryRecord(t *testing.T) {
 					}
 				}
 				a := argMap(s, r)
-				if raw.Kind != cuptiwrap.KindOverhead && raw.Kind != cuptiwrap.KindMemory && raw.Kind != cuptiwrap.KindSync &&
-					a["flow"].Num != FlowBase+uint64(raw.CorrelationID) {
-					t.Errorf("%s %q: flow %d, want %d", raw.Kind, name, a["flow"].Num, FlowBase+uint64(raw.CorrelationID))
+				bothEnds := raw.CorrelationID != 0 && apiCorr[raw.CorrelationID] && deviceCorr[raw.CorrelationID]
+				if raw.Kind == cuptiwrap.KindOverhead {
+					bothEnds = false
+				}
+				switch f, ok := a["flow"]; {
+				case bothEnds && (!ok || f.Num != FlowBase+uint64(raw.CorrelationID)):
+					t.Errorf("%s %q: flow %d, want %d", raw.Kind, name, f.Num, FlowBase+uint64(raw.CorrelationID))
+				case !bothEnds && ok:
+					t.Errorf("%s %q has flow %d with one end (correlation %d)", raw.Kind, name, f.Num, raw.CorrelationID)
+				case ok:
+					flows++
+				case raw.CorrelationID != 0 && raw.Kind != cuptiwrap.KindOverhead:
+					oneEnded++
+				}
+				if raw.Kind == cuptiwrap.KindKernel && name != raw.Name && a[event.ArgMangledName].Str != raw.Name {
+					t.Errorf("kernel %q: mangled name %q, want %q", name, a[event.ArgMangledName].Str, raw.Name)
 				}
 				if want := activityKinds[raw.Kind]; r.Activity() != want && !(raw.Kind == cuptiwrap.KindMemory && r.Activity() == event.ActivityFree) {
 					t.Errorf("%s %q: activity kind %s, want %s", raw.Kind, name, r.Activity(), want)
@@ -194,6 +234,9 @@ func TestSourceWritesEveryRecord(t *testing.T) {
 						t.Errorf("%s %q: bytes %d, want %d", raw.Kind, name, a["bytes"].Num, raw.Bytes)
 					}
 				}
+			}
+			if flows == 0 || oneEnded == 0 {
+				t.Errorf("%d records with a flow, %d calls or device records without: the script must have both to test the rule", flows, oneEnded)
 			}
 			if res.rep.Events != want {
 				t.Errorf("report: %d events written, %d records to write", res.rep.Events, want)

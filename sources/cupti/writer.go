@@ -1,10 +1,12 @@
 package cupti
 
 import (
-	"fmt"
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ianlancetaylor/demangle"
 
 	"github.com/devprof/devprof/cuptiwrap"
 	"github.com/devprof/devprof/event"
@@ -20,15 +22,19 @@ const FlowBase = 1 << 62
 type writer struct {
 	s    *Source
 	buf  *recorder.Buffer
-	recs []cuptiwrap.Record
+	recs []*cuptiwrap.Record // every record, in delivery order
 
-	corrDevice map[uint32]uint32 // correlation id -> device of the work it launched
+	corrDevice *corrTable        // correlation id -> device of the work it launched
+	corrAPI    *corrTable        // correlation ids of runtime and driver API calls
 	ctxDevice  map[uint32]uint32 // CUDA context id -> device
 	corrSpan   map[uint32]uint64 // correlation id -> external id (span ID)
+	demangled  map[string]string // kernel symbol -> readable name
 
 	streams map[streamKey]*stream
 	threads map[uint32]uint32 // OS thread id -> track
 	memory  map[uint32]int64  // device -> bytes allocated
+
+	args []event.Arg // scratch: the recorder copies arguments as it writes them
 
 	events  int
 	untimed int // records without timestamps, left out
@@ -47,10 +53,28 @@ type stream struct {
 	kinds []string // what ran on it, in xprof's words, first seen first
 }
 
-func newWriter(s *Source, recs []cuptiwrap.Record) *writer {
+// newWriter returns a writer of the records in batches (kept in place: a
+// collection can hold hundreds of megabytes of records).
+func newWriter(s *Source, batches [][]cuptiwrap.Record) *writer {
+	n := 0
+	for _, b := range batches {
+		n += len(b)
+	}
+	recs := make([]*cuptiwrap.Record, 0, n)
+	lo, hi := ^uint32(0), uint32(0)
+	for _, b := range batches {
+		for i := range b {
+			recs = append(recs, &b[i])
+			if c := b[i].CorrelationID; c != 0 {
+				lo, hi = min(lo, c), max(hi, c)
+			}
+		}
+	}
 	return &writer{
 		s: s, buf: s.buf, recs: recs,
-		corrDevice: map[uint32]uint32{},
+		corrDevice: newCorrTable(lo, hi, len(recs)),
+		corrAPI:    newCorrTable(lo, hi, len(recs)),
+		demangled:  map[string]string{},
 		ctxDevice:  map[uint32]uint32{},
 		corrSpan:   map[uint32]uint64{},
 		streams:    map[streamKey]*stream{},
@@ -62,41 +86,48 @@ func newWriter(s *Source, recs []cuptiwrap.Record) *writer {
 // write writes every record and returns how many events it wrote.
 func (w *writer) write() int {
 	// First pass: what the records say about each other.
-	for i := range w.recs {
-		r := &w.recs[i]
+	for _, r := range w.recs {
 		switch r.Kind {
 		case cuptiwrap.KindKernel, cuptiwrap.KindMemcpy, cuptiwrap.KindMemcpyPeer, cuptiwrap.KindMemset:
-			w.corrDevice[r.CorrelationID] = r.DeviceID
+			w.corrDevice.set(r.CorrelationID, r.DeviceID)
 			w.ctxDevice[r.ContextID] = r.DeviceID
 		case cuptiwrap.KindMemory:
 			w.ctxDevice[r.ContextID] = r.DeviceID
 			if r.CorrelationID != 0 {
-				w.corrDevice[r.CorrelationID] = r.DeviceID
+				w.corrDevice.set(r.CorrelationID, r.DeviceID)
 			}
 		case cuptiwrap.KindExternalCorrelation:
 			w.corrSpan[r.CorrelationID] = r.ExternalID
+		case cuptiwrap.KindRuntime, cuptiwrap.KindDriver:
+			w.corrAPI.set(r.CorrelationID, 1)
 		}
 	}
-	// A synchronization names its context only.
-	for i := range w.recs {
-		r := &w.recs[i]
-		if dev, ok := w.ctxDevice[r.ContextID]; ok && r.Kind == cuptiwrap.KindSync && r.CorrelationID != 0 {
-			w.corrDevice[r.CorrelationID] = dev
+	// A synchronization names its context only (device 0 when the
+	// context did nothing else); its call links to it like a launch.
+	for _, r := range w.recs {
+		if r.Kind == cuptiwrap.KindSync && r.CorrelationID != 0 {
+			w.corrDevice.set(r.CorrelationID, w.ctxDevice[r.ContextID])
 		}
 	}
-	// Device records in time order, so that the memory counter adds up
-	// allocations and frees as they happened.
-	slices.SortStableFunc(w.recs, func(a, b cuptiwrap.Record) int {
-		switch {
-		case a.Start < b.Start:
-			return -1
-		case a.Start > b.Start:
-			return 1
+	// Records in time order (ties in delivery order), so that the memory
+	// counter adds up allocations and frees as they happened. Keys are
+	// sorted, not the 192-byte records, and hold what they compare.
+	type key struct {
+		start uint64
+		at    int
+	}
+	order := make([]key, len(w.recs))
+	for i, r := range w.recs {
+		order[i] = key{r.Start, i}
+	}
+	slices.SortFunc(order, func(a, b key) int {
+		if c := cmp.Compare(a.start, b.start); c != 0 {
+			return c
 		}
-		return 0
+		return cmp.Compare(a.at, b.at)
 	})
-	for i := range w.recs {
-		r := &w.recs[i]
+	for _, k := range order {
+		r := w.recs[k.at]
 		switch r.Kind {
 		case cuptiwrap.KindKernel:
 			w.kernel(r)
@@ -163,6 +194,7 @@ func (w *writer) emit(track uint32, kind event.ActivityKind, name string, start,
 		w.untimed++
 		return
 	}
+	w.args = args[:0] // keep the grown scratch
 	if w.buf.ActivityMono(track, kind, name, w.s.mono(start), w.s.mono(max(end, start)), args) == 0 {
 		w.lost++
 		return
@@ -172,6 +204,28 @@ func (w *writer) emit(track uint32, kind event.ActivityKind, name string, start,
 
 func flow(corr uint32) event.Arg { return event.Arg{Kind: event.ArgFlow, Num: FlowBase + uint64(corr)} }
 
+// deviceFlow appends the flow from the API call with correlation id corr
+// to the device work being written, when that call was recorded: a flow
+// with one end is a dangling arrow in every viewer.
+func (w *writer) deviceFlow(args []event.Arg, corr uint32) []event.Arg {
+	if _, ok := w.corrAPI.get(corr); ok && corr != 0 {
+		return append(args, flow(corr))
+	}
+	return args
+}
+
+// kernelName returns a kernel's readable name, as Kineto and TSL show it
+// ("saxpy(int, float, float const*, float*)"), and whether it differs from
+// the symbol.
+func (w *writer) kernelName(sym string) (string, bool) {
+	name, ok := w.demangled[sym]
+	if !ok {
+		name = demangle.Filter(sym)
+		w.demangled[sym] = name
+	}
+	return name, name != sym
+}
+
 func intArg(key string, v int64) event.Arg {
 	return event.Arg{Key: key, Kind: event.ArgInt, Num: uint64(v)}
 }
@@ -180,7 +234,14 @@ func uintArg(key string, v uint64) event.Arg { return event.Arg{Key: key, Kind: 
 
 func strArg(key, v string) event.Arg { return event.Arg{Key: key, Kind: event.ArgString, Str: v} }
 
-func dims(d [3]int32) string { return fmt.Sprintf("%d,%d,%d", d[0], d[1], d[2]) }
+func dims(d [3]int32) string {
+	var b [36]byte
+	out := strconv.AppendInt(b[:0], int64(d[0]), 10)
+	out = append(out, ',')
+	out = strconv.AppendInt(out, int64(d[1]), 10)
+	out = append(out, ',')
+	return string(strconv.AppendInt(out, int64(d[2]), 10))
+}
 
 // span returns the annotate.Device span whose scope made the call with
 // correlation id corr.
@@ -204,19 +265,23 @@ func (w *writer) spanArg(args []event.Arg, corr uint32) []event.Arg {
 }
 
 func (w *writer) kernel(r *cuptiwrap.Record) {
-	args := []event.Arg{
-		flow(r.CorrelationID),
+	args := w.deviceFlow(w.args[:0], r.CorrelationID)
+	args = append(args,
 		strArg(event.ArgGrid, dims(r.Grid)),
 		strArg(event.ArgBlock, dims(r.Block)),
 		intArg(event.ArgRegistersPerThread, int64(r.Registers)),
 		intArg(event.ArgStaticSharedMemory, int64(r.StaticShared)),
 		intArg(event.ArgDynamicSharedMemory, int64(r.DynamicShared)),
+	)
+	name, demangled := w.kernelName(r.Name)
+	if demangled {
+		args = append(args, strArg(event.ArgMangledName, r.Name))
 	}
 	if r.GraphID != 0 {
 		args = append(args, uintArg("graph_id", uint64(r.GraphID)))
 	}
 	args = w.spanArg(args, r.CorrelationID)
-	w.emit(w.streamTrack(r.DeviceID, r.StreamID, "Compute"), event.ActivityKernel, r.Name, r.Start, r.End, args)
+	w.emit(w.streamTrack(r.DeviceID, r.StreamID, "Compute"), event.ActivityKernel, name, r.Start, r.End, args)
 }
 
 // copyStreamKinds are xprof's stream-line names for copy kinds.
@@ -241,13 +306,13 @@ func (w *writer) memcpy(r *cuptiwrap.Record) {
 	if r.Kind == cuptiwrap.KindMemcpyPeer {
 		kind = "PtoP"
 	}
-	args := []event.Arg{
-		flow(r.CorrelationID),
+	args := w.deviceFlow(w.args[:0], r.CorrelationID)
+	args = append(args,
 		strArg(event.ArgCopyKind, kind),
 		uintArg(event.ArgBytes, r.Bytes),
 		strArg(event.ArgSrcMemoryKind, memoryKind(r.SrcKind)),
 		strArg(event.ArgDstMemoryKind, memoryKind(r.DstKind)),
-	}
+	)
 	if r.Kind == cuptiwrap.KindMemcpyPeer {
 		args = append(args, uintArg(event.ArgSrcDevice, uint64(r.SrcDevice)), uintArg(event.ArgDstDevice, uint64(r.DstDevice)))
 	}
@@ -256,25 +321,20 @@ func (w *writer) memcpy(r *cuptiwrap.Record) {
 	if !ok {
 		streamKind = "MemcpyOther"
 	}
-	name := r.Name
-	if name == "" {
-		name = "Memcpy " + kind
-	}
+	// Named as Kineto names copies: "Memcpy HtoD (Pinned -> Device)".
+	name := "Memcpy " + kind + " (" + cuptiwrap.MemoryKindName(r.SrcKind) + " -> " + cuptiwrap.MemoryKindName(r.DstKind) + ")"
 	w.emit(w.streamTrack(r.DeviceID, r.StreamID, streamKind), event.ActivityMemcpy, name, r.Start, r.End, args)
 }
 
 func (w *writer) memset(r *cuptiwrap.Record) {
-	args := []event.Arg{
-		flow(r.CorrelationID),
+	args := w.deviceFlow(w.args[:0], r.CorrelationID)
+	args = append(args,
 		uintArg(event.ArgBytes, r.Bytes),
 		uintArg("value", uint64(r.MemsetValue)),
 		strArg(event.ArgMemoryKind, memoryKind(r.MemoryKind)),
-	}
+	)
 	args = w.spanArg(args, r.CorrelationID)
-	name := r.Name
-	if name == "" {
-		name = "Memset"
-	}
+	name := "Memset (" + cuptiwrap.MemoryKindName(r.MemoryKind) + ")" // as Kineto names it
 	w.emit(w.streamTrack(r.DeviceID, r.StreamID, "Memset"), event.ActivityMemset, name, r.Start, r.End, args)
 }
 
@@ -292,9 +352,7 @@ func (w *writer) memoryOp(r *cuptiwrap.Record) {
 		strArg("address", "0x"+strconv.FormatUint(r.Address, 16)),
 		strArg(event.ArgMemoryKind, memoryKind(r.MemoryKind)),
 	}
-	if r.CorrelationID != 0 {
-		args = append(args, flow(r.CorrelationID))
-	}
+	args = w.deviceFlow(args, r.CorrelationID)
 	w.emit(w.streamTrack(r.DeviceID, r.StreamID, streamKind), kind, name, r.Start, r.Start, args)
 	if r.Start != 0 {
 		w.memory[r.DeviceID] += delta
@@ -307,10 +365,7 @@ func (w *writer) memoryOp(r *cuptiwrap.Record) {
 // device, which the other records of the context tell.
 func (w *writer) sync(r *cuptiwrap.Record) {
 	dev := w.ctxDevice[r.ContextID] // device 0 when the context did nothing else
-	args := []event.Arg{strArg("sync_type", cuptiwrap.SyncTypeName(r.SyncType))}
-	if r.CorrelationID != 0 {
-		args = append(args, flow(r.CorrelationID))
-	}
+	args := w.deviceFlow([]event.Arg{strArg("sync_type", cuptiwrap.SyncTypeName(r.SyncType))}, r.CorrelationID)
 	name := r.Name
 	if name == "" {
 		name = cuptiwrap.SyncTypeName(r.SyncType)
@@ -323,9 +378,10 @@ func (w *writer) sync(r *cuptiwrap.Record) {
 // made it; others go on a track of their OS thread. A call that launched
 // device work names the device, as xprof's launch statistics need.
 func (w *writer) api(r *cuptiwrap.Record) {
-	args := []event.Arg{flow(r.CorrelationID), uintArg("cbid", uint64(r.CBID))}
-	if dev, ok := w.corrDevice[r.CorrelationID]; ok {
-		args = append(args, uintArg(event.ArgDeviceID, uint64(dev)))
+	args := []event.Arg{uintArg("cbid", uint64(r.CBID))}
+	if dev, ok := w.corrDevice.get(r.CorrelationID); ok && r.CorrelationID != 0 {
+		// Only a call that launched recorded device work starts a flow.
+		args = append(args, flow(r.CorrelationID), uintArg(event.ArgDeviceID, uint64(dev)))
 	}
 	if r.ReturnValue != 0 {
 		args = append(args, intArg("return_value", int64(r.ReturnValue)))
