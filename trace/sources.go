@@ -16,10 +16,9 @@ type sourceRow struct {
 	on func(c *config) bool
 	// start starts it on the session's buffer.
 	start func(b *recorder.Buffer, c *config) (recorder.Source, error)
-	// explain turns a start error into the warning the outputs carry;
-	// notice into the line printed once on standard error.
+	// explain turns a start error into the warning the outputs carry and
+	// standard error shows once.
 	explain func(error) event.Warning
-	notice  func(error) string
 }
 
 var sourceTable = []sourceRow{{
@@ -29,7 +28,6 @@ var sourceTable = []sourceRow{{
 		return cupti.Start(b, c.gpu)
 	},
 	explain: cupti.Explain,
-	notice:  cupti.Notice,
 }}
 
 // runningSource is a source a session started.
@@ -48,8 +46,9 @@ func (s *Session) startSources() {
 		}
 		src, err := row.start(s.buf, &s.cfg)
 		if err != nil {
-			printOnce(row.notice(err))
-			s.meta.Warnings = append(s.meta.Warnings, row.explain(err))
+			w := row.explain(err)
+			printOnce("devprof: " + w.Text)
+			s.meta.Warnings = append(s.meta.Warnings, w)
 			continue
 		}
 		s.sources = append(s.sources, runningSource{row.name, src})

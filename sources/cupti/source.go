@@ -231,9 +231,3 @@ func libName(l cuptiwrap.LibraryInfo) string {
 	}
 	return fmt.Sprintf("%s, CUPTI API %d", name, l.APIVersion)
 }
-
-// Explain turns an error from Start into the warning the outputs and
-// standard error carry.
-func Explain(err error) event.Warning {
-	return event.Warning{Source: SourceName, Code: CodeUnavailable, Text: "GPU tracing off: " + err.Error()}
-}

@@ -8,7 +8,7 @@ import (
 	"github.com/devprof/devprof/cuptiwrap"
 )
 
-func TestNotice(t *testing.T) {
+func TestExplain(t *testing.T) {
 	notFound := fmt.Errorf("%w (needed for GPU activity); tried:\n  libcupti.so.13: no such file\n  libcupti.so.12: no such file", cuptiwrap.ErrLibraryNotFound)
 	for _, v := range []string{"DEVPROF_CUPTI_LIB", "CUDA_HOME", "CUDA_PATH", "DEVPROF_VERBOSE"} {
 		t.Setenv(v, "")
@@ -16,11 +16,11 @@ func TestNotice(t *testing.T) {
 	cudaDirs = []string{t.TempDir() + "/no-cuda-here"}
 	defer func() { cudaDirs = []string{"/usr/local/cuda"} }()
 
-	// A machine without CUDA: one line, saying how to silence it and where
-	// the details are.
-	n := Notice(notFound)
-	if strings.Contains(n, "\n") || !strings.Contains(n, "trace.Off") || !strings.Contains(n, "DEVPROF_VERBOSE=1") {
-		t.Errorf("notice without CUDA is not the one-line summary: %q", n)
+	// A machine without CUDA: one short line, saying how to silence it and
+	// how to see the details.
+	n := Explain(notFound).Text
+	if strings.Contains(n, "\n") || len(n) > 200 || !strings.Contains(n, "trace.Off") || !strings.Contains(n, "DEVPROF_VERBOSE=1") || strings.Contains(n, "libcupti.so.13") {
+		t.Errorf("warning without CUDA is not the one short line: %q", n)
 	}
 	// Someone with CUDA installed sees every place tried.
 	for _, env := range []string{"CUDA_HOME", "DEVPROF_CUPTI_LIB", "DEVPROF_VERBOSE"} {
@@ -30,19 +30,19 @@ func TestNotice(t *testing.T) {
 				v = "1"
 			}
 			t.Setenv(env, v)
-			if n := Notice(notFound); !strings.Contains(n, "libcupti.so.12: no such file") {
-				t.Errorf("with %s set the notice hides the places tried: %q", env, n)
+			if n := Explain(notFound).Text; !strings.Contains(n, "libcupti.so.12: no such file") {
+				t.Errorf("with %s set the warning hides the places tried: %q", env, n)
 			}
 		})
 	}
 	cudaDirs = []string{t.TempDir()}
-	if n := Notice(notFound); !strings.Contains(n, "libcupti.so.13") {
-		t.Errorf("with a CUDA directory present the notice hides the places tried: %q", n)
+	if n := Explain(notFound).Text; !strings.Contains(n, "libcupti.so.13") {
+		t.Errorf("with a CUDA directory present the warning hides the places tried: %q", n)
 	}
 	// Other failures (a GPU that cannot be profiled) always say everything.
 	cudaDirs = []string{t.TempDir() + "/no-cuda-here"}
 	perm := &cuptiwrap.Error{Op: "cuptiActivityEnable", Code: 35, Name: "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"}
-	if n := Notice(perm); n != "devprof: "+Explain(perm).Text {
-		t.Errorf("notice for %v: %q, want the full explanation", perm, n)
+	if n := Explain(perm).Text; n != "GPU tracing off: "+perm.Error() {
+		t.Errorf("warning for %v: %q, want the full explanation", perm, n)
 	}
 }

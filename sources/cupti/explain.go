@@ -1,0 +1,45 @@
+package cupti
+
+import (
+	"errors"
+	"os"
+	"strings"
+
+	"github.com/devprof/devprof/cuptiwrap"
+	"github.com/devprof/devprof/event"
+)
+
+// Explain turns an error from Start into the warning the outputs carry
+// (xprof shows it as a banner above every tool) and the session prints
+// once on standard error. On a machine without CUDA (no libcupti found
+// and nothing says CUDA is installed) it is one short line: what is off
+// and how to silence it or see more. Where CUDA looks installed, or with
+// DEVPROF_VERBOSE=1, it is the whole error, listing every place searched,
+// so that someone whose libcupti was not found can see why.
+func Explain(err error) event.Warning {
+	w := event.Warning{Source: SourceName, Code: CodeUnavailable, Text: "GPU tracing off: " + err.Error()}
+	if errors.Is(err, cuptiwrap.ErrLibraryNotFound) && !cudaLooksInstalled() && os.Getenv("DEVPROF_VERBOSE") != "1" {
+		w.Text = "GPU tracing off: no libcupti found, and no CUDA installation either " +
+			"(DEVPROF_VERBOSE=1 lists the places searched; DeviceTracerLevel: trace.Off records host spans without this warning)"
+	}
+	return w
+}
+
+// cudaLooksInstalled reports whether the user has told devprof where CUDA
+// is, or a toolkit sits in its usual place.
+func cudaLooksInstalled() bool {
+	for _, v := range []string{"DEVPROF_CUPTI_LIB", "CUDA_HOME", "CUDA_PATH"} {
+		if strings.TrimSpace(os.Getenv(v)) != "" {
+			return true
+		}
+	}
+	for _, d := range cudaDirs {
+		if _, err := os.Stat(d); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// cudaDirs are where a CUDA toolkit is usually installed.
+var cudaDirs = []string{"/usr/local/cuda"}
