@@ -29,7 +29,8 @@ import (
 // Tests that record go through the process-wide active buffer
 // (recorder.Activate), so none of them may call t.Parallel.
 
-const jaxFile = "testdata/jax_cpu.xplane.pb"
+// jaxFile is a real JAX 0.12 CPU profile (see testdata/README.md).
+const jaxFile = "../../testdata/jax-cpu.xplane.pb"
 
 // recordSession records events for a test; see eventtest.Record.
 func recordSession(t testing.TB, maxEvents int64, fn func(ctx context.Context)) *event.Snapshot {
