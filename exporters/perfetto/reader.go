@@ -7,7 +7,6 @@ import (
 	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,8 @@ import (
 	"os"
 	"slices"
 	"strconv"
+
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // Field numbers the reader needs besides the writer's (see writer.go).
@@ -288,6 +289,11 @@ func (e *readError) Unwrap() error { return e.err }
 // ---------------------------------------------------------------------------
 // Wire format.
 
+// The reader decodes each message it needs with a small function that
+// walks its fields with eachField and switches on key(number, wire type);
+// the bytes themselves are read by protowire, the same decoder the XSpace
+// reader uses. Error texts stay the reader's own, naming the field.
+
 // field is one decoded protobuf field. For wireBytes, b aliases the input.
 type field struct {
 	num int
@@ -296,17 +302,20 @@ type field struct {
 	b   []byte
 }
 
-func key(num, wt int) uint64    { return uint64(num)<<3 | uint64(wt) }
+func key(num, wt int) uint64 {
+	return uint64(protowire.EncodeTag(protowire.Number(num), protowire.Type(wt)))
+}
 func (f *field) key() uint64    { return key(f.num, f.wt) }
 func (f *field) int64() int64   { return int64(f.u) }
 func (f *field) float() float64 { return math.Float64frombits(f.u) }
 
+// uvarint reads the varint at the start of b; what names it in errors.
 func uvarint(b []byte, what string) (uint64, int, error) {
-	v, n := binary.Uvarint(b)
-	switch {
-	case n == 0:
-		return 0, 0, fmt.Errorf("truncated %s", what)
-	case n < 0:
+	v, n := protowire.ConsumeVarint(b)
+	if n < 0 {
+		if errors.Is(protowire.ParseError(n), io.ErrUnexpectedEOF) {
+			return 0, 0, fmt.Errorf("truncated %s", what)
+		}
 		return 0, 0, fmt.Errorf("malformed %s: varint longer than 64 bits", what)
 	}
 	return v, n, nil
@@ -321,32 +330,34 @@ func readField(b []byte) (field, int, error) {
 		return field{}, 0, err
 	}
 	num, wt := tag>>3, int(tag&7)
-	if num == 0 || num > 1<<29-1 {
+	if num == 0 || num > uint64(protowire.MaxValidNumber) {
 		return field{}, 0, fmt.Errorf("invalid field number %d", num)
 	}
 	f := field{num: int(num), wt: wt}
 	rest := b[n:]
-	switch wt {
-	case wireVarint:
+	switch protowire.Type(wt) {
+	case protowire.VarintType:
 		v, m, err := uvarint(rest, "varint of field "+strconv.Itoa(f.num))
 		if err != nil {
 			return field{}, 0, err
 		}
 		f.u = v
 		return f, n + m, nil
-	case wireI64:
-		if len(rest) < 8 {
+	case protowire.Fixed64Type:
+		v, m := protowire.ConsumeFixed64(rest)
+		if m < 0 {
 			return field{}, 0, fmt.Errorf("truncated fixed64 field %d: %d bytes left", f.num, len(rest))
 		}
-		f.u = binary.LittleEndian.Uint64(rest)
-		return f, n + 8, nil
-	case wireI32:
-		if len(rest) < 4 {
+		f.u = v
+		return f, n + m, nil
+	case protowire.Fixed32Type:
+		v, m := protowire.ConsumeFixed32(rest)
+		if m < 0 {
 			return field{}, 0, fmt.Errorf("truncated fixed32 field %d: %d bytes left", f.num, len(rest))
 		}
-		f.u = uint64(binary.LittleEndian.Uint32(rest))
-		return f, n + 4, nil
-	case wireBytes:
+		f.u = uint64(v)
+		return f, n + m, nil
+	case protowire.BytesType:
 		l, m, err := uvarint(rest, "length of field "+strconv.Itoa(f.num))
 		if err != nil {
 			return field{}, 0, err
@@ -402,8 +413,10 @@ func appendFixed64s(dst []uint64, f *field) ([]uint64, error) {
 	if len(f.b)%8 != 0 {
 		return nil, fmt.Errorf("packed fixed64 field %d has %d bytes, not a multiple of 8", f.num, len(f.b))
 	}
-	for b := f.b; len(b) > 0; b = b[8:] {
-		dst = append(dst, binary.LittleEndian.Uint64(b))
+	for b := f.b; len(b) > 0; {
+		v, n := protowire.ConsumeFixed64(b)
+		dst = append(dst, v)
+		b = b[n:]
 	}
 	return dst, nil
 }
