@@ -938,6 +938,11 @@ func FuzzRead(f *testing.F) {
 	f.Add(jax)
 	f.Add(jax[:len(jax)/3])
 	f.Add(devprof[:len(devprof)-7])
+	// The committed corpus (testdata/fuzz/FuzzRead) holds planes and cuts
+	// of the real H100 files; the whole files are added from ../../testdata.
+	for _, path := range []string{realDevprof, realTSL, realJAX} {
+		f.Add(mustReadFile(f, path))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := xplane.Read(bytes.NewReader(data))
 		if err != nil {
