@@ -291,49 +291,12 @@ func (r *reader) read() *event.Snapshot {
 		}
 	}
 
-	// Warnings the file carries come first, then the reader's own.
-	var warns []string
-	for _, e := range r.xs.GetErrors() {
-		warns = append(warns, "XSpace error: "+e)
-	}
-	for _, w := range r.xs.GetWarnings() {
-		var d, m int64
-		if _, err := fmt.Sscanf(w, "devprof: %d events dropped (buffer full at max_events=%d)", &d, &m); err == nil && d > 0 && DropWarning(d, m) == w {
-			meta.Dropped = addSat(meta.Dropped, d)
-			meta.MaxEvents = m
-			continue
-		}
-		warns = append(warns, w)
-	}
-	if r.aggregated > 0 {
-		r.warnf("xplane: %d aggregated events (num_occurrences, no start time) skipped", r.aggregated)
-	}
-	if r.negative > 0 {
-		r.warnf("xplane: %d events with a negative duration read as zero-length", r.negative)
-	}
-	if r.noValue > 0 {
-		r.warnf("xplane: %d counter samples without a numeric stat skipped", r.noValue)
-	}
-	if r.badMeta > 0 {
-		r.warnf("xplane: %d events refer to event metadata the plane does not define", r.badMeta)
-	}
-
-	// Time span of the snapshot.
-	startWall := int64(0)
-	if r.haveStart || r.absolute {
-		startWall = r.start
-	}
-	meta.Start = event.ClockAnchor{Mono: 0, Boot: startWall, Wall: startWall}
-	if r.haveStart && r.haveStop {
-		d := r.stop - r.start
-		meta.Stop = event.ClockAnchor{Mono: d, Boot: r.stop, Wall: r.stop}
-	} else {
-		d := max(r.lastEnd, 0)
-		meta.Stop = event.ClockAnchor{Mono: d, Boot: addSat(startWall, d), Wall: addSat(startWall, d)}
-	}
+	warns := r.fileWarnings(&meta)
+	r.countWarnings()
+	r.timeSpan(&meta)
 
 	b := event.NewBuilder(meta)
-	for _, w := range warns {
+	for _, w := range warns { // the file's warnings first, then the reader's own
 		b.Warn(w)
 	}
 	for _, w := range r.warnings {
@@ -348,21 +311,64 @@ func (r *reader) read() *event.Snapshot {
 	return b.Snapshot()
 }
 
+// fileWarnings returns the warnings the file carries (its errors first),
+// taking devprof's drop warning into meta instead.
+func (r *reader) fileWarnings(meta *event.Meta) []string {
+	var warns []string
+	for _, e := range r.xs.GetErrors() {
+		warns = append(warns, "XSpace error: "+e)
+	}
+	for _, w := range r.xs.GetWarnings() {
+		var d, m int64
+		if _, err := fmt.Sscanf(w, "devprof: %d events dropped (buffer full at max_events=%d)", &d, &m); err == nil && d > 0 && DropWarning(d, m) == w {
+			meta.Dropped = addSat(meta.Dropped, d)
+			meta.MaxEvents = m
+			continue
+		}
+		warns = append(warns, w)
+	}
+	return warns
+}
+
+// countWarnings adds the reader's own warnings for what it skipped.
+func (r *reader) countWarnings() {
+	if r.aggregated > 0 {
+		r.warnf("xplane: %d aggregated events (num_occurrences, no start time) skipped", r.aggregated)
+	}
+	if r.negative > 0 {
+		r.warnf("xplane: %d events with a negative duration read as zero-length", r.negative)
+	}
+	if r.noValue > 0 {
+		r.warnf("xplane: %d counter samples without a numeric stat skipped", r.noValue)
+	}
+	if r.badMeta > 0 {
+		r.warnf("xplane: %d events refer to event metadata the plane does not define", r.badMeta)
+	}
+}
+
+// timeSpan sets the snapshot's start and stop anchors.
+func (r *reader) timeSpan(meta *event.Meta) {
+	startWall := int64(0)
+	if r.haveStart || r.absolute {
+		startWall = r.start
+	}
+	meta.Start = event.ClockAnchor{Mono: 0, Boot: startWall, Wall: startWall}
+	if r.haveStart && r.haveStop {
+		d := r.stop - r.start
+		meta.Stop = event.ClockAnchor{Mono: d, Boot: r.stop, Wall: r.stop}
+	} else {
+		d := max(r.lastEnd, 0)
+		meta.Stop = event.ClockAnchor{Mono: d, Boot: addSat(startWall, d), Wall: addSat(startWall, d)}
+	}
+}
+
 // timeBase reads the Task Environment plane and process-wide plane stats.
 func (r *reader) timeBase(meta *event.Meta) {
 	havePID := false
 	for _, p := range r.xs.GetPlanes() {
 		stats := statsOf(p)
 		if p.GetName() == TaskEnvPlaneName {
-			if v, ok := wallStat(stats["profile_start_time"]); ok && v > 0 && !r.haveStart {
-				r.start, r.haveStart = v, true
-			}
-			if v, ok := wallStat(stats["profile_stop_time"]); ok && !r.haveStop {
-				r.stop, r.haveStop = v, true
-			}
-			if st := stats["profile_options"]; st != nil {
-				meta.HostTracerLevel, meta.DeviceTracerLevel = tracerLevels(st.GetBytesValue())
-			}
+			r.taskEnv(stats, meta)
 		}
 		if st := stats["process_id"]; st != nil && !havePID {
 			if v, ok := intStat(st); ok && v > 0 && v <= math.MaxInt32 {
@@ -388,6 +394,20 @@ func (r *reader) timeBase(meta *event.Meta) {
 				r.start, r.absolute = ts, true
 			}
 		}
+	}
+}
+
+// taskEnv reads the Task Environment plane's stats: profile start and
+// stop (the first of each) and the tracer levels.
+func (r *reader) taskEnv(stats map[string]*xplanepb.XStat, meta *event.Meta) {
+	if v, ok := wallStat(stats["profile_start_time"]); ok && v > 0 && !r.haveStart {
+		r.start, r.haveStart = v, true
+	}
+	if v, ok := wallStat(stats["profile_stop_time"]); ok && !r.haveStop {
+		r.stop, r.haveStop = v, true
+	}
+	if st := stats["profile_options"]; st != nil {
+		meta.HostTracerLevel, meta.DeviceTracerLevel = tracerLevels(st.GetBytesValue())
 	}
 }
 
@@ -746,35 +766,10 @@ func statArg(p *xplanepb.XPlane, st *xplanepb.XStat) (event.Arg, bool) {
 // unfinished=1 an unfinished span; correlation_id becomes a flow. It
 // returns the remaining arguments.
 func special(args []event.Arg, ev *pending, host bool) []event.Arg {
-	step := false
-	if host {
-		for _, a := range args {
-			if a.Key == "_r" {
-				step = true
-				break
-			}
-		}
-	}
+	step := host && slices.ContainsFunc(args, func(a event.Arg) bool { return a.Key == "_r" })
 	if step {
 		ev.step, ev.span = true, true
-		// step_num wins over iter_num; the first usable value of each counts.
-		haveIter := false
-		for _, a := range args {
-			if a.Key != "step_num" && a.Key != "iter_num" {
-				continue
-			}
-			n, ok := stepNumber(a)
-			if !ok {
-				continue
-			}
-			if a.Key == "step_num" {
-				ev.stepNum = n
-				break
-			}
-			if !haveIter {
-				ev.stepNum, haveIter = n, true
-			}
-		}
+		ev.stepNum = stepNumOf(args)
 	}
 	out := args[:0:0]
 	var flows []uint64
@@ -793,6 +788,29 @@ func special(args []event.Arg, ev *pending, host bool) []event.Arg {
 		}
 	}
 	return out
+}
+
+// stepNumOf returns a step's number: step_num wins over iter_num; the
+// first usable value of each counts (0 if none).
+func stepNumOf(args []event.Arg) int64 {
+	var num int64
+	haveIter := false
+	for _, a := range args {
+		if a.Key != "step_num" && a.Key != "iter_num" {
+			continue
+		}
+		n, ok := stepNumber(a)
+		if !ok {
+			continue
+		}
+		if a.Key == "step_num" {
+			return n
+		}
+		if !haveIter {
+			num, haveIter = n, true
+		}
+	}
+	return num
 }
 
 func stepNumber(a event.Arg) (int64, bool) {
