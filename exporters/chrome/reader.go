@@ -1074,7 +1074,7 @@ func (p *parser) arg(key string, v []byte) event.Arg {
 		}
 	case c == '-' || c >= '0' && c <= '9':
 		s := string(v)
-		if bytes.IndexAny(v, ".eE") < 0 {
+		if !bytes.ContainsAny(v, ".eE") {
 			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 				a.Kind, a.Num = event.ArgInt, uint64(n)
 				return a
