@@ -16,10 +16,10 @@ import (
 	"github.com/devprof/devprof/exporters/perfetto"
 	"github.com/devprof/devprof/exporters/xplane"
 	"github.com/devprof/devprof/exporters/xplane/xplanepb"
-	cupti "github.com/devprof/devprof/sources/cupti"
 	"github.com/devprof/devprof/internal/conformance"
 	"github.com/devprof/devprof/internal/fakecuda"
 	"github.com/devprof/devprof/internal/recorder"
+	cupti "github.com/devprof/devprof/sources/cupti"
 	"github.com/devprof/devprof/trace"
 	"google.golang.org/protobuf/proto"
 )

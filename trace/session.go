@@ -31,10 +31,10 @@ import (
 	"github.com/devprof/devprof/exporters/chrome"
 	"github.com/devprof/devprof/exporters/perfetto"
 	"github.com/devprof/devprof/exporters/xplane"
-	cupti "github.com/devprof/devprof/sources/cupti"
 	"github.com/devprof/devprof/internal/atomicfile"
 	"github.com/devprof/devprof/internal/recorder"
 	"github.com/devprof/devprof/perfettolink"
+	cupti "github.com/devprof/devprof/sources/cupti"
 )
 
 // ErrAlreadyStarted is returned when a session is started while another
@@ -51,7 +51,7 @@ type Session struct {
 
 	snap     *event.Snapshot
 	gpu      *cupti.Source // nil when device tracing is off or failed to start
-	calStop  chan struct{}    // ends the calibration goroutine
+	calStop  chan struct{} // ends the calibration goroutine
 	stopOnce sync.Once
 	stopErr  error
 	out      Outputs
