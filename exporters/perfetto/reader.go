@@ -592,12 +592,7 @@ func (r *reader) packet(b []byte, nested bool) error {
 		return err
 	}
 	if len(p.snapshots) > 0 {
-		for _, s := range p.snapshots {
-			if err := r.clockSnapshot(s, p.seq); err != nil {
-				return fmt.Errorf("clock_snapshot: %w", err)
-			}
-		}
-		return nil
+		return r.clockSnapshots(&p) // the rest of a snapshot packet is not read
 	}
 	if p.flags&seqNeedsIncrementalState != 0 {
 		if p.seq == 0 {
@@ -631,6 +626,16 @@ func (r *reader) packet(b []byte, nested bool) error {
 		}
 		if err := r.trackEvent(seq.gen, p.events, at); err != nil {
 			return fmt.Errorf("track_event: %w", err)
+		}
+	}
+	return nil
+}
+
+// clockSnapshots applies the packet's clock snapshots.
+func (r *reader) clockSnapshots(p *packet) error {
+	for _, s := range p.snapshots {
+		if err := r.clockSnapshot(s, p.seq); err != nil {
+			return fmt.Errorf("clock_snapshot: %w", err)
 		}
 	}
 	return nil
