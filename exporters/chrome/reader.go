@@ -889,7 +889,7 @@ func (p *parser) event(raw []byte, start int64) error {
 		if bytes.IndexByte(key, '\\') >= 0 {
 			key = []byte(unquote(it.key))
 		}
-		if err := f.member(p, string(key), it.val, start+int64(it.off)); err != nil {
+		if err := f.member(p, key, it.val, start+int64(it.off)); err != nil {
 			return err
 		}
 	}
@@ -913,8 +913,10 @@ func (p *parser) event(raw []byte, start int64) error {
 }
 
 // member reads one member of an event object; off is the value's offset.
-func (f *evFields) member(p *parser, key string, v []byte, off int64) error {
-	switch key {
+// The key stays a []byte (switched on without converting it), as a string
+// would cost an allocation per member.
+func (f *evFields) member(p *parser, key, v []byte, off int64) error {
+	switch string(key) {
 	case "ph", "name", "cat", "s", "bp":
 		return f.stringMember(p, key, v, off)
 	}
@@ -926,14 +928,14 @@ func (f *evFields) member(p *parser, key string, v []byte, off int64) error {
 
 // stringMember reads a member whose value must be a string (or, but for
 // "ph", null).
-func (f *evFields) stringMember(p *parser, key string, v []byte, off int64) error {
+func (f *evFields) stringMember(p *parser, key, v []byte, off int64) error {
 	if v[0] != '"' {
-		if key == "ph" || v[0] != 'n' {
-			return fieldError(key, v, "a string", off)
+		if string(key) == "ph" || v[0] != 'n' {
+			return fieldError(string(key), v, "a string", off)
 		}
 		return nil
 	}
-	switch key {
+	switch string(key) {
 	case "ph":
 		f.phase, f.hasPh = unquote(v), true
 	case "name":
@@ -951,9 +953,9 @@ func (f *evFields) stringMember(p *parser, key string, v []byte, off int64) erro
 }
 
 // valueMember reads a member that is not a string member and not null.
-func (f *evFields) valueMember(p *parser, key string, v []byte, off int64) error {
+func (f *evFields) valueMember(p *parser, key, v []byte, off int64) error {
 	var err error
-	switch key {
+	switch string(key) {
 	case "ts":
 		f.e.ts, err = timeField("ts", v, off)
 		f.hasTS = err == nil
@@ -972,9 +974,9 @@ func (f *evFields) valueMember(p *parser, key string, v []byte, off int64) error
 		f.e.flags |= fHasBind
 	case "flow_in", "flow_out":
 		if v[0] != 't' && v[0] != 'f' {
-			return fieldError(key, v, "a boolean", off)
+			return fieldError(string(key), v, "a boolean", off)
 		}
-		if v[0] == 't' && key == "flow_in" {
+		if v[0] == 't' && string(key) == "flow_in" {
 			f.e.flags |= fFlowIn
 		} else if v[0] == 't' {
 			f.e.flags |= fFlowOut
@@ -1410,8 +1412,8 @@ func (p *parser) build() *event.Snapshot {
 		}
 	}
 	b.spans = make([]span, 0, nspans)
-	for _, i := range p.timeOrder() {
-		b.add(&p.events[i])
+	for _, k := range p.timeOrder() {
+		b.add(&p.events[k.i])
 	}
 	for i := range b.spans { // B never ended: open until the end of the trace
 		if s := &b.spans[i]; s.open {
@@ -1424,27 +1426,25 @@ func (p *parser) build() *event.Snapshot {
 	return b.emit()
 }
 
-// timeOrder returns the indices of the events by time, then file order.
-func (p *parser) timeOrder() []int {
-	type key struct {
-		ts int64
-		i  int
-	}
-	order := make([]key, len(p.events))
+// timeKey orders events by time, then file order.
+type timeKey struct {
+	ts int64
+	i  int // index into parser.events
+}
+
+// timeOrder returns the events' keys sorted by time, then file order.
+func (p *parser) timeOrder() []timeKey {
+	order := make([]timeKey, len(p.events))
 	for i := range p.events {
-		order[i] = key{p.events[i].ts, i}
+		order[i] = timeKey{p.events[i].ts, i}
 	}
-	slices.SortFunc(order, func(x, y key) int {
+	slices.SortFunc(order, func(x, y timeKey) int {
 		if c := cmp.Compare(x.ts, y.ts); c != 0 {
 			return c
 		}
 		return cmp.Compare(x.i, y.i)
 	})
-	idx := make([]int, len(order))
-	for n, k := range order {
-		idx[n] = k.i
-	}
-	return idx
+	return order
 }
 
 // add applies one event, in time order, to the lanes, spans, instants,
