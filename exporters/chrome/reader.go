@@ -71,10 +71,10 @@ func ReadFile(path string) (*event.Snapshot, error) {
 // that known-valid object in place. Walking the tokens with Decoder.Token
 // instead costs more than all of Read: on Kineto's 500-step H100 trace
 // (testdata/real-gpu, 4.0 MB of JSON; BenchmarkReadChromeVsDecoderToken,
-// 2-core AMD EPYC), the RawMessage+objIter scan takes ~90-160 ms with 321
-// allocations (9 KB), Decoder.Token ~220-340 ms with 2.66 M allocations
-// (47 MB) before converting anything, and the whole Read ~260-370 ms with
-// 251 k allocations (33 MB).
+// two runs on a busy 2-core AMD EPYC), the RawMessage+objIter scan took
+// 48-160 ms with 321 allocations (9 KB), a Decoder.Token walk 220-350 ms
+// with 2.66 M allocations (47 MB) before converting anything, and the
+// whole of Read 95-180 ms with 85.7 k allocations (32.5 MB).
 func Read(r io.Reader) (*event.Snapshot, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var src io.Reader = br
