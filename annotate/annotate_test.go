@@ -249,8 +249,8 @@ func TestBoundedExactlyN(t *testing.T) {
 			}
 			wg.Wait()
 		})
-		if len(s.Events) != n || s.Meta.Dropped != 9*n {
-			t.Errorf("%d workers: kept %d dropped %d, want %d and %d", workers, len(s.Events), s.Meta.Dropped, n, 9*n)
+		if len(s.Events) != n || s.Meta.Dropped() != 9*n {
+			t.Errorf("%d workers: kept %d dropped %d, want %d and %d", workers, len(s.Events), s.Meta.Dropped(), n, 9*n)
 		}
 		seen := map[uint64]bool{}
 		for _, r := range s.Events {
@@ -266,5 +266,19 @@ func TestFlowIDsUnique(t *testing.T) {
 	a, b := NewFlowID(), NewFlowID()
 	if a == 0 || a == b {
 		t.Fatal(a, b)
+	}
+}
+
+// A session with the host tracer off (level 0) records no host
+// annotations at all: spans, instants and counters alike.
+func TestHostTracerOffRecordsNothing(t *testing.T) {
+	s := record(t, 100, 0, func() {
+		ctx, sp := Begin(context.Background(), "span")
+		Instant(ctx, "instant")
+		Counter{Name: "loss"}.Set(0.5)
+		sp.End()
+	})
+	for _, r := range s.Events {
+		t.Errorf("recorded %s %q with the host tracer off", r.Kind, s.Name(r))
 	}
 }

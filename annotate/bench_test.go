@@ -2,6 +2,7 @@ package annotate
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/devprof/devprof/internal/recorder"
@@ -88,5 +89,24 @@ func BenchmarkSpanOnFull(b *testing.B) {
 	for b.Loop() {
 		_, s := Begin(ctx, "span", Int("batch", 32))
 		s.End()
+	}
+}
+
+// BenchmarkSpanOnDistinctNames is a span whose name is made from data, a
+// new string each time (the names are built before the timer runs): every
+// span takes the string table's slow path until the table is full.
+func BenchmarkSpanOnDistinctNames(b *testing.B) {
+	names := make([]string, 1<<17)
+	for i := range names {
+		names[i] = fmt.Sprintf("request-%08d", i)
+	}
+	ctx := context.Background()
+	defer benchBuffer(b)()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		_, s := Begin(ctx, names[i&(len(names)-1)], Int("batch", 32))
+		s.End()
+		i++
 	}
 }

@@ -113,29 +113,37 @@ func (b *Builder) Counter(name, unit string, t int64, v float64) {
 }
 
 // Activity adds a complete event on a registered track (device activity)
-// and returns its ID.
+// of unknown kind and returns its ID.
 func (b *Builder) Activity(track uint32, name string, start, end int64, args []Arg) uint64 {
+	return b.ActivityOf(ActivityUnknown, track, name, start, end, args)
+}
+
+// ActivityOf is Activity for device activity of a known kind.
+func (b *Builder) ActivityOf(kind ActivityKind, track uint32, name string, start, end int64, args []Arg) uint64 {
 	r := b.add(KindActivity, name, start, args)
 	r.Lane = track
+	r.ID2 = int64(kind)
 	r.setEnd(max(end, start))
 	return b.commit(r)
 }
 
-// SetDropped records how many events the original recording lost, and its
-// bound.
-func (b *Builder) SetDropped(dropped, maxEvents int64) {
-	b.meta.Dropped, b.meta.MaxEvents = dropped, maxEvents
-}
+// AddDrops records that the original recording's source lost n events
+// (see Meta.AddDrops).
+func (b *Builder) AddDrops(source string, n int64) { b.meta.AddDrops(source, n) }
+
+// SetMaxEvents records the original recording's bound on events.
+func (b *Builder) SetMaxEvents(n int64) { b.meta.MaxEvents = n }
 
 // Warn adds a warning to the snapshot's metadata.
-func (b *Builder) Warn(msg string) { b.meta.Warnings = append(b.meta.Warnings, msg) }
+func (b *Builder) Warn(w Warning) { b.meta.Warnings = append(b.meta.Warnings, w) }
 
 // Note adds a note (how the trace was made) to the snapshot's metadata.
-func (b *Builder) Note(msg string) { b.meta.Notes = append(b.meta.Notes, msg) }
+func (b *Builder) Note(n Note) { b.meta.Notes = append(b.meta.Notes, n) }
 
 // Snapshot returns the built snapshot. The builder must not be used after.
 func (b *Builder) Snapshot() *Snapshot {
 	s := &Snapshot{Meta: b.meta, Events: b.events, Tracks: slices.Clone(b.tracks), segs: b.segs, strs: b.strs}
+	s.validUTF8()
 	return s
 }
 

@@ -1,5 +1,7 @@
 package event
 
+import "math"
+
 // Meta is what a trace says about itself besides its events.
 type Meta struct {
 	Host    string // host name as it appears in file names and outputs
@@ -10,10 +12,48 @@ type Meta struct {
 
 	HostTracerLevel   int
 	DeviceTracerLevel int
-	MaxEvents         int64
-	Dropped           int64    // events lost because the buffer was full
-	Warnings          []string // problems worth showing to the user (e.g. a source that failed)
-	Notes             []string // facts about how the trace was made (e.g. which clock a device source used)
+	// MaxEvents is the recorder's bound on events (0: unknown).
+	MaxEvents int64
+	// Drops counts lost events per source, one entry per source; Dropped
+	// is their total.
+	Drops []Drops
+	// Warnings are problems worth showing to the user (a source that
+	// failed, records a source lost).
+	Warnings []Warning
+	// Notes are facts about how the trace was made (which clock a device
+	// source used).
+	Notes []Note
+}
+
+// Dropped returns how many events the trace lost, over all sources
+// (saturating rather than wrapping on absurd counts read from files).
+func (m *Meta) Dropped() int64 {
+	var n int64
+	for _, d := range m.Drops {
+		if d.Events > 0 {
+			n += d.Events
+			if n < 0 {
+				return math.MaxInt64
+			}
+		}
+	}
+	return n
+}
+
+// AddDrops adds n lost events to source's entry of Drops, creating the
+// entry on first use, so that each source appears once. n <= 0 changes
+// nothing.
+func (m *Meta) AddDrops(source string, n int64) {
+	if n <= 0 {
+		return
+	}
+	for i := range m.Drops {
+		if m.Drops[i].Source == source {
+			m.Drops[i].Events = max(m.Drops[i].Events+n, m.Drops[i].Events)
+			return
+		}
+	}
+	m.Drops = append(m.Drops, Drops{Source: source, Events: n})
 }
 
 // BootNanos converts a time on the snapshot's timeline to CLOCK_BOOTTIME
@@ -45,14 +85,22 @@ type Warning struct {
 // Note is a fact about how a trace was made (which clock a device
 // source used and how exactly it was mapped).
 type Note struct {
+	// Source names what made the note ("cupti").
 	Source string
-	Text   string
+	// Text is one line for people.
+	Text string
 }
 
 // Drops counts the events one source lost: the recorder when its buffer
 // was full, a device source for records the device library could not
 // deliver or that exceeded its bound.
 type Drops struct {
+	// Source names the source that lost them ("recorder", "cupti").
 	Source string
+	// Events is how many were lost.
 	Events int64
 }
+
+// DropsRecorder is the Drops source of events the recorder's buffer had
+// no room for (Meta.MaxEvents).
+const DropsRecorder = "recorder"

@@ -161,7 +161,8 @@ type Record struct {
 	ID uint64
 	// Parent is the ID of the enclosing span, 0 for a root.
 	Parent uint64
-	// ID2 is kind-specific: the step number of a FlagStep span.
+	// ID2 is kind-specific: the step number of a FlagStep span, the
+	// ActivityKind of a KindActivity record (see Record.Activity).
 	ID2 int64
 
 	args [inlineArgs]storedArg

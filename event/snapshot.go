@@ -40,12 +40,14 @@ type segment struct {
 // timeline, with open spans marked.
 //
 //go:linkname adopt
+//lint:ignore U1000 called from internal/recorder through go:linkname
 func adopt(meta Meta, bases []uint64, chunks [][]Record, events []*Record, tracks []Track, strs []string) *Snapshot {
 	s := &Snapshot{Meta: meta, Events: events, Tracks: tracks, strs: strs}
 	s.segs = make([]segment, len(chunks))
 	for i := range chunks {
 		s.segs[i] = segment{base: bases[i], recs: chunks[i]}
 	}
+	s.validUTF8()
 	return s
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/devprof/devprof/annotate"
+	"github.com/devprof/devprof/event"
 )
 
 // Built without cgo, devprof records the host and says, in the outputs,
@@ -24,7 +25,7 @@ func TestGPUNeedsCgo(t *testing.T) {
 	if len(snap.Events) != 1 {
 		t.Fatalf("%d events, want the one span", len(snap.Events))
 	}
-	if !slices.ContainsFunc(snap.Meta.Warnings, func(w string) bool { return strings.Contains(w, "CGO_ENABLED=1") }) {
+	if !slices.ContainsFunc(snap.Meta.Warnings, func(w event.Warning) bool { return strings.Contains(w.Text, "CGO_ENABLED=1") }) {
 		t.Fatalf("warnings %q: want the reason (cgo)", snap.Meta.Warnings)
 	}
 }

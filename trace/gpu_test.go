@@ -11,17 +11,18 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/devprof/devprof/annotate"
+	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/perfetto"
 	"github.com/devprof/devprof/exporters/xplane"
 	"github.com/devprof/devprof/exporters/xplane/xplanepb"
-	"github.com/devprof/devprof/internal/conformance"
 	"github.com/devprof/devprof/internal/fakecuda"
 	"github.com/devprof/devprof/internal/recorder"
 	cupti "github.com/devprof/devprof/sources/cupti"
 	"github.com/devprof/devprof/trace"
-	"google.golang.org/protobuf/proto"
 )
 
 // useFakeCUPTI points sessions at the fake libcupti through the same
@@ -78,7 +79,7 @@ func TestGPUSession(t *testing.T) {
 			out, snap := s.Outputs(), s.Snapshot()
 			checkGPUXSpace(t, out.XPlane, 6)
 			checkGPUPerfetto(t, out.Perfetto, 6)
-			if len(snap.Meta.Notes) == 0 || !strings.Contains(snap.Meta.Notes[0], "GPU timestamps") {
+			if len(snap.Meta.Notes) == 0 || snap.Meta.Notes[0].Source != cupti.SourceName || !strings.Contains(snap.Meta.Notes[0].Text, "GPU timestamps") {
 				t.Errorf("notes %q: want the clock note", snap.Meta.Notes)
 			}
 			name := "gpu-" + strings.ReplaceAll(layout, ".", "_")
@@ -213,7 +214,7 @@ func checkGPUPerfetto(t *testing.T, path string, wantLinked int) {
 	if linked < wantLinked {
 		t.Errorf("%d flows link two events, want at least %d (launch → device work)", linked, wantLinked)
 	}
-	if !slices.ContainsFunc(s.Meta.Notes, func(n string) bool { return strings.Contains(n, "GPU timestamps") }) {
+	if !slices.ContainsFunc(s.Meta.Notes, func(n event.Note) bool { return strings.Contains(n.Text, "GPU timestamps") }) {
 		t.Errorf("Perfetto notes %q: the clock note did not survive", s.Meta.Notes)
 	}
 }
@@ -241,7 +242,7 @@ func TestGPUSessionWithoutGPU(t *testing.T) {
 		t.Fatalf("%d host spans, want 5", n)
 	}
 	const want = "CUPTI_ERROR_NOT_INITIALIZED"
-	if !slices.ContainsFunc(snap.Meta.Warnings, func(w string) bool { return strings.Contains(w, want) }) {
+	if !slices.ContainsFunc(snap.Meta.Warnings, func(w event.Warning) bool { return strings.Contains(w.Text, want) }) {
 		t.Fatalf("warnings %q: want the real CUPTI error", snap.Meta.Warnings)
 	}
 	// The warning is in both files.
@@ -253,7 +254,7 @@ func TestGPUSessionWithoutGPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ps := tr.Snapshot(); !slices.ContainsFunc(ps.Meta.Warnings, func(w string) bool { return strings.Contains(w, want) }) {
+	if ps := tr.Snapshot(); !slices.ContainsFunc(ps.Meta.Warnings, func(w event.Warning) bool { return strings.Contains(w.Text, want) }) {
 		t.Errorf("Perfetto warnings %q", ps.Meta.Warnings)
 	}
 	conformance.Export(t, "gpu-none", s.Outputs().Perfetto, snap)
@@ -273,7 +274,7 @@ func countNamed(s *event.Snapshot, name string) int {
 // probeReal checks that the real library loads, so that a missing package
 // fails the test with its own message rather than as a wrong warning.
 func probeReal(lib string) error {
-	src, err := cupti.Start(recorder.NewBuffer(10, 1), cupti.Config{Library: lib})
+	src, err := cupti.Start(recorder.NewBuffer(10, 1), cupti.Options{Library: lib})
 	if err == nil {
 		src.Stop()
 		return nil
@@ -282,4 +283,23 @@ func probeReal(lib string) error {
 		return nil
 	}
 	return err
+}
+
+// TestGPUDropsCounted: records CUPTI could not deliver are events the
+// trace lost, so the session's drop count (Outputs.Dropped, what Stop
+// prints and the outputs carry) must include them, not only a warning.
+func TestGPUDropsCounted(t *testing.T) {
+	fk := useFakeCUPTI(t, "12", true) // the fake reports drops with its script
+	t.Setenv("FAKECUPTI_DROPPED", "5")
+	s := mustStart(t, t.TempDir(), &trace.Options{AdvancedConfig: map[string]any{"gpu_flush_period_ms": 10}})
+	fk.Launch("gemm_0", 0, 7)
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Outputs().Dropped; got != 5 {
+		t.Errorf("Outputs.Dropped = %d, want the 5 records CUPTI dropped", got)
+	}
+	if want := []event.Drops{{Source: cupti.SourceName, Events: 5}}; !slices.Equal(s.Snapshot().Meta.Drops, want) {
+		t.Errorf("Meta.Drops = %v, want %v", s.Snapshot().Meta.Drops, want)
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/devprof/devprof/cuptiwrap"
 	cupti "github.com/devprof/devprof/sources/cupti"
 )
 
@@ -61,28 +60,45 @@ type Options struct {
 	// 0 waits until it is.
 	LinkTimeout time.Duration
 
+	// Hostname is the host name used in output file names and shown in
+	// the outputs; "" means the machine's. Advanced key: override_hostname.
+	Hostname string
+
+	// SessionID names the run directory under <logdir>/plugins/profile;
+	// "" means the start time (YYYY_MM_DD_HH_MM_SS). Advanced key:
+	// session_id.
+	SessionID string
+
+	// ProgramName is the process name shown in the outputs; "" means the
+	// executable's base name. Advanced key: program_name.
+	ProgramName string
+
+	// GPU configures the CUPTI source, which runs while DeviceTracerLevel
+	// is on; the zero value uses its defaults.
+	GPU cupti.Options
+
 	// AdvancedConfig holds rarely used settings by name, as in JAX's
-	// ProfileOptions.advanced_configuration. Values are string, bool or an
-	// integer type. Unknown keys and values of the wrong type make the
-	// session fail to start with an error naming them. See ConfigKeys.
+	// ProfileOptions.advanced_configuration: each key sets one typed
+	// option above, overriding it. Values are a string or an integer type.
+	// Unknown keys and values of the wrong type make the session fail to
+	// start with an error naming them. See ConfigKeys.
 	AdvancedConfig map[string]any
 }
 
 // ConfigKind is the value type an advanced configuration key takes.
 type ConfigKind uint8
 
+// The value types of advanced configuration keys.
 const (
 	ConfigString ConfigKind = iota + 1
-	ConfigBool
 	ConfigInt
 )
 
+// String returns the kind's name ("string", "int").
 func (k ConfigKind) String() string {
 	switch k {
 	case ConfigString:
 		return "string"
-	case ConfigBool:
-		return "bool"
 	case ConfigInt:
 		return "int"
 	}
@@ -96,19 +112,45 @@ type ConfigKey struct {
 	Doc  string
 }
 
-var configKeys = []ConfigKey{
-	{"override_hostname", ConfigString, "host name used in output file names and shown in the outputs (default: the machine's host name)"},
-	{"session_id", ConfigString, "name of the run directory under <logdir>/plugins/profile (default: the start time, YYYY_MM_DD_HH_MM_SS)"},
-	{"program_name", ConfigString, "process name shown in the outputs (default: the executable's base name)"},
-	{"cupti_library", ConfigString, "libcupti to load for GPU tracing, a path or soname (default: $DEVPROF_CUPTI_LIB, else a search of the CUDA 13/12/11 sonames and toolkit directories)"},
-	{"gpu_max_activity_api_events", ConfigInt, "most CUPTI activity records kept; later ones are counted as dropped (default: max_events)"},
-	{"gpu_buffer_size", ConfigInt, "bytes per CUPTI activity buffer, 65536..268435456 (default 4 MiB)"},
-	{"gpu_max_buffers", ConfigInt, "most CUPTI activity buffers at once; when all are full CUPTI drops records (default 32)"},
-	{"gpu_flush_period_ms", ConfigInt, "how often CUPTI hands over completed buffers, in ms (default 1000; 0 keeps the default)"},
+// advancedKey is a ConfigKey and the typed option it sets: the one place
+// where names (JAX's advanced_configuration, remote capture) become the
+// Go API's fields. Values are checked where the typed options are, by
+// Options.resolve and each source's Validate.
+type advancedKey struct {
+	ConfigKey
+	setString func(o *Options, v string)
+	setInt    func(o *Options, v int64)
+}
+
+var advancedKeys = []advancedKey{
+	{ConfigKey{"override_hostname", ConfigString, "host name used in output file names and shown in the outputs (Options.Hostname)"},
+		func(o *Options, v string) { o.Hostname = v }, nil},
+	{ConfigKey{"session_id", ConfigString, "name of the run directory under <logdir>/plugins/profile (Options.SessionID)"},
+		func(o *Options, v string) { o.SessionID = v }, nil},
+	{ConfigKey{"program_name", ConfigString, "process name shown in the outputs (Options.ProgramName)"},
+		func(o *Options, v string) { o.ProgramName = v }, nil},
+	{ConfigKey{"cupti_library", ConfigString, "libcupti to load for GPU tracing, a path or soname (Options.GPU.Library; default: $DEVPROF_CUPTI_LIB, else a search of the CUDA 13/12/11 sonames and toolkit directories)"},
+		func(o *Options, v string) { o.GPU.Library = v }, nil},
+	{ConfigKey{"gpu_max_activity_api_events", ConfigInt, "most CUPTI activity records kept; later ones are counted as dropped (Options.GPU.MaxRecords; default: max_events)"},
+		nil, func(o *Options, v int64) { o.GPU.MaxRecords = v }},
+	{ConfigKey{"gpu_buffer_size", ConfigInt, "bytes per CUPTI activity buffer, 65536..268435456 (Options.GPU.BufferSize; default 4 MiB)"},
+		nil, func(o *Options, v int64) { o.GPU.BufferSize = int(min(max(v, -1), 1<<40)) }},
+	{ConfigKey{"gpu_max_buffers", ConfigInt, "most CUPTI activity buffers at once; when all are full CUPTI drops records (Options.GPU.MaxBuffers; default 32)"},
+		nil, func(o *Options, v int64) { o.GPU.MaxBuffers = int(min(max(v, -1), 1<<40)) }},
+	{ConfigKey{"gpu_flush_period_ms", ConfigInt, "how often CUPTI hands over completed buffers, in ms (Options.GPU.FlushPeriod; default 1000; 0 keeps the default)"},
+		nil, func(o *Options, v int64) {
+			o.GPU.FlushPeriod = time.Duration(min(max(v, -1), 1<<40)) * time.Millisecond
+		}},
 }
 
 // ConfigKeys lists the advanced configuration keys a session accepts.
-func ConfigKeys() []ConfigKey { return slices.Clone(configKeys) }
+func ConfigKeys() []ConfigKey {
+	keys := make([]ConfigKey, len(advancedKeys))
+	for i, k := range advancedKeys {
+		keys[i] = k.ConfigKey
+	}
+	return keys
+}
 
 // config is Options resolved and validated.
 type config struct {
@@ -119,10 +161,15 @@ type config struct {
 	link                   bool
 	linkTimeout            time.Duration
 	host, sessionID, prog  string
-	gpu                    cupti.Config
+	gpu                    cupti.Options
 }
 
 func (o *Options) resolve() (config, error) {
+	typed := *o
+	if err := typed.applyAdvanced(); err != nil {
+		return config{}, err
+	}
+	o = &typed
 	c := config{
 		hostLevel:   2,
 		deviceLevel: 1,
@@ -133,6 +180,10 @@ func (o *Options) resolve() (config, error) {
 		xplane:      !o.NoXPlane,
 		link:        o.PerfettoLink,
 		linkTimeout: o.LinkTimeout,
+		host:        o.Hostname,
+		sessionID:   o.SessionID,
+		prog:        o.ProgramName,
+		gpu:         o.GPU,
 	}
 	switch {
 	case o.HostTracerLevel == Off:
@@ -162,48 +213,43 @@ func (o *Options) resolve() (config, error) {
 	if o.PerfettoLink && o.NoPerfetto {
 		return c, fmt.Errorf("PerfettoLink needs the Perfetto output, but NoPerfetto is set")
 	}
-	if err := c.applyAdvanced(o.AdvancedConfig); err != nil {
+	if s := o.SessionID; s == "." || s == ".." || strings.ContainsAny(s, `/\`) {
+		return c, fmt.Errorf("SessionID (advanced key session_id) %q is not a valid directory name", s)
+	}
+	if err := o.GPU.Validate(); err != nil {
 		return c, err
+	}
+	if c.gpu.MaxRecords == 0 {
+		c.gpu.MaxRecords = c.maxEvents
 	}
 	return c, nil
 }
 
-func (c *config) applyAdvanced(m map[string]any) error {
+// applyAdvanced sets the typed options that o.AdvancedConfig names. Keys
+// it does not know and values of the wrong type fail, all named at once.
+func (o *Options) applyAdvanced() error {
 	var unknown, wrong []string
-	for k, v := range m {
-		i := slices.IndexFunc(configKeys, func(ck ConfigKey) bool { return ck.Name == k })
+	for k, v := range o.AdvancedConfig {
+		i := slices.IndexFunc(advancedKeys, func(ak advancedKey) bool { return ak.Name == k })
 		if i < 0 {
 			unknown = append(unknown, k)
 			continue
 		}
-		key := configKeys[i]
-		var ok bool
+		key := advancedKeys[i]
+		ok := false
 		switch key.Kind {
 		case ConfigString:
 			var s string
-			s, ok = v.(string)
-			switch k {
-			case "override_hostname":
-				c.host = s
-			case "session_id":
-				c.sessionID = s
-				if ok && (s == "" || s == "." || s == ".." || strings.ContainsAny(s, `/\`)) {
+			if s, ok = v.(string); ok {
+				if k == "session_id" && s == "" {
 					return fmt.Errorf("advanced configuration key %q: %q is not a valid directory name", k, s)
 				}
-			case "program_name":
-				c.prog = s
-			case "cupti_library":
-				c.gpu.Library = s
+				key.setString(o, s)
 			}
-		case ConfigBool:
-			_, ok = v.(bool)
 		case ConfigInt:
 			var n int64
-			n, ok = asInt(v)
-			if ok {
-				if err := c.setInt(k, n); err != nil {
-					return err
-				}
+			if n, ok = asInt(v); ok {
+				key.setInt(o, n)
 			}
 		}
 		if !ok {
@@ -214,8 +260,8 @@ func (c *config) applyAdvanced(m map[string]any) error {
 	sort.Strings(wrong)
 	var msgs []string
 	if len(unknown) > 0 {
-		names := make([]string, len(configKeys))
-		for i, k := range configKeys {
+		names := make([]string, len(advancedKeys))
+		for i, k := range advancedKeys {
 			names[i] = k.Name
 		}
 		msgs = append(msgs, fmt.Sprintf("unknown keys %s (known keys: %s)", strings.Join(quoteAll(unknown), ", "), strings.Join(names, ", ")))
@@ -225,36 +271,6 @@ func (c *config) applyAdvanced(m map[string]any) error {
 	}
 	if len(msgs) > 0 {
 		return fmt.Errorf("advanced configuration: %s", strings.Join(msgs, "; "))
-	}
-	return nil
-}
-
-// setInt applies an integer key, checking its range.
-func (c *config) setInt(k string, n int64) error {
-	bad := func(want string) error {
-		return fmt.Errorf("advanced configuration key %q: %d out of range: want %s", k, n, want)
-	}
-	switch k {
-	case "gpu_max_activity_api_events":
-		if n < 1 {
-			return bad("at least 1")
-		}
-		c.gpu.MaxRecords = n
-	case "gpu_buffer_size":
-		if n < cuptiwrap.MinBufferSize || n > cuptiwrap.MaxBufferSize {
-			return bad(fmt.Sprintf("%d..%d bytes", cuptiwrap.MinBufferSize, cuptiwrap.MaxBufferSize))
-		}
-		c.gpu.BufferSize = int(n)
-	case "gpu_max_buffers":
-		if n < 1 || n > cuptiwrap.MaxMaxBuffers {
-			return bad(fmt.Sprintf("1..%d", cuptiwrap.MaxMaxBuffers))
-		}
-		c.gpu.MaxBuffers = int(n)
-	case "gpu_flush_period_ms":
-		if n < 0 || n > 60_000 {
-			return bad("0..60000 ms")
-		}
-		c.gpu.FlushPeriod = time.Duration(n) * time.Millisecond
 	}
 	return nil
 }

@@ -28,13 +28,9 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/event"
-	"github.com/devprof/devprof/exporters/chrome"
-	"github.com/devprof/devprof/exporters/perfetto"
-	"github.com/devprof/devprof/exporters/xplane"
-	"github.com/devprof/devprof/internal/atomicfile"
+	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/internal/recorder"
 	"github.com/devprof/devprof/perfettolink"
-	cupti "github.com/devprof/devprof/sources/cupti"
 )
 
 // ErrAlreadyStarted is returned when a session is started while another
@@ -50,8 +46,8 @@ type Session struct {
 	meta   event.Meta
 
 	snap     *event.Snapshot
-	gpu      *cupti.Source // nil when device tracing is off or failed to start
-	calStop  chan struct{} // ends the calibration goroutine
+	sources  []runningSource // started by startSources, stopped by stopSources
+	calStop  chan struct{}   // ends the calibration goroutine
 	stopOnce sync.Once
 	stopErr  error
 	out      Outputs
@@ -60,12 +56,12 @@ type Session struct {
 // Outputs lists the files a stopped session wrote. Empty fields were not
 // written.
 type Outputs struct {
-	RunDir   string // <logdir>/plugins/profile/<run>
+	RunDir   string // <logdir>/plugins/profile/<run>; "" if nothing was written (the directory is removed)
 	Perfetto string // <run>/<host>.pftrace(.gz)
 	XPlane   string // <run>/<host>.xplane.pb (TensorBoard profile)
 	Chrome   string // <run>/<host>.trace.json.gz
 	Events   int    // events written
-	Dropped  int64  // events dropped because the buffer was full
+	Dropped  int64  // events the trace lost, over all sources (Meta.Dropped)
 }
 
 var running sync.Mutex // serialises Start against Stop of the running session's slot
@@ -147,26 +143,14 @@ func StartSession(logdir string, opts *Options) (*Session, error) {
 	s.meta.Start = recorder.ReadClocks()
 	s.calStop = make(chan struct{})
 	go calibrate(s.buf, s.calStop)
-	if cfg.deviceLevel > 0 {
-		gcfg := cfg.gpu
-		if gcfg.MaxRecords == 0 {
-			gcfg.MaxRecords = cfg.maxEvents
-		}
-		src, err := cupti.Start(s.buf, gcfg)
-		if err != nil {
-			// The host trace goes on; the reason is in every output.
-			warnOnce(cupti.Explain(err))
-			s.meta.Warnings = append(s.meta.Warnings, cupti.Explain(err))
-		}
-		s.gpu = src
-	}
+	s.startSources()
 	return s, nil
 }
 
-var warned sync.Map // message -> struct{}: what warnOnce already printed
+var warned sync.Map // message -> struct{}: what printOnce already printed
 
-// warnOnce prints msg on standard error the first time the process sees it.
-func warnOnce(msg string) {
+// printOnce prints msg on standard error the first time the process sees it.
+func printOnce(msg string) {
 	if _, dup := warned.LoadOrStore(msg, struct{}{}); !dup {
 		fmt.Fprintln(os.Stderr, msg)
 	}
@@ -252,14 +236,7 @@ func (s *Session) stop() error {
 	recorder.Deactivate(s.buf)
 	close(s.calStop)
 	s.meta.Stop = recorder.ReadClocks()
-	if s.gpu != nil {
-		rep := s.gpu.Stop()
-		s.meta.Notes = append(s.meta.Notes, rep.Clock)
-		s.meta.Warnings = append(s.meta.Warnings, rep.Warnings...)
-		for _, w := range rep.Warnings {
-			warnOnce(w)
-		}
-	}
+	s.stopSources()
 	running.Lock()
 	if current == s {
 		current = nil
@@ -268,31 +245,29 @@ func (s *Session) stop() error {
 
 	snap := s.buf.Snapshot(s.meta)
 	s.snap = snap
-	s.out = Outputs{RunDir: s.runDir, Events: len(snap.Events), Dropped: snap.Meta.Dropped}
+	s.out = Outputs{RunDir: s.runDir, Events: len(snap.Events), Dropped: snap.Meta.Dropped()}
 	host := fileHost(s.meta.Host)
 	// The formats are written side by side, each by its own goroutine: they
 	// only read the snapshot, and its layout is computed once, up front.
 	snap.Layout()
 	type output struct {
-		path  *string
-		name  string
-		write func(*atomicfile.File) error
+		path   *string
+		format *formats.Format
+		name   string
 	}
 	var outs []output
 	if s.cfg.perfetto {
-		name := host + ".pftrace"
+		name := host + formats.Perfetto.SessionExt
 		if s.cfg.gzip {
 			name += ".gz"
 		}
-		outs = append(outs, output{&s.out.Perfetto, name, func(f *atomicfile.File) error {
-			return perfetto.Write(f, snap, perfetto.WriteOptions{Gzip: s.cfg.gzip})
-		}})
+		outs = append(outs, output{&s.out.Perfetto, formats.Perfetto, name})
 	}
 	if s.cfg.xplane {
-		outs = append(outs, output{&s.out.XPlane, host + ".xplane.pb", func(f *atomicfile.File) error { return xplane.Write(f, snap) }})
+		outs = append(outs, output{&s.out.XPlane, formats.XPlane, host + formats.XPlane.SessionExt})
 	}
 	if s.cfg.chrome {
-		outs = append(outs, output{&s.out.Chrome, host + ".trace.json.gz", func(f *atomicfile.File) error { return chrome.Write(f, snap) }})
+		outs = append(outs, output{&s.out.Chrome, formats.Chrome, host + formats.Chrome.SessionExt})
 	}
 	errs := make([]error, len(outs))
 	var wg sync.WaitGroup
@@ -301,12 +276,21 @@ func (s *Session) stop() error {
 		go func() {
 			defer wg.Done()
 			p := filepath.Join(s.runDir, o.name)
-			if errs[i] = writeFile(p, o.write); errs[i] == nil {
+			if errs[i] = writeOutput(p, o.format, snap); errs[i] == nil {
 				*o.path = p
 			}
 		}()
 	}
 	wg.Wait()
+	if s.out.Perfetto == "" && s.out.XPlane == "" && s.out.Chrome == "" {
+		// Nothing was written (every write failed, or no output was
+		// asked for): TensorBoard would list the empty directory as a run.
+		// os.Remove removes a directory only while it is empty.
+		if fi, err := os.Lstat(s.runDir); err == nil && fi.IsDir() {
+			os.Remove(s.runDir)
+		}
+		s.out.RunDir = ""
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -318,20 +302,11 @@ func (s *Session) stop() error {
 	return nil
 }
 
-func writeFile(path string, write func(*atomicfile.File) error) error {
-	f, err := atomicfile.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Abort()
-	if err := write(f); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return f.Commit()
-}
-
 // fileHost makes a host name safe as a file name, as TensorFlow does (':'
 // becomes '_'), and also replaces path separators.
 func fileHost(h string) string {
 	return strings.NewReplacer(":", "_", "/", "_", `\`, "_").Replace(h)
 }
+
+// writeOutput writes one output file; tests replace it to make writes fail.
+var writeOutput = formats.WriteFile

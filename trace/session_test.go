@@ -18,7 +18,10 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/annotate"
-	"github.com/devprof/devprof/internal/conformance"
+	"github.com/devprof/devprof/conformance"
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/formats"
+	cupti "github.com/devprof/devprof/sources/cupti"
 	"github.com/devprof/devprof/trace"
 )
 
@@ -112,6 +115,14 @@ func TestOptionsValidation(t *testing.T) {
 		{trace.Options{AdvancedConfig: map[string]any{"bogus": 1, "also_bogus": true}}, `unknown keys "also_bogus", "bogus"`},
 		{trace.Options{AdvancedConfig: map[string]any{"session_id": 7}}, `"session_id": want string, got int`},
 		{trace.Options{AdvancedConfig: map[string]any{"session_id": "../x"}}, "not a valid directory name"},
+		{trace.Options{SessionID: "a/b"}, "SessionID (advanced key session_id)"},
+		// The source validates its own options, typed or named.
+		{trace.Options{GPU: cupti.Options{BufferSize: 100}}, "GPU.BufferSize (advanced key gpu_buffer_size) 100 out of range"},
+		{trace.Options{AdvancedConfig: map[string]any{"gpu_buffer_size": 100}}, "GPU.BufferSize (advanced key gpu_buffer_size) 100 out of range"},
+		{trace.Options{AdvancedConfig: map[string]any{"gpu_max_buffers": 1 << 20}}, "GPU.MaxBuffers (advanced key gpu_max_buffers)"},
+		{trace.Options{AdvancedConfig: map[string]any{"gpu_flush_period_ms": -5}}, "GPU.FlushPeriod (advanced key gpu_flush_period_ms)"},
+		{trace.Options{GPU: cupti.Options{MaxRecords: -1}}, "GPU.MaxRecords"},
+		{trace.Options{AdvancedConfig: map[string]any{"gpu_buffer_size": "big"}}, `"gpu_buffer_size": want int, got string`},
 	}
 	for _, c := range cases {
 		_, err := trace.StartSession(t.TempDir(), &c.o)
@@ -383,4 +394,56 @@ func TestPanicLeavesReadableTrace(t *testing.T) {
 		}
 	}
 	checkReadable(t, files[0], map[string]bool{"doomed": true, "inner": false})
+}
+
+// Typed options and advanced keys are one setting: the typed form works
+// alone, and a key given too overrides it.
+func TestTypedOptionsAndAdvancedKeysAgree(t *testing.T) {
+	dir := t.TempDir()
+	s := mustStart(t, dir, &trace.Options{Hostname: "worker:8", SessionID: "typed", ProgramName: "trainer"})
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "plugins", "profile", "typed", "worker_8.pftrace"); s.Outputs().Perfetto != want {
+		t.Fatalf("wrote %q, want %q", s.Outputs().Perfetto, want)
+	}
+	if got := s.Snapshot().Meta.Program; got != "trainer" {
+		t.Fatalf("program %q, want trainer", got)
+	}
+	s = mustStart(t, dir, &trace.Options{SessionID: "typed2", AdvancedConfig: map[string]any{"session_id": "named"}})
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := filepath.Base(s.RunDir()); got != "named" {
+		t.Fatalf("run directory %q, want the advanced key's %q", got, "named")
+	}
+}
+
+// A Stop that writes nothing (a full disk fails every write, or no output
+// was asked for) leaves no empty run directory for TensorBoard to list,
+// and its error names what failed.
+func TestStopThatWritesNothingLeavesNoRunDirectory(t *testing.T) {
+	restore := trace.SetWriteOutput(func(path string, _ *formats.Format, _ *event.Snapshot) error {
+		return fmt.Errorf("cannot write %s: no space left on device", path)
+	})
+	defer restore()
+	s := mustStart(t, t.TempDir(), &trace.Options{DeviceTracerLevel: trace.Off})
+	dir := s.RunDir()
+	err := s.Stop()
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("Stop: %v, want the write error", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("run directory %s is still there (%v)", dir, err)
+	}
+	restore()
+
+	s = mustStart(t, t.TempDir(), &trace.Options{DeviceTracerLevel: trace.Off, NoPerfetto: true, NoXPlane: true})
+	dir = s.RunDir()
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) || s.Outputs().RunDir != "" {
+		t.Fatalf("a session with no outputs left %s (%v), Outputs.RunDir %q", dir, err, s.Outputs().RunDir)
+	}
 }

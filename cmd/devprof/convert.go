@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/devprof/devprof/exporters/formats"
 )
 
 func runConvert(args []string, stdout, stderr io.Writer) error {
@@ -17,24 +19,29 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	in, out := fs.Arg(0), fs.Arg(1)
-	if formatOf(out) == formatUnknown {
-		_, err := writeTrace(out, nil) // reports the naming rule
+	outFmt, err := formats.ForPath(out) // before reading: a bad name costs nothing
+	if err != nil {
+		return err
+	}
+	// Detect refuses an empty or unplaceable input before the progress
+	// line, so a refusal is one line.
+	inFmt, err := formats.Detect(in)
+	if err != nil {
 		return err
 	}
 	start := time.Now()
 	fmt.Fprintf(stderr, "devprof convert: reading %s…\n", in)
-	s, inFmt, err := readTrace(in)
+	s, err := inFmt.ReadFile(in)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "devprof convert: read %d events (%s) in %v; writing %s…\n", len(s.Events), inFmt, time.Since(start).Round(time.Millisecond), out)
-	outFmt, err := writeTrace(out, s)
-	if err != nil {
+	fmt.Fprintf(stderr, "devprof convert: read %d events (%s) in %v; writing %s…\n", len(s.Events), inFmt.Display, time.Since(start).Round(time.Millisecond), out)
+	if err := formats.WriteFile(out, outFmt, s); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s (%s, %d events) → %s (%s) in %v\n", in, inFmt, len(s.Events), out, outFmt, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "%s (%s, %d events) → %s (%s) in %v\n", in, inFmt.Display, len(s.Events), out, outFmt.Display, time.Since(start).Round(time.Millisecond))
 	for _, w := range s.Meta.Warnings {
-		fmt.Fprintf(stderr, "devprof convert: note: %s\n", w)
+		fmt.Fprintf(stderr, "devprof convert: note: %s\n", w.Text)
 	}
 	return nil
 }

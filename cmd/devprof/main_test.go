@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/devprof/devprof/internal/conformance"
+	"github.com/devprof/devprof/conformance"
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/internal/mlpdemo"
 )
 
@@ -84,6 +86,28 @@ func TestHelpAndUsageErrors(t *testing.T) {
 	}
 }
 
+// TestServeRefusesWhatThePerfettoUICannotOpen: serving an XSpace would use
+// up the one-shot link on a file the UI rejects; serve says to convert it.
+func TestServeRefusesWhatThePerfettoUICannotOpen(t *testing.T) {
+	dir := t.TempDir()
+	b := event.NewBuilder(event.Meta{Host: "h", Stop: event.ClockAnchor{Mono: 10}})
+	b.Span(event.Span{Name: "step", Start: 1, End: 9})
+	s := b.Snapshot()
+	// The suggested output replaces the input's extension when it is the
+	// format's own, and never names the input itself.
+	for name, out := range map[string]string{"h.xplane.pb": "h.pftrace", "misnamed.pftrace": "misnamed.pftrace.pftrace"} {
+		path := filepath.Join(dir, name)
+		if err := formats.WriteFile(path, formats.XPlane, s); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := runCLI("serve", "-timeout", "1ms", path)
+		want := "devprof serve: " + path + " is a TensorBoard profile (XSpace), which ui.perfetto.dev does not open; convert it first: devprof convert " + path + " " + filepath.Join(dir, out) + "\n"
+		if code != 1 || stdout != "" || stderr != want {
+			t.Errorf("serve %s: exit %d, stdout %q, stderr %q; want exit 1 and %q", name, code, stdout, stderr, want)
+		}
+	}
+}
+
 func TestBadFilesGetOneLineErrors(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "nope.pftrace")
@@ -106,7 +130,7 @@ func TestConvertChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	orig, _, err := readTrace(o.Perfetto)
+	orig, _, err := formats.Read(o.Perfetto)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +145,7 @@ func TestConvertChain(t *testing.T) {
 			t.Fatalf("summary %s: exit %d\n%s%s", chain[i], code, stdout, stderr)
 		}
 	}
-	final, _, err := readTrace(chain[len(chain)-1])
+	final, _, err := formats.Read(chain[len(chain)-1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,5 +210,30 @@ func TestConvertErrors(t *testing.T) {
 	}
 	if code, _, _ := runCLI("convert", good); code != 2 {
 		t.Error("convert with one argument should be a usage error")
+	}
+}
+
+// TestEmptyTraceIsRefused is issue 17: a zero-byte file named like a
+// Perfetto trace used to read as a trace with no events, so summary printed
+// an empty table and convert wrote an empty trace. Both must refuse it in
+// one line, exit 1 and write nothing.
+func TestEmptyTraceIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"x.pftrace", "x.pftrace.gz"} {
+		in := filepath.Join(dir, name)
+		if err := os.WriteFile(in, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "out-"+name+".json")
+		for _, args := range [][]string{{"summary", in}, {"convert", in, out}} {
+			code, stdout, stderr := runCLI(args...)
+			line := strings.TrimSpace(stderr)
+			if code != 1 || stdout != "" || strings.Contains(line, "\n") || !strings.HasPrefix(line, "devprof "+args[0]+": ") || !strings.Contains(line, in) || !strings.Contains(line, "empty") {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1, no output and one line saying %s is empty", args, code, stdout, stderr, in)
+			}
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("convert of an empty %s wrote %s", name, out)
+		}
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
+	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/perfettolink"
 )
 
@@ -21,7 +23,27 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// A file the Perfetto UI cannot open would be served, opened and fail
+	// there, using up the link; say so here instead. A file Detect cannot
+	// place is left to perfettolink, which explains missing and empty files.
+	if f, err := formats.Detect(path); err == nil && !f.PerfettoUI {
+		return fmt.Errorf("%s is a %s, which ui.perfetto.dev does not open; convert it first: devprof convert %s %s", path, f.Display, path, renamed(path, f, formats.Perfetto))
+	}
 	return serve(path, *timeout, stdout)
+}
+
+// renamed suggests a name for path converted from format from to format
+// to: from's extension replaced by to's usual one, or to's appended when
+// path is misnamed, so the suggestion never overwrites the input.
+func renamed(path string, from, to *formats.Format) string {
+	base := strings.TrimSuffix(path, ".gz")
+	for _, e := range from.Extensions {
+		if strings.HasSuffix(strings.ToLower(base), e) {
+			base = base[:len(base)-len(e)]
+			break
+		}
+	}
+	return base + to.Extensions[0]
 }
 
 // serve hands path to ui.perfetto.dev once, stopping early on Ctrl-C.

@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"github.com/devprof/devprof/internal/metatext"
 	"io"
+	"strings"
 
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/spanstats"
 )
 
@@ -19,7 +22,7 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s, f, err := readTrace(path)
+	s, f, err := formats.Read(path)
 	if err != nil {
 		return err
 	}
@@ -36,12 +39,12 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 			counters++
 		}
 	}
-	fmt.Fprintf(stdout, "%s (%s): %d spans on %d rows, %d instants, %d counter samples\n", path, f, table.Spans, table.Tracks, instants, counters)
-	if s.Meta.Dropped > 0 {
-		fmt.Fprintf(stdout, "warning: %d events were dropped while recording (buffer full at max_events=%d); totals are low\n", s.Meta.Dropped, s.Meta.MaxEvents)
+	fmt.Fprintf(stdout, "%s (%s): %d spans on %d rows, %d instants, %d counter samples\n", path, f.Display, table.Spans, table.Tracks, instants, counters)
+	if s.Meta.Dropped() > 0 {
+		fmt.Fprintf(stdout, "warning: %s; totals are low\n", strings.TrimPrefix(metatext.DropSummary(&s.Meta), "devprof: "))
 	}
 	for _, w := range s.Meta.Warnings {
-		fmt.Fprintf(stdout, "note: %s\n", w)
+		fmt.Fprintf(stdout, "note: %s\n", w.Text)
 	}
 	fmt.Fprintln(stdout)
 	return table.Write(stdout, *top)

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/metatext"
 )
 
 // Write encodes s as gzip-compressed Trace Event Format JSON to w (the
@@ -140,16 +141,28 @@ func (j *jw) write() {
 		j.b = append(j.b, "}}"...)
 		j.flush()
 	}
-	if j.m.Dropped > 0 {
+	// Warnings, notes and drops as process instants, as in the Perfetto
+	// file: the viewer shows them to people, the reader turns them back
+	// into metadata.
+	for _, mk := range metatext.Markers(j.m) {
+		at := j.m.Start.Mono
+		if mk.AtStop {
+			at = j.m.Stop.Mono
+		}
 		j.begin()
 		j.b = append(j.b, `{"ph":"i","s":"p","pid":`...)
 		j.b = strconv.AppendInt(j.b, int64(pid), 10)
 		j.b = append(j.b, `,"ts":`...)
-		j.b = j.us(j.b, j.m.Stop.Mono)
+		j.b = j.us(j.b, at)
 		j.b = append(j.b, `,"name":`...)
-		j.b = appendString(j.b, "devprof: "+strconv.FormatInt(j.m.Dropped, 10)+" events dropped (buffer full at max_events="+strconv.FormatInt(j.m.MaxEvents, 10)+")")
-		j.b = append(j.b, `,"args":{"dropped_events":`...)
-		j.b = strconv.AppendInt(j.b, j.m.Dropped, 10)
+		j.b = appendString(j.b, mk.Name)
+		j.b = append(j.b, `,"args":{`...)
+		for i, a := range mk.Args {
+			if i > 0 {
+				j.b = append(j.b, ',')
+			}
+			j.arg(a)
+		}
 		j.b = append(j.b, "}}"...)
 		j.flush()
 	}
@@ -157,7 +170,7 @@ func (j *jw) write() {
 	j.b = append(j.b, `"otherData":{"host":`...)
 	j.b = appendString(j.b, j.m.Host)
 	j.b = append(j.b, `,"dropped_events":`...)
-	j.b = strconv.AppendInt(j.b, j.m.Dropped, 10)
+	j.b = strconv.AppendInt(j.b, j.m.Dropped(), 10)
 	j.b = append(j.b, `,"start_unix_ns":`...)
 	j.b = strconv.AppendInt(j.b, j.m.Start.Wall, 10)
 	j.b = append(j.b, "}}\n"...)
@@ -225,6 +238,26 @@ func (j *jw) flow(r *event.Record) {
 	}
 }
 
+// arg appends a (not a flow) as "key":value.
+func (j *jw) arg(a event.Arg) {
+	j.b = appendString(j.b, a.Key)
+	j.b = append(j.b, ':')
+	switch a.Kind {
+	case event.ArgInt:
+		j.b = strconv.AppendInt(j.b, int64(a.Num), 10)
+	case event.ArgUint:
+		j.b = strconv.AppendUint(j.b, a.Num, 10)
+	case event.ArgFloat:
+		j.b = appendFloat(j.b, a.Float())
+	case event.ArgBool:
+		j.b = strconv.AppendBool(j.b, a.Num != 0)
+	case event.ArgString:
+		j.b = appendString(j.b, a.Str)
+	case event.ArgDuration:
+		j.b = appendString(j.b, a.Duration().String())
+	}
+}
+
 func (j *jw) args(r *event.Record, finished bool) {
 	j.argBuf = j.s.AppendArgs(j.argBuf[:0], r)
 	args := event.UniqueKeys(j.argBuf)
@@ -245,22 +278,7 @@ func (j *jw) args(r *event.Record, finished bool) {
 			continue
 		}
 		sep()
-		j.b = appendString(j.b, a.Key)
-		j.b = append(j.b, ':')
-		switch a.Kind {
-		case event.ArgInt:
-			j.b = strconv.AppendInt(j.b, int64(a.Num), 10)
-		case event.ArgUint:
-			j.b = strconv.AppendUint(j.b, a.Num, 10)
-		case event.ArgFloat:
-			j.b = appendFloat(j.b, a.Float())
-		case event.ArgBool:
-			j.b = strconv.AppendBool(j.b, a.Num != 0)
-		case event.ArgString:
-			j.b = appendString(j.b, a.Str)
-		case event.ArgDuration:
-			j.b = appendString(j.b, a.Duration().String())
-		}
+		j.arg(a)
 	}
 	if step {
 		sep()

@@ -17,7 +17,8 @@ const golden = "../../testdata/golden/session.trace.json"
 
 // TestGolden writes eventtest.GoldenSnapshot and compares the bytes with
 // the golden file, so that any change to the output is seen (and, if
-// intended, recorded with -update); then it reads the golden file back.
+// intended, recorded with -update); then it reads the golden file back,
+// metadata included.
 func TestGolden(t *testing.T) {
 	var buf bytes.Buffer
 	if err := WritePlain(&buf, eventtest.GoldenSnapshot()); err != nil {
@@ -41,4 +42,7 @@ func TestGolden(t *testing.T) {
 	if steps != 2 || kernels != 2 {
 		t.Errorf("read back %d train spans and %d saxpy kernels, want 2 and 2", steps, kernels)
 	}
+	// The warning, the note and the drops of both sources come back as
+	// the structure they were.
+	eventtest.CheckMeta(t, "chrome", s, eventtest.GoldenSnapshot())
 }

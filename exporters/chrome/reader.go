@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/metatext"
 )
 
 // Limits that keep a hostile file from costing much more than its size.
@@ -58,7 +59,8 @@ func ReadFile(path string) (*event.Snapshot, error) {
 // events get a track per (pid, cat, name, id); flows become event.ArgFlow
 // arguments. Within a track, a span's parent is the latest-starting span
 // that contains it. devprof's own markers (step_num, unfinished, the
-// dropped-events instant, otherData) are turned back into what they mark.
+// warning, note and dropped-events instants, otherData) are turned back
+// into what they mark.
 // What it cannot represent is counted in Meta.Warnings.
 //
 // A malformed file gives an error "chrome: <what> at byte offset N", with
@@ -195,11 +197,9 @@ type parser struct {
 
 	arrayForm, sawEvents, missingBracket bool
 
-	unknown   map[string]int
-	noTS      int
-	argsLost  int
-	maxEvents int64
-	dropped   int64
+	unknown  map[string]int
+	noTS     int
+	argsLost int
 }
 
 func newParser(src io.Reader, gz bool) *parser {
@@ -1201,6 +1201,7 @@ type builder struct {
 	stop      int64
 	strIDs    map[string]int64
 	nextID    int64
+	marks     metatext.Collector // devprof's warnings, notes and drops
 }
 
 func (b *builder) rel(ts int64) int64 { return ts - b.origin }
@@ -1475,7 +1476,7 @@ func (b *builder) add(e *ev) {
 	case 'n':
 		b.instants = append(b.instants, instant{name: e.name, t: t, lane: b.asyncLane(e), parent: -1, args: e.args})
 	case 'i', 'I', 'R':
-		if b.dropMarker(e) {
+		if b.marks.Take(e.name, e.args) {
 			return
 		}
 		li := -1
@@ -1494,26 +1495,6 @@ func (b *builder) add(e *ev) {
 			num:  b.flowNum(key, e.ph == 's'),
 		})
 	}
-}
-
-// dropMarker recognises devprof's "devprof: N events dropped" instant.
-func (b *builder) dropMarker(e *ev) bool {
-	if !strings.HasPrefix(e.name, "devprof: ") || !strings.Contains(e.name, " events dropped") {
-		return false
-	}
-	for _, a := range e.args {
-		if a.Key == "dropped_events" && a.Kind == event.ArgInt {
-			b.p.dropped = max(b.p.dropped, a.Int())
-			if _, after, ok := strings.Cut(e.name, "max_events="); ok {
-				digits := after[:len(after)-len(strings.TrimLeft(after, "0123456789"))]
-				if n, err := strconv.ParseInt(digits, 10, 64); err == nil {
-					b.p.maxEvents = n
-				}
-			}
-			return true
-		}
-	}
-	return false
 }
 
 func (b *builder) counter(e *ev, t int64) {
@@ -1641,8 +1622,14 @@ func (b *builder) bindInstants() {
 	}
 }
 
+// readerWarning is a warning of the reader's own.
+func readerWarning(code, text string) event.Warning {
+	return event.Warning{Source: "chrome", Code: code, Text: text}
+}
+
 func (b *builder) emit() *event.Snapshot {
 	bl := event.NewBuilder(b.meta())
+	b.emitMarks(bl)
 	b.emitSpans(bl)
 	b.emitInstants(bl)
 	b.emitCounters(bl)
@@ -1654,11 +1641,7 @@ func (b *builder) emit() *event.Snapshot {
 // names the program.
 func (b *builder) meta() event.Meta {
 	p := b.p
-	meta := event.Meta{
-		Host:      p.other.host,
-		Dropped:   max(p.other.dropped, p.dropped),
-		MaxEvents: p.maxEvents,
-	}
+	meta := event.Meta{Host: p.other.host}
 	var best *procInfo
 	var bestID procID
 	for id, pi := range p.procs {
@@ -1680,6 +1663,16 @@ func (b *builder) meta() event.Meta {
 	meta.Start = event.ClockAnchor{Mono: 0, Boot: start, Wall: start}
 	meta.Stop = event.ClockAnchor{Mono: b.stop, Boot: satAdd(start, b.stop), Wall: satAdd(start, b.stop)}
 	return meta
+}
+
+// emitMarks adds the warnings, notes and drops devprof's marker instants
+// carried; otherData's count stands in for a drop marker that went.
+func (b *builder) emitMarks(bl *event.Builder) {
+	b.marks.Apply(bl)
+	if len(b.marks.Drops) == 0 && b.p.other.dropped > 0 {
+		// otherData counts what the file lost even if its marker went.
+		bl.AddDrops(event.DropsRecorder, b.p.other.dropped)
+	}
 }
 
 // emitSpans adds a track for every lane with events, in the order the
@@ -1766,20 +1759,20 @@ func (b *builder) warn(bl *event.Builder) {
 			phases = append(phases, fmt.Sprintf("%q ×%d", ph, c))
 		}
 		slices.Sort(phases)
-		bl.Warn(fmt.Sprintf("chrome: skipped %d events with unsupported phases: %s", n, strings.Join(phases, ", ")))
+		bl.Warn(readerWarning("unsupported_phases", fmt.Sprintf("chrome: skipped %d events with unsupported phases: %s", n, strings.Join(phases, ", "))))
 	}
-	warn := func(n int, format string) {
+	warn := func(n int, code, format string) {
 		if n > 0 {
-			bl.Warn(fmt.Sprintf(format, n))
+			bl.Warn(readerWarning(code, fmt.Sprintf(format, n)))
 		}
 	}
-	warn(p.noTS, "chrome: skipped %d events without a timestamp")
-	warn(b.unmatched, "chrome: ignored %d end events (E or e) with no open slice")
-	warn(b.tooDeep, fmt.Sprintf("chrome: ignored %%d slices nested more than %d deep", maxOpen))
-	warn(b.noValue, "chrome: skipped %d counter events without numeric values")
-	warn(b.unbound, "chrome: %d flow events had no slice to bind to")
-	warn(p.argsLost, fmt.Sprintf("chrome: dropped %%d arguments beyond %d on one event", maxArgs))
+	warn(p.noTS, "no_timestamp", "chrome: skipped %d events without a timestamp")
+	warn(b.unmatched, "unmatched_end", "chrome: ignored %d end events (E or e) with no open slice")
+	warn(b.tooDeep, "too_deep", fmt.Sprintf("chrome: ignored %%d slices nested more than %d deep", maxOpen))
+	warn(b.noValue, "counter_without_value", "chrome: skipped %d counter events without numeric values")
+	warn(b.unbound, "unbound_flow", "chrome: %d flow events had no slice to bind to")
+	warn(p.argsLost, "args_lost", fmt.Sprintf("chrome: dropped %%d arguments beyond %d on one event", maxArgs))
 	if p.missingBracket {
-		bl.Warn("chrome: the event array has no closing bracket (the trace may have been cut short)")
+		bl.Warn(readerWarning("truncated", "chrome: the event array has no closing bracket (the trace may have been cut short)"))
 	}
 }

@@ -149,7 +149,7 @@ func dump(s *event.Snapshot) string {
 	var b strings.Builder
 	m := &s.Meta
 	fmt.Fprintf(&b, "meta host=%q pid=%d program=%q dropped=%d max=%d wall=%d stop=%d\n",
-		m.Host, m.PID, m.Program, m.Dropped, m.MaxEvents, m.Start.Wall, m.Stop.Mono)
+		m.Host, m.PID, m.Program, m.Dropped(), m.MaxEvents, m.Start.Wall, m.Stop.Mono)
 	for i, tk := range s.Tracks {
 		fmt.Fprintf(&b, "track %d %q tid=%d\n", i+1, tk.Name, tk.ID)
 	}
@@ -200,7 +200,7 @@ func dump(s *event.Snapshot) string {
 		b.WriteString(l + "\n")
 	}
 	for _, w := range m.Warnings {
-		fmt.Fprintf(&b, "warn %s\n", w)
+		fmt.Fprintf(&b, "warn %s\n", w.Text)
 	}
 	return b.String()
 }
@@ -276,7 +276,7 @@ func TestRoundTripDevprof(t *testing.T) {
 	got := mustRead(t, data)
 	rel := func(s *event.Snapshot, t int64) int64 { return t - s.Meta.Start.Mono }
 
-	if g, w := got.Meta, s.Meta; g.Host != w.Host || g.PID != w.PID || g.Program != w.Program || g.Dropped != 0 || g.Start.Wall != w.Start.Wall {
+	if g, w := got.Meta, s.Meta; g.Host != w.Host || g.PID != w.PID || g.Program != w.Program || g.Dropped() != 0 || g.Start.Wall != w.Start.Wall {
 		t.Errorf("meta %+v, want host/pid/program/wall of %+v", g, w)
 	}
 	if e, _ := s.EndOf(byName(t, s, event.KindSpan)["never-ended"]); !near(got.Meta.Stop.Mono, rel(s, e)) {
@@ -420,12 +420,12 @@ func TestRoundTripDropped(t *testing.T) {
 			sp.End()
 		}
 	})
-	if s.Meta.Dropped == 0 {
+	if s.Meta.Dropped() == 0 {
 		t.Fatal("nothing dropped")
 	}
 	got := mustRead(t, encode(t, s))
-	if got.Meta.Dropped != s.Meta.Dropped || got.Meta.MaxEvents != 8 {
-		t.Errorf("dropped %d max %d, want %d and 8", got.Meta.Dropped, got.Meta.MaxEvents, s.Meta.Dropped)
+	if !slices.Equal(got.Meta.Drops, s.Meta.Drops) || got.Meta.MaxEvents != 8 {
+		t.Errorf("drops %v max %d, want %v and 8", got.Meta.Drops, got.Meta.MaxEvents, s.Meta.Drops)
 	}
 	for _, r := range got.Events {
 		if r.Kind != event.KindSpan {
@@ -436,8 +436,8 @@ func TestRoundTripDropped(t *testing.T) {
 		t.Errorf("%d spans, want 8", n)
 	}
 	// The marker comes back when the snapshot is written again.
-	if again := mustRead(t, encode(t, got)); again.Meta.Dropped != s.Meta.Dropped || again.Meta.MaxEvents != 8 {
-		t.Errorf("second round: dropped %d max %d", again.Meta.Dropped, again.Meta.MaxEvents)
+	if again := mustRead(t, encode(t, got)); !slices.Equal(again.Meta.Drops, s.Meta.Drops) || again.Meta.MaxEvents != 8 {
+		t.Errorf("second round: drops %v max %d", again.Meta.Drops, again.Meta.MaxEvents)
 	}
 }
 
@@ -957,10 +957,10 @@ func TestLimits(t *testing.T) {
 	if deep != maxOpen {
 		t.Errorf("%d nested spans kept, want %d", deep, maxOpen)
 	}
-	want := []string{
-		"chrome: ignored 2 end events (E or e) with no open slice",
-		fmt.Sprintf("chrome: ignored 10 slices nested more than %d deep", maxOpen),
-		"chrome: dropped 45 arguments beyond 255 on one event",
+	want := []event.Warning{
+		{Source: "chrome", Code: "unmatched_end", Text: "chrome: ignored 2 end events (E or e) with no open slice"},
+		{Source: "chrome", Code: "too_deep", Text: fmt.Sprintf("chrome: ignored 10 slices nested more than %d deep", maxOpen)},
+		{Source: "chrome", Code: "args_lost", Text: "chrome: dropped 45 arguments beyond 255 on one event"},
 	}
 	if !slices.Equal(s.Meta.Warnings, want) {
 		t.Errorf("warnings %q, want %q", s.Meta.Warnings, want)
@@ -1033,4 +1033,15 @@ func FuzzRead(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestMetaRoundTrip: warnings, notes and per-source drops written to a
+// Chrome JSON file read back as the same structure.
+func TestMetaRoundTrip(t *testing.T) {
+	s := eventtest.MetaSnapshot()
+	got := mustRead(t, encode(t, s))
+	eventtest.CheckMeta(t, "chrome", got, s)
+	if got.Meta.MaxEvents != s.Meta.MaxEvents {
+		t.Errorf("max_events %d, want %d", got.Meta.MaxEvents, s.Meta.MaxEvents)
+	}
 }

@@ -363,7 +363,7 @@ func TestReadDroppedMarker(t *testing.T) {
 			sp.End()
 		}
 	})
-	if s.Meta.Dropped == 0 {
+	if s.Meta.Dropped() == 0 {
 		t.Fatal("nothing dropped")
 	}
 	tr := mustRead(t, encode(t, s, false))
@@ -371,7 +371,7 @@ func TestReadDroppedMarker(t *testing.T) {
 		t.Fatalf("instants %+v", tr.Instants)
 	}
 	in := tr.Instants[0]
-	want := []Arg{{"dropped_events", s.Meta.Dropped}, {"max_events", int64(4)}}
+	want := []Arg{{"dropped_events", s.Meta.Dropped()}, {"max_events", int64(4)}, {"dropped_events.recorder", s.Meta.Dropped()}}
 	if !strings.HasPrefix(in.Name, "devprof: ") || in.TS != s.Meta.BootNanos(s.Meta.Stop.Mono) || !reflect.DeepEqual(in.Args, want) || in.Track != tr.Tracks[0].UUID {
 		t.Errorf("drop marker %+v", in)
 	}

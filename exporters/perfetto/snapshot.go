@@ -2,6 +2,7 @@ package perfetto
 
 import (
 	"fmt"
+	"github.com/devprof/devprof/internal/metatext"
 	"math"
 	"regexp"
 	"strconv"
@@ -22,7 +23,6 @@ func ReadSnapshot(path string) (*event.Snapshot, error) {
 
 var (
 	gpuProcess  = regexp.MustCompile(`^GPU (\d+)(?: \((.*)\))?$`)
-	dropMarker  = regexp.MustCompile(`^devprof: (\d+) events dropped \(buffer full at max_events=(\d+)\)$`)
 	streamTrack = regexp.MustCompile(`^Stream #(-?\d+)`)
 )
 
@@ -149,26 +149,15 @@ func (t *Trace) Snapshot() *event.Snapshot {
 		}
 		return ids[best]
 	}
+	// Instants devprof wrote to show the metadata become metadata again.
+	var marks metatext.Collector
 	for k := range t.Instants {
 		in := &t.Instants[k]
-		if m := dropMarker.FindStringSubmatch(in.Name); m != nil {
-			d, _ := strconv.ParseInt(m[1], 10, 64)
-			mx, _ := strconv.ParseInt(m[2], 10, 64)
-			b.SetDropped(d, mx)
-			continue
-		}
-		if in.Name == MessageWarning || in.Name == MessageNote {
-			if msg, ok := messageArg(in.Args); ok {
-				if in.Name == MessageWarning {
-					b.Warn(msg)
-				} else {
-					b.Note(msg)
-				}
-				continue
-			}
-		}
 		var unfinished bool
 		args, _, _ := convertArgs(in.Args, &unfinished)
+		if marks.Take(in.Name, args) {
+			continue
+		}
 		for _, f := range in.FlowIDs {
 			if f&ParentFlowBit == 0 {
 				args = append(args, event.Arg{Kind: event.ArgFlow, Num: f})
@@ -184,6 +173,7 @@ func (t *Trace) Snapshot() *event.Snapshot {
 		}
 		b.Counter(name, unit, c.TS, c.Value)
 	}
+	marks.Apply(b)
 	return b.Snapshot()
 }
 
@@ -238,14 +228,4 @@ func convertArgs(in []Arg, unfinished *bool) (args []event.Arg, step bool, stepN
 		}
 	}
 	return args, step, stepNum
-}
-
-// messageArg returns the "message" argument of a warning or note instant.
-func messageArg(args []Arg) (string, bool) {
-	for _, a := range args {
-		if s, ok := a.Value.(string); ok && a.Name == "message" {
-			return s, true
-		}
-	}
-	return "", false
 }

@@ -3,6 +3,8 @@ package perfetto
 import (
 	"bytes"
 	"fmt"
+	"github.com/devprof/devprof/internal/eventtest"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -66,7 +68,12 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	b.Instant("mark", 4*ms+500_000, 0, fw, []event.Arg{{Key: "ok", Kind: event.ArgBool, Num: 1}})
 	b.Counter("loss", "", 7*ms, 0.5)
 	b.Counter("mem", "bytes", 8*ms, 1024)
-	b.SetDropped(4, 1000)
+	b.AddDrops(event.DropsRecorder, 4)
+	b.AddDrops("cupti", 5)
+	b.SetMaxEvents(1000)
+	b.Warn(event.Warning{Source: "cupti", Code: "records_dropped", Text: "5 GPU activity records dropped"})
+	b.Warn(event.Warning{Text: "a warning read from a file that had only text"})
+	b.Note(event.Note{Source: "cupti", Text: "GPU timestamps: CLOCK_REALTIME"})
 	orig := b.Snapshot()
 
 	var buf bytes.Buffer
@@ -83,10 +90,23 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if !slices.Equal(want, have) {
 		t.Fatalf("round trip differs:\nwant %q\n got %q", want, have)
 	}
-	if got.Meta.Dropped != 4 || got.Meta.MaxEvents != 1000 || got.Meta.Program != "trainer" || got.Meta.PID != 100 {
+	if got.Meta.Dropped() != 9 || got.Meta.MaxEvents != 1000 || got.Meta.Program != "trainer" || got.Meta.PID != 100 {
 		t.Fatalf("meta %+v", got.Meta)
 	}
-	if got.Meta.Start.Wall != (ms - orig.Meta.Start.Mono + orig.Meta.Start.Wall) {
-		t.Fatalf("wall start %d, want %d", got.Meta.Start.Wall, (ms - orig.Meta.Start.Mono + orig.Meta.Start.Wall))
+	// Warnings, notes and drops come back as the structure they were.
+	if !reflect.DeepEqual(got.Meta.Warnings, orig.Meta.Warnings) || !reflect.DeepEqual(got.Meta.Notes, orig.Meta.Notes) || !reflect.DeepEqual(got.Meta.Drops, orig.Meta.Drops) {
+		t.Fatalf("metadata read back as\n%+v\n%+v\n%+v\nwant\n%+v\n%+v\n%+v", got.Meta.Warnings, got.Meta.Notes, got.Meta.Drops, orig.Meta.Warnings, orig.Meta.Notes, orig.Meta.Drops)
 	}
+	// The warning and note instants sit at the session's start, so the
+	// trace read back starts where the session did.
+	if got.Meta.Start.Wall != orig.Meta.Start.Wall {
+		t.Fatalf("wall start %d, want %d", got.Meta.Start.Wall, orig.Meta.Start.Wall)
+	}
+}
+
+// TestMetaRoundTrip: warnings, notes and per-source drops written to a
+// Perfetto trace read back as the same structure.
+func TestMetaRoundTrip(t *testing.T) {
+	s := eventtest.MetaSnapshot()
+	eventtest.CheckMeta(t, "perfetto", mustRead(t, encode(t, s, false)).Snapshot(), s)
 }

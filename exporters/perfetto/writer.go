@@ -23,6 +23,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"github.com/devprof/devprof/internal/intern"
+	"github.com/devprof/devprof/internal/metatext"
 	"io"
 	"slices"
 
@@ -289,11 +290,11 @@ func (w *writer) write() {
 	w.pkt.Int(pdPid, int64(m.PID))
 	w.pkt.String(pdProcessName, m.Program)
 	w.pkt.String(pdProcessLabel, fmt.Sprintf("devprof host=%s", m.Host))
-	if m.Dropped > 0 {
-		w.pkt.String(pdProcessLabel, fmt.Sprintf("devprof dropped_events=%d", m.Dropped))
+	if d := m.Dropped(); d > 0 {
+		w.pkt.String(pdProcessLabel, fmt.Sprintf("devprof dropped_events=%d", d))
 	}
 	w.pkt.End(q)
-	w.pkt.String(tdDescription, fmt.Sprintf("Recorded by devprof on %s: %d events kept, %d dropped (max %d).", m.Host, len(w.s.Events), m.Dropped, m.MaxEvents))
+	w.pkt.String(tdDescription, fmt.Sprintf("Recorded by devprof on %s: %d events kept, %d dropped (max %d).", m.Host, len(w.s.Events), m.Dropped(), m.MaxEvents))
 	w.pkt.End(p)
 	w.finishPacket()
 
@@ -443,22 +444,20 @@ func (w *writer) write() {
 		w.slice(typeInstant, r.Start, procUUID, r, true, nil, false)
 	}
 	// Warnings and notes (a device tracer that could not start, which clock
-	// it used) as instants on the process at the start, where a reader of
-	// the trace sees them first.
-	for _, msg := range m.Warnings {
-		w.message(procUUID, start, MessageWarning, msg)
-	}
-	for _, msg := range m.Notes {
-		w.message(procUUID, start, MessageNote, msg)
-	}
-	if m.Dropped > 0 {
-		w.startPacket(w.boot(m.Stop.Mono), true)
+	// it used) and what was dropped, as instants on the process.
+	for _, mk := range metatext.Markers(m) {
+		at := start
+		if mk.AtStop {
+			at = w.boot(m.Stop.Mono)
+		}
+		w.startPacket(at, true)
 		p := w.pkt.Begin(pktTrackEvent)
 		w.pkt.Uint(teType, typeInstant)
 		w.pkt.Uint(teTrackUUID, procUUID)
-		w.pkt.Uint(teNameIID, w.iid(&w.seq.names, idEventNames, fmt.Sprintf("devprof: %d events dropped (buffer full at max_events=%d)", m.Dropped, m.MaxEvents)))
-		w.annotation("dropped_events", func() { w.pkt.Int(daIntValue, m.Dropped) })
-		w.annotation("max_events", func() { w.pkt.Int(daIntValue, m.MaxEvents) })
+		w.pkt.Uint(teNameIID, w.iid(&w.seq.names, idEventNames, mk.Name))
+		for _, a := range mk.Args {
+			w.arg(a)
+		}
 		w.pkt.End(p)
 		w.finishPacket()
 	}
@@ -475,23 +474,12 @@ func (w *writer) write() {
 }
 
 // Names of the instants that carry Meta.Warnings and Meta.Notes; the text
-// is their "message" argument.
+// is their "message" argument, the source and code their "source" and
+// "code" arguments.
 const (
-	MessageWarning = "devprof warning"
-	MessageNote    = "devprof note"
+	MessageWarning = metatext.WarningName
+	MessageNote    = metatext.NoteName
 )
-
-// message writes an instant named name with msg as its argument.
-func (w *writer) message(track uint64, at int64, name, msg string) {
-	w.startPacket(at, true)
-	p := w.pkt.Begin(pktTrackEvent)
-	w.pkt.Uint(teType, typeInstant)
-	w.pkt.Uint(teTrackUUID, track)
-	w.pkt.Uint(teNameIID, w.iid(&w.seq.names, idEventNames, name))
-	w.annotation("message", func() { w.pkt.Uint(daStringValueIID, w.iid(&w.seq.strs, idDebugAnnotStrs, msg)) })
-	w.pkt.End(p)
-	w.finishPacket()
-}
 
 // slice writes a BEGIN or INSTANT event for r. track 0 means the
 // sequence's default track.

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
+	"github.com/devprof/devprof/internal/metatext"
 	"io"
 	"math"
 	"os"
@@ -85,8 +86,9 @@ func ReadFile(path string) (*event.Snapshot, error) {
 // linking a launch to its kernel. Lines xprof derives from others (Steps,
 // XLA Ops, ... on GPUs) are skipped, as are aggregated events (counted in
 // a warning). A whole-file gzip is undone. XSpace errors and warnings
-// become Meta.Warnings, except devprof's drop warning, which sets
-// Meta.Dropped.
+// become Meta.Warnings (devprof's with their source and code, other
+// tools' as text), except devprof's drop lines, which become Meta.Drops;
+// devprof's notes on the Task Environment become Meta.Notes.
 //
 // A file that is not an XSpace gives an error
 // "xplane: cannot decode XSpace: ..." (with the file name from ReadFile).
@@ -130,7 +132,7 @@ func readBytes(data []byte, path string) (*event.Snapshot, error) {
 	}
 	rd := &reader{xs: &xs}
 	if repaired > 0 {
-		rd.warnings = append(rd.warnings, fmt.Sprintf("xplane: %d strings were not valid UTF-8; invalid bytes replaced with U+FFFD", repaired))
+		rd.warnf("invalid_utf8", "xplane: %d strings were not valid UTF-8; invalid bytes replaced with U+FFFD", repaired)
 	}
 	s := rd.read()
 	if s.Meta.Host == "" && path != "" {
@@ -222,7 +224,7 @@ type reader struct {
 	host     map[hostKey]*trackData
 	counters []counterSample
 
-	warnings                               []string
+	warnings                               []event.Warning
 	aggregated, negative, noValue, badMeta int
 }
 
@@ -268,8 +270,9 @@ type eventInfo struct {
 	args []event.Arg // TraceMe-encoded arguments, then the metadata's stats
 }
 
-func (r *reader) warnf(format string, args ...any) {
-	r.warnings = append(r.warnings, fmt.Sprintf(format, args...))
+// warnf adds a warning of the reader's own, with a stable code.
+func (r *reader) warnf(code, format string, args ...any) {
+	r.warnings = append(r.warnings, event.Warning{Source: "xplane", Code: code, Text: fmt.Sprintf(format, args...)})
 }
 
 func (r *reader) read() *event.Snapshot {
@@ -312,20 +315,25 @@ func (r *reader) read() *event.Snapshot {
 }
 
 // fileWarnings returns the warnings the file carries (its errors first),
-// taking devprof's drop warning into meta instead.
-func (r *reader) fileWarnings(meta *event.Meta) []string {
-	var warns []string
+// taking devprof's drop lines into meta.Drops and its notes into
+// meta.Notes instead.
+func (r *reader) fileWarnings(meta *event.Meta) []event.Warning {
+	var warns []event.Warning
 	for _, e := range r.xs.GetErrors() {
-		warns = append(warns, "XSpace error: "+e)
+		warns = append(warns, event.Warning{Text: "XSpace error: " + e})
 	}
 	for _, w := range r.xs.GetWarnings() {
-		var d, m int64
-		if _, err := fmt.Sscanf(w, "devprof: %d events dropped (buffer full at max_events=%d)", &d, &m); err == nil && d > 0 && DropWarning(d, m) == w {
-			meta.Dropped = addSat(meta.Dropped, d)
-			meta.MaxEvents = m
-			continue
+		switch l := metatext.ParseLine(w); {
+		case l.Drops != nil:
+			meta.AddDrops(l.Drops.Source, l.Drops.Events)
+			if l.Drops.Source == event.DropsRecorder {
+				meta.MaxEvents = l.MaxEvents
+			}
+		case l.Note != nil:
+			meta.Notes = append(meta.Notes, *l.Note)
+		default:
+			warns = append(warns, *l.Warning)
 		}
-		warns = append(warns, w)
 	}
 	return warns
 }
@@ -333,16 +341,16 @@ func (r *reader) fileWarnings(meta *event.Meta) []string {
 // countWarnings adds the reader's own warnings for what it skipped.
 func (r *reader) countWarnings() {
 	if r.aggregated > 0 {
-		r.warnf("xplane: %d aggregated events (num_occurrences, no start time) skipped", r.aggregated)
+		r.warnf("aggregated_events", "xplane: %d aggregated events (num_occurrences, no start time) skipped", r.aggregated)
 	}
 	if r.negative > 0 {
-		r.warnf("xplane: %d events with a negative duration read as zero-length", r.negative)
+		r.warnf("negative_duration", "xplane: %d events with a negative duration read as zero-length", r.negative)
 	}
 	if r.noValue > 0 {
-		r.warnf("xplane: %d counter samples without a numeric stat skipped", r.noValue)
+		r.warnf("counter_without_value", "xplane: %d counter samples without a numeric stat skipped", r.noValue)
 	}
 	if r.badMeta > 0 {
-		r.warnf("xplane: %d events refer to event metadata the plane does not define", r.badMeta)
+		r.warnf("unknown_metadata", "xplane: %d events refer to event metadata the plane does not define", r.badMeta)
 	}
 }
 
@@ -368,7 +376,7 @@ func (r *reader) timeBase(meta *event.Meta) {
 	for _, p := range r.xs.GetPlanes() {
 		stats := statsOf(p)
 		if p.GetName() == TaskEnvPlaneName {
-			r.taskEnv(stats, meta)
+			r.taskEnv(p, stats, meta)
 		}
 		if st := stats["process_id"]; st != nil && !havePID {
 			if v, ok := intStat(st); ok && v > 0 && v <= math.MaxInt32 {
@@ -398,8 +406,8 @@ func (r *reader) timeBase(meta *event.Meta) {
 }
 
 // taskEnv reads the Task Environment plane's stats: profile start and
-// stop (the first of each) and the tracer levels.
-func (r *reader) taskEnv(stats map[string]*xplanepb.XStat, meta *event.Meta) {
+// stop (the first of each), the tracer levels and devprof's notes.
+func (r *reader) taskEnv(p *xplanepb.XPlane, stats map[string]*xplanepb.XStat, meta *event.Meta) {
 	if v, ok := wallStat(stats["profile_start_time"]); ok && v > 0 && !r.haveStart {
 		r.start, r.haveStart = v, true
 	}
@@ -408,6 +416,23 @@ func (r *reader) taskEnv(stats map[string]*xplanepb.XStat, meta *event.Meta) {
 	}
 	if st := stats["profile_options"]; st != nil {
 		meta.HostTracerLevel, meta.DeviceTracerLevel = tracerLevels(st.GetBytesValue())
+	}
+	r.taskEnvNotes(p, meta)
+}
+
+// taskEnvNotes adds devprof's notes on the Task Environment plane to
+// meta.Notes.
+func (r *reader) taskEnvNotes(p *xplanepb.XPlane, meta *event.Meta) {
+	for _, st := range p.GetStats() {
+		if statName(p, st.GetMetadataId()) != noteStat {
+			continue
+		}
+		// A note's line has the prefix of a note or none.
+		if l := metatext.ParseLine(strStat(p, st)); l.Note != nil {
+			meta.Notes = append(meta.Notes, *l.Note)
+		} else if l.Warning != nil {
+			meta.Notes = append(meta.Notes, event.Note{Text: l.Warning.Text})
+		}
 	}
 }
 
@@ -831,6 +856,37 @@ func stepNumber(a event.Arg) (int64, bool) {
 	return 0, false
 }
 
+// neutralDevice turns xprof's stats of device activity into the model's
+// terms: tf_op is the annotation the work was launched in; kernel_details
+// and memcpy_details mark a kernel and a copy, and are left out where the
+// neutral arguments they are derived from are there (the writer derives
+// them again); a file with the summary alone keeps it.
+func neutralDevice(args []event.Arg) (event.ActivityKind, []event.Arg) {
+	kind := event.ActivityUnknown
+	var neutralKernel, neutralCopy bool
+	for _, a := range args {
+		switch a.Key {
+		case "kernel_details", event.ArgGrid:
+			kind = event.ActivityKernel
+			neutralKernel = neutralKernel || a.Key == event.ArgGrid
+		case "memcpy_details", event.ArgCopyKind:
+			kind = event.ActivityMemcpy
+			neutralCopy = neutralCopy || a.Key == event.ArgCopyKind
+		}
+	}
+	out := args[:0:0]
+	for _, a := range args {
+		switch {
+		case a.Key == "tf_op":
+			a.Key = event.ArgAnnotation
+		case a.Key == "kernel_details" && neutralKernel, a.Key == "memcpy_details" && neutralCopy:
+			continue
+		}
+		out = append(out, a)
+	}
+	return kind, out
+}
+
 // build adds a track and its events: host events nest by time (a span is
 // the parent of the events it properly contains), device events become
 // activity.
@@ -845,7 +901,8 @@ func (r *reader) build(b *event.Builder, td *trackData) {
 	})
 	if td.device {
 		for i := range ev {
-			b.Activity(id, ev[i].name, ev[i].start, ev[i].end, ev[i].args)
+			kind, args := neutralDevice(ev[i].args)
+			b.ActivityOf(kind, id, ev[i].name, ev[i].start, ev[i].end, args)
 		}
 		return
 	}

@@ -137,7 +137,7 @@ func TestReadRoundTrip(t *testing.T) {
 	})
 	got := readXSpace(t, writeXSpace(t, s))
 
-	if got.Meta.Host != "testhost" || got.Meta.Dropped != 0 || len(got.Meta.Warnings) != 0 {
+	if got.Meta.Host != "testhost" || got.Meta.Dropped() != 0 || len(got.Meta.Warnings) != 0 {
 		t.Errorf("meta %+v", got.Meta)
 	}
 	if got.Meta.Start != (event.ClockAnchor{Mono: 0, Boot: s.Meta.Start.Wall, Wall: s.Meta.Start.Wall}) {
@@ -220,22 +220,21 @@ func TestReadDropCount(t *testing.T) {
 			sp.End()
 		}
 	})
-	if s.Meta.Dropped == 0 {
+	if s.Meta.Dropped() == 0 {
 		t.Fatal("nothing dropped")
 	}
 	got := readXSpace(t, writeXSpace(t, s))
-	if got.Meta.Dropped != s.Meta.Dropped || got.Meta.MaxEvents != s.Meta.MaxEvents {
-		t.Errorf("dropped %d of max %d, want %d of %d", got.Meta.Dropped, got.Meta.MaxEvents, s.Meta.Dropped, s.Meta.MaxEvents)
+	if !slices.Equal(got.Meta.Drops, s.Meta.Drops) || got.Meta.MaxEvents != s.Meta.MaxEvents {
+		t.Errorf("drops %v of max %d, want %v of %d", got.Meta.Drops, got.Meta.MaxEvents, s.Meta.Drops, s.Meta.MaxEvents)
 	}
-	for _, w := range got.Meta.Warnings {
-		if strings.Contains(w, "dropped") {
-			t.Errorf("drop warning kept as a warning: %q", w)
-		}
+	if len(got.Meta.Warnings) != 0 {
+		t.Errorf("drop line kept as a warning: %q", got.Meta.Warnings)
 	}
-	// Writing the snapshot again gives the same warning.
+	// Writing the snapshot again gives the same line.
 	xs := decodeXSpace(t, writeXSpace(t, got))
-	if !slices.Contains(xs.Warnings, xplane.DropWarning(s.Meta.Dropped, s.Meta.MaxEvents)) {
-		t.Errorf("warnings after a second write: %q", xs.Warnings)
+	want := fmt.Sprintf("devprof drops [recorder]: %d events dropped (buffer full at max_events=%d)", s.Meta.Dropped(), s.Meta.MaxEvents)
+	if !slices.Contains(xs.Warnings, want) {
+		t.Errorf("warnings after a second write: %q, want %q", xs.Warnings, want)
 	}
 }
 
@@ -415,8 +414,8 @@ func TestReadJAX(t *testing.T) {
 	if m.Host != "vm" || m.PID != 17627 || m.Start.Wall != start || m.Start.Mono != 0 || m.Stop.Mono != stop-start || m.Stop.Wall != stop {
 		t.Errorf("meta %+v", m)
 	}
-	if len(m.Warnings) != 0 || m.Dropped != 0 {
-		t.Errorf("warnings %q dropped %d", m.Warnings, m.Dropped)
+	if len(m.Warnings) != 0 || m.Dropped() != 0 {
+		t.Errorf("warnings %q dropped %d", m.Warnings, m.Dropped())
 	}
 	var python, xla uint32
 	for i, tr := range s.Tracks {
@@ -764,7 +763,7 @@ func TestReadForms(t *testing.T) {
 		if r := byName["far"]; r == nil || r.End() < r.Start {
 			t.Errorf("far: %+v", r)
 		}
-		warns := strings.Join(s.Meta.Warnings, "\n")
+		warns := warningTexts(s.Meta.Warnings)
 		for _, w := range []string{"2 aggregated events", "1 events with a negative duration", "1 events refer to event metadata"} {
 			if !strings.Contains(warns, w) {
 				t.Errorf("warnings %q lack %q", warns, w)
@@ -818,7 +817,7 @@ func TestReadForms(t *testing.T) {
 		if !slices.Equal(counters, []string{"heap/bytes/42@1"}) {
 			t.Errorf("counters %q", counters)
 		}
-		if !strings.Contains(strings.Join(s.Meta.Warnings, "\n"), "1 counter samples without a numeric stat") {
+		if !strings.Contains(warningTexts(s.Meta.Warnings), "1 counter samples without a numeric stat") {
 			t.Errorf("warnings %q", s.Meta.Warnings)
 		}
 	})
@@ -850,7 +849,7 @@ func TestReadForms(t *testing.T) {
 			t.Errorf("launch %+v, step %+v", launch, step)
 		}
 		if s.Meta.Host != "h1" || s.Meta.PID != 777 || s.Meta.Program != "xplane" ||
-			!slices.Equal(s.Meta.Warnings, []string{"XSpace error: tracer failed", "Detected GPU events dropped"}) {
+			!slices.Equal(s.Meta.Warnings, []event.Warning{{Text: "XSpace error: tracer failed"}, {Text: "Detected GPU events dropped"}}) {
 			t.Errorf("meta %+v", s.Meta)
 		}
 	})
@@ -866,7 +865,7 @@ func TestReadForms(t *testing.T) {
 		if len(s.Events) != 1 || s.Name(s.Events[0]) != "name-\uFFFD-valid-ok" {
 			t.Errorf("events %+v", s.Events)
 		}
-		if !strings.Contains(strings.Join(s.Meta.Warnings, "\n"), "not valid UTF-8") {
+		if !strings.Contains(warningTexts(s.Meta.Warnings), "not valid UTF-8") {
 			t.Errorf("warnings %q", s.Meta.Warnings)
 		}
 	})
@@ -914,7 +913,7 @@ func TestReadErrors(t *testing.T) {
 // the fuzz seed needs no session): steps, nesting, an open span, counters,
 // a drop count and device activity.
 func fuzzSnapshot() *event.Snapshot {
-	b := event.NewBuilder(event.Meta{Host: "fuzz", Dropped: 3, MaxEvents: 100,
+	b := event.NewBuilder(event.Meta{Host: "fuzz", Drops: []event.Drops{{Source: event.DropsRecorder, Events: 3}}, MaxEvents: 100,
 		Start: event.ClockAnchor{Mono: 1000, Boot: 1000, Wall: 1_795_000_000_000_000_000},
 		Stop:  event.ClockAnchor{Mono: 101_000, Boot: 101_000, Wall: 1_795_000_000_000_100_000}})
 	dev := b.Track(event.Track{Kind: event.TrackDeviceStream, ID: 7, Name: "Stream #7(Compute)"})
@@ -973,8 +972,90 @@ func FuzzRead(f *testing.F) {
 		if err != nil {
 			t.Fatalf("reading what Write made of it: %v", err)
 		}
-		if s2.Meta.Dropped != s.Meta.Dropped {
-			t.Fatalf("dropped %d, then %d", s.Meta.Dropped, s2.Meta.Dropped)
+		// The second read may add warnings of its own (what the writer made
+		// of odd events); what the first read found comes back as it was.
+		if !slices.Equal(s2.Meta.Drops, s.Meta.Drops) || len(s2.Meta.Warnings) < len(s.Meta.Warnings) ||
+			!slices.Equal(s2.Meta.Warnings[:len(s.Meta.Warnings)], s.Meta.Warnings) || !slices.Equal(s2.Meta.Notes, s.Meta.Notes) {
+			t.Fatalf("metadata changed on a second round:\n%+v\n%+v", s.Meta, s2.Meta)
 		}
 	})
+}
+
+// warningTexts joins the texts of warnings, one a line.
+func warningTexts(ws []event.Warning) string {
+	var b strings.Builder
+	for _, w := range ws {
+		b.WriteString(w.Text + "\n")
+	}
+	return b.String()
+}
+
+// TestMetaRoundTrip: warnings, notes and per-source drops written to an
+// XSpace read back as the same structure.
+func TestMetaRoundTrip(t *testing.T) {
+	s := eventtest.MetaSnapshot()
+	eventtest.CheckMeta(t, "xplane", readXSpace(t, writeXSpace(t, s)), s)
+}
+
+// TestXprofStatsFromNeutralArgs: sources fill the model's neutral
+// arguments and activity kinds; the XSpace alone speaks xprof's words
+// (tf_op, kernel_details, memcpy_details), and reading it back gives the
+// neutral arguments and kinds again.
+func TestXprofStatsFromNeutralArgs(t *testing.T) {
+	const ms = int64(1e6)
+	b := event.NewBuilder(event.Meta{Host: "h", Start: event.ClockAnchor{Wall: 1.7e18}, Stop: event.ClockAnchor{Mono: 20 * ms, Wall: 1.7e18 + 20*ms}})
+	dev := b.Track(event.Track{Kind: event.TrackDeviceStream, Device: 1, ID: 7, Name: "Stream #7(Compute,MemcpyH2D)"})
+	str := func(k, v string) event.Arg { return event.Arg{Key: k, Kind: event.ArgString, Str: v} }
+	num := func(k string, v int64) event.Arg { return event.Arg{Key: k, Kind: event.ArgInt, Num: uint64(v)} }
+	kernelArgs := []event.Arg{str(event.ArgGrid, "80,1,1"), str(event.ArgBlock, "256,1,1"), num(event.ArgRegistersPerThread, 32),
+		num(event.ArgStaticSharedMemory, 0), num(event.ArgDynamicSharedMemory, 1024), str(event.ArgAnnotation, "matmul")}
+	copyArgs := []event.Arg{str(event.ArgCopyKind, "HtoD"), {Key: event.ArgBytes, Kind: event.ArgUint, Num: 4096},
+		str(event.ArgSrcMemoryKind, "pinned"), str(event.ArgDstMemoryKind, "device")}
+	b.ActivityOf(event.ActivityKernel, dev, "gemm", ms, 2*ms, kernelArgs)
+	b.ActivityOf(event.ActivityMemcpy, dev, "Memcpy HtoD", 3*ms, 4*ms, copyArgs)
+	data := writeXSpace(t, b.Snapshot())
+
+	want := map[string]map[string]string{
+		"gemm":        {"tf_op": "matmul", "kernel_details": "regs:32 static_shared:0 dynamic_shared:1024 grid:80,1,1 block:256,1,1"},
+		"Memcpy HtoD": {"memcpy_details": "kind_src:pinned kind_dst:device size:4096 dest:1"},
+	}
+	for _, p := range decodeXSpace(t, data).Planes {
+		for _, l := range p.Lines {
+			for _, e := range l.Events {
+				name := p.EventMetadata[e.MetadataId].GetName()
+				st := xstats(p, e.Stats)
+				for k, v := range want[name] {
+					if st[k] == nil || st[k].GetStrValue() != v && p.StatMetadata[int64(st[k].GetRefValue())].GetName() != v {
+						t.Errorf("%s: stat %s = %v, want %q", name, k, st[k], v)
+					}
+				}
+				if _, ok := st[event.ArgAnnotation]; ok {
+					t.Errorf("%s: the model's annotation key reached the XSpace", name)
+				}
+				delete(want, name)
+			}
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("events not written: %v", want)
+	}
+
+	got := readXSpace(t, data)
+	wantBack := map[string]struct {
+		kind event.ActivityKind
+		args []event.Arg
+	}{"gemm": {event.ActivityKernel, kernelArgs}, "Memcpy HtoD": {event.ActivityMemcpy, copyArgs}}
+	for _, r := range got.Events {
+		w, ok := wantBack[got.Name(r)]
+		if !ok {
+			continue
+		}
+		if r.Activity() != w.kind || !slices.Equal(got.Args(r), w.args) {
+			t.Errorf("%s read back as %s %+v, want %s %+v", got.Name(r), r.Activity(), got.Args(r), w.kind, w.args)
+		}
+		delete(wantBack, got.Name(r))
+	}
+	if len(wantBack) != 0 {
+		t.Errorf("not read back: %v", wantBack)
+	}
 }

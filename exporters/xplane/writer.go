@@ -31,6 +31,7 @@ import (
 	"cmp"
 	"fmt"
 	"github.com/devprof/devprof/internal/intern"
+	"github.com/devprof/devprof/internal/metatext"
 	"io"
 	"math"
 	"slices"
@@ -87,11 +88,6 @@ const (
 	InstantsLineName = "Instants"
 )
 
-// DropWarning is the XSpace warning written when events were dropped.
-func DropWarning(dropped, max int64) string {
-	return fmt.Sprintf("devprof: %d events dropped (buffer full at max_events=%d)", dropped, max)
-}
-
 // Write encodes s as an XSpace to w.
 func Write(w io.Writer, s *event.Snapshot) error {
 	x := &writer{s: s, m: &s.Meta, correlated: map[uint64]bool{}}
@@ -114,11 +110,15 @@ func Write(w io.Writer, s *event.Snapshot) error {
 	x.hostPlane(&space, l)
 	x.devicePlanes(&space, l)
 	x.taskEnvPlane(&space)
-	if s.Meta.Dropped > 0 {
-		space.String(spaceWarnings, DropWarning(s.Meta.Dropped, s.Meta.MaxEvents))
+	// xprof shows XSpace warnings as they are: one line per source's
+	// drops and per warning, whose bracketed prefix the reader parses.
+	for _, d := range s.Meta.Drops {
+		if d.Events > 0 {
+			space.String(spaceWarnings, metatext.DropsLine(d, s.Meta.MaxEvents))
+		}
 	}
 	for _, warn := range s.Meta.Warnings {
-		space.String(spaceWarnings, warn)
+		space.String(spaceWarnings, metatext.WarningLine(warn))
 	}
 	space.String(spaceHostnames, s.Meta.Host)
 	_, err := w.Write(space.B)
@@ -276,7 +276,11 @@ func (x *writer) args(p *plane, r *event.Record, finished, device bool) {
 		case event.ArgBool:
 			p.statInt(a.Key, int64(a.Num))
 		case event.ArgString:
-			p.statString(a.Key, a.Str)
+			key := a.Key
+			if device && key == event.ArgAnnotation {
+				key = "tf_op" // TensorFlow's name for the op device work belongs to
+			}
+			p.statString(key, a.Str)
 		case event.ArgDuration:
 			p.statString(a.Key, a.Duration().String())
 		case event.ArgFlow:
@@ -285,6 +289,9 @@ func (x *writer) args(p *plane, r *event.Record, finished, device bool) {
 			}
 		}
 	}
+	if device && r.Kind == event.KindActivity {
+		x.deviceDetails(p, r)
+	}
 	if r.Flags&event.FlagStep != 0 {
 		p.statInt("_r", 1)
 		p.statInt("step_num", r.ID2)
@@ -292,6 +299,65 @@ func (x *writer) args(p *plane, r *event.Record, finished, device bool) {
 	if !finished {
 		p.statInt("unfinished", 1)
 	}
+}
+
+// deviceDetails adds the summary stats xprof's tools read from device
+// activity, derived from the model's neutral arguments (in x.argBuf): a
+// kernel's kernel_details (whose presence is what marks an event as a
+// kernel to kernel_stats) and a copy's memcpy_details. Activity of unknown
+// kind (read from a file) is recognised by its arguments; a file that had
+// the stats already keeps its own.
+func (x *writer) deviceDetails(p *plane, r *event.Record) {
+	var grid, block, src, dst string
+	var regs, static, dynamic, bytes int64
+	dest := int64(-1)
+	var haveGrid, haveCopy, have bool
+	for _, a := range x.argBuf {
+		switch a.Key {
+		case "kernel_details", "memcpy_details":
+			have = true
+		case event.ArgGrid:
+			grid, haveGrid = a.Str, true
+		case event.ArgBlock:
+			block = a.Str
+		case event.ArgRegistersPerThread:
+			regs = int64(a.Num)
+		case event.ArgStaticSharedMemory:
+			static = int64(a.Num)
+		case event.ArgDynamicSharedMemory:
+			dynamic = int64(a.Num)
+		case event.ArgCopyKind:
+			haveCopy = true
+		case event.ArgBytes:
+			bytes = int64(a.Num)
+		case event.ArgSrcMemoryKind:
+			src = a.Str
+		case event.ArgDstMemoryKind:
+			dst = a.Str
+		case event.ArgDstDevice:
+			dest = int64(a.Num)
+		}
+	}
+	if have {
+		return
+	}
+	kind := r.Activity()
+	switch {
+	case kind == event.ActivityKernel || kind == event.ActivityUnknown && haveGrid:
+		p.statString("kernel_details", fmt.Sprintf("regs:%d static_shared:%d dynamic_shared:%d grid:%s block:%s", regs, static, dynamic, grid, block))
+	case kind == event.ActivityMemcpy || kind == event.ActivityUnknown && haveCopy:
+		if dest < 0 { // a copy within its track's device
+			dest = int64(x.s.Tracks[r.Lane-1].Device)
+		}
+		p.statString("memcpy_details", fmt.Sprintf("kind_src:%s kind_dst:%s size:%d dest:%d", orUnknown(src), orUnknown(dst), bytes, dest))
+	}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }
 
 func (x *writer) hostPlane(space *protoenc.Enc, l *event.Layout) {
@@ -405,12 +471,15 @@ func (x *writer) devicePlanes(space *protoenc.Enc, l *event.Layout) {
 	}
 }
 
+// noteStat is the Task Environment stat that holds one note.
+const noteStat = "devprof_note"
+
 func (x *writer) taskEnvPlane(space *protoenc.Enc) {
 	p := newPlane(space, 0, TaskEnvPlaneName)
 	p.planeStatUint("profile_start_time", uint64(x.m.Start.Wall))
 	p.planeStatUint("profile_stop_time", uint64(x.m.Stop.Wall))
 	for _, n := range x.m.Notes {
-		p.planeStatString("devprof_note", n)
+		p.planeStatString(noteStat, metatext.NoteLine(n))
 	}
 	p.finish()
 }

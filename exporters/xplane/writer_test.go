@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/xplane/xplanepb"
-	"github.com/devprof/devprof/internal/conformance"
 )
 
 const ms = int64(1e6)
@@ -158,15 +159,28 @@ func TestDevicePlanes(t *testing.T) {
 	conformance.ExportXPlane(t, "device", path, s)
 }
 
-func TestDropsBecomeWarnings(t *testing.T) {
-	b := event.NewBuilder(event.Meta{Host: "h", Dropped: 7, MaxEvents: 100})
+// TestMetaBecomesWarnings: xprof shows XSpace warnings as they are, so
+// each source's drops and each warning is one line for people, with its
+// structure in a prefix; a warning that had only a text stays that text.
+func TestMetaBecomesWarnings(t *testing.T) {
+	b := event.NewBuilder(event.Meta{Host: "h", MaxEvents: 100})
+	b.AddDrops(event.DropsRecorder, 7)
+	b.AddDrops("cupti", 2)
+	b.Warn(event.Warning{Source: "cupti", Code: "unavailable", Text: "GPU tracing off: no GPU"})
+	b.Warn(event.Warning{Text: "Detected GPU events dropped"})
 	b.Span(event.Span{Name: "x", Start: 0, End: 10})
 	var buf bytes.Buffer
 	if err := Write(&buf, b.Snapshot()); err != nil {
 		t.Fatal(err)
 	}
 	xs := decode(t, buf.Bytes())
-	if len(xs.Warnings) != 1 || xs.Warnings[0] != DropWarning(7, 100) {
-		t.Fatalf("warnings %q", xs.Warnings)
+	want := []string{
+		"devprof drops [recorder]: 7 events dropped (buffer full at max_events=100)",
+		"devprof drops [cupti]: 2 events dropped",
+		"devprof warning [cupti/unavailable]: GPU tracing off: no GPU",
+		"Detected GPU events dropped",
+	}
+	if !slices.Equal(xs.Warnings, want) {
+		t.Fatalf("warnings %q, want %q", xs.Warnings, want)
 	}
 }

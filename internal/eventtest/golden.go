@@ -15,7 +15,8 @@ import (
 // repository root) are made from: two steps of nested host spans with
 // arguments of every kind, an instant, counters, a device stream with a
 // kernel and a copy linked to their launches by flows, an unfinished span,
-// a drop count, a warning and a note.
+// drops of two sources (the recorder's and cupti's), and a warning and a
+// note with their source (and the warning's code).
 func GoldenSnapshot() *event.Snapshot {
 	const wall = 1_795_000_000_000_000_000
 	b := event.NewBuilder(event.Meta{Host: "golden", PID: 4242, Program: "golden.test",
@@ -48,9 +49,11 @@ func GoldenSnapshot() *event.Snapshot {
 		b.Counter("device memory", "bytes", t0+29_000, float64((i+1)<<20))
 	}
 	b.Span(event.Span{Name: "eval", Start: 90_000, Unfinished: true})
-	b.SetDropped(5, 1<<20)
-	b.Warn("golden: a warning the writers must carry")
-	b.Note("golden: a note the writers must carry")
+	b.AddDrops(event.DropsRecorder, 5)
+	b.AddDrops("cupti", 2)
+	b.SetMaxEvents(1 << 20)
+	b.Warn(event.Warning{Source: "golden", Code: "golden_warning", Text: "golden: a warning the writers must carry"})
+	b.Note(event.Note{Source: "golden", Text: "golden: a note the writers must carry"})
 	return b.Snapshot()
 }
 

@@ -48,6 +48,3 @@ func (t *Table) ID(s string) (id int64, added bool) {
 	*e = entry{s, id}
 	return id, !ok
 }
-
-// Len returns how many strings the table holds.
-func (t *Table) Len() int { return len(t.ids) }

@@ -108,7 +108,7 @@ func newBuffer(maxRecords int64, level uint8, n int) *Buffer {
 		level:      level,
 		shards:     make([]shard, shardCount(n)),
 		maxRecords: maxRecords,
-		strs:       newStrtab(),
+		strs:       newStrtab(DefaultMaxStrings, DefaultMaxStringBytes),
 	}
 	b.budget.Store(maxRecords)
 	if maxRecords >= prefetchMin {
@@ -373,6 +373,11 @@ func (b *Buffer) claim(n int) int64 {
 		}
 	}
 }
+
+// StringsOverflowed returns how many times a new name, argument key or
+// string value found the string table full and was recorded as
+// StringsFullPlaceholder.
+func (b *Buffer) StringsOverflowed() int64 { return b.strs.overflow.Load() }
 
 // Drop counts an event that a source discarded before reaching the buffer
 // (for example a device record CUPTI could not deliver).

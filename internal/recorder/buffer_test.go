@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"slices"
 	"sync"
 	"testing"
 
@@ -32,9 +33,12 @@ func TestReserveExactBudgetAcrossGoroutines(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	s := b.Snapshot(event.Meta{})
-	if len(s.Events) != max || s.Meta.Dropped != 16*max-max {
-		t.Fatalf("kept %d dropped %d", len(s.Events), s.Meta.Dropped)
+	// A device source's drops, already in the meta, stay beside the
+	// recorder's.
+	s := b.Snapshot(event.Meta{Drops: []event.Drops{{Source: "cupti", Events: 3}}})
+	want := []event.Drops{{Source: "cupti", Events: 3}, {Source: event.DropsRecorder, Events: 16*max - max}}
+	if len(s.Events) != max || !slices.Equal(s.Meta.Drops, want) || s.Meta.Dropped() != 16*max-max+3 {
+		t.Fatalf("kept %d, drops %v (total %d), want %v", len(s.Events), s.Meta.Drops, s.Meta.Dropped(), want)
 	}
 	for _, r := range s.Events {
 		if s.Lookup(r.ID) != r {

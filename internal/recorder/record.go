@@ -49,7 +49,7 @@ type Record struct {
 
 	ID     uint64 // unique, non-zero within the session
 	Parent uint64 // ID of the enclosing span, 0 for a root
-	ID2    int64  // the step number of a FlagStep span
+	ID2    int64  // the step number of a FlagStep span, the event.ActivityKind of an activity
 
 	args [InlineArgs]slotArg
 }

@@ -17,10 +17,12 @@ func adopt(meta event.Meta, bases []uint64, chunks [][]event.Record, events []*e
 // Snapshot collects the committed records of b, converting their times to
 // monotonic nanoseconds, and hands them to the event model. Call it once,
 // after Deactivate; records committed later are not seen, and spans still
-// open are closed at the stop time. meta.Dropped and meta.MaxEvents are
-// filled in.
+// open are closed at the stop time. meta.MaxEvents is filled in, and the
+// events the buffer had no room for are added to meta.Drops as the
+// recorder's.
 func (b *Buffer) Snapshot(meta event.Meta) *event.Snapshot {
-	meta.Dropped = b.Dropped()
+	meta.Drops = slices.Clone(meta.Drops) // the caller's slice stays as it was
+	meta.AddDrops(event.DropsRecorder, b.Dropped())
 	meta.MaxEvents = b.maxRecords
 	var chunks []*chunk
 	for c := b.chunks.Load(); c != nil; c = c.prev {

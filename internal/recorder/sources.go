@@ -9,18 +9,18 @@ import (
 // Activity records a complete event on a registered track: the entry
 // point of device sources (CUPTI activity records). start and end are
 // ticks (Now). It returns the record's ID, or 0 if the buffer was full.
-func (b *Buffer) Activity(track uint32, name string, start, end int64, args []event.Arg) uint64 {
-	return b.activity(track, name, start, end, args, 0)
+func (b *Buffer) Activity(track uint32, kind event.ActivityKind, name string, start, end int64, args []event.Arg) uint64 {
+	return b.activity(track, kind, name, start, end, args, 0)
 }
 
 // ActivityMono is Activity with start and end in monotonic nanoseconds
 // (the session timeline, Meta.Start.Mono and on), for sources whose clock
 // is converted by the source itself.
-func (b *Buffer) ActivityMono(track uint32, name string, start, end int64, args []event.Arg) uint64 {
-	return b.activity(track, name, start, end, args, FlagMonoTime)
+func (b *Buffer) ActivityMono(track uint32, kind event.ActivityKind, name string, start, end int64, args []event.Arg) uint64 {
+	return b.activity(track, kind, name, start, end, args, FlagMonoTime)
 }
 
-func (b *Buffer) activity(track uint32, name string, start, end int64, args []event.Arg, flags uint8) uint64 {
+func (b *Buffer) activity(track uint32, kind event.ActivityKind, name string, start, end int64, args []event.Arg, flags uint8) uint64 {
 	r := b.Reserve(SlotsFor(len(args)))
 	if r == nil {
 		return 0
@@ -29,6 +29,7 @@ func (b *Buffer) activity(track uint32, name string, start, end int64, args []ev
 	r.Kind = event.KindActivity
 	r.SetName(b, name)
 	r.Lane = track
+	r.ID2 = int64(kind)
 	r.Start = start
 	if len(args) > 0 {
 		r.SetArgs(b, args)

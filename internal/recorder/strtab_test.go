@@ -28,7 +28,7 @@ func TestRecordHoldsNoPointers(t *testing.T) {
 }
 
 func TestStrtabIDs(t *testing.T) {
-	tab := newStrtab()
+	tab := newStrtab(DefaultMaxStrings, DefaultMaxStringBytes)
 	base := "forward_backward"
 	// Substrings share their first byte's address: the length must be part
 	// of the cache key.
@@ -56,7 +56,7 @@ func TestStrtabIDs(t *testing.T) {
 // Many goroutines interning many more names than the cache holds, each
 // with fresh copies, must agree on every id.
 func TestStrtabConcurrent(t *testing.T) {
-	tab := newStrtab()
+	tab := newStrtab(DefaultMaxStrings, DefaultMaxStringBytes)
 	const names = 3 * strCacheSize
 	var wg sync.WaitGroup
 	got := make([][]uint32, 4)
@@ -88,15 +88,80 @@ func TestStrtabConcurrent(t *testing.T) {
 			}
 		}
 	}
-	if len(strs) != names+1 {
-		t.Fatalf("%d strings interned, want %d", len(strs)-1, names)
+	if len(strs) != names+2 {
+		t.Fatalf("%d strings interned, want %d", len(strs)-2, names)
 	}
 }
 
 func BenchmarkStrtabHit(b *testing.B) {
-	tab := newStrtab()
+	tab := newStrtab(DefaultMaxStrings, DefaultMaxStringBytes)
 	tab.id("span")
 	for b.Loop() {
 		tab.id("span")
+	}
+}
+
+// Past its bounds the table records new strings as the placeholder and
+// counts them, while strings it already holds keep their ids.
+func TestStrtabBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		maxStrings, maxBytes int
+	}{{"by count", 5, 1 << 20}, {"by bytes", 1 << 20, 12}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tab := newStrtab(tc.maxStrings, tc.maxBytes)
+			kept := map[string]uint32{}
+			for _, s := range []string{"abc", "def", "ghi"} { // 3 strings, 9 bytes: within both bounds
+				kept[s] = tab.id(s)
+			}
+			for i := 0; i < 10; i++ {
+				if id := tab.id(fmt.Sprintf("new-%d", i)); id != 1 {
+					t.Fatalf("new-%d got id %d past the bound, want the placeholder's", i, id)
+				}
+			}
+			for s, id := range kept {
+				if tab.id(strings.Clone(s)) != id {
+					t.Fatalf("%q lost its id", s)
+				}
+			}
+			if got := tab.overflow.Load(); got != 10 {
+				t.Fatalf("overflow %d, want 10", got)
+			}
+			if strs := tab.snapshot(); strs[1] != StringsFullPlaceholder || len(strs) != 5 {
+				t.Fatalf("table %q", strs)
+			}
+		})
+	}
+}
+
+// BenchmarkStrtabDistinct is the cost of a name never seen before, until
+// the table is full: what a program pays per span that builds its name
+// from data.
+func BenchmarkStrtabDistinct(b *testing.B) {
+	names := make([]string, 1<<16)
+	for i := range names {
+		names[i] = fmt.Sprintf("request-%08d", i)
+	}
+	tab := newStrtab(DefaultMaxStrings, DefaultMaxStringBytes)
+	i := 0
+	for b.Loop() {
+		if i == len(names) {
+			b.StopTimer()
+			tab = newStrtab(DefaultMaxStrings, DefaultMaxStringBytes)
+			i = 0
+			b.StartTimer()
+		}
+		tab.id(names[i])
+		i++
+	}
+}
+
+// BenchmarkStrtabFull is the cost of a new string once the table is full
+// (the lock and a map miss; nothing is kept).
+func BenchmarkStrtabFull(b *testing.B) {
+	tab := newStrtab(2, DefaultMaxStringBytes)
+	name := "never-interned"
+	for b.Loop() {
+		tab.id(name)
 	}
 }

@@ -5,15 +5,15 @@
 //
 // What it writes, on the session timeline:
 //   - kernels, copies, memsets, allocations and synchronizations as
-//     activity on one track per device and stream ("Stream #7(Compute,
-//     MemcpyH2D)"), with the arguments the trace viewer and xprof's tools
-//     read (grid, block, registers, shared memory, kernel_details; bytes,
-//     copy kind, memcpy_details);
+//     activity of their event.ActivityKind on one track per device and
+//     stream ("Stream #7(Compute,MemcpyH2D)"), with the model's neutral
+//     arguments (grid, block, registers, shared memory; bytes, copy kind,
+//     memory kinds), from which exporters/xplane derives xprof's stats;
 //   - CUDA runtime and driver API calls on one track per OS thread;
 //   - a flow from each API call to the device work it launched (CUPTI's
 //     correlation id), and the id of the device as device_id on the call;
-//   - for kernels launched inside annotate.Device, the span's name as the
-//     kernel's tf_op argument (CUPTI external correlation);
+//   - for device work launched inside annotate.Device, the span's name as
+//     its annotation argument (CUPTI external correlation);
 //   - a counter of the bytes each device has allocated.
 //
 // CUPTI stamps records with its own clock (CLOCK_REALTIME unless told
@@ -25,27 +25,11 @@ package cupti
 import (
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/devprof/devprof/cuptiwrap"
+	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/recorder"
 )
-
-// Config configures the device source. The zero value uses cuptiwrap's
-// defaults.
-type Config struct {
-	// Library is the libcupti to load; "" searches (see cuptiwrap.Start).
-	Library string
-	// BufferSize is the size of each CUPTI activity buffer in bytes.
-	BufferSize int
-	// MaxBuffers caps how many activity buffers exist at once.
-	MaxBuffers int
-	// FlushPeriod is how often CUPTI hands over completed buffers.
-	FlushPeriod time.Duration
-	// MaxRecords bounds how many CUPTI records are kept, like XLA's
-	// gpu_max_activity_api_events; later ones are counted as dropped.
-	MaxRecords int64
-}
 
 // Source collects GPU activity for one session.
 type Source struct {
@@ -64,6 +48,26 @@ type Source struct {
 	report   Report
 }
 
+// SourceName is how the outputs name this source: the Source of its
+// warnings, notes and drops.
+const SourceName = "cupti"
+
+// Codes of the warnings the source reports (event.Warning.Code).
+const (
+	// CodeUnavailable: device activity could not be recorded (Explain).
+	CodeUnavailable = "unavailable"
+	// CodeStopFailed: CUPTI failed to stop; some records may be missing.
+	CodeStopFailed = "stop_failed"
+	// CodeRecordsDropped: CUPTI, or the bound on kept records, lost
+	// records (counted in Report.Drops).
+	CodeRecordsDropped = "records_dropped"
+	// CodeUntimed: records without timestamps were left out.
+	CodeUntimed = "untimed_records"
+	// CodeBufferFull: device events found the event buffer full (the
+	// recorder counts them among its own drops).
+	CodeBufferFull = "buffer_full"
+)
+
 // Report is what Stop found out about the collection.
 type Report struct {
 	// Library describes the libcupti that was loaded.
@@ -74,17 +78,20 @@ type Report struct {
 	Events int
 	// Clock says which clock the device timestamps came from and how they
 	// were mapped onto the session timeline.
-	Clock string
+	Clock event.Note
+	// Drops counts the device records the trace lost before they reached
+	// the buffer (dropped by CUPTI or over Config.MaxRecords).
+	Drops event.Drops
 	// Warnings are problems to show in the outputs (records dropped,
 	// records without timestamps, a failed Stop).
-	Warnings []string
+	Warnings []event.Warning
 }
 
 // Start begins collecting device activity into buf. The returned error
 // says why device activity cannot be recorded (no libcupti, no GPU, another
 // profiler attached, insufficient privileges); the session records the host
 // alone then.
-func Start(buf *recorder.Buffer, cfg Config) (*Source, error) {
+func Start(buf *recorder.Buffer, cfg Options) (*Source, error) {
 	s := &Source{buf: buf, spans: map[uint64]spanInfo{}}
 	col, err := cuptiwrap.Start(cuptiwrap.Options{
 		Library:     cfg.Library,
@@ -167,13 +174,23 @@ func (c correlator) Pop() error {
 // Stop stops collecting, writes what was collected into the buffer and
 // reports on it. Call it once the host sources have stopped and before the
 // buffer is snapshotted; later calls return the first call's report.
-func (s *Source) Stop() Report {
+func (s *Source) Stop() recorder.SourceReport {
+	r := s.stop()
+	return recorder.SourceReport{Warnings: r.Warnings, Notes: []event.Note{r.Clock}, Dropped: r.Drops.Events}
+}
+
+// Report returns what Stop found out, in more detail than Stop's report
+// (the library, the collector's counts). It stops the source if Stop has
+// not been called.
+func (s *Source) Report() Report { return s.stop() }
+
+func (s *Source) stop() Report {
 	s.stopOnce.Do(func() {
 		s.buf.SetDeviceCorrelator(nil)
 		st, err := s.col.Stop()
-		s.report = Report{Library: s.lib, Stats: st}
+		s.report = Report{Library: s.lib, Stats: st, Drops: event.Drops{Source: SourceName, Events: st.Dropped}}
 		if err != nil {
-			s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("devprof: stopping CUPTI: %v", err))
+			s.warn(CodeStopFailed, "stopping CUPTI: %v", err)
 		}
 		s.mu.Lock()
 		recs := s.records
@@ -181,20 +198,25 @@ func (s *Source) Stop() Report {
 		s.mu.Unlock()
 		w := newWriter(s, recs)
 		s.report.Events = w.write()
-		s.report.Clock = fmt.Sprintf("GPU timestamps: CUPTI's clock (CLOCK_REALTIME, %s), mapped onto the session's monotonic clock by an offset of %d ns measured at start (pairing within %d ns)",
-			libName(s.lib), s.offset, s.gap)
+		s.report.Clock = event.Note{Source: SourceName, Text: fmt.Sprintf("GPU timestamps: CUPTI's clock (CLOCK_REALTIME, %s), mapped onto the session's monotonic clock by an offset of %d ns measured at start (pairing within %d ns)",
+			libName(s.lib), s.offset, s.gap)}
 		if d := st.Dropped; d > 0 {
-			s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("devprof: %d GPU activity records dropped (%d by CUPTI, %d over the limit of kept records); raise the gpu_max_activity_api_events, gpu_buffer_size or gpu_max_buffers advanced settings",
-				d, st.CUPTIDropped, st.OverLimit))
+			s.warn(CodeRecordsDropped, "%d GPU activity records dropped (%d by CUPTI, %d over the limit of kept records); raise the gpu_max_activity_api_events, gpu_buffer_size or gpu_max_buffers advanced settings",
+				d, st.CUPTIDropped, st.OverLimit)
 		}
 		if w.untimed > 0 {
-			s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("devprof: %d GPU activity records had no timestamps (CUPTI could not time them) and were left out", w.untimed))
+			s.warn(CodeUntimed, "%d GPU activity records had no timestamps (CUPTI could not time them) and were left out", w.untimed)
 		}
 		if w.lost > 0 {
-			s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("devprof: %d GPU activity events did not fit in the event buffer (max_events)", w.lost))
+			s.warn(CodeBufferFull, "%d GPU activity events did not fit in the event buffer (max_events)", w.lost)
 		}
 	})
 	return s.report
+}
+
+// warn adds a warning of this source to the report.
+func (s *Source) warn(code, format string, args ...any) {
+	s.report.Warnings = append(s.report.Warnings, event.Warning{Source: SourceName, Code: code, Text: fmt.Sprintf(format, args...)})
 }
 
 func libName(l cuptiwrap.LibraryInfo) string {
@@ -205,6 +227,8 @@ func libName(l cuptiwrap.LibraryInfo) string {
 	return fmt.Sprintf("%s, CUPTI API %d", name, l.APIVersion)
 }
 
-// Explain turns an error from Start into the one-line warning the outputs
-// and standard error carry.
-func Explain(err error) string { return "devprof: GPU tracing off: " + err.Error() }
+// Explain turns an error from Start into the warning the outputs and
+// standard error carry.
+func Explain(err error) event.Warning {
+	return event.Warning{Source: SourceName, Code: CodeUnavailable, Text: "GPU tracing off: " + err.Error()}
+}

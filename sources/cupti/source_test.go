@@ -18,7 +18,7 @@ import (
 )
 
 // useFake points a test at the fake libcupti in one CUDA layout.
-func useFake(t *testing.T, layout string, dropped int) (string, *fakecuda.Lib) {
+func useFake(t testing.TB, layout string, dropped int) (string, *fakecuda.Lib) {
 	t.Helper()
 	t.Setenv("FAKECUPTI_LAYOUT", layout)
 	t.Setenv("FAKECUPTI_BASE", "")
@@ -55,7 +55,7 @@ func run(t *testing.T, layout string, dropped int) runResult {
 	}
 	defer recorder.Deactivate(buf)
 	meta := event.Meta{Start: recorder.ReadClocks()}
-	src, err := Start(buf, Config{Library: path, FlushPeriod: 20 * time.Millisecond})
+	src, err := Start(buf, Options{Library: path, FlushPeriod: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,8 @@ func run(t *testing.T, layout string, dropped int) runResult {
 	src.mu.Lock()
 	res.raw = slices.Clone(src.records)
 	src.mu.Unlock()
-	res.rep = src.Stop()
+	src.Stop()
+	res.rep = src.Report()
 	recorder.Deactivate(buf)
 	meta.Stop = recorder.ReadClocks()
 	res.snap = buf.Snapshot(meta)
@@ -175,11 +176,17 @@ func TestSourceWritesEveryRecord(t *testing.T) {
 					a["flow"].Num != FlowBase+uint64(raw.CorrelationID) {
 					t.Errorf("%s %q: flow %d, want %d", raw.Kind, name, a["flow"].Num, FlowBase+uint64(raw.CorrelationID))
 				}
+				if want := activityKinds[raw.Kind]; r.Activity() != want && !(raw.Kind == cuptiwrap.KindMemory && r.Activity() == event.ActivityFree) {
+					t.Errorf("%s %q: activity kind %s, want %s", raw.Kind, name, r.Activity(), want)
+				}
 				if raw.Kind == cuptiwrap.KindKernel {
-					details := fmt.Sprintf("regs:%d static_shared:%d dynamic_shared:%d grid:%d,%d,%d block:%d,%d,%d",
-						raw.Registers, raw.StaticShared, raw.DynamicShared, raw.Grid[0], raw.Grid[1], raw.Grid[2], raw.Block[0], raw.Block[1], raw.Block[2])
-					if a["kernel_details"].Str != details {
-						t.Errorf("kernel %q: kernel_details %q, want %q", name, a["kernel_details"].Str, details)
+					grid := fmt.Sprintf("%d,%d,%d", raw.Grid[0], raw.Grid[1], raw.Grid[2])
+					if a[event.ArgGrid].Str != grid || a[event.ArgRegistersPerThread].Int() != int64(raw.Registers) {
+						t.Errorf("kernel %q: grid %q registers %d, want %q and %d", name, a[event.ArgGrid].Str, a[event.ArgRegistersPerThread].Int(), grid, raw.Registers)
+					}
+					// The model holds no format's vocabulary.
+					if _, ok := a["kernel_details"]; ok {
+						t.Errorf("kernel %q has xprof's kernel_details", name)
 					}
 				}
 				if raw.Kind == cuptiwrap.KindMemcpy || raw.Kind == cuptiwrap.KindMemcpyPeer || raw.Kind == cuptiwrap.KindMemset {
@@ -226,11 +233,11 @@ func TestLaunchLinksAndAttribution(t *testing.T) {
 	if gemm == nil || plain == nil {
 		t.Fatal("launched kernels missing")
 	}
-	if got := argMap(s, gemm)["tf_op"].Str; got != "matmul" {
-		t.Errorf("gemm_kernel tf_op %q, want matmul", got)
+	if got := argMap(s, gemm)[event.ArgAnnotation].Str; got != "matmul" {
+		t.Errorf("gemm_kernel annotation %q, want matmul", got)
 	}
-	if _, ok := argMap(s, plain)["tf_op"]; ok {
-		t.Errorf("plain_kernel was launched outside any span but has a tf_op")
+	if _, ok := argMap(s, plain)[event.ArgAnnotation]; ok {
+		t.Errorf("plain_kernel was launched outside any span but has an annotation")
 	}
 	links := 0
 	for f, rs := range byFlow {
@@ -268,7 +275,7 @@ func TestLaunchLinksAndAttribution(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(res.rep.Clock, "CLOCK_REALTIME") || !strings.Contains(res.rep.Clock, "offset") {
+	if c := res.rep.Clock; c.Source != SourceName || !strings.Contains(c.Text, "CLOCK_REALTIME") || !strings.Contains(c.Text, "offset") {
 		t.Errorf("report does not say which clock: %q", res.rep.Clock)
 	}
 }
@@ -303,8 +310,11 @@ func TestDroppedRecordsAreReported(t *testing.T) {
 	if res.rep.Stats.CUPTIDropped != 5 {
 		t.Fatalf("CUPTI dropped %d, want 5", res.rep.Stats.CUPTIDropped)
 	}
-	if len(res.rep.Warnings) == 0 || !strings.Contains(res.rep.Warnings[0], "5 GPU activity records dropped") {
+	if len(res.rep.Warnings) == 0 || res.rep.Warnings[0].Code != CodeRecordsDropped || !strings.Contains(res.rep.Warnings[0].Text, "5 GPU activity records dropped") {
 		t.Errorf("warnings %q", res.rep.Warnings)
+	}
+	if want := (event.Drops{Source: SourceName, Events: 5}); res.rep.Drops != want {
+		t.Errorf("drops %+v, want %+v", res.rep.Drops, want)
 	}
 }
 
@@ -319,8 +329,8 @@ func TestStartErrors(t *testing.T) {
 		"multiple_subscribers": "another profiler is already attached",
 	} {
 		t.Setenv("FAKECUPTI_FAIL", fail)
-		_, err := Start(buf, Config{Library: path})
-		if err == nil || !strings.Contains(Explain(err), want) || !strings.HasPrefix(Explain(err), "devprof: GPU tracing off: ") {
+		_, err := Start(buf, Options{Library: path})
+		if err == nil || !strings.Contains(Explain(err).Text, want) || !strings.HasPrefix(Explain(err).Text, "GPU tracing off: ") || Explain(err).Code != CodeUnavailable {
 			t.Errorf("FAKECUPTI_FAIL=%s: %v, want a message with %q", fail, err, want)
 		}
 		if buf.Correlator() != nil {
@@ -328,12 +338,20 @@ func TestStartErrors(t *testing.T) {
 		}
 	}
 	t.Setenv("FAKECUPTI_FAIL", "")
-	src, err := Start(buf, Config{Library: path})
+	src, err := Start(buf, Options{Library: path})
 	if err != nil {
 		t.Fatalf("Start after failures: %v", err)
 	}
 	src.Stop()
-	if _, err := Start(buf, Config{Library: "/nonexistent/libcupti.so"}); err == nil || !strings.Contains(err.Error(), "/nonexistent/libcupti.so") {
+	if _, err := Start(buf, Options{Library: "/nonexistent/libcupti.so"}); err == nil || !strings.Contains(err.Error(), "/nonexistent/libcupti.so") {
 		t.Errorf("missing library: %v", err)
 	}
+}
+
+// activityKinds is the event.ActivityKind each kind of CUPTI record
+// becomes (a free is the KindMemory record of a free).
+var activityKinds = map[cuptiwrap.Kind]event.ActivityKind{
+	cuptiwrap.KindKernel: event.ActivityKernel, cuptiwrap.KindMemcpy: event.ActivityMemcpy, cuptiwrap.KindMemcpyPeer: event.ActivityMemcpy,
+	cuptiwrap.KindMemset: event.ActivityMemset, cuptiwrap.KindMemory: event.ActivityAlloc, cuptiwrap.KindSync: event.ActivitySync,
+	cuptiwrap.KindRuntime: event.ActivityAPI, cuptiwrap.KindDriver: event.ActivityAPI, cuptiwrap.KindOverhead: event.ActivityOverhead,
 }

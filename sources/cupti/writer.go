@@ -158,12 +158,12 @@ func (w *writer) threadTrack(tid uint32) uint32 {
 
 // emit writes one activity event; records without timestamps are counted
 // and left out.
-func (w *writer) emit(track uint32, name string, start, end uint64, args []event.Arg) {
+func (w *writer) emit(track uint32, kind event.ActivityKind, name string, start, end uint64, args []event.Arg) {
 	if start == 0 || end == 0 {
 		w.untimed++
 		return
 	}
-	if w.buf.ActivityMono(track, name, w.s.mono(start), w.s.mono(max(end, start)), args) == 0 {
+	if w.buf.ActivityMono(track, kind, name, w.s.mono(start), w.s.mono(max(end, start)), args) == 0 {
 		w.lost++
 		return
 	}
@@ -195,11 +195,10 @@ func (w *writer) span(corr uint32) (id uint64, sp spanInfo, ok bool) {
 	return id, sp, ok
 }
 
-// spanArg names the annotate.Device span that launched the work, as
-// TensorFlow's tf_op stat names the op of a kernel.
+// spanArg names the annotate.Device span that launched the work.
 func (w *writer) spanArg(args []event.Arg, corr uint32) []event.Arg {
 	if _, sp, ok := w.span(corr); ok {
-		return append(args, strArg("tf_op", sp.name))
+		return append(args, strArg(event.ArgAnnotation, sp.name))
 	}
 	return args
 }
@@ -207,28 +206,25 @@ func (w *writer) spanArg(args []event.Arg, corr uint32) []event.Arg {
 func (w *writer) kernel(r *cuptiwrap.Record) {
 	args := []event.Arg{
 		flow(r.CorrelationID),
-		strArg("grid", dims(r.Grid)),
-		strArg("block", dims(r.Block)),
-		intArg("registers_per_thread", int64(r.Registers)),
-		intArg("static_shared_memory", int64(r.StaticShared)),
-		intArg("dynamic_shared_memory", int64(r.DynamicShared)),
-		// xprof's kernel_stats reads these from one string; its presence
-		// is what marks the event as a kernel.
-		strArg("kernel_details", fmt.Sprintf("regs:%d static_shared:%d dynamic_shared:%d grid:%s block:%s",
-			r.Registers, r.StaticShared, r.DynamicShared, dims(r.Grid), dims(r.Block))),
+		strArg(event.ArgGrid, dims(r.Grid)),
+		strArg(event.ArgBlock, dims(r.Block)),
+		intArg(event.ArgRegistersPerThread, int64(r.Registers)),
+		intArg(event.ArgStaticSharedMemory, int64(r.StaticShared)),
+		intArg(event.ArgDynamicSharedMemory, int64(r.DynamicShared)),
 	}
 	if r.GraphID != 0 {
 		args = append(args, uintArg("graph_id", uint64(r.GraphID)))
 	}
 	args = w.spanArg(args, r.CorrelationID)
-	w.emit(w.streamTrack(r.DeviceID, r.StreamID, "Compute"), r.Name, r.Start, r.End, args)
+	w.emit(w.streamTrack(r.DeviceID, r.StreamID, "Compute"), event.ActivityKernel, r.Name, r.Start, r.End, args)
 }
 
 // copyStreamKinds are xprof's stream-line names for copy kinds.
 var copyStreamKinds = map[string]string{"HtoD": "MemcpyH2D", "DtoH": "MemcpyD2H", "DtoD": "MemcpyD2D", "PtoP": "MemcpyP2P"}
 
-// xprofMemoryKind is the memory kind as memcpy_details writes it.
-func xprofMemoryKind(k uint8) string {
+// memoryKind is a CUPTI memory kind as the model names it
+// (event.ArgMemoryKind).
+func memoryKind(k uint8) string {
 	switch n := cuptiwrap.MemoryKindName(k); n {
 	case "Pageable", "Pinned", "Device", "Array", "Managed", "Unknown":
 		return strings.ToLower(n)
@@ -241,20 +237,20 @@ func xprofMemoryKind(k uint8) string {
 }
 
 func (w *writer) memcpy(r *cuptiwrap.Record) {
-	kind, dest := cuptiwrap.CopyKindName(r.CopyKind), r.DeviceID
+	kind := cuptiwrap.CopyKindName(r.CopyKind)
 	if r.Kind == cuptiwrap.KindMemcpyPeer {
-		kind, dest = "PtoP", r.DstDevice
+		kind = "PtoP"
 	}
 	args := []event.Arg{
 		flow(r.CorrelationID),
-		strArg("copy_kind", kind),
-		uintArg("bytes", r.Bytes),
+		strArg(event.ArgCopyKind, kind),
+		uintArg(event.ArgBytes, r.Bytes),
+		strArg(event.ArgSrcMemoryKind, memoryKind(r.SrcKind)),
+		strArg(event.ArgDstMemoryKind, memoryKind(r.DstKind)),
 	}
 	if r.Kind == cuptiwrap.KindMemcpyPeer {
-		args = append(args, uintArg("src_device", uint64(r.SrcDevice)), uintArg("dst_device", uint64(r.DstDevice)))
+		args = append(args, uintArg(event.ArgSrcDevice, uint64(r.SrcDevice)), uintArg(event.ArgDstDevice, uint64(r.DstDevice)))
 	}
-	args = append(args, strArg("memcpy_details", fmt.Sprintf("kind_src:%s kind_dst:%s size:%d dest:%d",
-		xprofMemoryKind(r.SrcKind), xprofMemoryKind(r.DstKind), r.Bytes, dest)))
 	args = w.spanArg(args, r.CorrelationID)
 	streamKind, ok := copyStreamKinds[kind]
 	if !ok {
@@ -264,42 +260,42 @@ func (w *writer) memcpy(r *cuptiwrap.Record) {
 	if name == "" {
 		name = "Memcpy " + kind
 	}
-	w.emit(w.streamTrack(r.DeviceID, r.StreamID, streamKind), name, r.Start, r.End, args)
+	w.emit(w.streamTrack(r.DeviceID, r.StreamID, streamKind), event.ActivityMemcpy, name, r.Start, r.End, args)
 }
 
 func (w *writer) memset(r *cuptiwrap.Record) {
 	args := []event.Arg{
 		flow(r.CorrelationID),
-		uintArg("bytes", r.Bytes),
+		uintArg(event.ArgBytes, r.Bytes),
 		uintArg("value", uint64(r.MemsetValue)),
-		strArg("memory_kind", cuptiwrap.MemoryKindName(r.MemoryKind)),
+		strArg(event.ArgMemoryKind, memoryKind(r.MemoryKind)),
 	}
 	args = w.spanArg(args, r.CorrelationID)
 	name := r.Name
 	if name == "" {
 		name = "Memset"
 	}
-	w.emit(w.streamTrack(r.DeviceID, r.StreamID, "Memset"), name, r.Start, r.End, args)
+	w.emit(w.streamTrack(r.DeviceID, r.StreamID, "Memset"), event.ActivityMemset, name, r.Start, r.End, args)
 }
 
 // memoryOp writes an allocation or a free as an instant-like event on its
 // stream and moves the device's allocated-bytes counter.
 func (w *writer) memoryOp(r *cuptiwrap.Record) {
 	op := cuptiwrap.MemoryOpName(r.MemoryOp)
-	streamKind, name := "MemoryAlloc", "MemoryAlloc"
+	streamKind, name, kind := "MemoryAlloc", "MemoryAlloc", event.ActivityAlloc
 	delta := int64(r.Bytes)
 	if op == "free" {
-		streamKind, name, delta = "MemoryFree", "MemoryFree", -delta
+		streamKind, name, kind, delta = "MemoryFree", "MemoryFree", event.ActivityFree, -delta
 	}
 	args := []event.Arg{
-		uintArg("bytes", r.Bytes),
+		uintArg(event.ArgBytes, r.Bytes),
 		strArg("address", "0x"+strconv.FormatUint(r.Address, 16)),
-		strArg("memory_kind", cuptiwrap.MemoryKindName(r.MemoryKind)),
+		strArg(event.ArgMemoryKind, memoryKind(r.MemoryKind)),
 	}
 	if r.CorrelationID != 0 {
 		args = append(args, flow(r.CorrelationID))
 	}
-	w.emit(w.streamTrack(r.DeviceID, r.StreamID, streamKind), name, r.Start, r.Start, args)
+	w.emit(w.streamTrack(r.DeviceID, r.StreamID, streamKind), kind, name, r.Start, r.Start, args)
 	if r.Start != 0 {
 		w.memory[r.DeviceID] += delta
 		w.buf.CounterMono("GPU:"+strconv.FormatUint(uint64(r.DeviceID), 10)+" memory allocated", "bytes",
@@ -319,7 +315,7 @@ func (w *writer) sync(r *cuptiwrap.Record) {
 	if name == "" {
 		name = cuptiwrap.SyncTypeName(r.SyncType)
 	}
-	w.emit(w.streamTrack(dev, r.StreamID, "Synchronize"), name, r.Start, r.End, args)
+	w.emit(w.streamTrack(dev, r.StreamID, "Synchronize"), event.ActivitySync, name, r.Start, r.End, args)
 }
 
 // api writes a runtime or driver API call. A call made inside an
@@ -329,7 +325,7 @@ func (w *writer) sync(r *cuptiwrap.Record) {
 func (w *writer) api(r *cuptiwrap.Record) {
 	args := []event.Arg{flow(r.CorrelationID), uintArg("cbid", uint64(r.CBID))}
 	if dev, ok := w.corrDevice[r.CorrelationID]; ok {
-		args = append(args, uintArg("device_id", uint64(dev)))
+		args = append(args, uintArg(event.ArgDeviceID, uint64(dev)))
 	}
 	if r.ReturnValue != 0 {
 		args = append(args, intArg("return_value", int64(r.ReturnValue)))
@@ -347,14 +343,14 @@ func (w *writer) api(r *cuptiwrap.Record) {
 		w.events++
 		return
 	}
-	w.emit(w.threadTrack(r.ThreadID), r.Name, r.Start, r.End, args)
+	w.emit(w.threadTrack(r.ThreadID), event.ActivityAPI, r.Name, r.Start, r.End, args)
 }
 
 func (w *writer) overhead(r *cuptiwrap.Record) {
 	name := cuptiwrap.OverheadKindName(r.OverheadKind)
 	if r.ThreadID != 0 {
-		w.emit(w.threadTrack(r.ThreadID), name, r.Start, r.End, nil)
+		w.emit(w.threadTrack(r.ThreadID), event.ActivityOverhead, name, r.Start, r.End, nil)
 		return
 	}
-	w.emit(w.streamTrack(r.DeviceID, r.StreamID, "Generic"), name, r.Start, r.End, nil)
+	w.emit(w.streamTrack(r.DeviceID, r.StreamID, "Generic"), event.ActivityOverhead, name, r.Start, r.End, nil)
 }

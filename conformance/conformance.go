@@ -4,12 +4,15 @@
 // set, the trace is copied there with a manifest of what the session
 // recorded, computed from the event records themselves (not from the
 // exporter), so the checker compares the file against the truth.
+// It lives beside the Python checkers it feeds (conformance/*.py): one
+// home for conformance code. It is test support, imported only by tests.
 package conformance
 
 import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"github.com/devprof/devprof/internal/metatext"
 	"io"
 	"os"
 	"path/filepath"
@@ -77,7 +80,7 @@ type Arg struct {
 
 // Expect computes the manifest of a snapshot.
 func Expect(s *event.Snapshot, traceName string) *Manifest {
-	m := &Manifest{Trace: traceName, ProcessName: s.Meta.Program, Dropped: s.Meta.Dropped,
+	m := &Manifest{Trace: traceName, ProcessName: s.Meta.Program, Dropped: s.Meta.Dropped(),
 		Spans: []Span{}, Instants: []Instant{}, Counters: []Counter{}, Flows: [][2]string{}}
 	type flowEnd struct {
 		t    int64
@@ -138,20 +141,19 @@ func Expect(s *event.Snapshot, traceName string) *Manifest {
 			m.Flows = append(m.Flows, [2]string{ends[i-1].name, ends[i].name})
 		}
 	}
-	// Warnings and notes are instants on the process at the start, named
-	// as perfetto.MessageWarning and MessageNote name them (this package
-	// cannot import the exporter its tests check; the checker compares).
-	for _, msgs := range []struct {
-		name string
-		list []string
-	}{{"devprof warning", s.Meta.Warnings}, {"devprof note", s.Meta.Notes}} {
-		for _, msg := range msgs.list {
-			m.Instants = append(m.Instants, Instant{Name: msgs.name, TS: s.Meta.BootNanos(s.Meta.Start.Mono),
-				Args: map[string]Arg{"message": {"string", msg}}})
+	// Warnings and notes are instants on the process at the start; the
+	// drop marker is exempt from matching (the checker finds it by its
+	// total).
+	for _, mk := range metatext.Markers(&s.Meta) {
+		if mk.AtStop {
+			m.ExtraSlices = append(m.ExtraSlices, mk.Name)
+			continue
 		}
-	}
-	if s.Meta.Dropped > 0 {
-		m.ExtraSlices = append(m.ExtraSlices, fmt.Sprintf("devprof: %d events dropped (buffer full at max_events=%d)", s.Meta.Dropped, s.Meta.MaxEvents))
+		args := map[string]Arg{}
+		for _, a := range mk.Args {
+			args[a.Key] = arg(a)
+		}
+		m.Instants = append(m.Instants, Instant{Name: mk.Name, TS: s.Meta.BootNanos(s.Meta.Start.Mono), Args: args})
 	}
 	return m
 }
@@ -268,16 +270,43 @@ type XprofCounter struct {
 var xprofHiddenStats = map[string]bool{"flops": true, "kernel_details": true, "program_id": true, "symbol_id": true,
 	"_r": true, "_p": true, "_c": true, "_pt": true, "_ct": true}
 
+// isKernel reports whether device activity r is a kernel to xprof's
+// kernel_stats: of kind kernel, or of unknown kind (built or read from a
+// file) with a kernel's launch shape or xprof's own kernel_details.
+func isKernel(s *event.Snapshot, r *event.Record) bool {
+	switch r.Activity() {
+	case event.ActivityKernel:
+		return true
+	case event.ActivityUnknown:
+		for _, a := range s.Args(r) {
+			if a.Key == event.ArgGrid || a.Key == "kernel_details" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // ExpectXprof computes what xprof should show for snapshot s: events on
 // the rows of the layout, steps named "<name> <step_num>", counters.
 func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 	m := &XprofManifest{XPlane: xplaneName, Events: []XprofEvent{}, Steps: []XprofStep{}, Counters: []XprofCounter{}, Kernels: map[string]int{}}
 	us := func(t int64) float64 { return float64(t-s.Meta.Start.Mono) / 1e3 }
+	onDevice := func(r *event.Record) bool {
+		if r.Kind != event.KindActivity || r.Lane == 0 || int(r.Lane) > len(s.Tracks) {
+			return false
+		}
+		return s.Tracks[r.Lane-1].Kind == event.TrackDeviceStream
+	}
 	args := func(r *event.Record, fin bool) map[string]any {
 		out := map[string]any{}
+		onDev := onDevice(r)
 		for _, a := range s.Args(r) {
 			if xprofHiddenStats[a.Key] {
 				continue
+			}
+			if onDev && a.Key == event.ArgAnnotation {
+				a.Key = "tf_op" // xprof's name for the op device work belongs to
 			}
 			switch a.Kind {
 			case event.ArgFlow:
@@ -288,6 +317,15 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 			default:
 				out[a.Key] = a.Value()
 			}
+		}
+		if onDev && r.Activity() == event.ActivityMemcpy {
+			// xprof's memory tools read a copy's summary: memory kinds,
+			// size, destination device.
+			dest := uint64(s.Tracks[r.Lane-1].Device)
+			if d, ok := out[event.ArgDstDevice].(uint64); ok {
+				dest = d
+			}
+			out["memcpy_details"] = fmt.Sprintf("kind_src:%v kind_dst:%v size:%v dest:%d", out[event.ArgSrcMemoryKind], out[event.ArgDstMemoryKind], out[event.ArgBytes], dest)
 		}
 		if r.Flags&event.FlagStep != 0 {
 			out["step_num"] = r.ID2
@@ -302,12 +340,6 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 	// flow id shared by device work and a host event (a span, or a call
 	// on a host thread's track) is a launch link, one per device event.
 	type extent struct{ lo, hi int64 }
-	onDevice := func(r *event.Record) bool {
-		if r.Kind != event.KindActivity || r.Lane == 0 || int(r.Lane) > len(s.Tracks) {
-			return false
-		}
-		return s.Tracks[r.Lane-1].Kind == event.TrackDeviceStream
-	}
 	device := map[uint64]extent{}
 	deviceEvents := map[uint64]int{}
 	for _, r := range s.Events {
@@ -374,12 +406,8 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 			}
 		}
 		for _, p := range row.Spans {
-			if process != "/host:CPU" {
-				for _, a := range s.Args(p.Record) {
-					if a.Key == "kernel_details" {
-						m.Kernels[s.Name(p.Record)]++
-					}
-				}
+			if process != "/host:CPU" && isKernel(s, p.Record) {
+				m.Kernels[s.Name(p.Record)]++
 			}
 			name := s.Name(p.Record)
 			if p.Flags&event.FlagStep != 0 {

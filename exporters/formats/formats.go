@@ -1,0 +1,368 @@
+// Package formats is the one table that maps devprof's trace file formats
+// to the exporters' writers and readers. In devprof's flow it sits between
+// the finished event model and the files: a session writes its outputs
+// through it, and the CLI (convert, summary, serve) picks a reader or
+// writer from it by file name or content, so that both agree on names,
+// extensions and gzip.
+//
+// A new format is a new exporter package plus one row here.
+package formats
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/chrome"
+	"github.com/devprof/devprof/exporters/perfetto"
+	"github.com/devprof/devprof/exporters/xplane"
+	"github.com/devprof/devprof/internal/atomicfile"
+)
+
+// Format is one row of the table: one file format and how devprof names,
+// recognises, writes and reads it. Rows are shared; do not modify them.
+type Format struct {
+	// Name is a short stable identifier ("perfetto"), for flags and code.
+	Name string
+	// Display is the name shown to people ("Perfetto").
+	Display string
+	// Viewer is the program people open these files in, named in messages.
+	Viewer string
+	// PerfettoUI says ui.perfetto.dev opens these files as they are, so
+	// `devprof serve` may hand them to it.
+	PerfettoUI bool
+	// Extensions are the lower-case file name endings that ask for this
+	// format, the plain form before its .gz form. The first is the usual
+	// one. The format is written gzip-compressed exactly when the name ends
+	// in ".gz", so a format has a .gz form only if its consumers read it.
+	Extensions []string
+	// SessionExt ends the name of the file a session writes for a host:
+	// <host><SessionExt> (a session may add ".gz" where Extensions allow).
+	SessionExt string
+	// Sniff says how surely head, the first bytes of a file's content
+	// (after gunzip, at most HeadSize of them, never empty), is in this
+	// format.
+	Sniff func(head []byte) Match
+	// Write encodes s to w, gzip-compressed if gz.
+	Write func(w io.Writer, s *event.Snapshot, gz bool) error
+	// ReadFile reads the file at path, gzip-compressed or not, into the
+	// event model. Its errors name the path.
+	ReadFile func(path string) (*event.Snapshot, error)
+}
+
+// Match is how surely some bytes are in a format.
+type Match int
+
+const (
+	// NoMatch means the bytes cannot be in the format.
+	NoMatch Match = iota
+	// Weak means they could be, but the format has no signature of its own
+	// to check (a Perfetto trace starts like any protobuf with a field 1).
+	Weak
+	// Strong means they carry the format's signature.
+	Strong
+)
+
+// HeadSize is how many leading bytes of content Sniff is shown.
+const HeadSize = 64
+
+// The rows, in the order messages list them. Each is registered in All.
+var (
+	// Perfetto is Perfetto's protobuf trace (package exporters/perfetto).
+	Perfetto = register(&Format{
+		Name:       "perfetto",
+		Display:    "Perfetto",
+		Viewer:     "ui.perfetto.dev",
+		PerfettoUI: true,
+		Extensions: []string{".pftrace", ".pftrace.gz", ".perfetto-trace", ".perfetto-trace.gz", ".perfetto", ".perfetto.gz"},
+		SessionExt: ".pftrace",
+		Sniff: func(head []byte) Match {
+			// A Trace is a stream of field-1 TracePackets.
+			if head[0] == 0x0a {
+				return Weak
+			}
+			return NoMatch
+		},
+		Write: func(w io.Writer, s *event.Snapshot, gz bool) error {
+			return perfetto.Write(w, s, perfetto.WriteOptions{Gzip: gz})
+		},
+		ReadFile: perfetto.ReadSnapshot,
+	})
+
+	// XPlane is TensorBoard's profile, an XSpace protobuf (package
+	// exporters/xplane). It has no .gz form: TensorBoard does not read one.
+	XPlane = register(&Format{
+		Name:       "xplane",
+		Display:    "TensorBoard profile (XSpace)",
+		Viewer:     "TensorBoard",
+		Extensions: []string{".xplane.pb"},
+		SessionExt: ".xplane.pb",
+		Sniff:      sniffXSpace,
+		Write: func(w io.Writer, s *event.Snapshot, gz bool) error {
+			if gz {
+				return errors.New("xplane: TensorBoard does not read gzip-compressed .xplane.pb files")
+			}
+			return xplane.Write(w, s)
+		},
+		ReadFile: xplane.ReadFile,
+	})
+
+	// Chrome is the Chrome Trace Event Format, JSON (package
+	// exporters/chrome).
+	Chrome = register(&Format{
+		Name:       "chrome",
+		Display:    "Chrome JSON",
+		Viewer:     "ui.perfetto.dev",
+		PerfettoUI: true,
+		Extensions: []string{".json", ".json.gz"},
+		SessionExt: ".trace.json.gz",
+		Sniff: func(head []byte) Match {
+			if t := bytes.TrimLeft(head, " \t\r\n"); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+				return Strong
+			}
+			return NoMatch
+		},
+		Write: func(w io.Writer, s *event.Snapshot, gz bool) error {
+			if gz {
+				return chrome.Write(w, s)
+			}
+			return chrome.WritePlain(w, s)
+		},
+		ReadFile: chrome.ReadFile,
+	})
+)
+
+var all []*Format
+
+// register appends a row to the table: declaring a row is registering it.
+func register(f *Format) *Format {
+	all = append(all, f)
+	return f
+}
+
+// All returns the rows of the table, in the order messages list them.
+func All() []*Format { return append([]*Format(nil), all...) }
+
+// ByName returns the row named name (as in Format.Name), or nil.
+func ByName(name string) *Format {
+	for _, f := range all {
+		if f.Name == name {
+			return f
+		}
+	}
+	return nil
+}
+
+// sniffXSpace recognises an XSpace by its first plane: field 1 of the
+// XSpace, holding an XPlane whose optional id (field 1, varint) is
+// followed by its name (field 2) in readable text ("/host:CPU",
+// "/device:GPU:0", "Task Environment"). Writers serialise fields in number
+// order, so that is how every XSpace starts; a Perfetto TracePacket never
+// has text there (its field 2 is a message), so the match is strong.
+func sniffXSpace(head []byte) Match {
+	if head[0] != 0x0a {
+		return NoMatch
+	}
+	p := 1
+	if _, n := uvarint(head[p:]); n > 0 {
+		p += n // the plane's length
+	} else {
+		return Weak
+	}
+	if p < len(head) && head[p] == 0x08 { // id
+		_, n := uvarint(head[p+1:])
+		if n <= 0 {
+			return Weak
+		}
+		p += 1 + n
+	}
+	if p >= len(head) || head[p] != 0x12 { // name
+		return Weak
+	}
+	size, n := uvarint(head[p+1:])
+	if n <= 0 || size == 0 {
+		return Weak
+	}
+	name := head[p+1+n:]
+	if uint64(len(name)) > size {
+		name = name[:size]
+	}
+	if len(name) == 0 {
+		return Weak
+	}
+	for _, c := range name {
+		if c < 0x20 || c > 0x7e {
+			return Weak
+		}
+	}
+	return Strong
+}
+
+// uvarint decodes a protobuf varint, returning n <= 0 if b is too short
+// or the varint malformed.
+func uvarint(b []byte) (v uint64, n int) { return protowire.ConsumeVarint(b) }
+
+// isGzipName reports whether a file name asks for gzip.
+func isGzipName(path string) bool { return strings.HasSuffix(strings.ToLower(path), ".gz") }
+
+// byExtension returns the row one of whose extensions ends path (ignoring
+// case), or nil.
+func byExtension(path string) *Format {
+	p := strings.ToLower(path)
+	for _, f := range all {
+		for _, e := range f.Extensions {
+			if strings.HasSuffix(p, e) {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+// ForPath returns the format a file name asks for, by its extension. It
+// fails, naming path, when no row has the extension, listing the ones the
+// table knows, or when the name ends in ".gz" and the format has no gzip
+// form.
+func ForPath(path string) (*Format, error) {
+	if f := byExtension(path); f != nil {
+		return f, nil
+	}
+	if isGzipName(path) {
+		if f := byExtension(path[:len(path)-len(".gz")]); f != nil {
+			return nil, fmt.Errorf("%q: %s does not read gzip-compressed %s files; drop the .gz", path, f.Viewer, f.Extensions[0])
+		}
+	}
+	return nil, fmt.Errorf("cannot tell the output format from %q: name it %s", path, extensionList())
+}
+
+// extensionList lists every extension of the table for messages:
+// "*.pftrace, *.pftrace.gz, … or *.json.gz".
+func extensionList() string {
+	var exts []string
+	for _, f := range all {
+		for _, e := range f.Extensions {
+			exts = append(exts, "*"+e)
+		}
+	}
+	return strings.Join(exts[:len(exts)-1], ", ") + " or " + exts[len(exts)-1]
+}
+
+// displayList lists the table's display names for messages: "Perfetto,
+// TensorBoard profile (XSpace) or Chrome JSON".
+func displayList() string {
+	var names []string
+	for _, f := range all {
+		names = append(names, f.Display)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// Detect decides the format of the file at path from its content, which
+// it gunzips if need be, and its name: the row whose Sniff matches best
+// wins, and the one the name asks for (ignoring a trailing .gz, which every
+// reader undoes) breaks ties — so a misnamed file is read as what it is,
+// while a damaged one is left to the reader its name chooses to explain.
+// An empty file (or one empty once gunzipped) is an error, as is a file
+// neither its name nor its content places; both errors name path.
+func Detect(path string) (*Format, error) {
+	byName := byExtension(strings.TrimSuffix(strings.ToLower(path), ".gz"))
+	head, err := readHead(path)
+	switch {
+	case errors.Is(err, errGzip) && byName != nil:
+		return byName, nil // the reader reports the damage in its own words
+	case err != nil:
+		return nil, err
+	case len(head) == 0:
+		return nil, fmt.Errorf("%s is empty: not a trace", path)
+	}
+	var best *Format
+	bestMatch := NoMatch
+	for _, f := range all {
+		m := f.Sniff(head)
+		if m > bestMatch || (m == bestMatch && m > NoMatch && f == byName) {
+			best, bestMatch = f, m
+		}
+	}
+	switch {
+	case best != nil:
+		return best, nil
+	case byName != nil:
+		return byName, nil
+	}
+	return nil, fmt.Errorf("%s: cannot tell its format: the name ends in none of %s, and the content is not a %s trace", path, extensionList(), displayList())
+}
+
+// errGzip marks content that starts like gzip but does not decompress.
+var errGzip = errors.New("not a valid gzip stream")
+
+// readHead returns the first HeadSize bytes of the content of the file at
+// path, gunzipped if it starts with gzip's magic.
+func readHead(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	var r io.Reader = br
+	gz := false
+	if m, _ := br.Peek(2); len(m) == 2 && m[0] == 0x1f && m[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w: %v", path, errGzip, err)
+		}
+		r, gz = zr, true
+	}
+	head := make([]byte, HeadSize)
+	n, err := io.ReadFull(r, head)
+	switch {
+	case n > 0 || err == io.EOF:
+		// A short file, or a damaged gzip stream with some content before
+		// the damage, is still sniffed: the reader reports what is wrong.
+	case gz:
+		return nil, fmt.Errorf("%s: %w: %v", path, errGzip, err)
+	default:
+		return nil, err
+	}
+	return head[:n], nil
+}
+
+// Read reads the trace file at path, in whichever format Detect finds,
+// into the event model, and returns the format with it.
+func Read(path string) (*event.Snapshot, *Format, error) {
+	f, err := Detect(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := f.ReadFile(path)
+	return s, f, err
+}
+
+// WriteFile writes s to path in format f, or in the format the name asks
+// for when f is nil, gzip-compressed when the name ends in ".gz". The file
+// appears whole or not at all (see internal/atomicfile).
+func WriteFile(path string, f *Format, s *event.Snapshot) error {
+	if f == nil {
+		var err error
+		if f, err = ForPath(path); err != nil {
+			return err
+		}
+	}
+	out, err := atomicfile.Create(path)
+	if err != nil {
+		return err
+	}
+	defer out.Abort()
+	if err := f.Write(out, s, isGzipName(path)); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return out.Commit()
+}

@@ -1,0 +1,266 @@
+package formats
+
+import (
+	"bytes"
+	"compress/gzip"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/devprof/devprof/event"
+)
+
+// sample builds a small snapshot with a span and its child, an instant and
+// a counter sample.
+func sample() *event.Snapshot {
+	b := event.NewBuilder(event.Meta{
+		Host: "testhost", PID: 42, Program: "formats.test",
+		Start: event.ClockAnchor{Mono: 0, Boot: 0, Wall: 1_700_000_000_000_000_000},
+		Stop:  event.ClockAnchor{Mono: 10_000, Boot: 10_000, Wall: 1_700_000_000_000_010_000},
+	})
+	outer := b.Span(event.Span{Name: "train", Start: 1_000, End: 9_000})
+	b.Span(event.Span{Name: "forward", Start: 2_000, End: 5_000, Parent: outer})
+	b.Instant("checkpoint", 6_000, 0, outer, nil)
+	b.Counter("loss", "", 7_000, 0.5)
+	return b.Snapshot()
+}
+
+// kinds lists "kind:name" of every event, sorted, to compare snapshots
+// across formats that keep different details.
+func kinds(s *event.Snapshot) []string {
+	var out []string
+	for _, r := range s.Events {
+		out = append(out, r.Kind.String()+":"+s.Name(r))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func gzipBytes(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestRowsAreComplete(t *testing.T) {
+	if len(All()) == 0 {
+		t.Fatal("the table is empty")
+	}
+	for _, f := range All() {
+		v := reflect.ValueOf(*f)
+		for i := range v.NumField() {
+			fv, name := v.Field(i), v.Type().Field(i).Name
+			if fv.Kind() == reflect.Bool {
+				continue // false is a value, not a gap
+			}
+			if fv.IsZero() || (fv.Kind() == reflect.Slice && fv.Len() == 0) {
+				t.Errorf("row %q lacks %s", f.Name, name)
+			}
+		}
+		if ByName(f.Name) != f {
+			t.Errorf("ByName(%q) does not find its row", f.Name)
+		}
+		for _, e := range f.Extensions {
+			if e != strings.ToLower(e) || !strings.HasPrefix(e, ".") {
+				t.Errorf("row %q: extension %q must be lower case and start with a dot", f.Name, e)
+			}
+			if g, err := ForPath("x" + e); g != f {
+				t.Errorf("row %q: ForPath(x%s) = %v, %v; another row claims the extension", f.Name, e, g, err)
+			}
+		}
+		if g, err := ForPath("host" + f.SessionExt); g != f {
+			t.Errorf("row %q: a session's file host%s is not named as this format (%v, %v)", f.Name, f.SessionExt, g, err)
+		}
+	}
+	if ByName("nope") != nil {
+		t.Error("ByName of an unknown name found a row")
+	}
+}
+
+// TestRoundTrip writes the sample through every row under each of its
+// extensions and reads it back by name alone.
+func TestRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	want := kinds(sample())
+	for _, f := range All() {
+		for _, ext := range f.Extensions {
+			path := filepath.Join(dir, "t"+ext)
+			if err := WriteFile(path, nil, sample()); err != nil {
+				t.Fatalf("%s: %v", ext, err)
+			}
+			raw, _ := os.ReadFile(path)
+			if gz := len(raw) > 2 && raw[0] == 0x1f && raw[1] == 0x8b; gz != strings.HasSuffix(ext, ".gz") {
+				t.Errorf("%s: written gzip-compressed = %v", path, gz)
+			}
+			s, g, err := Read(path)
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			if g != f {
+				t.Errorf("%s read as %s, want %s", path, g.Display, f.Display)
+			}
+			if got := kinds(s); !slices.Equal(got, want) {
+				t.Errorf("%s: events %v, want %v", path, got, want)
+			}
+		}
+	}
+}
+
+// TestDetectByContent finds each format from its bytes alone, plain and
+// gzipped, under a name that says nothing and under another format's name.
+func TestDetectByContent(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range All() {
+		var buf bytes.Buffer
+		if err := f.Write(&buf, sample(), false); err != nil {
+			t.Fatal(err)
+		}
+		names := []string{"noext", "t.bin", "t.bin.gz"}
+		for _, g := range All() {
+			// A Perfetto trace has no signature of its own, so a name
+			// claiming another protobuf format wins over it; that is the
+			// one misnaming Detect cannot see through.
+			if g != f && !(f == Perfetto && g == XPlane) {
+				names = append(names, "misnamed"+g.Extensions[0])
+			}
+		}
+		for _, name := range names {
+			for _, gz := range []bool{false, true} {
+				data := buf.Bytes()
+				if gz {
+					data = gzipBytes(t, data)
+					name += ".gz"
+				}
+				path := filepath.Join(dir, f.Name+"-"+name)
+				if err := os.WriteFile(path, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				got, err := Detect(path)
+				if err != nil || got != f {
+					t.Errorf("Detect(%s) = %v, %v; want %s", path, got, err, f.Display)
+					continue
+				}
+				s, got, err := Read(path)
+				if err != nil || got != f || !slices.Equal(kinds(s), kinds(sample())) {
+					t.Errorf("Read(%s): %v as %v", path, err, got)
+				}
+			}
+		}
+	}
+}
+
+// TestDamagedFileGoesToItsNamedReader keeps a damaged file that could be
+// in the format its name says with that format's reader, whose error
+// says what is wrong in that format's terms.
+func TestDamagedFileGoesToItsNamedReader(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		data []byte
+		want *Format
+	}{
+		{"bad.xplane.pb", []byte{0x0a, 0xff, 0xff, 0x7f, 1}, XPlane},
+		{"bad.pftrace", []byte{0x0a, 0xff, 0xff, 0xff, 0x0f, 1, 2, 3}, Perfetto},
+		{"bad.pftrace.gz", []byte{0x1f, 0x8b, 0, 0, 0}, Perfetto},
+		{"bad.json", []byte(`{"traceEvents": [{"ph": 7}]}`), Chrome},
+	} {
+		path := filepath.Join(dir, c.name)
+		os.WriteFile(path, c.data, 0o644)
+		f, err := Detect(path)
+		if err != nil || f != c.want {
+			t.Errorf("Detect(%s) = %v, %v; want %s", c.name, f, err, c.want.Display)
+		}
+		if _, _, err := Read(path); err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("Read(%s) = %v; want an error naming the file", c.name, err)
+		}
+	}
+}
+
+func TestUnreadableInputs(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		data []byte // nil: no file
+		want string
+	}{
+		{"missing.pftrace", nil, "no such file"},
+		{"empty.pftrace", []byte{}, "is empty"},
+		{"empty.pftrace.gz", []byte{}, "is empty"},
+		{"empty-content.json.gz", gzipBytes(t, nil), "is empty"},
+		{"empty.bin", []byte{}, "is empty"},
+		{"garbage.bin", []byte("hello, world"), "cannot tell its format"},
+		{"garbage", []byte{0xff}, "cannot tell its format"},
+		{"badgzip.bin", []byte{0x1f, 0x8b, 1, 2, 3}, "gzip"},
+	} {
+		path := filepath.Join(dir, c.name)
+		if c.data != nil {
+			os.WriteFile(path, c.data, 0o644)
+		}
+		_, f, err := Read(path)
+		if err == nil || f != nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Read(%s) = %v, %v; want an error naming the file and saying %q", c.name, f, err, c.want)
+		}
+		if strings.Contains(c.want, "format") {
+			for _, g := range All() {
+				if !strings.Contains(err.Error(), "*"+g.Extensions[0]) || !strings.Contains(err.Error(), g.Display) {
+					t.Errorf("%s: the error %q does not list %s (%s)", c.name, err, g.Display, g.Extensions[0])
+				}
+			}
+		}
+	}
+}
+
+func TestForPath(t *testing.T) {
+	for path, want := range map[string]*Format{
+		"a.pftrace": Perfetto, "A.PFTRACE.GZ": Perfetto, "a.perfetto-trace": Perfetto,
+		"a.xplane.pb": XPlane, "dir.json/host.xplane.pb": XPlane,
+		"a.json": Chrome, "host.trace.json.gz": Chrome,
+	} {
+		if f, err := ForPath(path); f != want || err != nil {
+			t.Errorf("ForPath(%q) = %v, %v; want %s", path, f, err, want.Display)
+		}
+	}
+	_, err := ForPath("out.txt")
+	if err == nil || !strings.Contains(err.Error(), `"out.txt"`) {
+		t.Fatalf("ForPath(out.txt) = %v", err)
+	}
+	for _, f := range All() {
+		for _, e := range f.Extensions {
+			if !strings.Contains(err.Error(), "*"+e) {
+				t.Errorf("%q does not list %s", err, e)
+			}
+		}
+	}
+	if _, err := ForPath("a.xplane.pb.gz"); err == nil || !strings.Contains(err.Error(), "TensorBoard does not read gzip-compressed .xplane.pb files") {
+		t.Errorf("ForPath(a.xplane.pb.gz) = %v", err)
+	}
+}
+
+func TestWriteFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		path string
+		f    *Format
+		want string
+	}{
+		{filepath.Join(dir, "out.txt"), nil, "cannot tell the output format"},
+		{filepath.Join(dir, "out.xplane.pb.gz"), nil, "does not read gzip"},
+		{filepath.Join(dir, "forced.xplane.pb.gz"), XPlane, "does not read gzip"},
+		{filepath.Join(dir, "nodir", "out.pftrace"), nil, "cannot write"},
+	} {
+		if err := WriteFile(c.path, c.f, sample()); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("WriteFile(%s) = %v; want %q", c.path, err, c.want)
+		}
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("failed writes left %v", left)
+	}
+}

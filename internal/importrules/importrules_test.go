@@ -1,0 +1,246 @@
+// Package importrules holds the test that keeps devprof's one-way flow
+// (ARCHITECTURE.md) true in the tree: sources → recorder → event model →
+// exporters → files and servers. It has no code of its own.
+package importrules
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/devprof/devprof/"
+
+// layer says which devprof packages the packages under one path may
+// import. Paths ending in "/" cover every package beneath them; a package
+// matches its longest row. Every devprof package must match a row: a new
+// package is placed in the flow on purpose (and in ARCHITECTURE.md).
+type layer struct {
+	path  string
+	may   []string // devprof packages (or trees, ending in "/") it may import
+	what  string   // its place in the flow, for failure messages
+	cmdOK bool     // may import anything but the recorder and internal test helpers (trace, cmd)
+}
+
+var layers = []layer{
+	{path: "event", what: "the event model: the ground floor imports no devprof package"},
+	{path: "internal/recorder", may: []string{"event"}, what: "the recorder: fills the model"},
+	{path: "annotate", may: []string{"event", "internal/recorder"}, what: "a source (spans, steps, counters)"},
+	{path: "sources/", may: []string{"event", "internal/recorder", "cuptiwrap", "sources/"}, what: "a source"},
+	{path: "cuptiwrap", what: "the cgo layer over libcupti, below the CUPTI source"},
+	{path: "exporters/", may: []string{"event", "exporters/", "internal/intern", "internal/protoenc", "internal/atomicfile", "internal/metatext"}, what: "an exporter: reads the model, never the recorder or a source"},
+	{path: "perfettolink", what: "a server for a written file"},
+	{path: "spanstats", what: "top-N span statistics for devprof summary"},
+	{path: "internal/intern", what: "exporters' string interning"},
+	{path: "internal/protoenc", what: "exporters' protobuf encoding"},
+	{path: "internal/atomicfile", what: "atomic file writes for outputs"},
+	{path: "internal/metatext", may: []string{"event"}, what: "exporters' shared wording of warnings, notes and drops"},
+	{path: "internal/mlpdemo", may: []string{"annotate"}, what: "the demo workload: a user of annotate"},
+	{path: "internal/eventtest", may: []string{"event", "internal/recorder"}, what: "test helper: records snapshots for exporters' tests"},
+	{path: "internal/fakecuda", what: "test helper: the fake libcupti"},
+	{path: "conformance", may: []string{"event", "internal/metatext"}, what: "test helper: hands traces to the Python checkers"},
+	{path: "trace", cmdOK: true, what: "sessions: wires sources, recorder and exporters together"},
+	{path: "cmd/", cmdOK: true, what: "the CLI"},
+	{path: "internal/importrules", what: "this test"},
+}
+
+type pkg struct {
+	ImportPath   string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+	Dir          string
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	root, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	cmd := exec.Command("go", "list", "-json", "./...")
+	cmd.Dir = filepath.Dir(strings.TrimSpace(string(root)))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 10 {
+		t.Fatalf("go list found %d packages; is the module root right?", len(pkgs))
+	}
+	return pkgs
+}
+
+func rowOf(path string) *layer {
+	var best *layer
+	for i := range layers {
+		l := &layers[i]
+		if path == l.path || strings.HasSuffix(l.path, "/") && strings.HasPrefix(path, l.path) {
+			if best == nil || len(l.path) > len(best.path) {
+				best = l
+			}
+		}
+	}
+	return best
+}
+
+func allowed(l *layer, imp string) bool {
+	if l.cmdOK {
+		return imp != "internal/recorder" || l.path == "trace"
+	}
+	for _, m := range l.may {
+		if imp == m || strings.HasSuffix(m, "/") && strings.HasPrefix(imp, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestImportRules checks every package's own imports (tests may use the
+// test helpers) against its row.
+func TestImportRules(t *testing.T) {
+	for _, p := range listPackages(t) {
+		rel := strings.TrimPrefix(p.ImportPath, module)
+		l := rowOf(rel)
+		if l == nil {
+			t.Errorf("%s has no place in the flow: add it to ARCHITECTURE.md and to this test's layers", rel)
+			continue
+		}
+		for _, imp := range p.Imports {
+			if !strings.HasPrefix(imp, module) {
+				continue
+			}
+			imp = strings.TrimPrefix(imp, module)
+			if !allowed(l, imp) {
+				t.Errorf("%s (%s) imports %s: against the flow (ARCHITECTURE.md)", rel, l.what, imp)
+			}
+		}
+	}
+}
+
+// TestRulesCanFail makes sure the table is not vacuous: known bad edges
+// are refused and known good ones allowed.
+func TestRulesCanFail(t *testing.T) {
+	for _, c := range []struct {
+		from, to string
+		ok       bool
+	}{
+		{"event", "internal/recorder", false},
+		{"exporters/perfetto", "internal/recorder", false},
+		{"exporters/xplane", "sources/cupti", false},
+		{"exporters/chrome", "annotate", false},
+		{"sources/cupti", "exporters/xplane", false},
+		{"annotate", "exporters/perfetto", false},
+		{"cmd/devprof", "internal/recorder", false},
+		{"exporters/perfetto", "event", true},
+		{"sources/cupti", "internal/recorder", true},
+		{"trace", "internal/recorder", true},
+	} {
+		if got := allowed(rowOf(c.from), c.to); got != c.ok {
+			t.Errorf("%s → %s allowed = %v, want %v", c.from, c.to, got, c.ok)
+		}
+	}
+}
+
+// TestNoPublicWayToRecord checks the exported API of every package
+// outside internal/: nothing but a session may start recording, so no
+// exported name may hand out the recorder or mention it, except that a
+// source's Start takes the session's buffer as a parameter (a user has no
+// way to make one).
+func TestNoPublicWayToRecord(t *testing.T) {
+	for _, p := range listPackages(t) {
+		rel := strings.TrimPrefix(p.ImportPath, module)
+		if strings.HasPrefix(rel, "internal/") || strings.HasPrefix(rel, "cmd/") {
+			continue
+		}
+		cmd := exec.Command("go", "doc", "-all", ".")
+		cmd.Dir = p.Dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go doc %s: %v\n%s", rel, err, out)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if msg := recorderExposure(rel, line); msg != "" {
+				t.Errorf("%s %s: %s", rel, msg, strings.TrimSpace(line))
+			}
+		}
+	}
+}
+
+// recorderExposure says how a line of go doc output exposes the recorder,
+// or "" if it does not.
+func recorderExposure(pkg, line string) string {
+	code := strings.TrimSpace(line)
+	if strings.HasPrefix(code, "//") || !strings.Contains(code, "recorder.") {
+		return ""
+	}
+	if strings.HasPrefix(code, "func ") && strings.HasPrefix(pkg, "sources/") {
+		// A source's Start(buf *recorder.Buffer, ...), and its Stop
+		// returning the plain-data recorder.SourceReport.
+		if i := closeOfParams(code); i > 0 && !strings.Contains(strings.ReplaceAll(code[i:], "recorder.SourceReport", ""), "recorder.") {
+			return ""
+		}
+	}
+	return "exports the recorder"
+}
+
+// closeOfParams returns the index just past the parameter list of a func
+// line ("func (r T) Name(params) results"), or -1.
+func closeOfParams(code string) int {
+	open := strings.Index(code, "(")
+	if strings.HasPrefix(code, "func (") { // a method: skip the receiver
+		end := strings.Index(code, ")")
+		next := strings.Index(code[end:], "(")
+		if end < 0 || next < 0 {
+			return -1
+		}
+		open = end + next
+	}
+	depth := 0
+	for i := open; i >= 0 && i < len(code); i++ {
+		switch code[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return -1
+}
+
+func TestRecorderExposureCanFail(t *testing.T) {
+	for _, c := range []struct {
+		pkg, line string
+		bad       bool
+	}{
+		{"sources/cupti", "func Start(buf *recorder.Buffer, cfg Options) (*Source, error)", false},
+		{"sources/cupti", "func Active() *recorder.Buffer", true},
+		{"sources/cupti", "func (s *Source) Stop() recorder.SourceReport", false},
+		{"annotate", "func (s *Source) Stop() recorder.SourceReport", true},
+		{"sources/cupti", "func (s *Source) Buffer() *recorder.Buffer", true},
+		{"trace", "func Start(buf *recorder.Buffer)", true},
+		{"annotate", "    Buf *recorder.Buffer", true},
+		{"event", "    // Events are written by the recorder.", false},
+	} {
+		if got := recorderExposure(c.pkg, c.line) != ""; got != c.bad {
+			t.Errorf("%s: %q flagged %v, want %v", c.pkg, c.line, got, c.bad)
+		}
+	}
+}

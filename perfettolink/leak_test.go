@@ -1,0 +1,11 @@
+package perfettolink_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package's tests if any goroutine outlives them: Stop
+// must leave nothing of the one-shot link server behind.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -1,0 +1,48 @@
+package cupti
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/devprof/devprof/cuptiwrap"
+)
+
+func TestNotice(t *testing.T) {
+	notFound := fmt.Errorf("%w (needed for GPU activity); tried:\n  libcupti.so.13: no such file\n  libcupti.so.12: no such file", cuptiwrap.ErrLibraryNotFound)
+	for _, v := range []string{"DEVPROF_CUPTI_LIB", "CUDA_HOME", "CUDA_PATH", "DEVPROF_VERBOSE"} {
+		t.Setenv(v, "")
+	}
+	cudaDirs = []string{t.TempDir() + "/no-cuda-here"}
+	defer func() { cudaDirs = []string{"/usr/local/cuda"} }()
+
+	// A machine without CUDA: one line, saying how to silence it and where
+	// the details are.
+	n := Notice(notFound)
+	if strings.Contains(n, "\n") || !strings.Contains(n, "trace.Off") || !strings.Contains(n, "DEVPROF_VERBOSE=1") {
+		t.Errorf("notice without CUDA is not the one-line summary: %q", n)
+	}
+	// Someone with CUDA installed sees every place tried.
+	for _, env := range []string{"CUDA_HOME", "DEVPROF_CUPTI_LIB", "DEVPROF_VERBOSE"} {
+		t.Run(env, func(t *testing.T) {
+			v := "/opt/cuda"
+			if env == "DEVPROF_VERBOSE" {
+				v = "1"
+			}
+			t.Setenv(env, v)
+			if n := Notice(notFound); !strings.Contains(n, "libcupti.so.12: no such file") {
+				t.Errorf("with %s set the notice hides the places tried: %q", env, n)
+			}
+		})
+	}
+	cudaDirs = []string{t.TempDir()}
+	if n := Notice(notFound); !strings.Contains(n, "libcupti.so.13") {
+		t.Errorf("with a CUDA directory present the notice hides the places tried: %q", n)
+	}
+	// Other failures (a GPU that cannot be profiled) always say everything.
+	cudaDirs = []string{t.TempDir() + "/no-cuda-here"}
+	perm := &cuptiwrap.Error{Op: "cuptiActivityEnable", Code: 35, Name: "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"}
+	if n := Notice(perm); n != "devprof: "+Explain(perm).Text {
+		t.Errorf("notice for %v: %q, want the full explanation", perm, n)
+	}
+}

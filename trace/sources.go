@@ -1,0 +1,75 @@
+package trace
+
+import (
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/recorder"
+	cupti "github.com/devprof/devprof/sources/cupti"
+)
+
+// sourceRow is one source a session can run. Adding a source is its
+// package under sources/, its typed options in Options (and advanced keys
+// in advancedKeys, if any), and a row here; nothing else in the session
+// changes.
+type sourceRow struct {
+	name string // names the source in warnings, notes and drop counts
+	// on reports whether the resolved options run the source.
+	on func(c *config) bool
+	// start starts it on the session's buffer.
+	start func(b *recorder.Buffer, c *config) (recorder.Source, error)
+	// explain turns a start error into the warning the outputs carry;
+	// notice into the line printed once on standard error.
+	explain func(error) event.Warning
+	notice  func(error) string
+}
+
+var sourceTable = []sourceRow{{
+	name: cupti.SourceName,
+	on:   func(c *config) bool { return c.deviceLevel > 0 },
+	start: func(b *recorder.Buffer, c *config) (recorder.Source, error) {
+		return cupti.Start(b, c.gpu)
+	},
+	explain: cupti.Explain,
+	notice:  cupti.Notice,
+}}
+
+// runningSource is a source a session started.
+type runningSource struct {
+	name string
+	src  recorder.Source
+}
+
+// startSources starts every source the options turn on. One that cannot
+// start leaves the session recording without it: its reason goes into
+// every output and, once per process, to standard error.
+func (s *Session) startSources() {
+	for _, row := range sourceTable {
+		if !row.on(&s.cfg) {
+			continue
+		}
+		src, err := row.start(s.buf, &s.cfg)
+		if err != nil {
+			printOnce(row.notice(err))
+			s.meta.Warnings = append(s.meta.Warnings, row.explain(err))
+			continue
+		}
+		s.sources = append(s.sources, runningSource{row.name, src})
+	}
+}
+
+// stopSources stops the running sources, newest first, and adds what they
+// report to the session's metadata.
+func (s *Session) stopSources() {
+	for i := len(s.sources) - 1; i >= 0; i-- {
+		rs := s.sources[i]
+		rep := rs.src.Stop()
+		s.meta.Notes = append(s.meta.Notes, rep.Notes...)
+		s.meta.Warnings = append(s.meta.Warnings, rep.Warnings...)
+		// Events a source lost are events the trace lacks: they count
+		// with the recorder's own drops, under the source's name.
+		s.meta.AddDrops(rs.name, rep.Dropped)
+		for _, w := range rep.Warnings {
+			printOnce("devprof: " + w.Text)
+		}
+	}
+	s.sources = nil
+}
