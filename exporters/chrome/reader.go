@@ -67,6 +67,16 @@ func ReadFile(path string) (*event.Snapshot, error) {
 // N counted in the decompressed JSON: for JSON syntax errors the offset
 // json.SyntaxError uses (bytes read up to and including the bad one), for
 // a value of the wrong type the offset where that value begins.
+//
+// Speed: encoding/json's Decoder checks each event's syntax (Decode into a
+// json.RawMessage); a small scanner (objIter) then walks the members of
+// that known-valid object in place. Walking the tokens with Decoder.Token
+// instead costs more than all of Read: on Kineto's 500-step H100 trace
+// (testdata/real-gpu, 4.0 MB of JSON; BenchmarkReadChromeVsDecoderToken,
+// two runs on a busy 2-core AMD EPYC), the RawMessage+objIter scan took
+// 48-160 ms with 321 allocations (9 KB), a Decoder.Token walk 220-350 ms
+// with 2.66 M allocations (47 MB) before converting anything, and the
+// whole of Read 95-180 ms with 85.7 k allocations (32.5 MB).
 func Read(r io.Reader) (*event.Snapshot, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var src io.Reader = br
@@ -623,55 +633,84 @@ func fieldError(field string, v []byte, want string, off int64) error {
 // isNumber reports whether s is a number: JSON's grammar, loosened for
 // numeric strings (a leading '+', leading zeros, a bare '.').
 func isNumber(s []byte) bool {
-	i := 0
-	if i < len(s) && (s[i] == '-' || s[i] == '+') {
-		i++
-	}
-	digits := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i, digits = i+1, digits+1
-	}
+	i := skipSign(s, 0)
+	i, digits := skipDigits(s, i)
 	if i < len(s) && s[i] == '.' {
-		i++
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i, digits = i+1, digits+1
-		}
+		var fd int
+		i, fd = skipDigits(s, i+1)
+		digits += fd
 	}
 	if digits == 0 {
 		return false
 	}
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '-' || s[i] == '+') {
-			i++
-		}
-		ed := 0
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i, ed = i+1, ed+1
-		}
-		if ed == 0 {
+		var ed int
+		if i, ed = skipDigits(s, skipSign(s, i+1)); ed == 0 {
 			return false
 		}
 	}
 	return i == len(s)
 }
 
+// skipSign returns the index after an optional sign at s[i].
+func skipSign(s []byte, i int) int {
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		i++
+	}
+	return i
+}
+
+// skipDigits returns the index after the decimal digits at s[i] and how
+// many there are.
+func skipDigits(s []byte, i int) (end, n int) {
+	for end = i; end < len(s) && s[end] >= '0' && s[end] <= '9'; end++ {
+	}
+	return end, end - i
+}
+
 // micros converts a number of microseconds (isNumber holds) to
 // nanoseconds, rounding half away from zero, exactly. ok is false when
 // |result| > maxTime.
 func micros(s []byte) (ns int64, ok bool) {
-	neg := false
-	i := 0
-	if s[0] == '-' || s[0] == '+' {
-		neg = s[0] == '-'
-		i++
-	}
+	neg := s[0] == '-'
+	i := skipSign(s, 0)
 	// The value is D × 10^k ns, where D is the digit string without the
 	// point or leading zeros.
-	nd, frac := 0, 0
+	nd, frac, j := mantissa(s, i)
+	exp := exponent(s, j)
+	if nd == 0 {
+		return 0, true
+	}
+	k := exp + 3 - int64(frac)
+	intDigits := int64(nd) + k // digits before the point of D × 10^k
+	if intDigits > 19 {
+		return 0, false
+	}
+	if intDigits < 0 {
+		return 0, true
+	}
+	acc, round := leadingDigits(s, i, intDigits)
+	for ; k > 0; k-- {
+		acc *= 10 // intDigits <= 19 keeps acc below 10^19
+	}
+	if round {
+		acc++
+	}
+	if acc > maxTime {
+		return 0, false
+	}
+	if neg {
+		return -int64(acc), true
+	}
+	return int64(acc), true
+}
+
+// mantissa scans the digits and point from s[i]: nd counts the digits
+// from the first non-zero one, frac those after the point, and j is where
+// the exponent (if any) starts.
+func mantissa(s []byte, i int) (nd, frac, j int) {
 	seenPoint := false
-	j := i
-	for ; j < len(s); j++ {
+	for j = i; j < len(s); j++ {
 		c := s[j]
 		if c == '.' {
 			seenPoint = true
@@ -687,38 +726,37 @@ func micros(s []byte) (ns int64, ok bool) {
 			nd++
 		}
 	}
+	return nd, frac, j
+}
+
+// exponent reads the exponent that starts with 'e' or 'E' at s[j] (0 when
+// j is the end); its magnitude saturates near 2^40, far past any that
+// gives a representable time.
+func exponent(s []byte, j int) int64 {
+	if j >= len(s) {
+		return 0
+	}
+	j++
+	neg := s[j] == '-'
+	j = skipSign(s, j)
 	exp := int64(0)
-	if j < len(s) { // exponent
-		j++
-		eneg := false
-		if s[j] == '-' || s[j] == '+' {
-			eneg = s[j] == '-'
-			j++
-		}
-		for ; j < len(s); j++ {
-			if exp < 1<<40 {
-				exp = exp*10 + int64(s[j]-'0')
-			}
-		}
-		if eneg {
-			exp = -exp
+	for ; j < len(s); j++ {
+		if exp < 1<<40 {
+			exp = exp*10 + int64(s[j]-'0')
 		}
 	}
-	if nd == 0 {
-		return 0, true
+	if neg {
+		return -exp
 	}
-	k := exp + 3 - int64(frac)
-	intDigits := int64(nd) + k // digits before the point of D × 10^k
-	if intDigits > 19 {
-		return 0, false
-	}
-	if intDigits < 0 {
-		return 0, true
-	}
-	var acc uint64
-	round := false
+	return exp
+}
+
+// leadingDigits returns the first intDigits significant digits of the
+// mantissa at s[i] as an integer, and whether the digit after them rounds
+// it up.
+func leadingDigits(s []byte, i int, intDigits int64) (acc uint64, round bool) {
 	pos := int64(0)
-	for j = i; j < len(s) && pos <= intDigits; j++ {
+	for j := i; j < len(s) && pos <= intDigits; j++ {
 		c := s[j]
 		if c == '.' {
 			continue
@@ -736,19 +774,7 @@ func micros(s []byte) (ns int64, ok bool) {
 		}
 		pos++
 	}
-	for ; k > 0; k-- {
-		acc *= 10 // intDigits <= 19 keeps acc below 10^19
-	}
-	if round {
-		acc++
-	}
-	if acc > maxTime {
-		return 0, false
-	}
-	if neg {
-		return -int64(acc), true
-	}
-	return int64(acc), true
+	return acc, round
 }
 
 // timeField parses ts or dur: a number of µs, or a numeric string.
@@ -836,172 +862,174 @@ func (p *parser) thread(pid, tid procID) int32 {
 	return i
 }
 
+// evFields is what the members of one event object say, before the event
+// is kept.
+type evFields struct {
+	e                  ev
+	phase              string
+	hasPh, hasTS, full bool
+	pid, tid           procID
+	hasTid             bool
+	argsRaw            []byte
+	argsOff            int64
+	scope              string
+}
+
 // event reads one element of the event array; start is its offset.
 func (p *parser) event(raw []byte, start int64) error {
 	if len(raw) == 0 || raw[0] != '{' {
 		return fmt.Errorf("chrome: event is %s, want an object at byte offset %d", describe(raw), start)
 	}
 	p.seq++
-	var (
-		e                  = ev{seq: p.seq}
-		phase              string
-		hasPh, hasTS, full bool
-		pid, tid           procID
-		hasTid             bool
-		argsRaw            []byte
-		argsOff            int64
-		scope              string
-		mArgName           string
-		err                error
-	)
+	f := evFields{e: ev{seq: p.seq}}
 	it := objIter{b: raw}
 	for it.next() {
-		full = true
-		v := it.val
-		off := start + int64(it.off)
-		null := v[0] == 'n'
-		isStr := v[0] == '"'
+		f.full = true
 		key := it.key[1 : len(it.key)-1]
 		if bytes.IndexByte(key, '\\') >= 0 {
 			key = []byte(unquote(it.key))
 		}
-		switch string(key) {
-		case "ph":
-			if !isStr {
-				return fieldError("ph", v, "a string", off)
-			}
-			phase, hasPh = unquote(v), true
-		case "name":
-			if !isStr && !null {
-				return fieldError("name", v, "a string", off)
-			}
-			if isStr {
-				e.name = p.str(v)
-			}
-		case "cat":
-			if !isStr && !null {
-				return fieldError("cat", v, "a string", off)
-			}
-			if isStr {
-				e.cat = p.str(v)
-			}
-		case "ts":
-			if !null {
-				if e.ts, err = timeField("ts", v, off); err != nil {
-					return err
-				}
-				hasTS = true
-			}
-		case "dur":
-			if !null {
-				if e.dur, err = timeField("dur", v, off); err != nil {
-					return err
-				}
-			}
-		case "pid":
-			if !null {
-				if pid, err = p.idField("pid", v, off); err != nil {
-					return err
-				}
-			}
-		case "tid":
-			if !null {
-				if tid, err = p.idField("tid", v, off); err != nil {
-					return err
-				}
-				hasTid = true
-			}
-		case "s":
-			if !isStr && !null {
-				return fieldError("s", v, "a string", off)
-			}
-			if isStr {
-				scope = unquote(v)
-			}
-		case "bp":
-			if !isStr && !null {
-				return fieldError("bp", v, "a string", off)
-			}
-			if isStr && unquote(v) == "e" {
-				e.flags |= fBindEnclosing
-			}
-		case "id", "id2":
-			if !null {
-				e.id = p.idString(v)
-				e.flags |= fHasID
-			}
-		case "bind_id":
-			if !null {
-				e.bindID = p.idString(v)
-				e.flags |= fHasBind
-			}
-		case "flow_in", "flow_out":
-			k := string(key)
-			if v[0] != 't' && v[0] != 'f' && !null {
-				return fieldError(k, v, "a boolean", off)
-			}
-			if v[0] == 't' {
-				if k == "flow_in" {
-					e.flags |= fFlowIn
-				} else {
-					e.flags |= fFlowOut
-				}
-			}
-		case "args":
-			if v[0] != '{' && !null {
-				return fieldError("args", v, "an object", off)
-			}
-			if !null {
-				argsRaw, argsOff = v, off
-			}
+		if err := f.member(p, key, it.val, start+int64(it.off)); err != nil {
+			return err
 		}
 	}
 	if it.bad {
 		return fmt.Errorf("chrome: malformed event at byte offset %d", start)
 	}
-	if !hasPh {
-		if full {
+	if !f.hasPh {
+		if f.full {
 			p.unsupported("(none)")
 		}
 		return nil // TSL ends its array with {}
 	}
-	if !hasTid {
-		tid = pid // a process-level event: its main thread
+	if !f.hasTid {
+		f.tid = f.pid // a process-level event: its main thread
 	}
-	if phase == "M" {
-		if argsRaw != nil {
-			it := objIter{b: argsRaw}
-			for it.next() {
-				if unquote(it.key) == "name" && it.val[0] == '"' {
-					mArgName = truncate(unquote(it.val), maxName)
-				}
-			}
-		}
-		switch e.name {
-		case "process_name":
-			p.thread(pid, tid)
-			p.procs[pid].name = mArgName
-		case "thread_name":
-			p.threads[p.thread(pid, tid)].name = mArgName
-		}
+	if f.phase == "M" {
+		p.metadata(&f)
 		return nil // sort indexes, labels and other metadata are not kept
 	}
-	if len(phase) != 1 || !strings.Contains("XBEiIRCbenstf", phase) {
-		p.unsupported(phase)
+	return p.keep(&f)
+}
+
+// member reads one member of an event object; off is the value's offset.
+// The key stays a []byte (switched on without converting it), as a string
+// would cost an allocation per member.
+func (f *evFields) member(p *parser, key, v []byte, off int64) error {
+	switch string(key) {
+	case "ph", "name", "cat", "s", "bp":
+		return f.stringMember(p, key, v, off)
+	}
+	if v[0] == 'n' {
+		return nil // null: as if absent
+	}
+	return f.valueMember(p, key, v, off)
+}
+
+// stringMember reads a member whose value must be a string (or, but for
+// "ph", null).
+func (f *evFields) stringMember(p *parser, key, v []byte, off int64) error {
+	if v[0] != '"' {
+		if string(key) == "ph" || v[0] != 'n' {
+			return fieldError(string(key), v, "a string", off)
+		}
 		return nil
 	}
-	if !hasTS {
+	switch string(key) {
+	case "ph":
+		f.phase, f.hasPh = unquote(v), true
+	case "name":
+		f.e.name = p.str(v)
+	case "cat":
+		f.e.cat = p.str(v)
+	case "s":
+		f.scope = unquote(v)
+	case "bp":
+		if unquote(v) == "e" {
+			f.e.flags |= fBindEnclosing
+		}
+	}
+	return nil
+}
+
+// valueMember reads a member that is not a string member and not null.
+func (f *evFields) valueMember(p *parser, key, v []byte, off int64) error {
+	var err error
+	switch string(key) {
+	case "ts":
+		f.e.ts, err = timeField("ts", v, off)
+		f.hasTS = err == nil
+	case "dur":
+		f.e.dur, err = timeField("dur", v, off)
+	case "pid":
+		f.pid, err = p.idField("pid", v, off)
+	case "tid":
+		f.tid, err = p.idField("tid", v, off)
+		f.hasTid = err == nil
+	case "id", "id2":
+		f.e.id = p.idString(v)
+		f.e.flags |= fHasID
+	case "bind_id":
+		f.e.bindID = p.idString(v)
+		f.e.flags |= fHasBind
+	case "flow_in", "flow_out":
+		if v[0] != 't' && v[0] != 'f' {
+			return fieldError(string(key), v, "a boolean", off)
+		}
+		if v[0] == 't' && string(key) == "flow_in" {
+			f.e.flags |= fFlowIn
+		} else if v[0] == 't' {
+			f.e.flags |= fFlowOut
+		}
+	case "args":
+		if v[0] != '{' {
+			return fieldError("args", v, "an object", off)
+		}
+		f.argsRaw, f.argsOff = v, off
+	}
+	return err
+}
+
+// metadata applies an M event: process and thread names.
+func (p *parser) metadata(f *evFields) {
+	var name string
+	if f.argsRaw != nil {
+		it := objIter{b: f.argsRaw}
+		for it.next() {
+			if unquote(it.key) == "name" && it.val[0] == '"' {
+				name = truncate(unquote(it.val), maxName)
+			}
+		}
+	}
+	switch f.e.name {
+	case "process_name":
+		p.thread(f.pid, f.tid)
+		p.procs[f.pid].name = name
+	case "thread_name":
+		p.threads[p.thread(f.pid, f.tid)].name = name
+	}
+}
+
+// keep keeps an event of a phase Read converts until the file is read.
+func (p *parser) keep(f *evFields) error {
+	if len(f.phase) != 1 || !strings.Contains("XBEiIRCbenstf", f.phase) {
+		p.unsupported(f.phase)
+		return nil
+	}
+	if !f.hasTS {
 		p.noTS++
 		return nil
 	}
-	e.ph = phase[0]
-	if scope == "g" || scope == "p" {
+	e := f.e
+	e.ph = f.phase[0]
+	if f.scope == "g" || f.scope == "p" {
 		e.flags |= fProcScope
 	}
-	e.thread = p.thread(pid, tid)
-	p.procs[pid].events++
-	if argsRaw != nil {
-		if e.args, err = p.args(argsRaw, argsOff); err != nil {
+	e.thread = p.thread(f.pid, f.tid)
+	p.procs[f.pid].events++
+	if f.argsRaw != nil {
+		var err error
+		if e.args, err = p.args(f.argsRaw, f.argsOff); err != nil {
 			return err
 		}
 	}
@@ -1048,7 +1076,7 @@ func (p *parser) arg(key string, v []byte) event.Arg {
 		}
 	case c == '-' || c >= '0' && c <= '9':
 		s := string(v)
-		if bytes.IndexAny(v, ".eE") < 0 {
+		if !bytes.ContainsAny(v, ".eE") {
 			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 				a.Kind, a.Num = event.ArgInt, uint64(n)
 				return a
@@ -1385,67 +1413,8 @@ func (p *parser) build() *event.Snapshot {
 		}
 	}
 	b.spans = make([]span, 0, nspans)
-
-	type key struct {
-		ts int64
-		i  int
-	}
-	order := make([]key, len(p.events))
-	for i := range p.events {
-		order[i] = key{p.events[i].ts, i}
-	}
-	slices.SortFunc(order, func(x, y key) int { // by time, then file order
-		if c := cmp.Compare(x.ts, y.ts); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.i, y.i)
-	})
-
-	for _, k := range order {
-		e := &p.events[k.i]
-		t := b.rel(e.ts)
-		b.stop = max(b.stop, t)
-		switch e.ph {
-		case 'X':
-			end := satAdd(t, max(e.dur, 0))
-			b.stop = max(b.stop, end)
-			b.begin(e, b.threadLane(e.thread), end, false)
-		case 'B':
-			li := b.threadLane(e.thread)
-			b.push(li, b.begin(e, li, t, true))
-		case 'E':
-			li := -1
-			if t := &p.threads[e.thread]; t.lane >= 0 {
-				li = t.lane
-			}
-			b.end(e, li)
-		case 'b':
-			li := b.asyncLane(e)
-			b.push(li, b.begin(e, li, t, true))
-		case 'e':
-			b.end(e, b.endLane(e))
-		case 'n':
-			b.instants = append(b.instants, instant{name: e.name, t: t, lane: b.asyncLane(e), parent: -1, args: e.args})
-		case 'i', 'I', 'R':
-			if b.marks.Take(e.name, e.args) {
-				continue
-			}
-			li := -1
-			if e.flags&fProcScope == 0 {
-				li = b.threadLane(e.thread)
-			}
-			b.instants = append(b.instants, instant{name: e.name, t: t, lane: li, parent: -1, args: e.args})
-		case 'C':
-			b.counter(e, t)
-		case 's', 't', 'f':
-			key := "v1\x00" + e.id + "\x00" + e.cat + "\x00" + e.name
-			b.flows = append(b.flows, flow{
-				lane: b.threadLane(e.thread),
-				t:    t,
-				next: e.ph == 'f' && e.flags&fBindEnclosing == 0,
-				num:  b.flowNum(key, e.ph == 's'),
-			})
-		}
+	for _, k := range p.timeOrder() {
+		b.add(&p.events[k.i])
 	}
 	for i := range b.spans { // B never ended: open until the end of the trace
 		if s := &b.spans[i]; s.open {
@@ -1456,6 +1425,76 @@ func (p *parser) build() *event.Snapshot {
 	b.bindFlows()
 	b.bindInstants()
 	return b.emit()
+}
+
+// timeKey orders events by time, then file order.
+type timeKey struct {
+	ts int64
+	i  int // index into parser.events
+}
+
+// timeOrder returns the events' keys sorted by time, then file order.
+func (p *parser) timeOrder() []timeKey {
+	order := make([]timeKey, len(p.events))
+	for i := range p.events {
+		order[i] = timeKey{p.events[i].ts, i}
+	}
+	slices.SortFunc(order, func(x, y timeKey) int {
+		if c := cmp.Compare(x.ts, y.ts); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.i, y.i)
+	})
+	return order
+}
+
+// add applies one event, in time order, to the lanes, spans, instants,
+// counters and flows being built.
+func (b *builder) add(e *ev) {
+	p := b.p
+	t := b.rel(e.ts)
+	b.stop = max(b.stop, t)
+	switch e.ph {
+	case 'X':
+		end := satAdd(t, max(e.dur, 0))
+		b.stop = max(b.stop, end)
+		b.begin(e, b.threadLane(e.thread), end, false)
+	case 'B':
+		li := b.threadLane(e.thread)
+		b.push(li, b.begin(e, li, t, true))
+	case 'E':
+		li := -1
+		if t := &p.threads[e.thread]; t.lane >= 0 {
+			li = t.lane
+		}
+		b.end(e, li)
+	case 'b':
+		li := b.asyncLane(e)
+		b.push(li, b.begin(e, li, t, true))
+	case 'e':
+		b.end(e, b.endLane(e))
+	case 'n':
+		b.instants = append(b.instants, instant{name: e.name, t: t, lane: b.asyncLane(e), parent: -1, args: e.args})
+	case 'i', 'I', 'R':
+		if b.marks.Take(e.name, e.args) {
+			return
+		}
+		li := -1
+		if e.flags&fProcScope == 0 {
+			li = b.threadLane(e.thread)
+		}
+		b.instants = append(b.instants, instant{name: e.name, t: t, lane: li, parent: -1, args: e.args})
+	case 'C':
+		b.counter(e, t)
+	case 's', 't', 'f':
+		key := "v1\x00" + e.id + "\x00" + e.cat + "\x00" + e.name
+		b.flows = append(b.flows, flow{
+			lane: b.threadLane(e.thread),
+			t:    t,
+			next: e.ph == 'f' && e.flags&fBindEnclosing == 0,
+			num:  b.flowNum(key, e.ph == 's'),
+		})
+	}
 }
 
 func (b *builder) counter(e *ev, t int64) {
@@ -1589,6 +1628,18 @@ func readerWarning(code, text string) event.Warning {
 }
 
 func (b *builder) emit() *event.Snapshot {
+	bl := event.NewBuilder(b.meta())
+	b.emitMarks(bl)
+	b.emitSpans(bl)
+	b.emitInstants(bl)
+	b.emitCounters(bl)
+	b.warn(bl)
+	return bl.Snapshot()
+}
+
+// meta returns the snapshot's metadata: the process with the most events
+// names the program.
+func (b *builder) meta() event.Meta {
 	p := b.p
 	meta := event.Meta{Host: p.other.host}
 	var best *procInfo
@@ -1611,13 +1662,22 @@ func (b *builder) emit() *event.Snapshot {
 	start := p.other.startNS
 	meta.Start = event.ClockAnchor{Mono: 0, Boot: start, Wall: start}
 	meta.Stop = event.ClockAnchor{Mono: b.stop, Boot: satAdd(start, b.stop), Wall: satAdd(start, b.stop)}
+	return meta
+}
 
-	bl := event.NewBuilder(meta)
+// emitMarks adds the warnings, notes and drops devprof's marker instants
+// carried; otherData's count stands in for a drop marker that went.
+func (b *builder) emitMarks(bl *event.Builder) {
 	b.marks.Apply(bl)
-	if len(b.marks.Drops) == 0 && p.other.dropped > 0 {
+	if len(b.marks.Drops) == 0 && b.p.other.dropped > 0 {
 		// otherData counts what the file lost even if its marker went.
-		bl.AddDrops(event.DropsRecorder, p.other.dropped)
+		bl.AddDrops(event.DropsRecorder, b.p.other.dropped)
 	}
+}
+
+// emitSpans adds a track for every lane with events, in the order the
+// lanes first appear, and then each lane's spans.
+func (b *builder) emitSpans(bl *event.Builder) {
 	order := make([]int, len(b.lanes))
 	for i := range order {
 		order[i] = i
@@ -1648,6 +1708,10 @@ func (b *builder) emit() *event.Snapshot {
 			})
 		}
 	}
+}
+
+// emitInstants adds the instants by time.
+func (b *builder) emitInstants(bl *event.Builder) {
 	slices.SortStableFunc(b.instants, func(x, y instant) int { return cmp.Compare(x.t, y.t) })
 	for _, in := range b.instants {
 		var track uint32
@@ -1660,6 +1724,11 @@ func (b *builder) emit() *event.Snapshot {
 		}
 		bl.Instant(in.name, in.t, track, parent, in.args)
 	}
+}
+
+// emitCounters adds the counter samples; with several processes, each
+// series names its pid.
+func (b *builder) emitCounters(bl *event.Builder) {
 	pids := map[procID]bool{}
 	for _, c := range b.counters {
 		pids[c.pid] = true
@@ -1677,7 +1746,11 @@ func (b *builder) emit() *event.Snapshot {
 		}
 		bl.Counter(name, unit, c.t, c.v)
 	}
+}
 
+// warn adds the warnings for what Read skipped or could not represent.
+func (b *builder) warn(bl *event.Builder) {
+	p := b.p
 	if len(p.unknown) > 0 {
 		phases := make([]string, 0, len(p.unknown))
 		n := 0
@@ -1702,5 +1775,4 @@ func (b *builder) emit() *event.Snapshot {
 	if p.missingBracket {
 		bl.Warn(readerWarning("truncated", "chrome: the event array has no closing bracket (the trace may have been cut short)"))
 	}
-	return bl.Snapshot()
 }

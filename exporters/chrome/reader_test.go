@@ -983,9 +983,19 @@ func fuzzSeeds(t testing.TB) [][]byte {
 	return seeds
 }
 
+// FuzzRead's committed corpus (testdata/fuzz/FuzzRead) holds single events
+// and cuts of the real H100 traces; the whole files are added from
+// ../../testdata.
 func FuzzRead(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s)
+	}
+	for _, path := range []string{realKineto, realJAX} {
+		z, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(z)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Read(bytes.NewReader(data))

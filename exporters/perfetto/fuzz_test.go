@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -55,10 +56,18 @@ func fuzzSeeds(t testing.TB) [][]byte {
 	return append(seeds, flipped)
 }
 
+// FuzzRead's committed corpus (testdata/fuzz/FuzzRead) holds packets and
+// cuts of the real H100 trace; the whole trace is added here from
+// ../../testdata rather than copied into it.
 func FuzzRead(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s)
 	}
+	real, err := os.ReadFile(realPftrace)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(real)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tr, err := Read(bytes.NewReader(data))
 		if err != nil {

@@ -7,7 +7,6 @@ import (
 	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,8 @@ import (
 	"os"
 	"slices"
 	"strconv"
+
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // Field numbers the reader needs besides the writer's (see writer.go).
@@ -288,6 +289,11 @@ func (e *readError) Unwrap() error { return e.err }
 // ---------------------------------------------------------------------------
 // Wire format.
 
+// The reader decodes each message it needs with a small function that
+// walks its fields with eachField and switches on key(number, wire type);
+// the bytes themselves are read by protowire, the same decoder the XSpace
+// reader uses. Error texts stay the reader's own, naming the field.
+
 // field is one decoded protobuf field. For wireBytes, b aliases the input.
 type field struct {
 	num int
@@ -296,17 +302,20 @@ type field struct {
 	b   []byte
 }
 
-func key(num, wt int) uint64    { return uint64(num)<<3 | uint64(wt) }
+func key(num, wt int) uint64 {
+	return uint64(protowire.EncodeTag(protowire.Number(num), protowire.Type(wt)))
+}
 func (f *field) key() uint64    { return key(f.num, f.wt) }
 func (f *field) int64() int64   { return int64(f.u) }
 func (f *field) float() float64 { return math.Float64frombits(f.u) }
 
+// uvarint reads the varint at the start of b; what names it in errors.
 func uvarint(b []byte, what string) (uint64, int, error) {
-	v, n := binary.Uvarint(b)
-	switch {
-	case n == 0:
-		return 0, 0, fmt.Errorf("truncated %s", what)
-	case n < 0:
+	v, n := protowire.ConsumeVarint(b)
+	if n < 0 {
+		if errors.Is(protowire.ParseError(n), io.ErrUnexpectedEOF) {
+			return 0, 0, fmt.Errorf("truncated %s", what)
+		}
 		return 0, 0, fmt.Errorf("malformed %s: varint longer than 64 bits", what)
 	}
 	return v, n, nil
@@ -321,32 +330,34 @@ func readField(b []byte) (field, int, error) {
 		return field{}, 0, err
 	}
 	num, wt := tag>>3, int(tag&7)
-	if num == 0 || num > 1<<29-1 {
+	if num == 0 || num > uint64(protowire.MaxValidNumber) {
 		return field{}, 0, fmt.Errorf("invalid field number %d", num)
 	}
 	f := field{num: int(num), wt: wt}
 	rest := b[n:]
-	switch wt {
-	case wireVarint:
+	switch protowire.Type(wt) {
+	case protowire.VarintType:
 		v, m, err := uvarint(rest, "varint of field "+strconv.Itoa(f.num))
 		if err != nil {
 			return field{}, 0, err
 		}
 		f.u = v
 		return f, n + m, nil
-	case wireI64:
-		if len(rest) < 8 {
+	case protowire.Fixed64Type:
+		v, m := protowire.ConsumeFixed64(rest)
+		if m < 0 {
 			return field{}, 0, fmt.Errorf("truncated fixed64 field %d: %d bytes left", f.num, len(rest))
 		}
-		f.u = binary.LittleEndian.Uint64(rest)
-		return f, n + 8, nil
-	case wireI32:
-		if len(rest) < 4 {
+		f.u = v
+		return f, n + m, nil
+	case protowire.Fixed32Type:
+		v, m := protowire.ConsumeFixed32(rest)
+		if m < 0 {
 			return field{}, 0, fmt.Errorf("truncated fixed32 field %d: %d bytes left", f.num, len(rest))
 		}
-		f.u = uint64(binary.LittleEndian.Uint32(rest))
-		return f, n + 4, nil
-	case wireBytes:
+		f.u = uint64(v)
+		return f, n + m, nil
+	case protowire.BytesType:
 		l, m, err := uvarint(rest, "length of field "+strconv.Itoa(f.num))
 		if err != nil {
 			return field{}, 0, err
@@ -402,8 +413,10 @@ func appendFixed64s(dst []uint64, f *field) ([]uint64, error) {
 	if len(f.b)%8 != 0 {
 		return nil, fmt.Errorf("packed fixed64 field %d has %d bytes, not a multiple of 8", f.num, len(f.b))
 	}
-	for b := f.b; len(b) > 0; b = b[8:] {
-		dst = append(dst, binary.LittleEndian.Uint64(b))
+	for b := f.b; len(b) > 0; {
+		v, n := protowire.ConsumeFixed64(b)
+		dst = append(dst, v)
+		b = b[n:]
 	}
 	return dst, nil
 }
@@ -532,7 +545,8 @@ type packet struct {
 	interned, defaults, snapshots, events, descriptors, compressed [][]byte
 }
 
-func (r *reader) packet(b []byte, nested bool) error {
+// decodePacket collects the fields of one TracePacket the reader uses.
+func decodePacket(b []byte) (packet, error) {
 	var p packet
 	err := eachField(b, func(f *field) error {
 		switch f.key() {
@@ -563,44 +577,22 @@ func (r *reader) packet(b []byte, nested bool) error {
 		}
 		return nil
 	})
+	return p, err
+}
+
+// packet applies one TracePacket. The order follows trace_processor's
+// ProtoTraceReader::ParsePacket.
+func (r *reader) packet(b []byte, nested bool) error {
+	p, err := decodePacket(b)
 	if err != nil {
 		return err
 	}
-
-	// The order follows trace_processor's ProtoTraceReader::ParsePacket.
-	var seq *seqState
-	if p.seq != 0 {
-		seq = r.seqs[p.seq]
-		if seq == nil {
-			seq = &seqState{gen: newGeneration()}
-			r.seqs[p.seq] = seq
-		}
-		if p.flags&seqIncrementalStateCleared != 0 || p.cleared {
-			seq.valid = true
-			seq.gen = newGeneration()
-		} else if p.dropped {
-			seq.valid = false
-		}
-		for _, d := range p.defaults {
-			if err := parseDefaults(seq.gen, d); err != nil {
-				return fmt.Errorf("trace_packet_defaults: %w", err)
-			}
-		}
-		if seq.valid {
-			for _, d := range p.interned {
-				if err := parseInterned(seq.gen, d); err != nil {
-					return fmt.Errorf("interned_data: %w", err)
-				}
-			}
-		}
+	seq, err := r.sequence(&p)
+	if err != nil {
+		return err
 	}
 	if len(p.snapshots) > 0 {
-		for _, s := range p.snapshots {
-			if err := r.clockSnapshot(s, p.seq); err != nil {
-				return fmt.Errorf("clock_snapshot: %w", err)
-			}
-		}
-		return nil
+		return r.clockSnapshots(&p) // the rest of a snapshot packet is not read
 	}
 	if p.flags&seqNeedsIncrementalState != 0 {
 		if p.seq == 0 {
@@ -610,31 +602,15 @@ func (r *reader) packet(b []byte, nested bool) error {
 			return nil // skipped, as trace_processor does after data loss
 		}
 	}
-	for _, c := range p.compressed {
-		if nested {
-			return errors.New("compressed_packets inside compressed_packets")
-		}
-		data, err := inflate(c)
-		if err != nil {
-			return fmt.Errorf("compressed_packets: %w", err)
-		}
-		r.nameBudget += nameBudget(len(data))
-		if err := r.packets(data, true); err != nil {
-			return err
-		}
+	if err := r.compressed(&p, nested); err != nil {
+		return err
 	}
-
-	var at timestamp
-	var tsErr error
-	if p.hasTS {
-		clock := p.clockID
-		if !p.hasClock && seq != nil {
-			clock = seq.gen.clockID
-		}
-		at, tsErr = r.clocks.resolve(p.ts, clock, p.seq)
-		if tsErr != nil && p.seq == 0 && clock >= rFirstSeqClock && clock < rFirstGlobalClock {
-			return tsErr
-		}
+	at, tsErr := r.packetTime(&p, seq)
+	// A sequence-scoped clock on a packet without a sequence is an error
+	// whatever the packet holds (with no sequence, the clock is the
+	// packet's own).
+	if tsErr != nil && p.seq == 0 && p.clockID >= rFirstSeqClock && p.clockID < rFirstGlobalClock {
+		return tsErr
 	}
 	for _, d := range p.descriptors {
 		if err := r.trackDescriptor(d); err != nil {
@@ -653,6 +629,80 @@ func (r *reader) packet(b []byte, nested bool) error {
 		}
 	}
 	return nil
+}
+
+// clockSnapshots applies the packet's clock snapshots.
+func (r *reader) clockSnapshots(p *packet) error {
+	for _, s := range p.snapshots {
+		if err := r.clockSnapshot(s, p.seq); err != nil {
+			return fmt.Errorf("clock_snapshot: %w", err)
+		}
+	}
+	return nil
+}
+
+// sequence returns the incremental state of the packet's sequence (nil
+// for none), after the packet's resets, defaults and interned data.
+func (r *reader) sequence(p *packet) (*seqState, error) {
+	if p.seq == 0 {
+		return nil, nil
+	}
+	seq := r.seqs[p.seq]
+	if seq == nil {
+		seq = &seqState{gen: newGeneration()}
+		r.seqs[p.seq] = seq
+	}
+	if p.flags&seqIncrementalStateCleared != 0 || p.cleared {
+		seq.valid = true
+		seq.gen = newGeneration()
+	} else if p.dropped {
+		seq.valid = false
+	}
+	for _, d := range p.defaults {
+		if err := parseDefaults(seq.gen, d); err != nil {
+			return nil, fmt.Errorf("trace_packet_defaults: %w", err)
+		}
+	}
+	if seq.valid {
+		for _, d := range p.interned {
+			if err := parseInterned(seq.gen, d); err != nil {
+				return nil, fmt.Errorf("interned_data: %w", err)
+			}
+		}
+	}
+	return seq, nil
+}
+
+// compressed reads the packets inside the packet's compressed_packets.
+func (r *reader) compressed(p *packet, nested bool) error {
+	for _, c := range p.compressed {
+		if nested {
+			return errors.New("compressed_packets inside compressed_packets")
+		}
+		data, err := inflate(c)
+		if err != nil {
+			return fmt.Errorf("compressed_packets: %w", err)
+		}
+		r.nameBudget += nameBudget(len(data))
+		if err := r.packets(data, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// packetTime converts the packet's timestamp through its clock (or the
+// sequence's default clock). The error matters only to packets whose
+// content needs the time.
+func (r *reader) packetTime(p *packet, seq *seqState) (timestamp, error) {
+	if !p.hasTS {
+		return timestamp{}, nil
+	}
+	clock := p.clockID
+	if !p.hasClock && seq != nil {
+		clock = seq.gen.clockID
+	}
+	return r.clocks.resolve(p.ts, clock, p.seq)
 }
 
 // inflate decompresses compressed_packets (zlib; raw deflate and gzip are
@@ -756,6 +806,7 @@ func parseInterned(g *generation, b []byte) error {
 // ---------------------------------------------------------------------------
 // Tracks.
 
+// descriptor is what one TrackDescriptor holds that the reader uses.
 type descriptor struct {
 	uuid                 uint64
 	hasUUID              bool
@@ -770,66 +821,71 @@ type descriptor struct {
 	incremental          bool
 }
 
-func (r *reader) trackDescriptor(b []byte) error {
-	var d descriptor
-	err := eachField(b, func(f *field) error {
-		switch f.key() {
-		case key(tdUUID, wireVarint):
-			d.uuid, d.hasUUID = f.u, true
-		case key(tdParentUUID, wireVarint):
-			d.parent = f.u
-		case key(tdName, wireBytes), key(rTdStaticName, wireBytes), key(rTdAtraceName, wireBytes):
-			d.name = string(f.b)
-		case key(tdProcess, wireBytes):
-			d.process = true
-			return eachField(f.b, func(f *field) error {
-				switch f.key() {
-				case key(pdPid, wireVarint):
-					d.pid = int64(int32(f.u))
-				case key(pdProcessName, wireBytes):
-					d.procName = string(f.b)
-				}
-				return nil
-			})
-		case key(tdThread, wireBytes):
-			d.thread = true
-			return eachField(f.b, func(f *field) error {
-				switch f.key() {
-				case key(thPid, wireVarint):
-					d.pid = int64(int32(f.u))
-				case key(thTid, wireVarint):
-					d.tid = f.int64()
-				case key(thName, wireBytes):
-					d.threadName = string(f.b)
-				}
-				return nil
-			})
-		case key(tdCounter, wireBytes):
-			d.ctr = true
-			return eachField(f.b, func(f *field) error {
-				switch f.key() {
-				case key(rCdType, wireVarint):
-					d.ctrType = f.u
-				case key(cdUnit, wireVarint):
-					d.unit = f.u
-				case key(cdUnitName, wireBytes):
-					d.unitName = string(f.b)
-				case key(rCdUnitMult, wireVarint):
-					d.mult = f.int64()
-				case key(rCdIncrement, wireVarint):
-					d.incremental = f.u != 0
-				}
-				return nil
-			})
-		}
-		return nil
-	})
-	if err != nil {
-		return err
+// field stores one TrackDescriptor field.
+func (d *descriptor) field(f *field) error {
+	switch f.key() {
+	case key(tdUUID, wireVarint):
+		d.uuid, d.hasUUID = f.u, true
+	case key(tdParentUUID, wireVarint):
+		d.parent = f.u
+	case key(tdName, wireBytes), key(rTdStaticName, wireBytes), key(rTdAtraceName, wireBytes):
+		d.name = string(f.b)
+	case key(tdProcess, wireBytes):
+		d.process = true
+		return eachField(f.b, d.processField)
+	case key(tdThread, wireBytes):
+		d.thread = true
+		return eachField(f.b, d.threadField)
+	case key(tdCounter, wireBytes):
+		d.ctr = true
+		return eachField(f.b, d.counterField)
 	}
-	if !d.hasUUID {
-		return errors.New("descriptor without a uuid")
+	return nil
+}
+
+// processField stores one ProcessDescriptor field.
+func (d *descriptor) processField(f *field) error {
+	switch f.key() {
+	case key(pdPid, wireVarint):
+		d.pid = int64(int32(f.u))
+	case key(pdProcessName, wireBytes):
+		d.procName = string(f.b)
 	}
+	return nil
+}
+
+// threadField stores one ThreadDescriptor field.
+func (d *descriptor) threadField(f *field) error {
+	switch f.key() {
+	case key(thPid, wireVarint):
+		d.pid = int64(int32(f.u))
+	case key(thTid, wireVarint):
+		d.tid = f.int64()
+	case key(thName, wireBytes):
+		d.threadName = string(f.b)
+	}
+	return nil
+}
+
+// counterField stores one CounterDescriptor field.
+func (d *descriptor) counterField(f *field) error {
+	switch f.key() {
+	case key(rCdType, wireVarint):
+		d.ctrType = f.u
+	case key(cdUnit, wireVarint):
+		d.unit = f.u
+	case key(cdUnitName, wireBytes):
+		d.unitName = string(f.b)
+	case key(rCdUnitMult, wireVarint):
+		d.mult = f.int64()
+	case key(rCdIncrement, wireVarint):
+		d.incremental = f.u != 0
+	}
+	return nil
+}
+
+// track returns the Track the descriptor describes.
+func (d *descriptor) track() Track {
 	tr := Track{UUID: d.uuid, ParentUUID: d.parent, Name: d.name, PID: d.pid, TID: d.tid}
 	switch {
 	case d.ctr:
@@ -851,7 +907,19 @@ func (r *reader) trackDescriptor(b []byte) error {
 	default:
 		tr.Kind = TrackPlain
 	}
+	return tr
+}
 
+// trackDescriptor applies one TrackDescriptor.
+func (r *reader) trackDescriptor(b []byte) error {
+	var d descriptor
+	if err := eachField(b, d.field); err != nil {
+		return err
+	}
+	if !d.hasUUID {
+		return errors.New("descriptor without a uuid")
+	}
+	tr := d.track()
 	ti := r.tracks[d.uuid]
 	switch {
 	case ti == nil:
@@ -945,68 +1013,80 @@ type trackEvent struct {
 	flows, terms    []uint64
 }
 
-func (r *reader) trackEvent(g *generation, parts [][]byte, at timestamp) error {
+// decodeTrackEvent collects the fields of a TrackEvent the reader uses;
+// the parts of a repeated singular message merge.
+func decodeTrackEvent(parts [][]byte) (trackEvent, error) {
 	var e trackEvent
-	for _, b := range parts { // a repeated singular message merges
-		err := eachField(b, func(f *field) error {
-			var err error
-			switch f.key() {
-			case key(teType, wireVarint):
-				e.typ = f.u
-			case key(teTrackUUID, wireVarint):
-				e.track, e.hasTrack = f.u, true
-			case key(teNameIID, wireVarint):
-				e.nameIID, e.name, e.hasName = f.u, "", false
-			case key(rTeName, wireBytes):
-				e.nameIID, e.name, e.hasName = 0, string(f.b), true
-			case key(rTeCategoryIIDs, wireVarint), key(rTeCategoryIIDs, wireBytes):
-				e.cats, err = appendVarints(e.cats, f)
-			case key(teDebugAnnotations, wireBytes):
-				e.annotations = append(e.annotations, f.b)
-			case key(teCounterValue, wireVarint):
-				e.value, e.hasValue = float64(f.int64()), true
-			case key(teDoubleCounterValue, wireI64):
-				e.value, e.hasValue = f.float(), true
-			case key(rTeExtraCounters, wireVarint), key(rTeExtraCounters, wireBytes):
-				e.extra, err = appendVarints(e.extra, f)
-			case key(rTeExtraCounterVals, wireVarint), key(rTeExtraCounterVals, wireBytes):
-				e.extraVals, err = appendVarints(e.extraVals, f)
-			case key(rTeExtraDblCounters, wireVarint), key(rTeExtraDblCounters, wireBytes):
-				e.extraDbl, err = appendVarints(e.extraDbl, f)
-			case key(rTeExtraDblVals, wireI64), key(rTeExtraDblVals, wireBytes):
-				e.extraDblVals, err = appendFixed64s(e.extraDblVals, f)
-			case key(teFlowIDs, wireI64), key(teFlowIDs, wireBytes):
-				e.flows, err = appendFixed64s(e.flows, f)
-			case key(teTerminatingFlowIDs, wireI64), key(teTerminatingFlowIDs, wireBytes):
-				e.terms, err = appendFixed64s(e.terms, f)
-			case key(rTeFlowIDsOld, wireVarint), key(rTeFlowIDsOld, wireBytes):
-				e.flows, err = appendVarints(e.flows, f)
-			case key(rTeTermFlowIDsOld, wireVarint), key(rTeTermFlowIDsOld, wireBytes):
-				e.terms, err = appendVarints(e.terms, f)
-			}
-			return err
-		})
-		if err != nil {
-			return err
+	for _, b := range parts {
+		if err := eachField(b, e.field); err != nil {
+			return e, err
 		}
 	}
+	return e, nil
+}
 
-	name := e.name
-	if e.nameIID != 0 {
-		s, ok := g.names[e.nameIID]
-		if !ok {
-			return fmt.Errorf("event name iid %d is not defined on this sequence", e.nameIID)
-		}
-		name, e.hasName = s, true
+// field stores one TrackEvent field.
+func (e *trackEvent) field(f *field) error {
+	var err error
+	switch f.key() {
+	case key(teType, wireVarint):
+		e.typ = f.u
+	case key(teTrackUUID, wireVarint):
+		e.track, e.hasTrack = f.u, true
+	case key(teNameIID, wireVarint):
+		e.nameIID, e.name, e.hasName = f.u, "", false
+	case key(rTeName, wireBytes):
+		e.nameIID, e.name, e.hasName = 0, string(f.b), true
+	case key(rTeCategoryIIDs, wireVarint), key(rTeCategoryIIDs, wireBytes):
+		e.cats, err = appendVarints(e.cats, f)
+	case key(teDebugAnnotations, wireBytes):
+		e.annotations = append(e.annotations, f.b)
+	case key(teCounterValue, wireVarint):
+		e.value, e.hasValue = float64(f.int64()), true
+	case key(teDoubleCounterValue, wireI64):
+		e.value, e.hasValue = f.float(), true
+	default:
+		return e.listField(f)
 	}
-	for _, c := range e.cats {
-		if _, ok := g.cats[c]; !ok {
-			return fmt.Errorf("category iid %d is not defined on this sequence", c)
-		}
+	return err
+}
+
+// listField stores one of the TrackEvent's repeated id and value fields.
+func (e *trackEvent) listField(f *field) error {
+	var err error
+	switch f.key() {
+	case key(rTeExtraCounters, wireVarint), key(rTeExtraCounters, wireBytes):
+		e.extra, err = appendVarints(e.extra, f)
+	case key(rTeExtraCounterVals, wireVarint), key(rTeExtraCounterVals, wireBytes):
+		e.extraVals, err = appendVarints(e.extraVals, f)
+	case key(rTeExtraDblCounters, wireVarint), key(rTeExtraDblCounters, wireBytes):
+		e.extraDbl, err = appendVarints(e.extraDbl, f)
+	case key(rTeExtraDblVals, wireI64), key(rTeExtraDblVals, wireBytes):
+		e.extraDblVals, err = appendFixed64s(e.extraDblVals, f)
+	case key(teFlowIDs, wireI64), key(teFlowIDs, wireBytes):
+		e.flows, err = appendFixed64s(e.flows, f)
+	case key(teTerminatingFlowIDs, wireI64), key(teTerminatingFlowIDs, wireBytes):
+		e.terms, err = appendFixed64s(e.terms, f)
+	case key(rTeFlowIDsOld, wireVarint), key(rTeFlowIDsOld, wireBytes):
+		e.flows, err = appendVarints(e.flows, f)
+	case key(rTeTermFlowIDsOld, wireVarint), key(rTeTermFlowIDsOld, wireBytes):
+		e.terms, err = appendVarints(e.terms, f)
+	}
+	return err
+}
+
+// trackEvent applies the TrackEvent (in parts) of a packet at time at.
+func (r *reader) trackEvent(g *generation, parts [][]byte, at timestamp) error {
+	e, err := decodeTrackEvent(parts)
+	if err != nil {
+		return err
+	}
+	name, err := e.resolveName(g)
+	if err != nil {
+		return err
 	}
 	var args []Arg
 	for _, a := range e.annotations {
-		var err error
 		if args, err = annotation(g, a, "", 0, args, &r.nameBudget); err != nil {
 			return fmt.Errorf("debug annotation: %w", err)
 		}
@@ -1017,18 +1097,9 @@ func (r *reader) trackEvent(g *generation, parts [][]byte, at timestamp) error {
 	}
 	switch e.typ {
 	case typeSliceBegin, typeSliceEnd, typeInstant:
-		if e.typ != typeSliceEnd {
-			if _, err := r.sliceTrack(track, name); err != nil {
-				return err
-			}
-		} else if ti := r.tracks[track]; ti != nil && r.t.Tracks[ti.idx].Kind == TrackCounter {
-			return fmt.Errorf("slice event on counter track %d", track)
+		if err := r.sliceEvent(&e, track, name, args, at); err != nil {
+			return err
 		}
-		r.events = append(r.events, pendingEvent{
-			kind: uint8(e.typ), track: track, at: at, order: len(r.events) + len(r.counters),
-			name: name, hasName: e.hasName && name != "",
-			args: args, flows: e.flows, terms: e.terms, pkt: r.pkt, off: r.off,
-		})
 	case typeCounter:
 		ti, err := r.counterTrack(track)
 		if err != nil {
@@ -1041,29 +1112,68 @@ func (r *reader) trackEvent(g *generation, parts [][]byte, at timestamp) error {
 	}
 
 	// Extra counter values ride on any event type.
-	extra := func(uuids, defaults []uint64, n int, value func(i int) float64) error {
-		if n == 0 {
-			return nil
-		}
-		if len(uuids) == 0 {
-			uuids = defaults
-		}
-		if n > len(uuids) {
-			return fmt.Errorf("%d extra counter values but %d counter track uuids", n, len(uuids))
-		}
-		for i := range n {
-			ti, err := r.counterTrack(uuids[i])
-			if err != nil {
-				return err
-			}
-			r.addCounter(g, ti, uuids[i], at, value(i))
-		}
-		return nil
-	}
-	if err := extra(e.extra, g.extra, len(e.extraVals), func(i int) float64 { return float64(int64(e.extraVals[i])) }); err != nil {
+	if err := r.extraCounters(g, e.extra, g.extra, len(e.extraVals), at, func(i int) float64 { return float64(int64(e.extraVals[i])) }); err != nil {
 		return err
 	}
-	return extra(e.extraDbl, g.extraDbl, len(e.extraDblVals), func(i int) float64 { return math.Float64frombits(e.extraDblVals[i]) })
+	return r.extraCounters(g, e.extraDbl, g.extraDbl, len(e.extraDblVals), at, func(i int) float64 { return math.Float64frombits(e.extraDblVals[i]) })
+}
+
+// resolveName returns the event's name, interned or inline, and checks
+// its category iids.
+func (e *trackEvent) resolveName(g *generation) (string, error) {
+	name := e.name
+	if e.nameIID != 0 {
+		s, ok := g.names[e.nameIID]
+		if !ok {
+			return "", fmt.Errorf("event name iid %d is not defined on this sequence", e.nameIID)
+		}
+		name, e.hasName = s, true
+	}
+	for _, c := range e.cats {
+		if _, ok := g.cats[c]; !ok {
+			return "", fmt.Errorf("category iid %d is not defined on this sequence", c)
+		}
+	}
+	return name, nil
+}
+
+// sliceEvent queues a BEGIN, END or INSTANT for pairing at the end.
+func (r *reader) sliceEvent(e *trackEvent, track uint64, name string, args []Arg, at timestamp) error {
+	if e.typ != typeSliceEnd {
+		if _, err := r.sliceTrack(track, name); err != nil {
+			return err
+		}
+	} else if ti := r.tracks[track]; ti != nil && r.t.Tracks[ti.idx].Kind == TrackCounter {
+		return fmt.Errorf("slice event on counter track %d", track)
+	}
+	r.events = append(r.events, pendingEvent{
+		kind: uint8(e.typ), track: track, at: at, order: len(r.events) + len(r.counters),
+		name: name, hasName: e.hasName && name != "",
+		args: args, flows: e.flows, terms: e.terms, pkt: r.pkt, off: r.off,
+	})
+	return nil
+}
+
+// extraCounters adds n extra counter values (value(i)) to the tracks
+// uuids, or to the sequence's defaults when the event names none.
+func (r *reader) extraCounters(g *generation, uuids, defaults []uint64, n int, at timestamp, value func(i int) float64) error {
+	if n == 0 {
+		return nil
+	}
+	if len(uuids) == 0 {
+		uuids = defaults
+	}
+	if n > len(uuids) {
+		return fmt.Errorf("%d extra counter values but %d counter track uuids", n, len(uuids))
+	}
+	for i := range n {
+		ti, err := r.counterTrack(uuids[i])
+		if err != nil {
+			return err
+		}
+		r.addCounter(g, ti, uuids[i], at, value(i))
+	}
+	return nil
 }
 
 func (r *reader) addCounter(g *generation, ti *trackInfo, track uint64, at timestamp, v float64) {
@@ -1082,6 +1192,50 @@ func (r *reader) addCounter(g *generation, ti *trackInfo, track uint64, at times
 	})
 }
 
+// debugAnnotation is what one DebugAnnotation holds, its interned names
+// and strings resolved.
+type debugAnnotation struct {
+	g        *generation
+	value    any
+	children []*field // dict entries and array values
+	name     string
+	hasName  bool
+}
+
+// field stores one DebugAnnotation field.
+func (a *debugAnnotation) field(f *field) error {
+	switch f.key() {
+	case key(daNameIID, wireVarint):
+		s, ok := a.g.argNames[f.u]
+		if !ok {
+			return fmt.Errorf("name iid %d is not defined on this sequence", f.u)
+		}
+		a.name, a.hasName = s, true
+	case key(rDaName, wireBytes):
+		a.name, a.hasName = string(f.b), true
+	case key(daBoolValue, wireVarint):
+		a.value = f.u != 0
+	case key(daUintValue, wireVarint), key(rDaPointerValue, wireVarint):
+		a.value = f.u
+	case key(daIntValue, wireVarint):
+		a.value = f.int64()
+	case key(daDoubleValue, wireI64):
+		a.value = f.float()
+	case key(daStringValue, wireBytes), key(rDaLegacyJSON, wireBytes):
+		a.value = string(f.b)
+	case key(daStringValueIID, wireVarint):
+		s, ok := a.g.strs[f.u]
+		if !ok {
+			return fmt.Errorf("string value iid %d is not defined on this sequence", f.u)
+		}
+		a.value = s
+	case key(rDaDictEntries, wireBytes), key(rDaArrayValues, wireBytes):
+		c := *f
+		a.children = append(a.children, &c)
+	}
+	return nil
+}
+
 // annotation flattens one DebugAnnotation (and its dict entries and array
 // values) into out. name is the enclosing annotation's full name ("" at the
 // top level), with "[i]" appended for an array element: a named entry
@@ -1090,52 +1244,15 @@ func annotation(g *generation, b []byte, name string, depth int, out []Arg, budg
 	if depth > maxAnnotationDepth {
 		return nil, fmt.Errorf("nested more than %d deep", maxAnnotationDepth)
 	}
-	var (
-		value    any
-		children []*field
-		ownName  string
-		hasName  bool
-	)
-	err := eachField(b, func(f *field) error {
-		switch f.key() {
-		case key(daNameIID, wireVarint):
-			s, ok := g.argNames[f.u]
-			if !ok {
-				return fmt.Errorf("name iid %d is not defined on this sequence", f.u)
-			}
-			ownName, hasName = s, true
-		case key(rDaName, wireBytes):
-			ownName, hasName = string(f.b), true
-		case key(daBoolValue, wireVarint):
-			value = f.u != 0
-		case key(daUintValue, wireVarint), key(rDaPointerValue, wireVarint):
-			value = f.u
-		case key(daIntValue, wireVarint):
-			value = f.int64()
-		case key(daDoubleValue, wireI64):
-			value = f.float()
-		case key(daStringValue, wireBytes), key(rDaLegacyJSON, wireBytes):
-			value = string(f.b)
-		case key(daStringValueIID, wireVarint):
-			s, ok := g.strs[f.u]
-			if !ok {
-				return fmt.Errorf("string value iid %d is not defined on this sequence", f.u)
-			}
-			value = s
-		case key(rDaDictEntries, wireBytes), key(rDaArrayValues, wireBytes):
-			c := *f
-			children = append(children, &c)
-		}
-		return nil
-	})
-	if err != nil {
+	a := debugAnnotation{g: g}
+	if err := eachField(b, a.field); err != nil {
 		return nil, err
 	}
-	if hasName {
+	if a.hasName {
 		if name != "" {
-			name += "." + ownName
+			name += "." + a.name
 		} else {
-			name = ownName
+			name = a.name
 		}
 	}
 	if depth > 0 {
@@ -1143,11 +1260,11 @@ func annotation(g *generation, b []byte, name string, depth int, out []Arg, budg
 			return nil, errors.New("flattened names of nested annotations take more memory than the file warrants")
 		}
 	}
-	if value != nil {
-		out = append(out, Arg{Name: name, Value: value})
+	if a.value != nil {
+		out = append(out, Arg{Name: name, Value: a.value})
 	}
 	elem := 0
-	for _, c := range children {
+	for _, c := range a.children {
 		child := name
 		if c.num == rDaArrayValues {
 			child = name + "[" + strconv.Itoa(elem) + "]"
@@ -1155,6 +1272,7 @@ func annotation(g *generation, b []byte, name string, depth int, out []Arg, budg
 		}
 		// Array elements carry no name of their own; dict entries append
 		// theirs to the prefix.
+		var err error
 		if out, err = annotation(g, c.b, child, depth+1, out, budget); err != nil {
 			return nil, err
 		}
@@ -1230,37 +1348,38 @@ type timestamp struct {
 	unscaled bool
 }
 
-func (r *reader) clockSnapshot(b []byte, seq uint32) error {
-	c := r.clocks
-	var points []clockPoint
-	var primary uint64
-	type raw struct {
-		id          uint32
-		ts          uint64
-		mult        uint64
-		incremental bool
+// rawClock is one ClockSnapshot.Clock as the file has it.
+type rawClock struct {
+	id          uint32
+	ts          uint64
+	mult        uint64
+	incremental bool
+}
+
+// field stores one ClockSnapshot.Clock field.
+func (k *rawClock) field(f *field) error {
+	switch f.key() {
+	case key(clkID, wireVarint):
+		k.id = uint32(f.u)
+	case key(clkTimestamp, wireVarint):
+		k.ts = f.u
+	case key(rClkIncremental, wireVarint):
+		k.incremental = f.u != 0
+	case key(rClkUnitMult, wireVarint):
+		k.mult = f.u
 	}
-	var clocks []raw
-	err := eachField(b, func(f *field) error {
+	return nil
+}
+
+// decodeClockSnapshot returns a ClockSnapshot's clocks and primary clock.
+func decodeClockSnapshot(b []byte) (clocks []rawClock, primary uint64, err error) {
+	err = eachField(b, func(f *field) error {
 		switch f.key() {
 		case key(rCsPrimaryClock, wireVarint):
 			primary = f.u
 		case key(csClocks, wireBytes):
-			var k raw
-			err := eachField(f.b, func(f *field) error {
-				switch f.key() {
-				case key(clkID, wireVarint):
-					k.id = uint32(f.u)
-				case key(clkTimestamp, wireVarint):
-					k.ts = f.u
-				case key(rClkIncremental, wireVarint):
-					k.incremental = f.u != 0
-				case key(rClkUnitMult, wireVarint):
-					k.mult = f.u
-				}
-				return nil
-			})
-			if err != nil {
+			var k rawClock
+			if err := eachField(f.b, k.field); err != nil {
 				return err
 			}
 			if len(clocks) == maxSnapshotClocks {
@@ -1270,10 +1389,18 @@ func (r *reader) clockSnapshot(b []byte, seq uint32) error {
 		}
 		return nil
 	})
+	return clocks, primary, err
+}
+
+// clockSnapshot applies a ClockSnapshot of the packet sequence seq.
+func (r *reader) clockSnapshot(b []byte, seq uint32) error {
+	c := r.clocks
+	clocks, primary, err := decodeClockSnapshot(b)
 	if err != nil {
 		return err
 	}
 	snap := len(c.snapshots)
+	var points []clockPoint
 	for _, k := range clocks {
 		if k.id == 0 {
 			continue
@@ -1285,45 +1412,57 @@ func (r *reader) clockSnapshot(b []byte, seq uint32) error {
 		if slices.ContainsFunc(points, func(p clockPoint) bool { return p.clock == ck }) {
 			continue
 		}
-		d := c.domains[ck]
-		if d == nil {
-			d = &clockDomain{monotonic: true}
-			c.domains[ck] = d
-		}
-		d.mult = max(int64(k.mult), 1)
-		d.incremental = k.incremental
-		ns := int64(k.ts) * d.mult
-		if d.incremental {
-			d.last = ns
-		}
-		if n := len(d.readings); n > 0 && ns < d.readings[n-1].ns {
-			d.monotonic = false
-		}
-		d.readings = append(d.readings, clockReading{snap: snap, ns: ns})
-		points = append(points, clockPoint{ck, ns})
+		points = append(points, clockPoint{ck, c.read(ck, k, snap)})
 	}
 	c.snapshots = append(c.snapshots, points)
 	if primary != 0 && !c.converted && primary < rFirstSeqClock {
 		c.trace = clockKey(primary)
 	}
 	if !r.wallSet {
-		var wall, trace int64
-		var hasWall, hasTrace bool
-		for _, p := range points {
-			switch {
-			case p.clock == clockRealtime || (p.clock == rClockRealCoarse && !hasWall):
-				wall, hasWall = p.ns, true
-			}
-			if p.clock == c.trace {
-				trace, hasTrace = p.ns, true
-			}
-		}
-		if hasWall && hasTrace {
-			r.wallSet = true
-			r.t.WallStart, r.t.WallStartTS = wall, trace
-		}
+		r.wallAnchor(points)
 	}
 	return nil
+}
+
+// read records the reading k of clock ck in snapshot snap and returns it
+// in ns.
+func (c *clockState) read(ck clockKey, k rawClock, snap int) int64 {
+	d := c.domains[ck]
+	if d == nil {
+		d = &clockDomain{monotonic: true}
+		c.domains[ck] = d
+	}
+	d.mult = max(int64(k.mult), 1)
+	d.incremental = k.incremental
+	ns := int64(k.ts) * d.mult
+	if d.incremental {
+		d.last = ns
+	}
+	if n := len(d.readings); n > 0 && ns < d.readings[n-1].ns {
+		d.monotonic = false
+	}
+	d.readings = append(d.readings, clockReading{snap: snap, ns: ns})
+	return ns
+}
+
+// wallAnchor takes the trace's wall-clock start from the first snapshot
+// that reads both a realtime clock and the trace clock.
+func (r *reader) wallAnchor(points []clockPoint) {
+	var wall, trace int64
+	var hasWall, hasTrace bool
+	for _, p := range points {
+		switch {
+		case p.clock == clockRealtime || (p.clock == rClockRealCoarse && !hasWall):
+			wall, hasWall = p.ns, true
+		}
+		if p.clock == r.clocks.trace {
+			trace, hasTrace = p.ns, true
+		}
+	}
+	if hasWall && hasTrace {
+		r.wallSet = true
+		r.t.WallStart, r.t.WallStartTS = wall, trace
+	}
 }
 
 // resolve interprets a packet timestamp on clock id (0: the trace clock) of
@@ -1483,6 +1622,24 @@ func (c *clockState) reading(snap int, k clockKey) (int64, bool) {
 // End of file: pair slices and sort.
 
 func (r *reader) finish() error {
+	if err := r.resolveTimes(); err != nil {
+		return err
+	}
+	bs := r.pairSlices()
+	parentFlows(bs)
+	r.orderSlices(bs)
+	r.orderInstantsAndCounters()
+	r.nameTracks()
+	r.inheritIDs()
+	return nil
+}
+
+// trackIdx returns the index in Trace.Tracks of a track events used.
+func (r *reader) trackIdx(uuid uint64) int { return r.tracks[uuid].idx }
+
+// resolveTimes converts every pending timestamp to the trace clock, now
+// that all clock snapshots are known.
+func (r *reader) resolveTimes() error {
 	for i := range r.events {
 		e := &r.events[i]
 		if err := r.clocks.finish(&e.at); err != nil {
@@ -1504,26 +1661,32 @@ func (r *reader) finish() error {
 			return &readError{c.pkt, c.off, fmt.Errorf("negative trace time %d", c.at.ts)}
 		}
 	}
-	trackIdx := func(uuid uint64) int { return r.tracks[uuid].idx }
+	return nil
+}
 
-	// Per track, in (timestamp, file order), as trace_processor sorts.
+// building is a slice being paired, in the order its BEGIN came.
+type building struct {
+	s          Slice
+	track      int
+	order      int
+	beginFlows int // FlowIDs[:beginFlows] came with the BEGIN
+	beginTerms int
+}
+
+// pairSlices sorts the events per track in (timestamp, file order), as
+// trace_processor does, and pairs BEGIN and END on a stack per track.
+// Instants go straight to the trace.
+func (r *reader) pairSlices() []building {
 	evs := r.events
 	slices.SortFunc(evs, func(a, b pendingEvent) int {
-		return cmp.Or(cmp.Compare(trackIdx(a.track), trackIdx(b.track)), cmp.Compare(a.at.ts, b.at.ts), cmp.Compare(a.order, b.order))
+		return cmp.Or(cmp.Compare(r.trackIdx(a.track), r.trackIdx(b.track)), cmp.Compare(a.at.ts, b.at.ts), cmp.Compare(a.order, b.order))
 	})
-	type building struct {
-		s          Slice
-		track      int
-		order      int
-		beginFlows int // FlowIDs[:beginFlows] came with the BEGIN
-		beginTerms int
-	}
 	var bs []building
 	var stack []int
 	cur := -1
 	for i := range evs {
 		e := &evs[i]
-		if ti := trackIdx(e.track); ti != cur {
+		if ti := r.trackIdx(e.track); ti != cur {
 			cur, stack = ti, stack[:0]
 		}
 		switch e.kind {
@@ -1537,27 +1700,7 @@ func (r *reader) finish() error {
 			stack = append(stack, len(bs))
 			bs = append(bs, building{s: s, track: cur, order: e.order, beginFlows: len(e.flows), beginTerms: len(e.terms)})
 		case evEnd:
-			// An END closes the topmost open slice, or with a name the
-			// topmost one of that name among the maxEndSearch topmost;
-			// with nothing to close it is ignored (the slice began before
-			// the trace).
-			k := len(stack) - 1
-			if e.hasName {
-				for lim := max(len(stack)-maxEndSearch, 0); k >= lim && bs[stack[k]].s.Name != e.name; k-- {
-				}
-				if k < len(stack)-maxEndSearch {
-					k = -1
-				}
-			}
-			if k < 0 {
-				continue
-			}
-			s := &bs[stack[k]].s
-			s.Dur = e.at.ts - s.Start
-			s.Args = append(s.Args, e.args...)
-			s.FlowIDs = append(s.FlowIDs, e.flows...)
-			s.TerminatingFlowIDs = append(s.TerminatingFlowIDs, e.terms...)
-			stack = slices.Delete(stack, k, k+1)
+			stack = closeSlice(bs, stack, e)
 		case evInst:
 			flows := append(e.flows, e.terms...)
 			if len(flows) == 0 {
@@ -1566,10 +1709,38 @@ func (r *reader) finish() error {
 			r.t.Instants = append(r.t.Instants, Instant{Track: e.track, Name: e.name, TS: e.at.ts, Args: e.args, FlowIDs: flows})
 		}
 	}
+	return bs
+}
 
-	// devprof's parent flows: a slice that starts its own stack and
-	// terminates a flow X with ParentFlowBit has as parent the slice whose
-	// BEGIN carries X.
+// closeSlice applies an END to the open slices of its track (stack, indices
+// into bs) and returns what stays open. An END closes the topmost open
+// slice, or with a name the topmost one of that name among the
+// maxEndSearch topmost; with nothing to close it is ignored (the slice
+// began before the trace).
+func closeSlice(bs []building, stack []int, e *pendingEvent) []int {
+	k := len(stack) - 1
+	if e.hasName {
+		for lim := max(len(stack)-maxEndSearch, 0); k >= lim && bs[stack[k]].s.Name != e.name; k-- {
+		}
+		if k < len(stack)-maxEndSearch {
+			k = -1
+		}
+	}
+	if k < 0 {
+		return stack
+	}
+	s := &bs[stack[k]].s
+	s.Dur = e.at.ts - s.Start
+	s.Args = append(s.Args, e.args...)
+	s.FlowIDs = append(s.FlowIDs, e.flows...)
+	s.TerminatingFlowIDs = append(s.TerminatingFlowIDs, e.terms...)
+	return slices.Delete(stack, k, k+1)
+}
+
+// parentFlows applies devprof's parent flows: a slice that starts its own
+// stack and terminates a flow X with ParentFlowBit has as parent the slice
+// whose BEGIN carries X.
+func parentFlows(bs []building) {
 	byFlow := map[uint64]int{}
 	for i := range bs {
 		for _, id := range bs[i].s.FlowIDs[:bs[i].beginFlows] {
@@ -1591,7 +1762,11 @@ func (r *reader) finish() error {
 			}
 		}
 	}
+}
 
+// orderSlices stores the paired slices in the trace in (start, track,
+// depth, file order), renumbering their parents.
+func (r *reader) orderSlices(bs []building) {
 	perm := make([]int, len(bs))
 	for i := range perm {
 		perm[i] = i
@@ -1617,12 +1792,16 @@ func (r *reader) finish() error {
 		}
 		r.t.Slices[n] = s
 	}
+}
 
+// orderInstantsAndCounters sorts instants and counter samples by time,
+// then track (then file order), and stores the samples in the trace.
+func (r *reader) orderInstantsAndCounters() {
 	slices.SortStableFunc(r.t.Instants, func(a, b Instant) int {
-		return cmp.Or(cmp.Compare(a.TS, b.TS), cmp.Compare(trackIdx(a.Track), trackIdx(b.Track)))
+		return cmp.Or(cmp.Compare(a.TS, b.TS), cmp.Compare(r.trackIdx(a.Track), r.trackIdx(b.Track)))
 	})
 	slices.SortFunc(r.counters, func(a, b pendingCounter) int {
-		return cmp.Or(cmp.Compare(a.at.ts, b.at.ts), cmp.Compare(trackIdx(a.track), trackIdx(b.track)), cmp.Compare(a.order, b.order))
+		return cmp.Or(cmp.Compare(a.at.ts, b.at.ts), cmp.Compare(r.trackIdx(a.track), r.trackIdx(b.track)), cmp.Compare(a.order, b.order))
 	})
 	if len(r.counters) > 0 {
 		r.t.Counters = make([]CounterSample, len(r.counters))
@@ -1630,19 +1809,25 @@ func (r *reader) finish() error {
 			r.t.Counters[i] = CounterSample{Track: c.track, TS: c.at.ts, Value: c.value}
 		}
 	}
+}
 
-	// Unnamed plain tracks take the name of their first event; tracks under
-	// a process or thread track take its pid (and tid).
+// nameTracks names unnamed plain tracks after their first event.
+func (r *reader) nameTracks() {
 	for i := range r.t.Slices {
-		if tr := &r.t.Tracks[trackIdx(r.t.Slices[i].Track)]; tr.Name == "" && tr.Kind == TrackPlain {
+		if tr := &r.t.Tracks[r.trackIdx(r.t.Slices[i].Track)]; tr.Name == "" && tr.Kind == TrackPlain {
 			tr.Name = r.t.Slices[i].Name
 		}
 	}
 	for i := range r.t.Instants {
-		if tr := &r.t.Tracks[trackIdx(r.t.Instants[i].Track)]; tr.Name == "" && tr.Kind == TrackPlain {
+		if tr := &r.t.Tracks[r.trackIdx(r.t.Instants[i].Track)]; tr.Name == "" && tr.Kind == TrackPlain {
 			tr.Name = r.t.Instants[i].Name
 		}
 	}
+}
+
+// inheritIDs gives tracks under a process or thread track its pid (and
+// tid), walking up at most maxTrackAncestors parents.
+func (r *reader) inheritIDs() {
 	for i := range r.t.Tracks {
 		tr := &r.t.Tracks[i]
 		if tr.PID != 0 || tr.TID != 0 || tr.Kind == TrackProcess || tr.Kind == TrackThread {
@@ -1664,5 +1849,4 @@ func (r *reader) finish() error {
 			p = r.t.Tracks[ti.idx].ParentUUID
 		}
 	}
-	return nil
 }

@@ -2,13 +2,13 @@ package perfetto
 
 import (
 	"fmt"
-	"github.com/devprof/devprof/internal/metatext"
 	"math"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/metatext"
 )
 
 // ReadSnapshot reads a Perfetto trace file into an event snapshot, so that
@@ -30,9 +30,41 @@ var (
 // trace clock (ns). Threads become host-thread tracks; the threads of a
 // process named "GPU <n>" (as devprof writes device activity) become
 // device streams again; flows become flow arguments, and the slice
-// nesting the parents.
+// nesting the parents. devprof's warning, note and drop instants become
+// the snapshot's metadata again.
 func (t *Trace) Snapshot() *event.Snapshot {
-	lo, hi := int64(1<<62), int64(-1<<62)
+	c := &converter{t: t, byUUID: map[uint64]*Track{}, procName: map[int64]string{}, tracks: map[uint64]uint32{}}
+	meta := c.meta()
+	c.pid = meta.PID
+	c.b = event.NewBuilder(meta)
+	c.ids = make([]uint64, len(t.Slices))
+	for i := range t.Slices {
+		c.slice(i)
+	}
+	c.indexSlices()
+	var marks metatext.Collector
+	c.instants(&marks)
+	c.counters()
+	marks.Apply(c.b)
+	return c.b.Snapshot()
+}
+
+// converter holds what Snapshot builds as it goes.
+type converter struct {
+	t        *Trace
+	b        *event.Builder
+	pid      int               // the process the snapshot is of
+	byUUID   map[uint64]*Track // the trace's tracks
+	procName map[int64]string  // process names by pid
+	tracks   map[uint64]uint32 // track uuid -> builder track (0: the process level)
+	ids      []uint64          // builder IDs of t.Slices, 0 until added
+	byTrack  map[uint64][]int  // indices of t.Slices by track uuid, in start order
+}
+
+// timeSpan returns the first and last time of any slice, instant or
+// counter sample (0, 0 for an empty trace).
+func (t *Trace) timeSpan() (lo, hi int64) {
+	lo, hi = int64(1<<62), int64(-1<<62)
 	see := func(a, b int64) {
 		lo, hi = min(lo, a), max(hi, b)
 	}
@@ -48,19 +80,26 @@ func (t *Trace) Snapshot() *event.Snapshot {
 	if lo > hi {
 		lo, hi = 0, 0
 	}
+	return lo, hi
+}
+
+// meta returns the snapshot's metadata: its time span, and the first
+// process that is not a GPU as its program. It indexes the tracks and
+// process names on the way.
+func (c *converter) meta() event.Meta {
+	t := c.t
+	lo, hi := t.timeSpan()
 	meta := event.Meta{Host: "", Program: "perfetto",
 		Start: event.ClockAnchor{Mono: lo, Boot: lo}, Stop: event.ClockAnchor{Mono: hi, Boot: hi}}
 	if t.WallStart != 0 {
 		meta.Start.Wall = t.WallStart + lo - t.WallStartTS
 		meta.Stop.Wall = t.WallStart + hi - t.WallStartTS
 	}
-	byUUID := map[uint64]*Track{}
-	procName := map[int64]string{}
 	for i := range t.Tracks {
 		tr := &t.Tracks[i]
-		byUUID[tr.UUID] = tr
+		c.byUUID[tr.UUID] = tr
 		if tr.Kind == TrackProcess {
-			procName[tr.PID] = tr.Name
+			c.procName[tr.PID] = tr.Name
 			if meta.Program == "perfetto" || meta.PID == 0 {
 				if !gpuProcess.MatchString(tr.Name) {
 					meta.Program, meta.PID = tr.Name, int(tr.PID)
@@ -68,91 +107,104 @@ func (t *Trace) Snapshot() *event.Snapshot {
 			}
 		}
 	}
+	return meta
+}
 
-	b := event.NewBuilder(meta)
-	tracks := map[uint64]uint32{} // track uuid -> builder track (0: the process level)
-	trackOf := func(uuid uint64) uint32 {
-		if id, ok := tracks[uuid]; ok {
-			return id
-		}
-		tr := byUUID[uuid]
-		var id uint32
-		switch {
-		case tr == nil:
-			id = b.Track(event.Track{Kind: event.TrackHostThread, Name: fmt.Sprintf("track %d", uuid)})
-		case tr.Kind == TrackProcess:
-			id = 0
-		default:
-			if m := gpuProcess.FindStringSubmatch(procName[tr.PID]); m != nil && tr.PID != int64(meta.PID) {
-				dev, _ := strconv.Atoi(m[1])
-				stream := tr.TID
-				if sm := streamTrack.FindStringSubmatch(tr.Name); sm != nil {
-					stream, _ = strconv.ParseInt(sm[1], 10, 64)
-				}
-				id = b.Track(event.Track{Kind: event.TrackDeviceStream, Device: dev, DeviceName: m[2], ID: stream, Name: trimOverflow(tr.Name)})
-			} else {
-				id = b.Track(event.Track{Kind: event.TrackHostThread, ID: tr.TID, Name: trimOverflow(tr.Name)})
-			}
-		}
-		tracks[uuid] = id
+// trackOf returns the builder track of a track uuid, adding it on first
+// use.
+func (c *converter) trackOf(uuid uint64) uint32 {
+	if id, ok := c.tracks[uuid]; ok {
 		return id
 	}
+	tr := c.byUUID[uuid]
+	var id uint32
+	switch {
+	case tr == nil:
+		id = c.b.Track(event.Track{Kind: event.TrackHostThread, Name: fmt.Sprintf("track %d", uuid)})
+	case tr.Kind == TrackProcess:
+		id = 0
+	default:
+		id = c.b.Track(c.threadTrack(tr))
+	}
+	c.tracks[uuid] = id
+	return id
+}
 
-	ids := make([]uint64, len(t.Slices))
-	var add func(i int)
-	add = func(i int) {
-		if ids[i] != 0 {
-			return
-		}
-		s := &t.Slices[i]
-		var parent uint64
-		if s.Parent >= 0 && s.Parent < len(t.Slices) && s.Parent != i {
-			add(s.Parent)
-			parent = ids[s.Parent]
-		}
-		sp := event.Span{Name: s.Name, Start: s.Start, End: s.Start + s.Dur, Parent: parent, Unfinished: s.Dur < 0}
-		sp.Args, sp.Step, sp.StepNum = convertArgs(s.Args, &sp.Unfinished)
-		for _, f := range append(append([]uint64(nil), s.FlowIDs...), s.TerminatingFlowIDs...) {
-			if f&ParentFlowBit == 0 {
-				sp.Args = append(sp.Args, event.Arg{Kind: event.ArgFlow, Num: f})
-			}
-		}
-		sp.Track = trackOf(s.Track)
-		if sp.Track != 0 && isDevice(b, sp.Track) {
-			ids[i] = b.Activity(sp.Track, s.Name, s.Start, s.Start+max(s.Dur, 0), sp.Args)
-			return
-		}
-		ids[i] = b.Span(sp)
+// threadTrack returns the model's track for a thread track: a device
+// stream on a "GPU <n>" process other than the snapshot's, a host thread
+// otherwise.
+func (c *converter) threadTrack(tr *Track) event.Track {
+	m := gpuProcess.FindStringSubmatch(c.procName[tr.PID])
+	if m == nil || tr.PID == int64(c.pid) {
+		return event.Track{Kind: event.TrackHostThread, ID: tr.TID, Name: trimOverflow(tr.Name)}
 	}
-	for i := range t.Slices {
-		add(i)
+	dev, _ := strconv.Atoi(m[1])
+	stream := tr.TID
+	if sm := streamTrack.FindStringSubmatch(tr.Name); sm != nil {
+		stream, _ = strconv.ParseInt(sm[1], 10, 64)
 	}
-	byTrack := map[uint64][]int{}
-	for i := range t.Slices {
-		byTrack[t.Slices[i].Track] = append(byTrack[t.Slices[i].Track], i)
+	return event.Track{Kind: event.TrackDeviceStream, Device: dev, DeviceName: m[2], ID: stream, Name: trimOverflow(tr.Name)}
+}
+
+// slice adds slice i, after its parent: a span, or activity on a device
+// stream.
+func (c *converter) slice(i int) {
+	if c.ids[i] != 0 {
+		return
 	}
-	// enclosing finds the innermost slice on the instant's track that
-	// contains it: the span it was recorded in.
-	enclosing := func(in *Instant) uint64 {
-		best, depth := -1, -1
-		for _, i := range byTrack[in.Track] {
-			s := &t.Slices[i]
-			if s.Start > in.TS {
-				break
-			}
-			if (s.Dur < 0 || in.TS < s.Start+s.Dur) && s.Depth > depth {
-				best, depth = i, s.Depth
-			}
+	s := &c.t.Slices[i]
+	var parent uint64
+	if s.Parent >= 0 && s.Parent < len(c.t.Slices) && s.Parent != i {
+		c.slice(s.Parent)
+		parent = c.ids[s.Parent]
+	}
+	sp := event.Span{Name: s.Name, Start: s.Start, End: s.Start + s.Dur, Parent: parent, Unfinished: s.Dur < 0}
+	sp.Args, sp.Step, sp.StepNum = convertArgs(s.Args, &sp.Unfinished)
+	for _, f := range append(append([]uint64(nil), s.FlowIDs...), s.TerminatingFlowIDs...) {
+		if f&ParentFlowBit == 0 {
+			sp.Args = append(sp.Args, event.Arg{Kind: event.ArgFlow, Num: f})
 		}
-		if best < 0 {
-			return 0
-		}
-		return ids[best]
 	}
-	// Instants devprof wrote to show the metadata become metadata again.
-	var marks metatext.Collector
-	for k := range t.Instants {
-		in := &t.Instants[k]
+	sp.Track = c.trackOf(s.Track)
+	if sp.Track != 0 && isDevice(c.b, sp.Track) {
+		c.ids[i] = c.b.Activity(sp.Track, s.Name, s.Start, s.Start+max(s.Dur, 0), sp.Args)
+		return
+	}
+	c.ids[i] = c.b.Span(sp)
+}
+
+// indexSlices lists the slices of every track for enclosing.
+func (c *converter) indexSlices() {
+	c.byTrack = map[uint64][]int{}
+	for i := range c.t.Slices {
+		c.byTrack[c.t.Slices[i].Track] = append(c.byTrack[c.t.Slices[i].Track], i)
+	}
+}
+
+// enclosing finds the innermost slice on the instant's track that
+// contains it: the span it was recorded in (0: none).
+func (c *converter) enclosing(in *Instant) uint64 {
+	best, depth := -1, -1
+	for _, i := range c.byTrack[in.Track] {
+		s := &c.t.Slices[i]
+		if s.Start > in.TS {
+			break
+		}
+		if (s.Dur < 0 || in.TS < s.Start+s.Dur) && s.Depth > depth {
+			best, depth = i, s.Depth
+		}
+	}
+	if best < 0 {
+		return 0
+	}
+	return c.ids[best]
+}
+
+// instants adds the instants; those devprof wrote to show the metadata
+// go to marks instead, to become metadata again.
+func (c *converter) instants(marks *metatext.Collector) {
+	for k := range c.t.Instants {
+		in := &c.t.Instants[k]
 		var unfinished bool
 		args, _, _ := convertArgs(in.Args, &unfinished)
 		if marks.Take(in.Name, args) {
@@ -163,18 +215,20 @@ func (t *Trace) Snapshot() *event.Snapshot {
 				args = append(args, event.Arg{Kind: event.ArgFlow, Num: f})
 			}
 		}
-		b.Instant(in.Name, in.TS, trackOf(in.Track), enclosing(in), args)
+		c.b.Instant(in.Name, in.TS, c.trackOf(in.Track), c.enclosing(in), args)
 	}
-	for _, c := range t.Counters {
-		tr := byUUID[c.Track]
+}
+
+// counters adds the counter samples, named after their tracks.
+func (c *converter) counters() {
+	for _, cs := range c.t.Counters {
+		tr := c.byUUID[cs.Track]
 		name, unit := "counter", ""
 		if tr != nil {
 			name, unit = tr.Name, tr.Unit
 		}
-		b.Counter(name, unit, c.TS, c.Value)
+		c.b.Counter(name, unit, cs.TS, cs.Value)
 	}
-	marks.Apply(b)
-	return b.Snapshot()
 }
 
 // isDevice reports whether a builder track is a device stream.

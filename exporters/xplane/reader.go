@@ -294,7 +294,30 @@ func (r *reader) read() *event.Snapshot {
 		}
 	}
 
-	// Warnings the file carries come first, then the reader's own.
+	warns := r.fileWarnings(&meta)
+	r.countWarnings()
+	r.timeSpan(&meta)
+
+	b := event.NewBuilder(meta)
+	for _, w := range warns { // the file's warnings first, then the reader's own
+		b.Warn(w)
+	}
+	for _, w := range r.warnings {
+		b.Warn(w)
+	}
+	for _, td := range r.tracks {
+		r.build(b, td)
+	}
+	for _, c := range r.counters {
+		b.Counter(c.name, c.unit, c.t, c.v)
+	}
+	return b.Snapshot()
+}
+
+// fileWarnings returns the warnings the file carries (its errors first),
+// taking devprof's drop lines into meta.Drops and its notes into
+// meta.Notes instead.
+func (r *reader) fileWarnings(meta *event.Meta) []event.Warning {
 	var warns []event.Warning
 	for _, e := range r.xs.GetErrors() {
 		warns = append(warns, event.Warning{Text: "XSpace error: " + e})
@@ -312,6 +335,11 @@ func (r *reader) read() *event.Snapshot {
 			warns = append(warns, *l.Warning)
 		}
 	}
+	return warns
+}
+
+// countWarnings adds the reader's own warnings for what it skipped.
+func (r *reader) countWarnings() {
 	if r.aggregated > 0 {
 		r.warnf("aggregated_events", "xplane: %d aggregated events (num_occurrences, no start time) skipped", r.aggregated)
 	}
@@ -324,8 +352,10 @@ func (r *reader) read() *event.Snapshot {
 	if r.badMeta > 0 {
 		r.warnf("unknown_metadata", "xplane: %d events refer to event metadata the plane does not define", r.badMeta)
 	}
+}
 
-	// Time span of the snapshot.
+// timeSpan sets the snapshot's start and stop anchors.
+func (r *reader) timeSpan(meta *event.Meta) {
 	startWall := int64(0)
 	if r.haveStart || r.absolute {
 		startWall = r.start
@@ -338,21 +368,6 @@ func (r *reader) read() *event.Snapshot {
 		d := max(r.lastEnd, 0)
 		meta.Stop = event.ClockAnchor{Mono: d, Boot: addSat(startWall, d), Wall: addSat(startWall, d)}
 	}
-
-	b := event.NewBuilder(meta)
-	for _, w := range warns {
-		b.Warn(w)
-	}
-	for _, w := range r.warnings {
-		b.Warn(w)
-	}
-	for _, td := range r.tracks {
-		r.build(b, td)
-	}
-	for _, c := range r.counters {
-		b.Counter(c.name, c.unit, c.t, c.v)
-	}
-	return b.Snapshot()
 }
 
 // timeBase reads the Task Environment plane and process-wide plane stats.
@@ -361,26 +376,7 @@ func (r *reader) timeBase(meta *event.Meta) {
 	for _, p := range r.xs.GetPlanes() {
 		stats := statsOf(p)
 		if p.GetName() == TaskEnvPlaneName {
-			if v, ok := wallStat(stats["profile_start_time"]); ok && v > 0 && !r.haveStart {
-				r.start, r.haveStart = v, true
-			}
-			if v, ok := wallStat(stats["profile_stop_time"]); ok && !r.haveStop {
-				r.stop, r.haveStop = v, true
-			}
-			if st := stats["profile_options"]; st != nil {
-				meta.HostTracerLevel, meta.DeviceTracerLevel = tracerLevels(st.GetBytesValue())
-			}
-			for _, st := range p.GetStats() {
-				if statName(p, st.GetMetadataId()) != noteStat {
-					continue
-				}
-				// A note's line has the prefix of a note or none.
-				if l := metatext.ParseLine(strStat(p, st)); l.Note != nil {
-					meta.Notes = append(meta.Notes, *l.Note)
-				} else if l.Warning != nil {
-					meta.Notes = append(meta.Notes, event.Note{Text: l.Warning.Text})
-				}
-			}
+			r.taskEnv(p, stats, meta)
 		}
 		if st := stats["process_id"]; st != nil && !havePID {
 			if v, ok := intStat(st); ok && v > 0 && v <= math.MaxInt32 {
@@ -405,6 +401,37 @@ func (r *reader) timeBase(meta *event.Meta) {
 			if ts := l.GetTimestampNs(); ts > absoluteNS && (!r.absolute || ts < r.start) {
 				r.start, r.absolute = ts, true
 			}
+		}
+	}
+}
+
+// taskEnv reads the Task Environment plane's stats: profile start and
+// stop (the first of each), the tracer levels and devprof's notes.
+func (r *reader) taskEnv(p *xplanepb.XPlane, stats map[string]*xplanepb.XStat, meta *event.Meta) {
+	if v, ok := wallStat(stats["profile_start_time"]); ok && v > 0 && !r.haveStart {
+		r.start, r.haveStart = v, true
+	}
+	if v, ok := wallStat(stats["profile_stop_time"]); ok && !r.haveStop {
+		r.stop, r.haveStop = v, true
+	}
+	if st := stats["profile_options"]; st != nil {
+		meta.HostTracerLevel, meta.DeviceTracerLevel = tracerLevels(st.GetBytesValue())
+	}
+	r.taskEnvNotes(p, meta)
+}
+
+// taskEnvNotes adds devprof's notes on the Task Environment plane to
+// meta.Notes.
+func (r *reader) taskEnvNotes(p *xplanepb.XPlane, meta *event.Meta) {
+	for _, st := range p.GetStats() {
+		if statName(p, st.GetMetadataId()) != noteStat {
+			continue
+		}
+		// A note's line has the prefix of a note or none.
+		if l := metatext.ParseLine(strStat(p, st)); l.Note != nil {
+			meta.Notes = append(meta.Notes, *l.Note)
+		} else if l.Warning != nil {
+			meta.Notes = append(meta.Notes, event.Note{Text: l.Warning.Text})
 		}
 	}
 }
@@ -764,35 +791,10 @@ func statArg(p *xplanepb.XPlane, st *xplanepb.XStat) (event.Arg, bool) {
 // unfinished=1 an unfinished span; correlation_id becomes a flow. It
 // returns the remaining arguments.
 func special(args []event.Arg, ev *pending, host bool) []event.Arg {
-	step := false
-	if host {
-		for _, a := range args {
-			if a.Key == "_r" {
-				step = true
-				break
-			}
-		}
-	}
+	step := host && slices.ContainsFunc(args, func(a event.Arg) bool { return a.Key == "_r" })
 	if step {
 		ev.step, ev.span = true, true
-		// step_num wins over iter_num; the first usable value of each counts.
-		haveIter := false
-		for _, a := range args {
-			if a.Key != "step_num" && a.Key != "iter_num" {
-				continue
-			}
-			n, ok := stepNumber(a)
-			if !ok {
-				continue
-			}
-			if a.Key == "step_num" {
-				ev.stepNum = n
-				break
-			}
-			if !haveIter {
-				ev.stepNum, haveIter = n, true
-			}
-		}
+		ev.stepNum = stepNumOf(args)
 	}
 	out := args[:0:0]
 	var flows []uint64
@@ -811,6 +813,29 @@ func special(args []event.Arg, ev *pending, host bool) []event.Arg {
 		}
 	}
 	return out
+}
+
+// stepNumOf returns a step's number: step_num wins over iter_num; the
+// first usable value of each counts (0 if none).
+func stepNumOf(args []event.Arg) int64 {
+	var num int64
+	haveIter := false
+	for _, a := range args {
+		if a.Key != "step_num" && a.Key != "iter_num" {
+			continue
+		}
+		n, ok := stepNumber(a)
+		if !ok {
+			continue
+		}
+		if a.Key == "step_num" {
+			return n
+		}
+		if !haveIter {
+			num, haveIter = n, true
+		}
+	}
+	return num
 }
 
 func stepNumber(a event.Arg) (int64, bool) {

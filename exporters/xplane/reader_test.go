@@ -29,7 +29,8 @@ import (
 // Tests that record go through the process-wide active buffer
 // (recorder.Activate), so none of them may call t.Parallel.
 
-const jaxFile = "testdata/jax_cpu.xplane.pb"
+// jaxFile is a real JAX 0.12 CPU profile (see testdata/README.md).
+const jaxFile = "../../testdata/jax-cpu.xplane.pb"
 
 // recordSession records events for a test; see eventtest.Record.
 func recordSession(t testing.TB, maxEvents int64, fn func(ctx context.Context)) *event.Snapshot {
@@ -936,6 +937,11 @@ func FuzzRead(f *testing.F) {
 	f.Add(jax)
 	f.Add(jax[:len(jax)/3])
 	f.Add(devprof[:len(devprof)-7])
+	// The committed corpus (testdata/fuzz/FuzzRead) holds planes and cuts
+	// of the real H100 files; the whole files are added from ../../testdata.
+	for _, path := range []string{realDevprof, realTSL, realJAX} {
+		f.Add(mustReadFile(f, path))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := xplane.Read(bytes.NewReader(data))
 		if err != nil {
