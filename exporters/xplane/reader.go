@@ -281,6 +281,9 @@ func (r *reader) read() *event.Snapshot {
 		meta.Host = hs[0]
 	}
 	r.timeBase(&meta)
+	if meta.Program == defaultProgram {
+		meta.Program = r.programName(meta.Host)
+	}
 	r.host = map[hostKey]*trackData{}
 	for _, p := range r.xs.GetPlanes() {
 		if len(p.GetLines()) == 0 {
@@ -368,6 +371,27 @@ func (r *reader) timeSpan(meta *event.Meta) {
 		d := max(r.lastEnd, 0)
 		meta.Stop = event.ClockAnchor{Mono: d, Boot: addSat(startWall, d), Wall: addSat(startWall, d)}
 	}
+}
+
+// programName names the process of a file that has no process_name stat
+// (TSL writes none): the first host thread TSL named after itself (the
+// line's name and display name both the thread's name, "python3"; an
+// unnamed thread is "Host Threads/<tid>"), else the host, else "xplane".
+func (r *reader) programName(host string) string {
+	for _, p := range r.xs.GetPlanes() {
+		if p.GetName() != HostPlaneName {
+			continue
+		}
+		for _, l := range p.GetLines() {
+			if name := l.GetName(); name != "" && name == l.GetDisplayName() && !strings.Contains(name, "/") {
+				return name
+			}
+		}
+	}
+	if host != "" {
+		return host
+	}
+	return defaultProgram
 }
 
 // timeBase reads the Task Environment plane and process-wide plane stats.

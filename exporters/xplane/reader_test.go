@@ -848,7 +848,7 @@ func TestReadForms(t *testing.T) {
 		if launch == nil || step == nil || launch.Parent != step.ID || launch.Lane != step.Lane {
 			t.Errorf("launch %+v, step %+v", launch, step)
 		}
-		if s.Meta.Host != "h1" || s.Meta.PID != 777 || s.Meta.Program != "xplane" ||
+		if s.Meta.Host != "h1" || s.Meta.PID != 777 || s.Meta.Program != "h1" ||
 			!slices.Equal(s.Meta.Warnings, []event.Warning{{Text: "XSpace error: tracer failed"}, {Text: "Detected GPU events dropped"}}) {
 			t.Errorf("meta %+v", s.Meta)
 		}

@@ -23,14 +23,21 @@ func TestReadRealGPU(t *testing.T) {
 		events   int
 		activity map[string]int // device activities by name
 		spans    map[string]int // host spans by name
+		program  string         // the process, as the file names it
 	}{
-		{realDevprof, 866, map[string]int{"_Z5saxpyifPKfPf": 20, "_Z5scaleifPf": 20, "Memset": 20}, map[string]int{"train": 20}},
-		{realTSL, 7029, map[string]int{"saxpy(int, float, float const*, float*)": 500, "MemcpyH2D": 500}, map[string]int{"cuMemAlloc_v2": 1000}},
-		{realJAX, 408, nil, map[string]int{"train": 8, "jit_step:XLA GPU module": 8}},
+		// This devprof wrote no process_name yet: the host.
+		{realDevprof, 866, map[string]int{"_Z5saxpyifPKfPf": 20, "_Z5scaleifPf": 20, "Memset": 20}, map[string]int{"train": 20}, "vm"},
+		// TSL names no process; its threads here are unnamed: the host.
+		{realTSL, 7029, map[string]int{"saxpy(int, float, float const*, float*)": 500, "MemcpyH2D": 500}, map[string]int{"cuMemAlloc_v2": 1000}, "vm"},
+		// JAX's main thread is named after the program.
+		{realJAX, 408, nil, map[string]int{"train": 8, "jit_step:XLA GPU module": 8}, "python3"},
 	} {
 		s, err := xplane.ReadFile(c.path)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if s.Meta.Program != c.program {
+			t.Errorf("%s: program %q, want %q", c.path, s.Meta.Program, c.program)
 		}
 		if len(s.Events) != c.events {
 			t.Errorf("%s: %d events, want %d", c.path, len(s.Events), c.events)

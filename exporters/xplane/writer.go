@@ -362,6 +362,14 @@ func orUnknown(s string) string {
 
 func (x *writer) hostPlane(space *protoenc.Enc, l *event.Layout) {
 	p := newPlane(space, 0, HostPlaneName)
+	// The process, as TSL names it on its planes (process_id) and as
+	// devprof's reader reads it back (process_name; TSL writes none).
+	if x.m.PID > 0 {
+		p.planeStatInt("process_id", int64(x.m.PID))
+	}
+	if x.m.Program != "" {
+		p.planeStatString("process_name", x.m.Program)
+	}
 	total := x.rel(x.m.Stop.Mono) * 1000
 	next := int64(1)
 	for i := range l.Rows {
