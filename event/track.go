@@ -15,10 +15,16 @@ const (
 // Host spans do not need one: their lanes are implicit.
 type Track struct {
 	Kind TrackKind
-	// Device is the device ordinal for device tracks.
+	// Device is the device ordinal (index) for device tracks.
 	Device int
 	// DeviceName is a human name for the device ("NVIDIA H100 80GB HBM3").
 	DeviceName string
+	// Vendor is the device's maker as the source knows it ("NVIDIA"); ""
+	// if unknown.
+	Vendor string
+	// UUID identifies the physical device across processes and hosts
+	// ("GPU-6b2e…", as NVML and nvidia-smi give it); "" if unknown.
+	UUID string
 	// ID is the stream id for device tracks, the OS thread id for host threads.
 	ID int64
 	// Name is the display name of the track ("Stream #7(Compute)").

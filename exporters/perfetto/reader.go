@@ -145,6 +145,8 @@ type Track struct {
 	// Unit is a counter track's unit: its unit_name, else the name of its
 	// builtin unit ("ns", "count", "bytes").
 	Unit string
+	// Labels are a process track's process_labels.
+	Labels []string
 }
 
 // Slice is a slice: a BEGIN paired with the END that closed it.
@@ -815,6 +817,7 @@ type descriptor struct {
 	process, thread, ctr bool
 	pid, tid             int64
 	procName, threadName string
+	labels               []string
 	unit, ctrType        uint64
 	unitName             string
 	mult                 int64
@@ -850,6 +853,8 @@ func (d *descriptor) processField(f *field) error {
 		d.pid = int64(int32(f.u))
 	case key(pdProcessName, wireBytes):
 		d.procName = string(f.b)
+	case key(pdProcessLabel, wireBytes):
+		d.labels = append(d.labels, string(f.b))
 	}
 	return nil
 }
@@ -904,6 +909,7 @@ func (d *descriptor) track() Track {
 		if d.procName != "" {
 			tr.Name = d.procName
 		}
+		tr.Labels = d.labels
 	default:
 		tr.Kind = TrackPlain
 	}

@@ -33,7 +33,7 @@ var (
 // nesting the parents. devprof's warning, note and drop instants become
 // the snapshot's metadata again.
 func (t *Trace) Snapshot() *event.Snapshot {
-	c := &converter{t: t, byUUID: map[uint64]*Track{}, procName: map[int64]string{}, tracks: map[uint64]uint32{}}
+	c := &converter{t: t, byUUID: map[uint64]*Track{}, procName: map[int64]string{}, procs: map[int64]*Track{}, tracks: map[uint64]uint32{}}
 	meta := c.meta()
 	c.pid = meta.PID
 	c.b = event.NewBuilder(meta)
@@ -56,6 +56,7 @@ type converter struct {
 	pid      int               // the process the snapshot is of
 	byUUID   map[uint64]*Track // the trace's tracks
 	procName map[int64]string  // process names by pid
+	procs    map[int64]*Track  // process tracks by pid
 	tracks   map[uint64]uint32 // track uuid -> builder track (0: the process level)
 	ids      []uint64          // builder IDs of t.Slices, 0 until added
 	byTrack  map[uint64][]int  // indices of t.Slices by track uuid, in start order
@@ -100,6 +101,7 @@ func (c *converter) meta() event.Meta {
 		c.byUUID[tr.UUID] = tr
 		if tr.Kind == TrackProcess {
 			c.procName[tr.PID] = tr.Name
+			c.procs[tr.PID] = tr
 			if meta.Program == "perfetto" || meta.PID == 0 {
 				if !gpuProcess.MatchString(tr.Name) {
 					meta.Program, meta.PID = tr.Name, int(tr.PID)
@@ -143,7 +145,21 @@ func (c *converter) threadTrack(tr *Track) event.Track {
 	if sm := streamTrack.FindStringSubmatch(tr.Name); sm != nil {
 		stream, _ = strconv.ParseInt(sm[1], 10, 64)
 	}
-	return event.Track{Kind: event.TrackDeviceStream, Device: dev, DeviceName: m[2], ID: stream, Name: trimOverflow(tr.Name)}
+	t := event.Track{Kind: event.TrackDeviceStream, Device: dev, DeviceName: m[2], ID: stream, Name: trimOverflow(tr.Name)}
+	if p := c.procs[tr.PID]; p != nil {
+		for _, l := range p.Labels {
+			if v, ok := strings.CutPrefix(l, DeviceLabelIndex); ok {
+				if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+					t.Device = n
+				}
+			} else if v, ok := strings.CutPrefix(l, DeviceLabelVendor); ok {
+				t.Vendor = v
+			} else if v, ok := strings.CutPrefix(l, DeviceLabelUUID); ok {
+				t.UUID = v
+			}
+		}
+	}
+	return t
 }
 
 // slice adds slice i, after its parent: a span, or activity on a device

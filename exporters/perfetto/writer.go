@@ -20,12 +20,14 @@
 package perfetto
 
 import (
+	"cmp"
 	"compress/gzip"
 	"fmt"
 	"github.com/devprof/devprof/internal/intern"
 	"github.com/devprof/devprof/internal/metatext"
 	"io"
 	"slices"
+	"strconv"
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/protoenc"
@@ -315,16 +317,17 @@ func (w *writer) write() {
 	for _, d := range devices {
 		nextPID++
 		devicePID[d] = nextPID
-		var name string
+		var dev event.Track // the device's identity, from the first track that has it
 		for i := range l.Rows {
-			if t, ok := w.s.Track(&l.Rows[i]); ok && t.Kind == event.TrackDeviceStream && t.Device == d && t.DeviceName != "" {
-				name = t.DeviceName
-				break
+			if t, ok := w.s.Track(&l.Rows[i]); ok && t.Kind == event.TrackDeviceStream && t.Device == d {
+				dev.DeviceName = cmp.Or(dev.DeviceName, t.DeviceName)
+				dev.Vendor = cmp.Or(dev.Vendor, t.Vendor)
+				dev.UUID = cmp.Or(dev.UUID, t.UUID)
 			}
 		}
 		label := fmt.Sprintf("GPU %d", d)
-		if name != "" {
-			label += " (" + name + ")"
+		if dev.DeviceName != "" {
+			label += " (" + dev.DeviceName + ")"
 		}
 		w.startPacket(start, true)
 		p := w.pkt.Begin(pktTrackDescriptor)
@@ -332,6 +335,15 @@ func (w *writer) write() {
 		q := w.pkt.Begin(tdProcess)
 		w.pkt.Int(pdPid, nextPID)
 		w.pkt.String(pdProcessName, label)
+		// The device's identity as process labels, which the UI lists and
+		// Read gives back (DeviceLabelVendor, DeviceLabelUUID).
+		w.pkt.String(pdProcessLabel, DeviceLabelIndex+strconv.Itoa(d))
+		if dev.Vendor != "" {
+			w.pkt.String(pdProcessLabel, DeviceLabelVendor+dev.Vendor)
+		}
+		if dev.UUID != "" {
+			w.pkt.String(pdProcessLabel, DeviceLabelUUID+dev.UUID)
+		}
 		w.pkt.End(q)
 		w.pkt.End(p)
 		w.finishPacket()
@@ -472,6 +484,15 @@ func (w *writer) write() {
 		w.finishPacket()
 	}
 }
+
+// Process labels of a GPU process that carry the device's identity
+// (event.Track's Device, Vendor and UUID); the process name ("GPU 1
+// (NVIDIA H100 80GB HBM3)") is for people.
+const (
+	DeviceLabelIndex  = "devprof device="
+	DeviceLabelVendor = "devprof vendor="
+	DeviceLabelUUID   = "devprof uuid="
+)
 
 // Names of the instants that carry Meta.Warnings and Meta.Notes; the text
 // is their "message" argument, the source and code their "source" and

@@ -632,16 +632,47 @@ func (r *reader) hostPlane(p *xplanepb.XPlane) {
 	}
 }
 
+// deviceOf reads a device plane's identity and capabilities (the stats
+// TSL and devprof write) into a stream track template.
+func deviceOf(p *xplanepb.XPlane, dev int) event.Track {
+	t := event.Track{Kind: event.TrackDeviceStream, Device: dev}
+	stats := statsOf(p)
+	str := func(name string) string {
+		if st := stats[name]; st != nil {
+			return strStat(p, st)
+		}
+		return ""
+	}
+	num := func(name string) int64 {
+		if st := stats[name]; st != nil {
+			if v, ok := intStat(st); ok {
+				return v
+			}
+		}
+		return 0
+	}
+	t.DeviceName, t.UUID = str("gpu_device_name"), str("device_uuid")
+	if t.Vendor = str("device_vendor"); strings.EqualFold(t.Vendor, "nvidia") {
+		t.Vendor = "NVIDIA" // the model's spelling; TSL writes "Nvidia"
+	}
+	t.Caps = event.DeviceCaps{
+		ClockRateKHz:    num("clock_rate"),
+		Cores:           num("core_count"),
+		MemoryBytes:     uint64(num("memory_size")),
+		MemoryBandwidth: uint64(num("memory_bandwidth")),
+		ComputeCapMajor: num("compute_cap_major"),
+		ComputeCapMinor: num("compute_cap_minor"),
+	}
+	return t
+}
+
 func (r *reader) devicePlane(p *xplanepb.XPlane) {
 	pc := &planeCtx{p: p, events: map[int64]*eventInfo{}}
 	dev, ok := ordinal(p.GetName())
 	if !ok {
 		dev = int(max(min(p.GetId(), math.MaxInt32), math.MinInt32))
 	}
-	devName := ""
-	if st := statsOf(p)["gpu_device_name"]; st != nil {
-		devName = strStat(p, st)
-	}
+	device := deviceOf(p, dev)
 	derived := func(l *xplanepb.XLine) bool {
 		return isDerivedID(l.GetId()) || derivedLines[l.GetName()] ||
 			strings.HasPrefix(l.GetName(), "Framework Ops - from") ||
@@ -671,7 +702,9 @@ func (r *reader) devicePlane(p *xplanepb.XPlane) {
 			if name == "" {
 				name = "Stream #" + strconv.FormatInt(l.GetId(), 10)
 			}
-			td = &trackData{device: true, track: event.Track{Kind: event.TrackDeviceStream, Device: dev, DeviceName: devName, ID: l.GetId(), Name: name}}
+			tr := device
+			tr.ID, tr.Name = l.GetId(), name
+			td = &trackData{device: true, track: tr}
 			byID[l.GetId()] = td
 			r.tracks = append(r.tracks, td)
 		}

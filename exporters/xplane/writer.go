@@ -35,6 +35,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/protoenc"
@@ -450,9 +451,12 @@ func (x *writer) devicePlanes(space *protoenc.Enc, l *event.Layout) {
 			return cmp.Compare(a.Sub, b.Sub)
 		})
 		first, _ := x.s.Track(rows[0])
-		p.planeStatString("device_vendor", "Nvidia")
+		p.planeStatString("device_vendor", xprofVendor(first.Vendor))
 		if first.DeviceName != "" {
 			p.planeStatString("gpu_device_name", first.DeviceName)
+		}
+		if first.UUID != "" {
+			p.planeStatString("device_uuid", first.UUID)
 		}
 		// Capability stats, with the names and value kinds xprof's
 		// device_caps_utils reads.
@@ -490,4 +494,18 @@ func (x *writer) taskEnvPlane(space *protoenc.Enc) {
 		p.planeStatString(noteStat, metatext.NoteLine(n))
 	}
 	p.finish()
+}
+
+// xprofVendor spells a device vendor as TSL writes device_vendor
+// ("Nvidia"), which xprof's tools compare against. An unknown vendor is
+// written as Nvidia, as devprof always did: every source of GPU streams
+// devprof reads today (CUPTI, Kineto and TSL traces) is CUDA's.
+func xprofVendor(v string) string {
+	switch strings.ToUpper(v) {
+	case "", "NVIDIA":
+		return "Nvidia"
+	case "AMD":
+		return "AMD"
+	}
+	return v
 }

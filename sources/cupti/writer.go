@@ -13,6 +13,9 @@ import (
 	"github.com/devprof/devprof/internal/recorder"
 )
 
+// VendorNVIDIA is the vendor of the devices CUPTI traces (event.Track).
+const VendorNVIDIA = "NVIDIA"
+
 // FlowBase is added to CUPTI correlation ids to make the flow ids of
 // launch→device links, so that they never meet the flow ids a program takes
 // from annotate.NewFlowID (which count up from 1).
@@ -167,7 +170,7 @@ func (w *writer) streamTrack(device, streamID uint32, kind string) uint32 {
 		st = &stream{id: streamID}
 		st.track = w.buf.FindTrack(event.TrackDeviceStream, int(device), int64(streamID))
 		if st.track == 0 {
-			st.track = w.buf.AddTrack(event.Track{Kind: event.TrackDeviceStream, Device: int(device), ID: int64(streamID)})
+			st.track = w.buf.AddTrack(event.Track{Kind: event.TrackDeviceStream, Device: int(device), Vendor: VendorNVIDIA, ID: int64(streamID)})
 		}
 		w.streams[k] = st
 	}
