@@ -1,12 +1,14 @@
 // Package trace starts and stops devprof trace sessions: the one place where
 // devprof's flow is wired together. While a session runs, sources (package
-// annotate, and device tracers) append to its event buffer (package
-// trace/event); Stop snapshots the buffer and hands it to the exporters,
-// which write the run directory
+// annotate, and the sources of its source table, such as the CUPTI device
+// tracer) append to its recorder; Stop snapshots the recorder into the
+// event model (package event) and writes it through the format table
+// (package exporters/formats) into the run directory
 //
-//	<logdir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host>.pftrace
-//
-// that ui.perfetto.dev opens and TensorBoard's profile plugin discovers.
+//	<logdir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/
+//	    <host>.pftrace         Perfetto: opens in ui.perfetto.dev (devprof serve)
+//	    <host>.xplane.pb       TensorBoard profile: tensorboard --logdir <logdir>, or xprof
+//	    <host>.trace.json.gz   Chrome JSON, with Options.ChromeTrace
 //
 // The one-line form mirrors jax.profiler.trace:
 //

@@ -1,6 +1,6 @@
 // Package chrome writes the Chrome Trace Event Format (JSON, gzip
 // compressed), for tools that read only JSON. It is an exporter in devprof's
-// flow: it reads a stopped session's snapshot (package trace/event) and
+// flow: it reads a stopped session's snapshot (package event) and
 // streams <host>.trace.json.gz.
 //
 // Spans are complete ("X") events on the rows of the host layout, shown as

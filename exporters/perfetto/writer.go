@@ -1,6 +1,6 @@
 // Package perfetto writes and reads Perfetto traces (protobuf TrackEvent).
 // It is an exporter in devprof's flow: Write reads a stopped session's
-// event snapshot (package trace/event) and streams it, packet by packet, to
+// event snapshot (package event) and streams it, packet by packet, to
 // an io.Writer, never holding the trace as message objects. Read decodes a
 // Perfetto file back into slices, instants and counters for the devprof CLI
 // (summary, convert).

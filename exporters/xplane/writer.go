@@ -2,7 +2,7 @@
 // stored as <logdir>/plugins/profile/<run>/<host>.xplane.pb, which
 // TensorBoard's profile plugin and xprof read. It is an exporter in
 // devprof's flow: Write reads a stopped session's snapshot (package
-// trace/event); Read turns an .xplane.pb written by devprof, JAX or
+// event); Read turns an .xplane.pb written by devprof, JAX or
 // TensorFlow back into a snapshot so any exporter can convert it.
 //
 // What Write produces follows what xprof expects (reference/xplane_tsl.md,
