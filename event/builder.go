@@ -112,6 +112,16 @@ func (b *Builder) Counter(name, unit string, t int64, v float64) {
 	b.commit(r)
 }
 
+// TrackCounter adds one sample of a counter series of a registered track
+// (a device's utilization, on its TrackDevice track).
+func (b *Builder) TrackCounter(track uint32, name, unit string, t int64, v float64) {
+	r := b.add(KindCounter, name, t, []Arg{{Key: unit, Kind: ArgFloat, Num: math.Float64bits(v)}})
+	r.Lane = track
+	r.Flags |= FlagOnTrack
+	r.setEnd(t)
+	b.commit(r)
+}
+
 // Activity adds a complete event on a registered track (device activity)
 // of unknown kind and returns its ID.
 func (b *Builder) Activity(track uint32, name string, start, end int64, args []Arg) uint64 {

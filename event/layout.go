@@ -20,8 +20,15 @@ type Layout struct {
 	// Loose holds instants that belong to no span and no track (shown on
 	// the process).
 	Loose []*Record
-	// Counters holds counter samples in time order.
+	// Counters holds the host's counter samples in time order.
 	Counters []*Record
+	// Devices lists every device that has stream rows or counter samples,
+	// by index, each with its identity merged from all its tracks (name,
+	// vendor, UUID, capabilities; Kind TrackDevice).
+	Devices []Track
+	// DeviceCounters holds each device's counter samples in time order,
+	// keyed by device index.
+	DeviceCounters map[int][]*Record
 }
 
 // Row is one properly nested timeline.
@@ -89,8 +96,13 @@ func (s *Snapshot) computeLayout() *Layout {
 	if n := len(s.segs); n > 0 {
 		maxID = s.segs[n-1].base + uint64(len(s.segs[n-1].recs))
 	}
+	l.DeviceCounters = map[int][]*Record{}
 	for _, r := range s.Events {
 		if r.Kind == KindCounter {
+			if t, ok := s.TrackOf(r); ok && (t.Kind == TrackDevice || t.Kind == TrackDeviceStream) {
+				l.DeviceCounters[t.Device] = append(l.DeviceCounters[t.Device], r)
+				continue
+			}
 			l.Counters = append(l.Counters, r)
 		}
 	}
@@ -110,6 +122,9 @@ func (s *Snapshot) computeLayout() *Layout {
 	spans := s.sortedSpans(nspans, order)
 	byStart := func(a, b *Record) int { return cmp.Compare(a.Start, b.Start) }
 	slices.SortFunc(l.Counters, byStart)
+	for _, c := range l.DeviceCounters {
+		slices.SortFunc(c, byStart)
+	}
 
 	var states []rowState
 	groups := map[uint32][]int{} // group -> its rows, in creation order
@@ -221,6 +236,7 @@ func (s *Snapshot) computeLayout() *Layout {
 		slices.SortFunc(l.Rows[i].Instants, byStart)
 	}
 	slices.SortFunc(l.Loose, byStart)
+	l.Devices = s.devices(l)
 	return l
 }
 
@@ -425,4 +441,52 @@ func (r *Row) Walk(fn func(typ RowEventType, p *Placed, inst *Record)) {
 	}
 	closeTo(1<<63 - 1)
 	flushInstants(1<<63-1, true)
+}
+
+// TrackOf returns the registered track of an activity record or of a
+// record pinned to a track (FlagOnTrack), and false for the rest.
+func (s *Snapshot) TrackOf(r *Record) (Track, bool) {
+	if r.Kind != KindActivity && r.Flags&FlagOnTrack == 0 || r.Lane == 0 || int(r.Lane) > len(s.Tracks) {
+		return Track{}, false
+	}
+	return s.Tracks[r.Lane-1], true
+}
+
+// devices lists the devices that have stream tracks in use or counter
+// samples, with identity merged from every track of each.
+func (s *Snapshot) devices(l *Layout) []Track {
+	used := map[int]bool{}
+	for i := range l.Rows {
+		if t, ok := s.Track(&l.Rows[i]); ok && t.Kind == TrackDeviceStream {
+			used[t.Device] = true
+		}
+	}
+	for d := range l.DeviceCounters {
+		used[d] = true
+	}
+	byIndex := map[int]*Track{}
+	var out []Track
+	for d := range used {
+		out = append(out, Track{Kind: TrackDevice, Device: d})
+	}
+	slices.SortFunc(out, func(a, b Track) int { return cmp.Compare(a.Device, b.Device) })
+	for i := range out {
+		byIndex[out[i].Device] = &out[i]
+	}
+	for _, t := range s.Tracks {
+		d := byIndex[t.Device]
+		if d == nil || t.Kind != TrackDevice && t.Kind != TrackDeviceStream {
+			continue
+		}
+		d.DeviceName = cmp.Or(d.DeviceName, t.DeviceName)
+		d.Vendor = cmp.Or(d.Vendor, t.Vendor)
+		d.UUID = cmp.Or(d.UUID, t.UUID)
+		if d.Caps == (DeviceCaps{}) {
+			d.Caps = t.Caps
+		}
+		if d.Name == "" && t.Kind == TrackDevice {
+			d.Name = t.Name
+		}
+	}
+	return out
 }

@@ -9,6 +9,10 @@ const (
 	// TrackHostThread is an OS thread of the host, for sources that know
 	// them (driver API callbacks).
 	TrackHostThread
+	// TrackDevice is a whole device: what its counter samples (utilization,
+	// memory, power) belong to, and the holder of its identity when no
+	// stream of it has work.
+	TrackDevice
 )
 
 // Track describes a timeline that KindActivity records are placed on.

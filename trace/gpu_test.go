@@ -77,7 +77,7 @@ func TestGPUSession(t *testing.T) {
 				t.Fatal(err)
 			}
 			out, snap := s.Outputs(), s.Snapshot()
-			checkGPUXSpace(t, out.XPlane, 6)
+			checkGPUXSpace(t, out.XPlane, 6, false)
 			checkGPUPerfetto(t, out.Perfetto, 6)
 			if len(snap.Meta.Notes) == 0 || snap.Meta.Notes[0].Source != cupti.SourceName || !strings.Contains(snap.Meta.Notes[0].Text, "GPU timestamps") {
 				t.Errorf("notes %q: want the clock note", snap.Meta.Notes)
@@ -103,13 +103,13 @@ func TestGPUSessionAllKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, snap := s.Outputs(), s.Snapshot()
-	checkGPUXSpace(t, out.XPlane, 1)
+	checkGPUXSpace(t, out.XPlane, 1, true)
 	checkGPUPerfetto(t, out.Perfetto, 10)
 	conformance.Export(t, "gpu-script", out.Perfetto, snap)
 	conformance.ExportXPlane(t, "gpu-script", out.XPlane, snap)
 }
 
-func checkGPUXSpace(t *testing.T, path string, wantLinked int) {
+func checkGPUXSpace(t *testing.T, path string, wantLinked int, wantMemory bool) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -123,6 +123,7 @@ func checkGPUXSpace(t *testing.T, path string, wantLinked int) {
 	devCorr := map[uint64]string{}  // correlation_id -> kernel on devices
 	tfOps := map[string]string{}
 	planes := map[string]bool{}
+	deviceCounters := map[string]bool{} // "<plane>: <counter>" on device planes' _counters_ lines
 	for _, p := range xs.Planes {
 		planes[p.Name] = true
 		stat := func(ss []*xplanepb.XStat, name string) *xplanepb.XStat {
@@ -138,6 +139,12 @@ func checkGPUXSpace(t *testing.T, path string, wantLinked int) {
 				name := p.EventMetadata[e.MetadataId].GetName()
 				c := stat(e.Stats, "correlation_id")
 				switch {
+				case strings.HasPrefix(p.Name, "/device:GPU:") && l.Name == xplane.CountersLineName:
+					deviceCounters[p.Name+": "+name] = true
+				case p.Name == xplane.HostPlaneName && l.Name == xplane.CountersLineName:
+					if strings.Contains(name, "memory allocated") {
+						t.Errorf("device counter %q on the host plane", name)
+					}
 				case strings.HasPrefix(p.Name, "/device:GPU:"):
 					if !strings.HasPrefix(l.Name, "Stream #") && !strings.HasPrefix(l.Name, "Context(") {
 						t.Errorf("%s: line %q", p.Name, l.Name)
@@ -162,6 +169,11 @@ func checkGPUXSpace(t *testing.T, path string, wantLinked int) {
 	}
 	if !planes["/device:GPU:0"] {
 		t.Errorf("no /device:GPU:0 plane (planes %v)", planes)
+	}
+	// The bytes a device has allocated are its counter, on its plane
+	// (issue 9: they sat under /host:CPU); wantMemory says the run allocated.
+	if wantMemory && !deviceCounters["/device:GPU:0: memory allocated (bytes)"] {
+		t.Errorf("no memory counter on /device:GPU:0 (device counters %v)", deviceCounters)
 	}
 	launched := 0
 	for c, k := range devCorr {

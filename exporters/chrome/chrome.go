@@ -73,28 +73,50 @@ func (j *jw) begin() {
 	j.first = false
 }
 
+// counter writes one counter sample ("C") on process pid.
+func (j *jw) counter(r *event.Record, pid int) {
+	j.begin()
+	j.b = append(j.b, `{"ph":"C","pid":`...)
+	j.b = strconv.AppendInt(j.b, int64(pid), 10)
+	j.b = append(j.b, `,"ts":`...)
+	j.b = j.us(j.b, r.Start)
+	j.b = append(j.b, `,"name":`...)
+	j.b = appendString(j.b, j.s.Name(r))
+	j.b = append(j.b, `,"args":{`...)
+	unit, v := j.s.Counter(r)
+	if unit == "" {
+		unit = "value"
+	}
+	j.b = appendString(j.b, unit)
+	j.b = append(j.b, ':')
+	j.b = appendFloat(j.b, v)
+	j.b = append(j.b, "}}"...)
+	j.flush()
+}
+
 func (j *jw) write() {
 	l := j.s.Layout()
 	pid := j.m.PID
 	j.b = append(j.b, `{"displayTimeUnit":"ns","traceEvents":[`...)
 	j.first = true
 	j.meta("process_name", pid, 0, j.m.Program)
-	devicePID := map[int]int{} // device streams are threads of one process per device
+	// Device streams are threads, and device counters counters, of one
+	// process per device.
+	devicePID := map[int]int{}
+	for k, dev := range l.Devices {
+		p := pid + 1 + k
+		devicePID[dev.Device] = p
+		name := "GPU " + strconv.Itoa(dev.Device)
+		if dev.DeviceName != "" {
+			name += " (" + dev.DeviceName + ")"
+		}
+		j.meta("process_name", p, 0, name)
+	}
 	for i := range l.Rows {
 		row := &l.Rows[i]
 		rowPID := pid
 		if t, ok := j.s.Track(row); ok && t.Kind == event.TrackDeviceStream {
-			p, seen := devicePID[t.Device]
-			if !seen {
-				p = pid + 1 + len(devicePID)
-				devicePID[t.Device] = p
-				name := "GPU " + strconv.Itoa(t.Device)
-				if t.DeviceName != "" {
-					name += " (" + t.DeviceName + ")"
-				}
-				j.meta("process_name", p, 0, name)
-			}
-			rowPID = p
+			rowPID = devicePID[t.Device]
 		}
 		j.meta("thread_name", rowPID, i+1, row.Name)
 		j.sortIndex(rowPID, i+1)
@@ -123,23 +145,12 @@ func (j *jw) write() {
 		j.instant(r, pid, 0, "p")
 	}
 	for _, r := range l.Counters {
-		j.begin()
-		j.b = append(j.b, `{"ph":"C","pid":`...)
-		j.b = strconv.AppendInt(j.b, int64(pid), 10)
-		j.b = append(j.b, `,"ts":`...)
-		j.b = j.us(j.b, r.Start)
-		j.b = append(j.b, `,"name":`...)
-		j.b = appendString(j.b, j.s.Name(r))
-		j.b = append(j.b, `,"args":{`...)
-		unit, v := j.s.Counter(r)
-		if unit == "" {
-			unit = "value"
+		j.counter(r, pid)
+	}
+	for _, dev := range l.Devices {
+		for _, r := range l.DeviceCounters[dev.Device] {
+			j.counter(r, devicePID[dev.Device])
 		}
-		j.b = appendString(j.b, unit)
-		j.b = append(j.b, ':')
-		j.b = appendFloat(j.b, v)
-		j.b = append(j.b, "}}"...)
-		j.flush()
 	}
 	// Warnings, notes and drops as process instants, as in the Perfetto
 	// file: the viewer shows them to people, the reader turns them back

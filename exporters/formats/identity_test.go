@@ -1,7 +1,9 @@
 package formats
 
 import (
+	"fmt"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/devprof/devprof/event"
@@ -19,6 +21,13 @@ func TestDeviceIdentityRoundTrips(t *testing.T) {
 	b := event.NewBuilder(event.Meta{Host: "h", PID: 9, Program: "p", Stop: event.ClockAnchor{Mono: 10_000}})
 	tr := b.Track(want)
 	b.Activity(tr, "kernel", 1_000, 2_000, nil)
+	// A device's counters belong to the device, not the host; a counter
+	// of a device with no streams makes its device appear too.
+	devTrack := b.Track(event.Track{Kind: event.TrackDevice, Device: 1, Vendor: "NVIDIA"})
+	b.TrackCounter(devTrack, "utilization", "%", 1_500, 87)
+	idle := b.Track(event.Track{Kind: event.TrackDevice, Device: 2, DeviceName: "idle GPU"})
+	b.TrackCounter(idle, "power", "W", 1_500, 70)
+	b.Counter("loss", "", 1_500, 0.5)
 	s := b.Snapshot()
 	for _, f := range []*Format{Perfetto, XPlane} {
 		t.Run(f.Name, func(t *testing.T) {
@@ -44,6 +53,26 @@ func TestDeviceIdentityRoundTrips(t *testing.T) {
 			}
 			if f == XPlane && dev.Caps != want.Caps {
 				t.Errorf("caps %+v, want %+v", dev.Caps, want.Caps)
+			}
+			counters := map[string]string{}
+			for _, r := range got.Events {
+				if r.Kind != event.KindCounter {
+					continue
+				}
+				where := "host"
+				if tr, ok := got.TrackOf(r); ok {
+					where = fmt.Sprintf("device %d (%s)", tr.Device, tr.DeviceName)
+				}
+				unit, v := got.Counter(r)
+				counters[got.Name(r)] = fmt.Sprintf("%s %v %s", where, v, unit)
+			}
+			wantCounters := map[string]string{
+				"utilization": "device 1 (NVIDIA H100 80GB HBM3) 87 %",
+				"power":       "device 2 (idle GPU) 70 W",
+				"loss":        "host 0.5 ",
+			}
+			if !reflect.DeepEqual(counters, wantCounters) {
+				t.Errorf("counters %q, want %q", counters, wantCounters)
 			}
 		})
 	}

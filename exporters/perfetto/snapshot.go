@@ -136,17 +136,29 @@ func (c *converter) trackOf(uuid uint64) uint32 {
 // stream on a "GPU <n>" process other than the snapshot's, a host thread
 // otherwise.
 func (c *converter) threadTrack(tr *Track) event.Track {
-	m := gpuProcess.FindStringSubmatch(c.procName[tr.PID])
-	if m == nil || tr.PID == int64(c.pid) {
+	dev, ok := c.deviceOf(tr.PID)
+	if !ok {
 		return event.Track{Kind: event.TrackHostThread, ID: tr.TID, Name: trimOverflow(tr.Name)}
 	}
-	dev, _ := strconv.Atoi(m[1])
-	stream := tr.TID
+	dev.Kind, dev.ID, dev.Name = event.TrackDeviceStream, tr.TID, trimOverflow(tr.Name)
 	if sm := streamTrack.FindStringSubmatch(tr.Name); sm != nil {
-		stream, _ = strconv.ParseInt(sm[1], 10, 64)
+		dev.ID, _ = strconv.ParseInt(sm[1], 10, 64)
 	}
-	t := event.Track{Kind: event.TrackDeviceStream, Device: dev, DeviceName: m[2], ID: stream, Name: trimOverflow(tr.Name)}
-	if p := c.procs[tr.PID]; p != nil {
+	return dev
+}
+
+// deviceOf returns the device a process stands for (Kind TrackDevice), or
+// false for the snapshot's own process and any other: a process named
+// "GPU <n>" ("GPU <n> (<device name>)"), with the index, vendor and UUID
+// of devprof's process labels where it has them.
+func (c *converter) deviceOf(pid int64) (event.Track, bool) {
+	m := gpuProcess.FindStringSubmatch(c.procName[pid])
+	if m == nil || pid == int64(c.pid) {
+		return event.Track{}, false
+	}
+	t := event.Track{Kind: event.TrackDevice, DeviceName: m[2]}
+	t.Device, _ = strconv.Atoi(m[1])
+	if p := c.procs[pid]; p != nil {
 		for _, l := range p.Labels {
 			if v, ok := strings.CutPrefix(l, DeviceLabelIndex); ok {
 				if n, err := strconv.Atoi(v); err == nil && n >= 0 {
@@ -159,7 +171,7 @@ func (c *converter) threadTrack(tr *Track) event.Track {
 			}
 		}
 	}
-	return t
+	return t, true
 }
 
 // slice adds slice i, after its parent: a span, or activity on a device
@@ -235,13 +247,24 @@ func (c *converter) instants(marks *metatext.Collector) {
 	}
 }
 
-// counters adds the counter samples, named after their tracks.
+// counters adds the counter samples, named after their tracks; those of a
+// counter track under a GPU process are that device's.
 func (c *converter) counters() {
+	devices := map[int64]uint32{} // GPU process pid -> its TrackDevice track
 	for _, cs := range c.t.Counters {
 		tr := c.byUUID[cs.Track]
 		name, unit := "counter", ""
 		if tr != nil {
 			name, unit = tr.Name, tr.Unit
+			if dev, ok := c.deviceOf(tr.PID); ok {
+				id, seen := devices[tr.PID]
+				if !seen {
+					id = c.b.Track(dev)
+					devices[tr.PID] = id
+				}
+				c.b.TrackCounter(id, name, unit, cs.TS, cs.Value)
+				continue
+			}
 		}
 		c.b.Counter(name, unit, cs.TS, cs.Value)
 	}

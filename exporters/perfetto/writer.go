@@ -20,13 +20,11 @@
 package perfetto
 
 import (
-	"cmp"
 	"compress/gzip"
 	"fmt"
 	"github.com/devprof/devprof/internal/intern"
 	"github.com/devprof/devprof/internal/metatext"
 	"io"
-	"slices"
 	"strconv"
 
 	"github.com/devprof/devprof/event"
@@ -300,43 +298,29 @@ func (w *writer) write() {
 	w.pkt.End(p)
 	w.finishPacket()
 
-	// Device streams are threads of one process per device; everything
-	// else (lanes, threads read from files) are threads of the program.
+	// Device streams are threads of one process per device, and device
+	// counters its counter tracks; everything else (lanes, threads read
+	// from files) belongs to the program.
 	devicePID := map[int]int64{}
-	var devices []int
-	for i := range l.Rows {
-		if t, ok := w.s.Track(&l.Rows[i]); ok && t.Kind == event.TrackDeviceStream {
-			if _, seen := devicePID[t.Device]; !seen {
-				devicePID[t.Device] = 0
-				devices = append(devices, t.Device)
-			}
-		}
-	}
-	slices.Sort(devices)
+	deviceUUID := map[int]uint64{-1: procUUID} // device -1: the host
 	nextPID := int64(m.PID)
-	for _, d := range devices {
+	for _, dev := range l.Devices {
+		d := dev.Device
 		nextPID++
 		devicePID[d] = nextPID
-		var dev event.Track // the device's identity, from the first track that has it
-		for i := range l.Rows {
-			if t, ok := w.s.Track(&l.Rows[i]); ok && t.Kind == event.TrackDeviceStream && t.Device == d {
-				dev.DeviceName = cmp.Or(dev.DeviceName, t.DeviceName)
-				dev.Vendor = cmp.Or(dev.Vendor, t.Vendor)
-				dev.UUID = cmp.Or(dev.UUID, t.UUID)
-			}
-		}
+		deviceUUID[d] = w.uuid()
 		label := fmt.Sprintf("GPU %d", d)
 		if dev.DeviceName != "" {
 			label += " (" + dev.DeviceName + ")"
 		}
 		w.startPacket(start, true)
 		p := w.pkt.Begin(pktTrackDescriptor)
-		w.pkt.Uint(tdUUID, w.uuid())
+		w.pkt.Uint(tdUUID, deviceUUID[d])
 		q := w.pkt.Begin(tdProcess)
 		w.pkt.Int(pdPid, nextPID)
 		w.pkt.String(pdProcessName, label)
 		// The device's identity as process labels, which the UI lists and
-		// Read gives back (DeviceLabelVendor, DeviceLabelUUID).
+		// Read gives back (DeviceLabelIndex, DeviceLabelVendor, DeviceLabelUUID).
 		w.pkt.String(pdProcessLabel, DeviceLabelIndex+strconv.Itoa(d))
 		if dev.Vendor != "" {
 			w.pkt.String(pdProcessLabel, DeviceLabelVendor+dev.Vendor)
@@ -371,20 +355,26 @@ func (w *writer) write() {
 		w.finishPacket()
 	}
 
-	type counterKey struct{ name, unit string }
+	// One counter track per device (-1: the host), name and unit.
+	type counterKey struct {
+		device     int
+		name, unit string
+	}
 	counterUUID := map[counterKey]uint64{}
-	for _, r := range l.Counters {
+	counterOf := func(device int, r *event.Record) counterKey {
 		unit, _ := w.s.Counter(r)
-		k := counterKey{w.s.Name(r), unit}
+		return counterKey{device, w.s.Name(r), unit}
+	}
+	describe := func(k counterKey) {
 		if _, ok := counterUUID[k]; ok {
-			continue
+			return
 		}
 		u := w.uuid()
 		counterUUID[k] = u
 		w.startPacket(start, true)
 		p := w.pkt.Begin(pktTrackDescriptor)
 		w.pkt.Uint(tdUUID, u)
-		w.pkt.Uint(tdParentUUID, procUUID)
+		w.pkt.Uint(tdParentUUID, deviceUUID[k.device])
 		w.pkt.String(tdName, k.name)
 		q := w.pkt.Begin(tdCounter)
 		if unit := builtinUnit(k.unit); unit != 0 {
@@ -396,6 +386,14 @@ func (w *writer) write() {
 		w.pkt.End(q)
 		w.pkt.End(p)
 		w.finishPacket()
+	}
+	for _, r := range l.Counters {
+		describe(counterOf(-1, r))
+	}
+	for _, dev := range l.Devices {
+		for _, r := range l.DeviceCounters[dev.Device] {
+			describe(counterOf(dev.Device, r))
+		}
 	}
 
 	// Displaced children are linked from their parent's begin.
@@ -473,15 +471,23 @@ func (w *writer) write() {
 		w.pkt.End(p)
 		w.finishPacket()
 	}
-	for _, r := range l.Counters {
+	sample := func(device int, r *event.Record) {
 		w.startPacket(w.boot(r.Start), true)
 		p := w.pkt.Begin(pktTrackEvent)
 		w.pkt.Uint(teType, typeCounter)
-		unit, v := w.s.Counter(r)
-		w.pkt.Uint(teTrackUUID, counterUUID[counterKey{w.s.Name(r), unit}])
+		_, v := w.s.Counter(r)
+		w.pkt.Uint(teTrackUUID, counterUUID[counterOf(device, r)])
 		w.pkt.Double(teDoubleCounterValue, v)
 		w.pkt.End(p)
 		w.finishPacket()
+	}
+	for _, r := range l.Counters {
+		sample(-1, r)
+	}
+	for _, dev := range l.Devices {
+		for _, r := range l.DeviceCounters[dev.Device] {
+			sample(dev.Device, r)
+		}
 	}
 }
 

@@ -256,6 +256,7 @@ type counterSample struct {
 	name, unit string
 	t          int64
 	v          float64
+	device     *event.Track // the device the series belongs to; nil for the host
 }
 
 // planeCtx resolves one plane's metadata.
@@ -311,8 +312,18 @@ func (r *reader) read() *event.Snapshot {
 	for _, td := range r.tracks {
 		r.build(b, td)
 	}
+	deviceTrack := map[int]uint32{}
 	for _, c := range r.counters {
-		b.Counter(c.name, c.unit, c.t, c.v)
+		if c.device == nil {
+			b.Counter(c.name, c.unit, c.t, c.v)
+			continue
+		}
+		id, ok := deviceTrack[c.device.Device]
+		if !ok {
+			id = b.Track(*c.device)
+			deviceTrack[c.device.Device] = id
+		}
+		b.TrackCounter(id, c.name, c.unit, c.t, c.v)
 	}
 	return b.Snapshot()
 }
@@ -612,7 +623,7 @@ func (r *reader) hostPlane(p *xplanepb.XPlane) {
 			continue
 		}
 		if l.GetName() == CountersLineName {
-			r.counterLine(pc, l)
+			r.counterLine(pc, l, nil)
 			continue
 		}
 		key := hostKey{group, l.GetId()}
@@ -693,7 +704,9 @@ func (r *reader) devicePlane(p *xplanepb.XPlane) {
 			continue
 		}
 		if l.GetName() == CountersLineName {
-			r.counterLine(pc, l)
+			dev := device
+			dev.Kind = event.TrackDevice
+			r.counterLine(pc, l, &dev)
 			continue
 		}
 		td := byID[l.GetId()]
@@ -750,7 +763,9 @@ func (r *reader) lineEvents(pc *planeCtx, l *xplanepb.XLine, td *trackData) {
 	}
 }
 
-func (r *reader) counterLine(pc *planeCtx, l *xplanepb.XLine) {
+// counterLine reads a _counters_ line: the host's, or with device set,
+// the counters of that device.
+func (r *reader) counterLine(pc *planeCtx, l *xplanepb.XLine, device *event.Track) {
 	base := r.lineBase(l.GetTimestampNs())
 	for _, e := range l.GetEvents() {
 		t, _, ok := r.eventTimes(base, e)
@@ -780,7 +795,7 @@ func (r *reader) counterLine(pc *planeCtx, l *xplanepb.XLine) {
 		if n, u, ok := strings.Cut(name, " ("); ok && strings.HasSuffix(u, ")") && !strings.Contains(u, " (") {
 			name, unit = n, strings.TrimSuffix(u, ")")
 		}
-		r.counters = append(r.counters, counterSample{name: name, unit: unit, t: t, v: v})
+		r.counters = append(r.counters, counterSample{name: name, unit: unit, t: t, v: v, device: device})
 	}
 }
 

@@ -794,6 +794,8 @@ func TestReadForms(t *testing.T) {
 			fmt.Sprintf("%v/3/A100/7/Stream #7(Compute)", event.TrackDeviceStream),
 			fmt.Sprintf("%v/1//%d/XLA Ops", event.TrackDeviceStream, 0xdeadbeef+5),
 			fmt.Sprintf("%v/12//1/core", event.TrackDeviceStream),
+			// The device plane's counters belong to the device itself.
+			fmt.Sprintf("%v/3/A100/0/", event.TrackDevice),
 		}
 		if !slices.Equal(tracks, want) {
 			t.Errorf("tracks\n%q\nwant\n%q", tracks, want)
@@ -802,7 +804,11 @@ func TestReadForms(t *testing.T) {
 		for _, r := range s.Events {
 			switch r.Kind {
 			case event.KindCounter:
-				counters = append(counters, fmt.Sprintf("%s/%s/%v@%d", s.Name(r), s.Args(r)[0].Key, s.Args(r)[0].Float(), r.Start))
+				dev := -1
+				if tr, ok := s.TrackOf(r); ok {
+					dev = tr.Device
+				}
+				counters = append(counters, fmt.Sprintf("%s/%s/%v@%d on %d", s.Name(r), s.Args(r)[0].Key, s.Args(r)[0].Float(), r.Start, dev))
 			case event.KindActivity:
 				if s.Name(r) == "k" {
 					am := argsMap(s, r)
@@ -814,7 +820,7 @@ func TestReadForms(t *testing.T) {
 				t.Errorf("%s: kind %v on a device plane", s.Name(r), r.Kind)
 			}
 		}
-		if !slices.Equal(counters, []string{"heap/bytes/42@1"}) {
+		if !slices.Equal(counters, []string{"heap/bytes/42@1 on 3"}) {
 			t.Errorf("counters %q", counters)
 		}
 		if !strings.Contains(warningTexts(s.Meta.Warnings), "1 counter samples without a numeric stat") {

@@ -393,17 +393,23 @@ func (x *writer) hostPlane(space *protoenc.Enc, l *event.Layout) {
 	}
 	if len(l.Counters) > 0 {
 		p.beginLine(next, CountersLineName, total)
-		for _, r := range l.Counters {
-			name := x.s.Name(r)
-			u, v := x.s.Counter(r)
-			if u != "" {
-				name += " (" + u + ")"
-			}
-			p.event(name, x.rel(r.Start), 0, func(p *plane) { p.statDouble("value", v) })
-		}
+		x.counters(p, l.Counters)
 		p.endLine()
 	}
 	p.finish()
+}
+
+// counters writes counter samples as the events of a _counters_ line,
+// named "<series> (<unit>)", each with its value as the "value" stat.
+func (x *writer) counters(p *plane, samples []*event.Record) {
+	for _, r := range samples {
+		name := x.s.Name(r)
+		u, v := x.s.Counter(r)
+		if u != "" {
+			name += " (" + u + ")"
+		}
+		p.event(name, x.rel(r.Start), 0, func(p *plane) { p.statDouble("value", v) })
+	}
 }
 
 // events writes a row's spans and instants in the order xprof needs:
@@ -424,7 +430,8 @@ func (x *writer) events(p *plane, row *event.Row, device bool) {
 const overflowLineIDs = 0x7f000000
 
 // devicePlanes writes one /device:GPU:<n> plane per device that has
-// activity, one line per stream track.
+// activity or counters: its identity and capabilities as plane stats, one
+// line per stream track, and its counters on a _counters_ line.
 func (x *writer) devicePlanes(space *protoenc.Enc, l *event.Layout) {
 	byDevice := map[int][]*event.Row{}
 	for i := range l.Rows {
@@ -432,14 +439,10 @@ func (x *writer) devicePlanes(space *protoenc.Enc, l *event.Layout) {
 			byDevice[t.Device] = append(byDevice[t.Device], &l.Rows[i])
 		}
 	}
-	ordinals := make([]int, 0, len(byDevice))
-	for d := range byDevice {
-		ordinals = append(ordinals, d)
-	}
-	slices.Sort(ordinals)
 	total := x.rel(x.m.Stop.Mono) * 1000
 	overflow := int64(overflowLineIDs)
-	for _, d := range ordinals {
+	for _, dev := range l.Devices {
+		d := dev.Device
 		p := newPlane(space, int64(d), fmt.Sprintf("%s%d", GPUPlanePrefix, d))
 		rows := byDevice[d]
 		slices.SortStableFunc(rows, func(a, b *event.Row) int {
@@ -450,24 +453,7 @@ func (x *writer) devicePlanes(space *protoenc.Enc, l *event.Layout) {
 			}
 			return cmp.Compare(a.Sub, b.Sub)
 		})
-		first, _ := x.s.Track(rows[0])
-		p.planeStatString("device_vendor", xprofVendor(first.Vendor))
-		if first.DeviceName != "" {
-			p.planeStatString("gpu_device_name", first.DeviceName)
-		}
-		if first.UUID != "" {
-			p.planeStatString("device_uuid", first.UUID)
-		}
-		// Capability stats, with the names and value kinds xprof's
-		// device_caps_utils reads.
-		if c := first.Caps; c != (event.DeviceCaps{}) {
-			p.planeStatInt("clock_rate", c.ClockRateKHz)
-			p.planeStatInt("core_count", c.Cores)
-			p.planeStatUint("memory_bandwidth", c.MemoryBandwidth)
-			p.planeStatUint("memory_size", c.MemoryBytes)
-			p.planeStatInt("compute_cap_major", c.ComputeCapMajor)
-			p.planeStatInt("compute_cap_minor", c.ComputeCapMinor)
-		}
+		x.deviceStats(p, dev)
 		for _, row := range rows {
 			t, _ := x.s.Track(row)
 			id := t.ID
@@ -479,7 +465,37 @@ func (x *writer) devicePlanes(space *protoenc.Enc, l *event.Layout) {
 			x.events(p, row, true)
 			p.endLine()
 		}
+		if cs := l.DeviceCounters[d]; len(cs) > 0 {
+			// Stream lines use stream ids; the counters take an id no
+			// stream has.
+			p.beginLine(countersLineID, CountersLineName, total)
+			x.counters(p, cs)
+			p.endLine()
+		}
 		p.finish()
+	}
+}
+
+// countersLineID is the id of a device plane's _counters_ line.
+const countersLineID = 0x7e000000
+
+// deviceStats writes a device's identity and capabilities, with the
+// names and value kinds xprof's device_caps_utils reads.
+func (x *writer) deviceStats(p *plane, dev event.Track) {
+	p.planeStatString("device_vendor", xprofVendor(dev.Vendor))
+	if dev.DeviceName != "" {
+		p.planeStatString("gpu_device_name", dev.DeviceName)
+	}
+	if dev.UUID != "" {
+		p.planeStatString("device_uuid", dev.UUID)
+	}
+	if c := dev.Caps; c != (event.DeviceCaps{}) {
+		p.planeStatInt("clock_rate", c.ClockRateKHz)
+		p.planeStatInt("core_count", c.Cores)
+		p.planeStatUint("memory_bandwidth", c.MemoryBandwidth)
+		p.planeStatUint("memory_size", c.MemoryBytes)
+		p.planeStatInt("compute_cap_major", c.ComputeCapMajor)
+		p.planeStatInt("compute_cap_minor", c.ComputeCapMinor)
 	}
 }
 

@@ -35,6 +35,7 @@ type writer struct {
 
 	streams map[streamKey]*stream
 	threads map[uint32]uint32 // OS thread id -> track
+	devices map[uint32]uint32 // device -> its TrackDevice track, for its counters
 	memory  map[uint32]int64  // device -> bytes allocated
 
 	args []event.Arg // scratch: the recorder copies arguments as it writes them
@@ -82,6 +83,7 @@ func newWriter(s *Source, batches [][]cuptiwrap.Record) *writer {
 		corrSpan:   map[uint32]uint64{},
 		streams:    map[streamKey]*stream{},
 		threads:    map[uint32]uint32{},
+		devices:    map[uint32]uint32{},
 		memory:     map[uint32]int64{},
 	}
 }
@@ -178,6 +180,20 @@ func (w *writer) streamTrack(device, streamID uint32, kind string) uint32 {
 		st.kinds = append(st.kinds, kind)
 	}
 	return st.track
+}
+
+// deviceTrack returns the track of a whole device, which its counters
+// belong to.
+func (w *writer) deviceTrack(device uint32) uint32 {
+	if t, ok := w.devices[device]; ok {
+		return t
+	}
+	t := w.buf.FindTrack(event.TrackDevice, int(device), 0)
+	if t == 0 {
+		t = w.buf.AddTrack(event.Track{Kind: event.TrackDevice, Device: int(device), Vendor: VendorNVIDIA})
+	}
+	w.devices[device] = t
+	return t
 }
 
 // threadTrack returns the track of the host thread tid.
@@ -359,7 +375,7 @@ func (w *writer) memoryOp(r *cuptiwrap.Record) {
 	w.emit(w.streamTrack(r.DeviceID, r.StreamID, streamKind), kind, name, r.Start, r.Start, args)
 	if r.Start != 0 {
 		w.memory[r.DeviceID] += delta
-		w.buf.CounterMono("GPU:"+strconv.FormatUint(uint64(r.DeviceID), 10)+" memory allocated", "bytes",
+		w.buf.TrackCounterMono(w.deviceTrack(r.DeviceID), "memory allocated", "bytes",
 			w.s.mono(r.Start), float64(w.memory[r.DeviceID]))
 	}
 }
