@@ -428,7 +428,11 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 		m.Events = append(m.Events, XprofEvent{Process: "/host:CPU", Name: s.Name(r), Thread: "Instants", TSUs: us(r.Start), Args: args(r, true)})
 	}
 	idx := map[string]int{}
-	for _, r := range l.Counters {
+	samples := slices.Clone(l.Counters) // the host's, then each device's (on its plane)
+	for _, d := range l.Devices {
+		samples = append(samples, l.DeviceCounters[d.Device]...)
+	}
+	for _, r := range samples {
 		name := s.Name(r)
 		unit, val := s.Counter(r)
 		if u := unit; u != "" {
