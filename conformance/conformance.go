@@ -238,6 +238,10 @@ type XprofManifest struct {
 	// capability stats (measured on xprof 2.24.2: compute capability 9.x
 	// reads as "Nvidia GPU (Hopper)"); empty when not checked.
 	DeviceType string `json:"device_type,omitempty"`
+	// Occupancy says kernel_stats must show every kernel with a non-zero
+	// theoretical occupancy: the devices' capabilities (SMs, clock,
+	// compute capability) are on their planes.
+	Occupancy bool `json:"occupancy,omitempty"`
 }
 
 // XprofEvent is an expected trace-viewer event on the /host:CPU process.
@@ -401,8 +405,13 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 		process := "/host:CPU"
 		if t, ok := s.Track(row); ok && t.Kind == event.TrackDeviceStream {
 			process = fmt.Sprintf("/device:GPU:%d", t.Device)
-			if t.Caps.ComputeCapMajor == 9 {
-				m.DeviceType = "Nvidia GPU (Hopper)"
+			for _, d := range l.Devices {
+				if d.Device == t.Device && d.Caps.ComputeCapMajor == 9 {
+					m.DeviceType = "Nvidia GPU (Hopper)"
+				}
+				if d.Device == t.Device && d.Caps.Cores > 0 && d.Caps.ClockRateKHz > 0 {
+					m.Occupancy = true
+				}
 			}
 		}
 		for _, p := range row.Spans {

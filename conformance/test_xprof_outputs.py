@@ -146,6 +146,11 @@ def test_kernel_stats_lists_kernels(manifest):
     for r in rows:
         got[r["kernel_name"]] += int(r["occurrences"])
     assert dict(got) == m["kernels"], f"kernel_stats shows {dict(got)}, recorded {m['kernels']}"
+    if m.get("occupancy"):
+        # The device planes carry SMs, clock and compute capability (NVML's
+        # facts): xprof computes a theoretical occupancy for every kernel.
+        zero = [r["kernel_name"] for r in rows if not float(r["occupancy_pct"]) > 0]
+        assert rows and not zero, f"kernel_stats shows no theoretical occupancy for {zero}"
 
 
 @pytest.mark.parametrize("manifest", manifests(), ids=lambda p: os.path.basename(p))

@@ -481,6 +481,7 @@ func (s *Snapshot) devices(l *Layout) []Track {
 		d.DeviceName = cmp.Or(d.DeviceName, t.DeviceName)
 		d.Vendor = cmp.Or(d.Vendor, t.Vendor)
 		d.UUID = cmp.Or(d.UUID, t.UUID)
+		d.PCIBusID = cmp.Or(d.PCIBusID, t.PCIBusID)
 		if d.Caps == (DeviceCaps{}) {
 			d.Caps = t.Caps
 		}

@@ -29,6 +29,9 @@ type Track struct {
 	// UUID identifies the physical device across processes and hosts
 	// ("GPU-6b2e…", as NVML and nvidia-smi give it); "" if unknown.
 	UUID string
+	// PCIBusID is the device's PCI address ("00000000:17:00.0"); "" if
+	// unknown.
+	PCIBusID string
 	// ID is the stream id for device tracks, the OS thread id for host threads.
 	ID int64
 	// Name is the display name of the track ("Stream #7(Compute)").

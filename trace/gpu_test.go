@@ -16,12 +16,16 @@ import (
 	"github.com/devprof/devprof/annotate"
 	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/exporters/perfetto"
 	"github.com/devprof/devprof/exporters/xplane"
 	"github.com/devprof/devprof/exporters/xplane/xplanepb"
 	"github.com/devprof/devprof/internal/fakecuda"
+	"github.com/devprof/devprof/internal/nvmlhook"
+	"github.com/devprof/devprof/internal/nvmlmock"
 	"github.com/devprof/devprof/internal/recorder"
 	cupti "github.com/devprof/devprof/sources/cupti"
+	"github.com/devprof/devprof/sources/nvml"
 	"github.com/devprof/devprof/trace"
 )
 
@@ -314,4 +318,70 @@ func TestGPUDropsCounted(t *testing.T) {
 	if want := []event.Drops{{Source: cupti.SourceName, Events: 5}}; !slices.Equal(s.Snapshot().Meta.Drops, want) {
 		t.Errorf("Meta.Drops = %v, want %v", s.Snapshot().Meta.Drops, want)
 	}
+}
+
+// TestGPUMetricsSession records kernels on the fake libcupti while the
+// NVML source samples a mocked H100 (go-nvml's mock answering as the real
+// one did), whose CUDA ordinal is 0: the device's facts go onto its plane
+// and process, its counters under it, and xprof's kernel_stats can compute
+// occupancy (checked by the conformance suite).
+func TestGPUMetricsSession(t *testing.T) {
+	fk := useFakeCUPTI(t, "13", false)
+	g := nvmlmock.NewGPU(t, "../testdata/real-gpu/go-nvml-h100.json", "GPU-6b2e1c3a-0000-1111-2222-333344445555", "00000000:17:00.0")
+	defer nvmlhook.Set(nvmlmock.New(g), func() ([]nvmlhook.CUDADevice, error) {
+		return []nvmlhook.CUDADevice{{Ordinal: 0, UUID: g.UUID, SMs: 132}}, nil
+	})()
+	s := mustStart(t, t.TempDir(), &trace.Options{
+		GPUMetrics:     nvml.Options{Period: 10 * time.Millisecond},
+		AdvancedConfig: map[string]any{"gpu_flush_period_ms": 10},
+	})
+	ctx := context.Background()
+	for step := int64(0); step < 3; step++ {
+		sctx, st := annotate.Step(ctx, "train", step)
+		_, dev := annotate.Device(sctx, "matmul")
+		fk.Launch("_Z6matmulPfS_S_i", 0, 7)
+		dev.End()
+		time.Sleep(15 * time.Millisecond)
+		st.End()
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	out, snap := s.Outputs(), s.Snapshot()
+	for _, w := range snap.Meta.Warnings {
+		if w.Source == nvml.SourceName {
+			t.Errorf("NVML warning: %+v", w)
+		}
+	}
+	l := snap.Layout()
+	if len(l.Devices) != 1 || l.Devices[0].UUID != g.UUID || l.Devices[0].Caps.Cores != 132 || l.Devices[0].DeviceName != "NVIDIA H100 80GB HBM3" {
+		t.Fatalf("devices %+v", l.Devices)
+	}
+	series := map[string]int{}
+	for _, r := range l.DeviceCounters[0] {
+		series[snap.Name(r)]++
+	}
+	for _, name := range []string{nvml.CounterUtil, nvml.CounterMemUsed, nvml.CounterPower, nvml.CounterSMClock, nvml.CounterTemp} {
+		if series[name] < 3 {
+			t.Errorf("%q: %d samples on GPU 0, want several", name, series[name])
+		}
+	}
+	// Read back: the counters come back on the device from both files.
+	for _, path := range []string{out.Perfetto, out.XPlane} {
+		back, _, err := formats.Read(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, r := range back.Events {
+			if tr, ok := back.TrackOf(r); ok && r.Kind == event.KindCounter && tr.Device == 0 && back.Name(r) == nvml.CounterPower {
+				n++
+			}
+		}
+		if n != series[nvml.CounterPower] {
+			t.Errorf("%s: %d power samples on device 0, wrote %d", path, n, series[nvml.CounterPower])
+		}
+	}
+	conformance.Export(t, "gpu-metrics", out.Perfetto, snap)
+	conformance.ExportXPlane(t, "gpu-metrics", out.XPlane, snap)
 }

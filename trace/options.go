@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	cupti "github.com/devprof/devprof/sources/cupti"
+	"github.com/devprof/devprof/sources/nvml"
 )
 
 // Off disables a tracer when given as HostTracerLevel or DeviceTracerLevel.
@@ -77,6 +79,12 @@ type Options struct {
 	// is on; the zero value uses its defaults.
 	GPU cupti.Options
 
+	// GPUMetrics configures the NVML source: GPU utilization, memory,
+	// power, clocks and temperature as counters on each device, and the
+	// devices' facts. The zero value samples every 100 ms while
+	// DeviceTracerLevel is on.
+	GPUMetrics nvml.Options
+
 	// AdvancedConfig holds rarely used settings by name, as in JAX's
 	// ProfileOptions.advanced_configuration: each key sets one typed
 	// option above, overriding it. Values are a string or an integer type.
@@ -92,6 +100,7 @@ type ConfigKind uint8
 const (
 	ConfigString ConfigKind = iota + 1
 	ConfigInt
+	ConfigBool
 )
 
 // String returns the kind's name ("string", "int").
@@ -101,6 +110,8 @@ func (k ConfigKind) String() string {
 		return "string"
 	case ConfigInt:
 		return "int"
+	case ConfigBool:
+		return "bool"
 	}
 	return "?"
 }
@@ -112,35 +123,65 @@ type ConfigKey struct {
 	Doc  string
 }
 
-// advancedKey is a ConfigKey and the typed option it sets: the one place
-// where names (JAX's advanced_configuration, remote capture) become the
-// Go API's fields. Values are checked where the typed options are, by
-// Options.resolve and each source's Validate.
+// advancedKey is a ConfigKey and how it sets its typed option: the one
+// place where names (JAX's advanced_configuration, remote capture) become
+// the Go API's fields. Values are range-checked where the typed options
+// are, by Options.resolve and each source's Validate.
 type advancedKey struct {
 	ConfigKey
-	setString func(o *Options, v string)
+	setString func(o *Options, v string) error
 	setInt    func(o *Options, v int64)
+	setBool   func(o *Options, v bool)
 }
 
+func stringKey(name, doc string, set func(o *Options, v string) error) advancedKey {
+	return advancedKey{ConfigKey: ConfigKey{name, ConfigString, doc}, setString: set}
+}
+
+func intKey(name, doc string, set func(o *Options, v int64)) advancedKey {
+	return advancedKey{ConfigKey: ConfigKey{name, ConfigInt, doc}, setInt: set}
+}
+
+func boolKey(name, doc string, set func(o *Options, v bool)) advancedKey {
+	return advancedKey{ConfigKey: ConfigKey{name, ConfigBool, doc}, setBool: set}
+}
+
+// clampInt keeps a key's value in a range every field holds, so that an
+// absurd value reaches Validate as out of range rather than wrapped.
+func clampInt(v int64) int64 { return min(max(v, -1), 1<<40) }
+
+// millis converts a key's milliseconds.
+func millis(v int64) time.Duration { return time.Duration(clampInt(v)) * time.Millisecond }
+
 var advancedKeys = []advancedKey{
-	{ConfigKey{"override_hostname", ConfigString, "host name used in output file names and shown in the outputs (Options.Hostname)"},
-		func(o *Options, v string) { o.Hostname = v }, nil},
-	{ConfigKey{"session_id", ConfigString, "name of the run directory under <logdir>/plugins/profile (Options.SessionID)"},
-		func(o *Options, v string) { o.SessionID = v }, nil},
-	{ConfigKey{"program_name", ConfigString, "process name shown in the outputs (Options.ProgramName)"},
-		func(o *Options, v string) { o.ProgramName = v }, nil},
-	{ConfigKey{"cupti_library", ConfigString, "libcupti to load for GPU tracing, a path or soname (Options.GPU.Library; default: $DEVPROF_CUPTI_LIB, else a search of the CUDA 13/12/11 sonames and toolkit directories)"},
-		func(o *Options, v string) { o.GPU.Library = v }, nil},
-	{ConfigKey{"gpu_max_activity_api_events", ConfigInt, "most CUPTI activity records kept; later ones are counted as dropped (Options.GPU.MaxRecords; default: max_events)"},
-		nil, func(o *Options, v int64) { o.GPU.MaxRecords = v }},
-	{ConfigKey{"gpu_buffer_size", ConfigInt, "bytes per CUPTI activity buffer, 65536..268435456 (Options.GPU.BufferSize; default 4 MiB)"},
-		nil, func(o *Options, v int64) { o.GPU.BufferSize = int(min(max(v, -1), 1<<40)) }},
-	{ConfigKey{"gpu_max_buffers", ConfigInt, "most CUPTI activity buffers at once; when all are full CUPTI drops records (Options.GPU.MaxBuffers; default 32)"},
-		nil, func(o *Options, v int64) { o.GPU.MaxBuffers = int(min(max(v, -1), 1<<40)) }},
-	{ConfigKey{"gpu_flush_period_ms", ConfigInt, "how often CUPTI hands over completed buffers, in ms (Options.GPU.FlushPeriod; default 1000; 0 keeps the default)"},
-		nil, func(o *Options, v int64) {
-			o.GPU.FlushPeriod = time.Duration(min(max(v, -1), 1<<40)) * time.Millisecond
-		}},
+	stringKey("override_hostname", "host name used in output file names and shown in the outputs (Options.Hostname)",
+		func(o *Options, v string) error { o.Hostname = v; return nil }),
+	stringKey("session_id", "name of the run directory under <logdir>/plugins/profile (Options.SessionID)",
+		func(o *Options, v string) error {
+			if v == "" {
+				return fmt.Errorf("advanced configuration key %q: %q is not a valid directory name", "session_id", v)
+			}
+			o.SessionID = v
+			return nil
+		}),
+	stringKey("program_name", "process name shown in the outputs (Options.ProgramName)",
+		func(o *Options, v string) error { o.ProgramName = v; return nil }),
+	stringKey("cupti_library", "libcupti to load for GPU tracing, a path or soname (Options.GPU.Library; default: $DEVPROF_CUPTI_LIB, else a search of the CUDA 13/12/11 sonames and toolkit directories)",
+		func(o *Options, v string) error { o.GPU.Library = v; return nil }),
+	intKey("gpu_max_activity_api_events", "most CUPTI activity records kept; later ones are counted as dropped (Options.GPU.MaxRecords; default: max_events)",
+		func(o *Options, v int64) { o.GPU.MaxRecords = v }),
+	intKey("gpu_buffer_size", "bytes per CUPTI activity buffer, 65536..268435456 (Options.GPU.BufferSize; default 4 MiB)",
+		func(o *Options, v int64) { o.GPU.BufferSize = int(clampInt(v)) }),
+	intKey("gpu_max_buffers", "most CUPTI activity buffers at once; when all are full CUPTI drops records (Options.GPU.MaxBuffers; default 32)",
+		func(o *Options, v int64) { o.GPU.MaxBuffers = int(clampInt(v)) }),
+	intKey("gpu_flush_period_ms", "how often CUPTI hands over completed buffers, in ms (Options.GPU.FlushPeriod; default 1000; 0 keeps the default)",
+		func(o *Options, v int64) { o.GPU.FlushPeriod = millis(v) }),
+	stringKey("gpu_metrics", "when to sample GPU metrics through NVML: auto (while the device tracer runs), on, off (Options.GPUMetrics.Mode; default auto)",
+		func(o *Options, v string) (err error) { o.GPUMetrics.Mode, err = nvml.ParseMode(v); return err }),
+	intKey("gpu_metrics_period_ms", "GPU metrics sampling period in ms, 10..60000 (Options.GPUMetrics.Period; default 100)",
+		func(o *Options, v int64) { o.GPUMetrics.Period = millis(v) }),
+	boolKey("gpu_metrics_pcie", "also sample PCIe throughput; each query blocks ~20 ms, so on a goroutine of its own (Options.GPUMetrics.PCIe; default false)",
+		func(o *Options, v bool) { o.GPUMetrics.PCIe = v }),
 }
 
 // ConfigKeys lists the advanced configuration keys a session accepts.
@@ -162,6 +203,7 @@ type config struct {
 	linkTimeout            time.Duration
 	host, sessionID, prog  string
 	gpu                    cupti.Options
+	gpuMetrics             nvml.Options
 }
 
 func (o *Options) resolve() (config, error) {
@@ -184,6 +226,7 @@ func (o *Options) resolve() (config, error) {
 		sessionID:   o.SessionID,
 		prog:        o.ProgramName,
 		gpu:         o.GPU,
+		gpuMetrics:  o.GPUMetrics,
 	}
 	switch {
 	case o.HostTracerLevel == Off:
@@ -216,7 +259,7 @@ func (o *Options) resolve() (config, error) {
 	if s := o.SessionID; s == "." || s == ".." || strings.ContainsAny(s, `/\`) {
 		return c, fmt.Errorf("SessionID (advanced key session_id) %q is not a valid directory name", s)
 	}
-	if err := o.GPU.Validate(); err != nil {
+	if err := errors.Join(o.GPU.Validate(), o.GPUMetrics.Validate()); err != nil {
 		return c, err
 	}
 	if c.gpu.MaxRecords == 0 {
@@ -241,15 +284,19 @@ func (o *Options) applyAdvanced() error {
 		case ConfigString:
 			var s string
 			if s, ok = v.(string); ok {
-				if k == "session_id" && s == "" {
-					return fmt.Errorf("advanced configuration key %q: %q is not a valid directory name", k, s)
+				if err := key.setString(o, s); err != nil {
+					return err
 				}
-				key.setString(o, s)
 			}
 		case ConfigInt:
 			var n int64
 			if n, ok = asInt(v); ok {
 				key.setInt(o, n)
+			}
+		case ConfigBool:
+			var b bool
+			if b, ok = v.(bool); ok {
+				key.setBool(o, b)
 			}
 		}
 		if !ok {

@@ -4,6 +4,7 @@ import (
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/recorder"
 	cupti "github.com/devprof/devprof/sources/cupti"
+	"github.com/devprof/devprof/sources/nvml"
 )
 
 // sourceRow is one source a session can run. Adding a source is its
@@ -17,8 +18,10 @@ type sourceRow struct {
 	// start starts it on the session's buffer.
 	start func(b *recorder.Buffer, c *config) (recorder.Source, error)
 	// explain turns a start error into the warning the outputs carry and
-	// standard error shows once.
+	// standard error shows once, unless quiet says the error needs no line
+	// of its own there.
 	explain func(error) event.Warning
+	quiet   func(error) bool
 }
 
 var sourceTable = []sourceRow{{
@@ -28,6 +31,16 @@ var sourceTable = []sourceRow{{
 		return cupti.Start(b, c.gpu)
 	},
 	explain: cupti.Explain,
+}, {
+	name: nvml.SourceName,
+	on:   func(c *config) bool { return c.gpuMetrics.Runs(c.deviceLevel > 0) },
+	start: func(b *recorder.Buffer, c *config) (recorder.Source, error) {
+		return nvml.Start(b, c.gpuMetrics)
+	},
+	explain: nvml.Explain,
+	// A machine without an NVIDIA driver says so once, in CUPTI's line
+	// when the device tracer is on; the outputs still carry NVML's reason.
+	quiet: nvml.NoDriver,
 }}
 
 // runningSource is a source a session started.
@@ -47,7 +60,9 @@ func (s *Session) startSources() {
 		src, err := row.start(s.buf, &s.cfg)
 		if err != nil {
 			w := row.explain(err)
-			printOnce("devprof: " + w.Text)
+			if row.quiet == nil || !row.quiet(err) {
+				printOnce("devprof: " + w.Text)
+			}
 			s.meta.Warnings = append(s.meta.Warnings, w)
 			continue
 		}

@@ -25,6 +25,16 @@ func (b *Buffer) FindTrack(kind event.TrackKind, device int, id int64) uint32 {
 	return 0
 }
 
+// SetTrack replaces what a registered track says about itself (a source
+// that learns a device's identity after another registered it).
+func (b *Buffer) SetTrack(id uint32, t event.Track) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if id > 0 && int(id) <= len(b.tracks) {
+		b.tracks[id-1] = t
+	}
+}
+
 // SetTrackName renames a registered track: a source that learns what a
 // track holds as records arrive (the kinds of work on a stream) names it
 // when it stops.

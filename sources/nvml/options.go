@@ -1,0 +1,114 @@
+// Package nvml is the device-metrics source of a trace session: through
+// NVIDIA's NVML (github.com/NVIDIA/go-nvml, which loads libnvidia-ml.so.1
+// at run time) it samples each GPU's utilization, memory, power, clocks
+// and temperature into counters on the device, beside the kernels the
+// CUPTI source records, and describes each device (name, UUID, compute
+// capability, SMs, clocks, memory size and bandwidth) so that every output
+// names it and xprof can compute occupancy.
+//
+// A session runs it with the device tracer (trace.Options.GPUMetrics,
+// Mode ModeAuto), or alone (ModeOn) for programs that want counters
+// without CUPTI. On a machine without NVML it records nothing and says so
+// in one line. It needs cgo, as go-nvml does.
+package nvml
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// SourceName names the source in warnings, notes and drop counts.
+const SourceName = "nvml"
+
+// Mode says when a session samples GPU metrics.
+type Mode uint8
+
+const (
+	// ModeAuto samples while the session's device tracer is on.
+	ModeAuto Mode = iota
+	// ModeOn samples even with the device tracer off.
+	ModeOn
+	// ModeOff never samples.
+	ModeOff
+)
+
+// String returns the mode's name as the gpu_metrics key takes it.
+func (m Mode) String() string {
+	switch m {
+	case ModeAuto:
+		return "auto"
+	case ModeOn:
+		return "on"
+	case ModeOff:
+		return "off"
+	}
+	return fmt.Sprintf("Mode(%d)", uint8(m))
+}
+
+// ParseMode reads a mode by name ("auto", "on", "off").
+func ParseMode(s string) (Mode, error) {
+	for _, m := range []Mode{ModeAuto, ModeOn, ModeOff} {
+		if s == m.String() {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("GPUMetrics.Mode (advanced key gpu_metrics) %q: want auto, on or off", s)
+}
+
+// DefaultPeriod is how often the source samples when Options.Period is 0.
+// Ten samples a second show a training step's phases at the usual step
+// lengths (tens of milliseconds and up) while costing a few microseconds a
+// tick per GPU (BenchmarkTick); utilization itself comes from the driver's
+// own timestamped samples (every 1/6 s to 1 s, by product), whatever the
+// period.
+const DefaultPeriod = 100 * time.Millisecond
+
+// Options configure the NVML source (trace.Options.GPUMetrics). The zero
+// value samples every DefaultPeriod while the device tracer is on.
+type Options struct {
+	// Mode says when to sample. Advanced key: gpu_metrics.
+	Mode Mode
+	// Period is the sampling period, 10 ms to 1 min; 0 means
+	// DefaultPeriod. Advanced key: gpu_metrics_period_ms.
+	Period time.Duration
+	// PCIe also samples PCIe throughput. Each query blocks for ~20 ms
+	// (NVML measures over a window), so it is off by default and, when
+	// on, runs on a goroutine of its own. Advanced key: gpu_metrics_pcie.
+	PCIe bool
+	// Library is the libnvidia-ml to load, a path; "" lets the dynamic
+	// loader find libnvidia-ml.so.1.
+	Library string
+}
+
+// Validate reports every field out of range, naming the field and its
+// advanced configuration key.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Mode > ModeOff {
+		errs = append(errs, fmt.Errorf("GPUMetrics.Mode %d: want ModeAuto, ModeOn or ModeOff", o.Mode))
+	}
+	if o.Period != 0 && (o.Period < 10*time.Millisecond || o.Period > time.Minute) {
+		errs = append(errs, fmt.Errorf("GPUMetrics.Period (advanced key gpu_metrics_period_ms) %v out of range: want 10ms..1m, or 0 for %v", o.Period, DefaultPeriod))
+	}
+	return errors.Join(errs...)
+}
+
+// Runs reports whether a session samples with these options, given
+// whether its device tracer is on.
+func (o Options) Runs(deviceTracer bool) bool {
+	return o.Mode == ModeOn || o.Mode == ModeAuto && deviceTracer
+}
+
+func (o Options) period() time.Duration {
+	if o.Period == 0 {
+		return DefaultPeriod
+	}
+	return o.Period
+}
+
+// ErrUnavailable wraps every error Start returns when NVML cannot be used.
+var ErrUnavailable = errors.New("NVML unavailable")
+
+// ErrNeedsCgo is Start's error in a build without cgo.
+var ErrNeedsCgo = errors.New("GPU metrics need cgo (NVML is loaded through go-nvml): build with CGO_ENABLED=1 and a C compiler")

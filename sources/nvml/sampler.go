@@ -1,0 +1,239 @@
+//go:build cgo
+
+package nvml
+
+import (
+	"encoding/binary"
+	"math"
+	"time"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/devprof/devprof/internal/recorder"
+)
+
+// metric is one series the sampler reads.
+type metric uint8
+
+const (
+	metricUtil metric = iota
+	metricMemUtil
+	metricMemory
+	metricPower
+	metricSMClock
+	metricMemClock
+	metricTemp
+	metricPCIe
+)
+
+var metricNames = [...]string{"GPU utilization", "memory controller utilization", "memory", "power", "SM clock", "memory clock", "temperature", "PCIe throughput"}
+
+// Counter series names and units, as every output shows them.
+const (
+	CounterUtil        = "GPU utilization"               // %
+	CounterMemUtil     = "memory controller utilization" // %
+	CounterMemUsed     = "memory used"                   // bytes
+	CounterMemReserved = "memory reserved"               // bytes (NVML v2 drivers)
+	CounterMemTotal    = "memory total"                  // bytes
+	CounterPower       = "power"                         // W
+	CounterSMClock     = "SM clock"                      // MHz
+	CounterMemClock    = "memory clock"                  // MHz
+	CounterTemp        = "temperature"                   // °C
+	CounterPCIeTX      = "PCIe TX"                       // bytes/s
+	CounterPCIeRX      = "PCIe RX"                       // bytes/s
+)
+
+// run samples every period until Stop, then once more.
+func (s *Source) run() {
+	defer s.done.Done()
+	t := time.NewTicker(s.opts.period())
+	defer t.Stop()
+	for {
+		s.tick()
+		select {
+		case <-t.C:
+		case <-s.stop:
+			s.tick()
+			return
+		}
+	}
+}
+
+// tick takes one sample of every metric of every device still there.
+func (s *Source) tick() {
+	now := recorder.Mono()
+	for _, d := range s.devices {
+		if !d.lost {
+			s.sample(d, now)
+		}
+	}
+}
+
+// ok reports whether an NVML call of metric m succeeded. A metric the
+// device does not support is left out from then on, and a lost GPU is not
+// sampled again, each with a warning; other failures skip the sample.
+func (s *Source) ok(d *device, m metric, ret gonvml.Return) bool {
+	switch ret {
+	case gonvml.SUCCESS:
+		return true
+	case gonvml.ERROR_NOT_SUPPORTED, gonvml.ERROR_FUNCTION_NOT_FOUND:
+		d.off[m] = true
+		s.warn(d.label+"/"+metricNames[m], "not_supported", "%s: %s not supported; left out", d.label, metricNames[m])
+	case gonvml.ERROR_GPU_IS_LOST:
+		d.lost = true
+		s.warn(d.label+"/lost", "gpu_lost", "%s: the GPU fell off the bus; its metrics stop here", d.label)
+	default:
+		s.warn(d.label+"/"+metricNames[m]+"/"+ret.Error(), "query_failed", "%s: reading %s failed: %s", d.label, metricNames[m], ret.Error())
+	}
+	return false
+}
+
+func (s *Source) counter(d *device, name, unit string, t int64, v float64) {
+	s.buf.TrackCounterMono(d.track, name, unit, t, v)
+}
+
+// sample reads one device's metrics at now (the driver's utilization
+// samples keep their own times).
+func (s *Source) sample(d *device, now int64) {
+	h := d.handle
+	s.utilization(d, now)
+	if !d.off[metricMemory] {
+		s.memory(d, now)
+	}
+	if !d.off[metricPower] && !d.lost {
+		if mw, ret := s.lib.DeviceGetPowerUsage(h); s.ok(d, metricPower, ret) {
+			s.counter(d, CounterPower, "W", now, float64(mw)/1000)
+		}
+	}
+	if !d.off[metricSMClock] && !d.lost {
+		if mhz, ret := s.lib.DeviceGetClockInfo(h, gonvml.CLOCK_SM); s.ok(d, metricSMClock, ret) {
+			s.counter(d, CounterSMClock, "MHz", now, float64(mhz))
+		}
+	}
+	if !d.off[metricMemClock] && !d.lost {
+		if mhz, ret := s.lib.DeviceGetClockInfo(h, gonvml.CLOCK_MEM); s.ok(d, metricMemClock, ret) {
+			s.counter(d, CounterMemClock, "MHz", now, float64(mhz))
+		}
+	}
+	if !d.off[metricTemp] && !d.lost {
+		if c, ret := s.lib.DeviceGetTemperature(h, gonvml.TEMPERATURE_GPU); s.ok(d, metricTemp, ret) {
+			s.counter(d, CounterTemp, "°C", now, float64(c))
+		}
+	}
+}
+
+// utilization writes the driver's own utilization samples taken since the
+// last tick, at their times; where the driver keeps none, it polls.
+func (s *Source) utilization(d *device, now int64) {
+	if d.lost {
+		return
+	}
+	if !d.pollUtil {
+		ok := s.samples(d, gonvml.GPU_UTILIZATION_SAMPLES, &d.lastUtil, CounterUtil)
+		if ok {
+			s.samples(d, gonvml.MEMORY_UTILIZATION_SAMPLES, &d.lastMemUtil, CounterMemUtil)
+			return
+		}
+		if d.lost {
+			return
+		}
+		d.pollUtil = true
+	}
+	if d.off[metricUtil] {
+		return
+	}
+	if u, ret := s.lib.DeviceGetUtilizationRates(d.handle); s.ok(d, metricUtil, ret) {
+		s.counter(d, CounterUtil, "%", now, float64(u.Gpu))
+		s.counter(d, CounterMemUtil, "%", now, float64(u.Memory))
+	}
+}
+
+// samples writes the samples of one kind newer than *last, and reports
+// false when the driver keeps no such samples (the caller polls instead).
+func (s *Source) samples(d *device, kind gonvml.SamplingType, last *uint64, name string) bool {
+	vt, got, ret := s.lib.DeviceGetSamples(d.handle, kind, *last)
+	switch ret {
+	case gonvml.SUCCESS:
+	case gonvml.ERROR_NOT_FOUND:
+		return true // no sample since the last one
+	case gonvml.ERROR_NOT_SUPPORTED, gonvml.ERROR_FUNCTION_NOT_FOUND:
+		return false
+	default:
+		s.ok(d, metricUtil, ret)
+		return !d.lost
+	}
+	for _, smp := range got {
+		if smp.TimeStamp <= *last {
+			continue
+		}
+		*last = smp.TimeStamp
+		t := int64(smp.TimeStamp)*1000 - s.offset
+		if t < s.start {
+			continue
+		}
+		s.counter(d, name, "%", t, sampleValue(vt, smp.SampleValue))
+	}
+	return true
+}
+
+// sampleValue decodes a driver sample of value type vt.
+func sampleValue(vt gonvml.ValueType, b [8]byte) float64 {
+	switch vt {
+	case gonvml.VALUE_TYPE_DOUBLE:
+		return math.Float64frombits(binary.LittleEndian.Uint64(b[:]))
+	case gonvml.VALUE_TYPE_UNSIGNED_INT:
+		return float64(binary.LittleEndian.Uint32(b[:4]))
+	case gonvml.VALUE_TYPE_SIGNED_INT:
+		return float64(int32(binary.LittleEndian.Uint32(b[:4])))
+	case gonvml.VALUE_TYPE_SIGNED_LONG_LONG:
+		return float64(int64(binary.LittleEndian.Uint64(b[:])))
+	}
+	return float64(binary.LittleEndian.Uint64(b[:])) // unsigned long (long)
+}
+
+// memory writes used, reserved (v2 drivers) and total device memory.
+func (s *Source) memory(d *device, now int64) {
+	if d.lost {
+		return
+	}
+	if s.memV2 {
+		if m, ret := s.lib.DeviceGetMemoryInfo_v2(d.handle); s.ok(d, metricMemory, ret) {
+			s.counter(d, CounterMemUsed, "bytes", now, float64(m.Used))
+			s.counter(d, CounterMemReserved, "bytes", now, float64(m.Reserved))
+			s.counter(d, CounterMemTotal, "bytes", now, float64(m.Total))
+		}
+		return
+	}
+	if m, ret := s.lib.DeviceGetMemoryInfo(d.handle); s.ok(d, metricMemory, ret) {
+		s.counter(d, CounterMemUsed, "bytes", now, float64(m.Used))
+		s.counter(d, CounterMemTotal, "bytes", now, float64(m.Total))
+	}
+}
+
+// runPCIe samples PCIe throughput on its own goroutine: each query blocks
+// for NVML's ~20 ms measuring window.
+func (s *Source) runPCIe() {
+	defer s.done.Done()
+	for {
+		for _, d := range s.devices {
+			if d.lost || d.off[metricPCIe] {
+				continue
+			}
+			for _, c := range []struct {
+				counter gonvml.PcieUtilCounter
+				name    string
+			}{{gonvml.PCIE_UTIL_TX_BYTES, CounterPCIeTX}, {gonvml.PCIE_UTIL_RX_BYTES, CounterPCIeRX}} {
+				kbs, ret := s.lib.DeviceGetPcieThroughput(d.handle, c.counter)
+				if !s.ok(d, metricPCIe, ret) {
+					break
+				}
+				s.counter(d, c.name, "bytes/s", recorder.Mono(), float64(kbs)*1024)
+			}
+		}
+		select {
+		case <-s.stop:
+			return
+		case <-time.After(s.opts.period()):
+		}
+	}
+}
