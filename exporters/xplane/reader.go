@@ -700,13 +700,18 @@ func (r *reader) devicePlane(p *xplanepb.XPlane) {
 	}
 	byID := map[int64]*trackData{}
 	for _, l := range p.GetLines() {
-		if len(l.GetEvents()) == 0 || skipDerived && derived(l) {
+		if len(l.GetEvents()) == 0 {
 			continue
 		}
+		// A device's counters line may use a derived-line id (devprof's
+		// does, so that xprof's step analysis leaves it alone).
 		if l.GetName() == CountersLineName {
 			dev := device
 			dev.Kind = event.TrackDevice
 			r.counterLine(pc, l, &dev)
+			continue
+		}
+		if skipDerived && derived(l) {
 			continue
 		}
 		td := byID[l.GetId()]
@@ -930,9 +935,10 @@ func stepNumber(a event.Arg) (int64, bool) {
 
 // neutralDevice turns xprof's stats of device activity into the model's
 // terms: tf_op is the annotation the work was launched in; kernel_details
-// and memcpy_details mark a kernel and a copy, and are left out where the
-// neutral arguments they are derived from are there (the writer derives
-// them again); a file with the summary alone keeps it.
+// and memcpy_details mark a kernel and a copy, and are left out (with a
+// kernel's theoretical_occupancy_pct) where the neutral arguments they are
+// derived from are there (the writer derives them again); a file with the
+// summary alone keeps it.
 func neutralDevice(args []event.Arg) (event.ActivityKind, []event.Arg) {
 	kind := event.ActivityUnknown
 	var neutralKernel, neutralCopy bool
@@ -951,7 +957,8 @@ func neutralDevice(args []event.Arg) (event.ActivityKind, []event.Arg) {
 		switch {
 		case a.Key == "tf_op":
 			a.Key = event.ArgAnnotation
-		case a.Key == "kernel_details" && neutralKernel, a.Key == "memcpy_details" && neutralCopy:
+		case (a.Key == "kernel_details" || a.Key == "theoretical_occupancy_pct") && neutralKernel,
+			a.Key == "memcpy_details" && neutralCopy:
 			continue
 		}
 		out = append(out, a)

@@ -35,6 +35,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/devprof/devprof/event"
@@ -91,7 +92,10 @@ const (
 
 // Write encodes s as an XSpace to w.
 func Write(w io.Writer, s *event.Snapshot) error {
-	x := &writer{s: s, m: &s.Meta, correlated: map[uint64]bool{}}
+	x := &writer{s: s, m: &s.Meta, correlated: map[uint64]bool{}, caps: map[int]event.DeviceCaps{}}
+	for _, d := range s.Layout().Devices {
+		x.caps[d.Device] = d.Caps
+	}
 	for _, r := range s.Events {
 		// Only work on a device makes a host event a launch: a flow between
 		// host events (two API calls) is not one.
@@ -133,6 +137,8 @@ type writer struct {
 	// spans they become correlation_id stats (launch → kernel).
 	correlated map[uint64]bool
 	argBuf     []event.Arg // reused by args: one record's arguments at a time
+	// caps holds each device's capabilities, for kernels' occupancy.
+	caps map[int]event.DeviceCaps
 }
 
 // plane accumulates one XPlane's lines and interned metadata.
@@ -345,7 +351,16 @@ func (x *writer) deviceDetails(p *plane, r *event.Record) {
 	kind := r.Activity()
 	switch {
 	case kind == event.ActivityKernel || kind == event.ActivityUnknown && haveGrid:
-		p.statString("kernel_details", fmt.Sprintf("regs:%d static_shared:%d dynamic_shared:%d grid:%s block:%s", regs, static, dynamic, grid, block))
+		details := fmt.Sprintf("regs:%d static_shared:%d dynamic_shared:%d grid:%s block:%s", regs, static, dynamic, grid, block)
+		// kernel_stats shows the occupancy the profiler computed (TSL
+		// does it from the CUDA driver's device properties); devprof
+		// computes it from the device's compute capability.
+		c := x.caps[x.s.Tracks[r.Lane-1].Device]
+		if occ, ok := theoreticalOccupancy(c.ComputeCapMajor, c.ComputeCapMinor, threads(block), regs, static+dynamic); ok {
+			details += " occ_pct:" + strconv.FormatFloat(occ, 'g', 4, 64)
+			p.statDouble("theoretical_occupancy_pct", occ)
+		}
+		p.statString("kernel_details", details)
 	case kind == event.ActivityMemcpy || kind == event.ActivityUnknown && haveCopy:
 		if dest < 0 { // a copy within its track's device
 			dest = int64(x.s.Tracks[r.Lane-1].Device)
@@ -476,8 +491,14 @@ func (x *writer) devicePlanes(space *protoenc.Enc, l *event.Layout) {
 	}
 }
 
-// countersLineID is the id of a device plane's _counters_ line.
-const countersLineID = 0x7e000000
+// countersLineID is the id of a device plane's _counters_ line: one in
+// xprof's derived-line range (0xdeadbeef and on) that xprof itself does
+// not use on GPU planes (host offload ops are TPU's), because xprof's step
+// analysis counts the events of every other line of a GPU plane as device
+// activity, and ten samples a second would stretch every step's device
+// time to the whole step (measured with xprof 2.24.2: 2 us of kernels read
+// as 10-16 ms). The trace viewer shows the line's counters either way.
+const countersLineID = 0xdeadbeef + 48
 
 // deviceStats writes a device's identity and capabilities, with the
 // names and value kinds xprof's device_caps_utils reads.
