@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -235,5 +236,27 @@ func TestEmptyTraceIsRefused(t *testing.T) {
 		if _, err := os.Stat(out); !os.IsNotExist(err) {
 			t.Errorf("convert of an empty %s wrote %s", name, out)
 		}
+	}
+}
+
+// summary prints each device's counters as min, mean and max.
+func TestSummaryDeviceCounters(t *testing.T) {
+	b := event.NewBuilder(event.Meta{Host: "h", PID: 1, Program: "p", Stop: event.ClockAnchor{Mono: 10_000}})
+	dev := b.Track(event.Track{Kind: event.TrackDevice, Device: 1, DeviceName: "NVIDIA H100 80GB HBM3"})
+	for i, v := range []float64{20, 60, 100} {
+		b.TrackCounter(dev, "GPU utilization", "%", int64(1000*(i+1)), v)
+	}
+	b.Span(event.Span{Name: "step", Start: 500, End: 4000})
+	path := filepath.Join(t.TempDir(), "x.pftrace")
+	if err := formats.WriteFile(path, formats.Perfetto, b.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI("summary", path)
+	if code != 0 {
+		t.Fatalf("summary: exit %d\n%s", code, errOut)
+	}
+	re := regexp.MustCompile(`GPU 1 \(NVIDIA H100 80GB HBM3\)\s+GPU utilization\s+%\s+3\s+20\s+60\s+100`)
+	if !re.MatchString(out) {
+		t.Errorf("summary lacks the device's counter statistics:\n%s", out)
 	}
 }

@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
-	"github.com/devprof/devprof/internal/metatext"
 	"io"
+	"math"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
+	"github.com/devprof/devprof/internal/metatext"
 	"github.com/devprof/devprof/spanstats"
 )
 
@@ -47,7 +49,61 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "note: %s\n", w.Text)
 	}
 	fmt.Fprintln(stdout)
-	return table.Write(stdout, *top)
+	if err := table.Write(stdout, *top); err != nil {
+		return err
+	}
+	return writeDeviceCounters(stdout, s)
+}
+
+// writeDeviceCounters prints each device's counter series (utilization,
+// memory, power...) as min, mean and max over the trace.
+func writeDeviceCounters(w io.Writer, s *event.Snapshot) error {
+	l := s.Layout()
+	if len(l.DeviceCounters) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "device\tcounter\tunit\tsamples\tmin\tmean\tmax\t")
+	for _, d := range l.Devices {
+		type stat struct {
+			unit           string
+			n              int
+			min, max, mean float64
+		}
+		var order []string
+		series := map[string]*stat{}
+		for _, r := range l.DeviceCounters[d.Device] {
+			unit, v := s.Counter(r)
+			name := s.Name(r)
+			st := series[name]
+			if st == nil {
+				st = &stat{unit: unit, min: math.Inf(1), max: math.Inf(-1)}
+				series[name] = st
+				order = append(order, name)
+			}
+			st.n++
+			st.min, st.max = min(st.min, v), max(st.max, v)
+			st.mean += (v - st.mean) / float64(st.n) // running mean: no overflow on large byte counts
+		}
+		label := fmt.Sprintf("GPU %d", d.Device)
+		if d.DeviceName != "" {
+			label += " (" + d.DeviceName + ")"
+		}
+		for _, name := range order {
+			st := series[name]
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", label, name, st.unit, st.n, number(st.min), number(st.mean), number(st.max))
+		}
+	}
+	return tw.Flush()
+}
+
+// number prints a counter value compactly.
+func number(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.4g", v)
 }
 
 // spansOf flattens the layout of s for spanstats: a span's track is its

@@ -15,7 +15,7 @@ import (
 func TestDeviceIdentityRoundTrips(t *testing.T) {
 	want := event.Track{
 		Kind: event.TrackDeviceStream, Device: 1, ID: 7,
-		DeviceName: "NVIDIA H100 80GB HBM3", Vendor: "NVIDIA", UUID: "GPU-6b2e1c3a-0000-1111-2222-333344445555",
+		DeviceName: "NVIDIA H100 80GB HBM3", Vendor: "NVIDIA", UUID: "GPU-6b2e1c3a-0000-1111-2222-333344445555", PCIBusID: "00000000:17:00.0",
 		Caps: event.DeviceCaps{ClockRateKHz: 1980000, Cores: 132, MemoryBytes: 85017493504, MemoryBandwidth: 3352320000000, ComputeCapMajor: 9},
 	}
 	b := event.NewBuilder(event.Meta{Host: "h", PID: 9, Program: "p", Stop: event.ClockAnchor{Mono: 10_000}})
@@ -48,8 +48,8 @@ func TestDeviceIdentityRoundTrips(t *testing.T) {
 			if dev == nil {
 				t.Fatalf("no device track read back: %+v", got.Tracks)
 			}
-			if dev.Device != want.Device || dev.DeviceName != want.DeviceName || dev.Vendor != want.Vendor || dev.UUID != want.UUID {
-				t.Errorf("device %d %q %q %q, want %d %q %q %q", dev.Device, dev.DeviceName, dev.Vendor, dev.UUID, want.Device, want.DeviceName, want.Vendor, want.UUID)
+			if dev.Device != want.Device || dev.DeviceName != want.DeviceName || dev.Vendor != want.Vendor || dev.UUID != want.UUID || dev.PCIBusID != want.PCIBusID {
+				t.Errorf("device %d %q %q %q %q, want %d %q %q %q %q", dev.Device, dev.DeviceName, dev.Vendor, dev.UUID, dev.PCIBusID, want.Device, want.DeviceName, want.Vendor, want.UUID, want.PCIBusID)
 			}
 			if f == XPlane && dev.Caps != want.Caps {
 				t.Errorf("caps %+v, want %+v", dev.Caps, want.Caps)

@@ -168,6 +168,8 @@ func (c *converter) deviceOf(pid int64) (event.Track, bool) {
 				t.Vendor = v
 			} else if v, ok := strings.CutPrefix(l, DeviceLabelUUID); ok {
 				t.UUID = v
+			} else if v, ok := strings.CutPrefix(l, DeviceLabelPCI); ok {
+				t.PCIBusID = v
 			}
 		}
 	}

@@ -328,6 +328,9 @@ func (w *writer) write() {
 		if dev.UUID != "" {
 			w.pkt.String(pdProcessLabel, DeviceLabelUUID+dev.UUID)
 		}
+		if dev.PCIBusID != "" {
+			w.pkt.String(pdProcessLabel, DeviceLabelPCI+dev.PCIBusID)
+		}
 		w.pkt.End(q)
 		w.pkt.End(p)
 		w.finishPacket()
@@ -492,12 +495,13 @@ func (w *writer) write() {
 }
 
 // Process labels of a GPU process that carry the device's identity
-// (event.Track's Device, Vendor and UUID); the process name ("GPU 1
+// (event.Track's Device, Vendor, UUID and PCIBusID); the process name ("GPU 1
 // (NVIDIA H100 80GB HBM3)") is for people.
 const (
 	DeviceLabelIndex  = "devprof device="
 	DeviceLabelVendor = "devprof vendor="
 	DeviceLabelUUID   = "devprof uuid="
+	DeviceLabelPCI    = "devprof pci="
 )
 
 // Names of the instants that carry Meta.Warnings and Meta.Notes; the text

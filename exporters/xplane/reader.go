@@ -662,7 +662,7 @@ func deviceOf(p *xplanepb.XPlane, dev int) event.Track {
 		}
 		return 0
 	}
-	t.DeviceName, t.UUID = str("gpu_device_name"), str("device_uuid")
+	t.DeviceName, t.UUID, t.PCIBusID = str("gpu_device_name"), str("device_uuid"), str("pci_bus_id")
 	if t.Vendor = str("device_vendor"); strings.EqualFold(t.Vendor, "nvidia") {
 		t.Vendor = "NVIDIA" // the model's spelling; TSL writes "Nvidia"
 	}

@@ -510,6 +510,9 @@ func (x *writer) deviceStats(p *plane, dev event.Track) {
 	if dev.UUID != "" {
 		p.planeStatString("device_uuid", dev.UUID)
 	}
+	if dev.PCIBusID != "" {
+		p.planeStatString("pci_bus_id", dev.PCIBusID)
+	}
 	if c := dev.Caps; c != (event.DeviceCaps{}) {
 		p.planeStatInt("clock_rate", c.ClockRateKHz)
 		p.planeStatInt("core_count", c.Cores)

@@ -135,7 +135,7 @@ func New(gpus ...*GPU) *mock.Interface {
 			}
 			g.mu.Lock()
 			defer g.mu.Unlock()
-			v := uint32(40 + 10*len(g.sampleValues))
+			v := uint32(40 + 10*(len(g.sampleValues)%6)) // 40..90 %
 			g.sampleValues = append(g.sampleValues, v)
 			var smp gonvml.Sample
 			smp.TimeStamp = uint64(time.Now().UnixMicro())
