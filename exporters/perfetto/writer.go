@@ -169,6 +169,21 @@ type writer struct {
 	seq      *sequence
 	nextSeq  uint32
 	argBuf   []event.Arg // reused by slice: one record's arguments at a time
+
+	// What write's steps share: the trace's start on the BOOTTIME clock,
+	// and the uuids and pids of the tracks the descriptors declared.
+	start       int64
+	procUUID    uint64
+	deviceUUID  map[int]uint64 // device -> its process track; -1: the program's
+	devicePID   map[int]int64
+	rowUUID     []uint64 // thread track of each layout row
+	counterUUID map[counterKey]uint64
+}
+
+// counterKey is one counter track: a series of a device (-1: the host).
+type counterKey struct {
+	device     int
+	name, unit string
 }
 
 // sequence is the per-sequence interning state.
@@ -263,17 +278,28 @@ func (w *writer) iid(table *intern.Table, field int, s string) uint64 {
 func (w *writer) boot(t int64) int64 { return w.m.BootNanos(t) }
 
 func (w *writer) write() {
-	m := w.m
 	l := w.s.Layout()
-	start := w.boot(m.Start.Mono)
-
-	// Sequence 1: clock snapshot, every track descriptor, then process-level
-	// events (loose instants, the drop marker, counters).
+	w.start = w.boot(w.m.Start.Mono)
+	// Sequence 1: clock snapshot, every track descriptor, then
+	// process-level events (loose instants, warnings, drops, counters).
 	meta := w.newSequence()
 	w.seq = meta
-	w.startPacket(start, true)
+	w.clockSnapshot()
+	w.programProcess()
+	tid := w.deviceProcesses(l)
+	w.rowThreads(l, tid)
+	w.counterTracks(l)
+	w.rows(l)
+	w.seq = meta
+	w.processEvents(l)
+}
+
+// clockSnapshot anchors the trace's clocks at its start.
+func (w *writer) clockSnapshot() {
+	m := w.m
+	w.startPacket(w.start, true)
 	p := w.pkt.Begin(pktClockSnapshot)
-	for _, c := range [][2]uint64{{clockBoottime, uint64(start)}, {clockMonotonic, uint64(m.Start.Mono)}, {clockRealtime, uint64(m.Start.Wall)}} {
+	for _, c := range [][2]uint64{{clockBoottime, uint64(w.start)}, {clockMonotonic, uint64(m.Start.Mono)}, {clockRealtime, uint64(m.Start.Wall)}} {
 		q := w.pkt.Begin(csClocks)
 		w.pkt.Uint(clkID, c[0])
 		w.pkt.Uint(clkTimestamp, c[1])
@@ -281,11 +307,15 @@ func (w *writer) write() {
 	}
 	w.pkt.End(p)
 	w.finishPacket()
+}
 
-	procUUID := w.uuid()
-	w.startPacket(start, true)
-	p = w.pkt.Begin(pktTrackDescriptor)
-	w.pkt.Uint(tdUUID, procUUID)
+// programProcess declares the program's process track.
+func (w *writer) programProcess() {
+	m := w.m
+	w.procUUID = w.uuid()
+	w.startPacket(w.start, true)
+	p := w.pkt.Begin(pktTrackDescriptor)
+	w.pkt.Uint(tdUUID, w.procUUID)
 	q := w.pkt.Begin(tdProcess)
 	w.pkt.Int(pdPid, int64(m.PID))
 	w.pkt.String(pdProcessName, m.Program)
@@ -297,25 +327,28 @@ func (w *writer) write() {
 	w.pkt.String(tdDescription, fmt.Sprintf("Recorded by devprof on %s: %d events kept, %d dropped (max %d).", m.Host, len(w.s.Events), m.Dropped(), m.MaxEvents))
 	w.pkt.End(p)
 	w.finishPacket()
+}
 
-	// Device streams are threads of one process per device, and device
-	// counters its counter tracks; everything else (lanes, threads read
-	// from files) belongs to the program.
-	devicePID := map[int]int64{}
-	deviceUUID := map[int]uint64{-1: procUUID} // device -1: the host
-	nextPID := int64(m.PID)
+// deviceProcesses declares one process per device: its streams are its
+// threads and its counters its counter tracks; everything else (lanes,
+// threads read from files) belongs to the program. It returns the last
+// pid taken.
+func (w *writer) deviceProcesses(l *event.Layout) (lastPID int64) {
+	w.devicePID = map[int]int64{}
+	w.deviceUUID = map[int]uint64{-1: w.procUUID}
+	nextPID := int64(w.m.PID)
 	for _, dev := range l.Devices {
 		d := dev.Device
 		nextPID++
-		devicePID[d] = nextPID
-		deviceUUID[d] = w.uuid()
+		w.devicePID[d] = nextPID
+		w.deviceUUID[d] = w.uuid()
 		label := fmt.Sprintf("GPU %d", d)
 		if dev.DeviceName != "" {
 			label += " (" + dev.DeviceName + ")"
 		}
-		w.startPacket(start, true)
+		w.startPacket(w.start, true)
 		p := w.pkt.Begin(pktTrackDescriptor)
-		w.pkt.Uint(tdUUID, deviceUUID[d])
+		w.pkt.Uint(tdUUID, w.deviceUUID[d])
 		q := w.pkt.Begin(tdProcess)
 		w.pkt.Int(pdPid, nextPID)
 		w.pkt.String(pdProcessName, label)
@@ -335,20 +368,24 @@ func (w *writer) write() {
 		w.pkt.End(p)
 		w.finishPacket()
 	}
+	return nextPID
+}
 
-	rowUUID := make([]uint64, len(l.Rows))
-	tid := nextPID // thread ids start past every pid, so no thread is taken for a process's main thread
+// rowThreads declares a thread track per layout row; thread ids start
+// past every pid, so no thread is taken for a process's main thread.
+func (w *writer) rowThreads(l *event.Layout, tid int64) {
+	w.rowUUID = make([]uint64, len(l.Rows))
 	for i := range l.Rows {
 		row := &l.Rows[i]
-		pid := int64(m.PID)
+		pid := int64(w.m.PID)
 		if t, ok := w.s.Track(row); ok && t.Kind == event.TrackDeviceStream {
-			pid = devicePID[t.Device]
+			pid = w.devicePID[t.Device]
 		}
-		rowUUID[i] = w.uuid()
+		w.rowUUID[i] = w.uuid()
 		tid++
-		w.startPacket(start, true)
+		w.startPacket(w.start, true)
 		p := w.pkt.Begin(pktTrackDescriptor)
-		w.pkt.Uint(tdUUID, rowUUID[i])
+		w.pkt.Uint(tdUUID, w.rowUUID[i])
 		q := w.pkt.Begin(tdThread)
 		w.pkt.Int(thPid, pid)
 		w.pkt.Int(thTid, tid)
@@ -357,48 +394,53 @@ func (w *writer) write() {
 		w.pkt.End(p)
 		w.finishPacket()
 	}
+}
 
-	// One counter track per device (-1: the host), name and unit.
-	type counterKey struct {
-		device     int
-		name, unit string
-	}
-	counterUUID := map[counterKey]uint64{}
-	counterOf := func(device int, r *event.Record) counterKey {
-		unit, _ := w.s.Counter(r)
-		return counterKey{device, w.s.Name(r), unit}
-	}
-	describe := func(k counterKey) {
-		if _, ok := counterUUID[k]; ok {
-			return
-		}
-		u := w.uuid()
-		counterUUID[k] = u
-		w.startPacket(start, true)
-		p := w.pkt.Begin(pktTrackDescriptor)
-		w.pkt.Uint(tdUUID, u)
-		w.pkt.Uint(tdParentUUID, deviceUUID[k.device])
-		w.pkt.String(tdName, k.name)
-		q := w.pkt.Begin(tdCounter)
-		if unit := builtinUnit(k.unit); unit != 0 {
-			w.pkt.Uint(cdUnit, unit)
-		}
-		if k.unit != "" {
-			w.pkt.String(cdUnitName, k.unit)
-		}
-		w.pkt.End(q)
-		w.pkt.End(p)
-		w.finishPacket()
-	}
+// counterOf returns the counter track a sample of device belongs to.
+func (w *writer) counterOf(device int, r *event.Record) counterKey {
+	unit, _ := w.s.Counter(r)
+	return counterKey{device, w.s.Name(r), unit}
+}
+
+// counterTracks declares one counter track per device, name and unit,
+// under the host's or the device's process.
+func (w *writer) counterTracks(l *event.Layout) {
+	w.counterUUID = map[counterKey]uint64{}
 	for _, r := range l.Counters {
-		describe(counterOf(-1, r))
+		w.counterTrack(w.counterOf(-1, r))
 	}
 	for _, dev := range l.Devices {
 		for _, r := range l.DeviceCounters[dev.Device] {
-			describe(counterOf(dev.Device, r))
+			w.counterTrack(w.counterOf(dev.Device, r))
 		}
 	}
+}
 
+func (w *writer) counterTrack(k counterKey) {
+	if _, ok := w.counterUUID[k]; ok {
+		return
+	}
+	u := w.uuid()
+	w.counterUUID[k] = u
+	w.startPacket(w.start, true)
+	p := w.pkt.Begin(pktTrackDescriptor)
+	w.pkt.Uint(tdUUID, u)
+	w.pkt.Uint(tdParentUUID, w.deviceUUID[k.device])
+	w.pkt.String(tdName, k.name)
+	q := w.pkt.Begin(tdCounter)
+	if unit := builtinUnit(k.unit); unit != 0 {
+		w.pkt.Uint(cdUnit, unit)
+	}
+	if k.unit != "" {
+		w.pkt.String(cdUnitName, k.unit)
+	}
+	w.pkt.End(q)
+	w.pkt.End(p)
+	w.finishPacket()
+}
+
+// rows writes each layout row as a sequence of its own.
+func (w *writer) rows(l *event.Layout) {
 	// Displaced children are linked from their parent's begin.
 	childLinks := map[uint64][]uint64{}
 	for i := range l.Rows {
@@ -408,34 +450,8 @@ func (w *writer) write() {
 			}
 		}
 	}
-
 	for i := range l.Rows {
-		// Each row is a sequence whose packets default to the row's track
-		// and carry timestamps as deltas on an incremental clock that a
-		// snapshot in the first packet anchors to BOOTTIME: a begin or end
-		// then costs a byte or two of time instead of nine.
-		w.seq = w.newSequence()
-		w.startPacket(start, true)
-		w.pkt.Uint(pktTimestampClock, clockBoottime)
-		p := w.pkt.Begin(pktDefaults)
-		w.pkt.Uint(defTimestampClockID, rowClock)
-		q := w.pkt.Begin(defTrackEventDefaults)
-		w.pkt.Uint(tedTrackUUID, rowUUID[i])
-		w.pkt.End(q)
-		w.pkt.End(p)
-		p = w.pkt.Begin(pktClockSnapshot)
-		q = w.pkt.Begin(csClocks)
-		w.pkt.Uint(clkID, clockBoottime)
-		w.pkt.Uint(clkTimestamp, uint64(start))
-		w.pkt.End(q)
-		q = w.pkt.Begin(csClocks)
-		w.pkt.Uint(clkID, rowClock)
-		w.pkt.Uint(clkTimestamp, uint64(start))
-		w.pkt.Bool(clkIncrement, true)
-		w.pkt.End(q)
-		w.pkt.End(p)
-		w.finishPacket()
-		w.seq.incremental, w.seq.last = true, start
+		w.rowSequence(w.rowUUID[i])
 		l.Rows[i].Walk(func(typ event.RowEventType, sp *event.Placed, inst *event.Record) {
 			switch typ {
 			case event.RowBegin:
@@ -451,22 +467,54 @@ func (w *writer) write() {
 			}
 		})
 	}
+}
 
-	w.seq = meta
+// rowSequence starts a row's sequence, whose packets default to the row's
+// track and carry timestamps as deltas on an incremental clock that a
+// snapshot in the first packet anchors to BOOTTIME: a begin or end then
+// costs a byte or two of time instead of nine.
+func (w *writer) rowSequence(track uint64) {
+	w.seq = w.newSequence()
+	w.startPacket(w.start, true)
+	w.pkt.Uint(pktTimestampClock, clockBoottime)
+	p := w.pkt.Begin(pktDefaults)
+	w.pkt.Uint(defTimestampClockID, rowClock)
+	q := w.pkt.Begin(defTrackEventDefaults)
+	w.pkt.Uint(tedTrackUUID, track)
+	w.pkt.End(q)
+	w.pkt.End(p)
+	p = w.pkt.Begin(pktClockSnapshot)
+	q = w.pkt.Begin(csClocks)
+	w.pkt.Uint(clkID, clockBoottime)
+	w.pkt.Uint(clkTimestamp, uint64(w.start))
+	w.pkt.End(q)
+	q = w.pkt.Begin(csClocks)
+	w.pkt.Uint(clkID, rowClock)
+	w.pkt.Uint(clkTimestamp, uint64(w.start))
+	w.pkt.Bool(clkIncrement, true)
+	w.pkt.End(q)
+	w.pkt.End(p)
+	w.finishPacket()
+	w.seq.incremental, w.seq.last = true, w.start
+}
+
+// processEvents writes the events of the first sequence: loose instants,
+// warnings, notes and drops as instants on the process, then counter
+// samples.
+func (w *writer) processEvents(l *event.Layout) {
+	m := w.m
 	for _, r := range l.Loose {
-		w.slice(typeInstant, r.Start, procUUID, r, true, nil, false)
+		w.slice(typeInstant, r.Start, w.procUUID, r, true, nil, false)
 	}
-	// Warnings and notes (a device tracer that could not start, which clock
-	// it used) and what was dropped, as instants on the process.
 	for _, mk := range metatext.Markers(m) {
-		at := start
+		at := w.start
 		if mk.AtStop {
 			at = w.boot(m.Stop.Mono)
 		}
 		w.startPacket(at, true)
 		p := w.pkt.Begin(pktTrackEvent)
 		w.pkt.Uint(teType, typeInstant)
-		w.pkt.Uint(teTrackUUID, procUUID)
+		w.pkt.Uint(teTrackUUID, w.procUUID)
 		w.pkt.Uint(teNameIID, w.iid(&w.seq.names, idEventNames, mk.Name))
 		for _, a := range mk.Args {
 			w.arg(a)
@@ -474,24 +522,25 @@ func (w *writer) write() {
 		w.pkt.End(p)
 		w.finishPacket()
 	}
-	sample := func(device int, r *event.Record) {
-		w.startPacket(w.boot(r.Start), true)
-		p := w.pkt.Begin(pktTrackEvent)
-		w.pkt.Uint(teType, typeCounter)
-		_, v := w.s.Counter(r)
-		w.pkt.Uint(teTrackUUID, counterUUID[counterOf(device, r)])
-		w.pkt.Double(teDoubleCounterValue, v)
-		w.pkt.End(p)
-		w.finishPacket()
-	}
 	for _, r := range l.Counters {
-		sample(-1, r)
+		w.counterSample(-1, r)
 	}
 	for _, dev := range l.Devices {
 		for _, r := range l.DeviceCounters[dev.Device] {
-			sample(dev.Device, r)
+			w.counterSample(dev.Device, r)
 		}
 	}
+}
+
+func (w *writer) counterSample(device int, r *event.Record) {
+	w.startPacket(w.boot(r.Start), true)
+	p := w.pkt.Begin(pktTrackEvent)
+	w.pkt.Uint(teType, typeCounter)
+	_, v := w.s.Counter(r)
+	w.pkt.Uint(teTrackUUID, w.counterUUID[w.counterOf(device, r)])
+	w.pkt.Double(teDoubleCounterValue, v)
+	w.pkt.End(p)
+	w.finishPacket()
 }
 
 // Process labels of a GPU process that carry the device's identity
