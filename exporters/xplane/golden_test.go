@@ -1,8 +1,8 @@
 package xplane_test
 
 import (
-	"bytes"
 	"flag"
+	"io"
 	"testing"
 
 	"github.com/devprof/devprof/event"
@@ -10,40 +10,12 @@ import (
 	"github.com/devprof/devprof/internal/eventtest"
 )
 
-// update rewrites the golden files instead of comparing with them:
+// update rewrites the golden file instead of comparing with it:
 // go test ./exporters/... -update.
 var update = flag.Bool("update", false, "rewrite the golden files under ../../testdata/golden")
 
-const golden = "../../testdata/golden/session.xplane.pb"
-
-// TestGolden writes eventtest.GoldenSnapshot and compares the bytes with
-// the golden file, so that any change to the output is seen (and, if
-// intended, recorded with -update); then it reads the golden file back,
-// metadata included.
 func TestGolden(t *testing.T) {
-	var buf bytes.Buffer
-	if err := xplane.Write(&buf, eventtest.GoldenSnapshot()); err != nil {
-		t.Fatal(err)
-	}
-	eventtest.CompareGolden(t, golden, buf.Bytes(), *update)
-
-	s, err := xplane.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	steps, kernels := 0, 0
-	for _, r := range s.Events {
-		switch {
-		case r.Kind == event.KindSpan && s.Name(r) == "train":
-			steps++
-		case s.Name(r) == "saxpy": // an activity, or a span where the format has no devices
-			kernels++
-		}
-	}
-	if steps != 2 || kernels != 2 {
-		t.Errorf("read back %d train spans and %d saxpy kernels, want 2 and 2", steps, kernels)
-	}
-	// The warning, the note and the drops of both sources come back as
-	// the structure they were.
-	eventtest.CheckMeta(t, "xplane", s, eventtest.GoldenSnapshot())
+	eventtest.Golden(t, "xplane", "../../testdata/golden/session.xplane.pb", *update,
+		func(w io.Writer, s *event.Snapshot) error { return xplane.Write(w, s) },
+		xplane.ReadFile)
 }

@@ -2,6 +2,7 @@ package eventtest
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -81,4 +82,39 @@ func CompareGolden(tb testing.TB, path string, got []byte, update bool) {
 		}
 		tb.Errorf("output differs from %s at byte %d (%d bytes, want %d); if the change is intended, run go test ./exporters/... -update", path, n, len(got), len(want))
 	}
+}
+
+// Golden is the golden-file test every exporter runs: it writes
+// GoldenSnapshot with write and compares the bytes with the file at path
+// (rewriting it instead when update is set: go test ./exporters/...
+// -update), so that any change to the output is seen; then it reads the
+// file back with read and checks the spans, kernels and metadata came
+// back.
+func Golden(t *testing.T, format, path string, update bool, write func(io.Writer, *event.Snapshot) error, read func(string) (*event.Snapshot, error)) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := write(&buf, GoldenSnapshot()); err != nil {
+		t.Fatal(err)
+	}
+	CompareGolden(t, path, buf.Bytes(), update)
+
+	s, err := read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, kernels := 0, 0
+	for _, r := range s.Events {
+		switch {
+		case r.Kind == event.KindSpan && s.Name(r) == "train":
+			steps++
+		case s.Name(r) == "saxpy": // an activity, or a span where the format has no devices
+			kernels++
+		}
+	}
+	if steps != 2 || kernels != 2 {
+		t.Errorf("%s: read back %d train spans and %d saxpy kernels, want 2 and 2", format, steps, kernels)
+	}
+	// The warning, the note and the drops of both sources come back as
+	// the structure they were.
+	CheckMeta(t, format, s, GoldenSnapshot())
 }
