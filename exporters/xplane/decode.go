@@ -2,6 +2,7 @@ package xplane
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -288,7 +289,7 @@ func (s *xspace) event(b []byte) error {
 			if err != nil {
 				return err
 			}
-			s.stats = append(s.stats, st)
+			s.stats = append(grow(s.stats), st)
 		}
 		return nil
 	})
@@ -296,7 +297,7 @@ func (s *xspace) event(b []byte) error {
 		return err
 	}
 	e.stats.end = len(s.stats)
-	s.events = append(s.events, e)
+	s.events = append(grow(s.events), e)
 	return nil
 }
 
@@ -362,7 +363,7 @@ func (s *xspace) eventMeta(md *xeventMeta, b []byte) error {
 			if err != nil {
 				return err
 			}
-			s.stats = append(s.stats, st)
+			s.stats = append(grow(s.stats), st)
 		case key(eventMDChildID, wireBytes):
 			// Unused, but a malformed packed list fails Unmarshal.
 			for v := f.b; len(v) > 0; {
@@ -407,6 +408,16 @@ func (s *xspace) statMetaEntry(p *xplane, b []byte) error {
 	}
 	p.statMD[id] = s.str(name)
 	return nil
+}
+
+// grow returns s with room for one more element, doubling its capacity
+// when full: append grows large slices by a quarter, which for the events
+// and stats of a whole file allocates and copies five times their size.
+func grow[T any](s []T) []T {
+	if len(s) < cap(s) {
+		return s
+	}
+	return slices.Grow(s, max(len(s), 64))
 }
 
 // eventsOf returns a line's events.

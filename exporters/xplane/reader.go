@@ -175,6 +175,9 @@ type reader struct {
 
 	warnings                               []event.Warning
 	aggregated, negative, noValue, badMeta int
+
+	// args and devArgs are scratch space for one event's arguments.
+	args, devArgs []event.Arg
 }
 
 type hostKey struct {
@@ -188,14 +191,18 @@ type trackData struct {
 	primary bool // the name comes from the plane the group is named after
 	device  bool
 	events  []pending
+	args    []event.Arg // the arguments of all events, which refer to runs of it
 }
+
+// argsOf returns the arguments of one of the track's events.
+func (td *trackData) argsOf(e *pending) []event.Arg { return td.args[e.args.start:e.args.end] }
 
 // pending is one event read from a line.
 type pending struct {
 	name       string
 	start, end int64
-	args       []event.Arg
-	span       bool // a span (else an instant; activities are always spans)
+	args       extent // in trackData.args
+	span       bool   // a span (else an instant; activities are always spans)
 	step       bool
 	stepNum    int64
 	unfinished bool
@@ -695,6 +702,10 @@ func (r *reader) eventTimes(base int64, e *xevent) (start, end int64, ok bool) {
 func (r *reader) lineEvents(pc *planeCtx, l *xline, td *trackData) {
 	base := r.lineBase(l.timestampNS)
 	events := r.xs.eventsOf(l)
+	// The line's events and their stats are each one run: room for them
+	// at once, rather than by doubling.
+	td.events = slices.Grow(td.events, len(events))
+	td.args = slices.Grow(td.args, events[len(events)-1].stats.end-events[0].stats.start)
 	for i := range events {
 		e := &events[i]
 		start, end, ok := r.eventTimes(base, e)
@@ -702,14 +713,17 @@ func (r *reader) lineEvents(pc *planeCtx, l *xline, td *trackData) {
 			continue
 		}
 		info := r.eventInfo(pc, e.metadataID)
-		args := slices.Clip(info.args)
+		args := append(r.args[:0], info.args...)
 		for _, st := range r.xs.statsIn(e.stats) {
 			if a, ok := r.statArg(pc.p, &st); ok {
 				args = append(args, a)
 			}
 		}
+		r.args = args
 		ev := pending{name: info.name, start: start, end: end, span: td.device || end > start}
-		ev.args = special(args, &ev, !td.device)
+		ev.args.start = len(td.args)
+		td.args = special(td.args, args, &ev, !td.device)
+		ev.args.end = len(td.args)
 		td.events = append(td.events, ev)
 	}
 }
@@ -814,21 +828,21 @@ func (r *reader) statArg(p *xplane, st *xstat) (event.Arg, bool) {
 // special interprets the stats with a meaning in devprof's model: on host
 // events _r (with step_num or iter_num) makes a step and devprof's
 // unfinished=1 an unfinished span; correlation_id becomes a flow. It
-// returns the remaining arguments.
-func special(args []event.Arg, ev *pending, host bool) []event.Arg {
+// appends the remaining arguments to dst.
+func special(dst, args []event.Arg, ev *pending, host bool) []event.Arg {
 	step := host && slices.ContainsFunc(args, func(a event.Arg) bool { return a.Key == "_r" })
 	if step {
 		ev.step, ev.span = true, true
 		ev.stepNum = stepNumOf(args)
 	}
-	out := args[:0:0]
-	var flows []uint64
+	out := dst
 	for _, a := range args {
 		switch {
 		case a.Key == "correlation_id" && (a.Kind == event.ArgInt || a.Kind == event.ArgUint):
-			if !slices.Contains(flows, a.Num) {
-				flows = append(flows, a.Num)
-				out = append(out, event.Arg{Kind: event.ArgFlow, Num: a.Num})
+			// Stats never read as flows, so the flows out holds are these.
+			flow := event.Arg{Kind: event.ArgFlow, Num: a.Num}
+			if !slices.Contains(out[len(dst):], flow) {
+				out = append(out, flow)
 			}
 		case step && (a.Key == "_r" || a.Key == "step_num"):
 		case host && ev.span && a.Key == "unfinished" && a.Kind == event.ArgInt && a.Num == 1:
@@ -886,8 +900,8 @@ func stepNumber(a event.Arg) (int64, bool) {
 // and memcpy_details mark a kernel and a copy, and are left out (with a
 // kernel's theoretical_occupancy_pct) where the neutral arguments they are
 // derived from are there (the writer derives them again); a file with the
-// summary alone keeps it.
-func neutralDevice(args []event.Arg) (event.ActivityKind, []event.Arg) {
+// summary alone keeps it. The arguments are appended to dst.
+func neutralDevice(dst, args []event.Arg) (event.ActivityKind, []event.Arg) {
 	kind := event.ActivityUnknown
 	var neutralKernel, neutralCopy bool
 	for _, a := range args {
@@ -900,7 +914,7 @@ func neutralDevice(args []event.Arg) (event.ActivityKind, []event.Arg) {
 			neutralCopy = neutralCopy || a.Key == event.ArgCopyKind
 		}
 	}
-	out := args[:0:0]
+	out := dst
 	for _, a := range args {
 		switch {
 		case a.Key == "tf_op":
@@ -928,7 +942,9 @@ func (r *reader) build(b *event.Builder, td *trackData) {
 	})
 	if td.device {
 		for i := range ev {
-			kind, args := neutralDevice(ev[i].args)
+			// The builder copies the arguments; the scratch is reused.
+			kind, args := neutralDevice(r.devArgs[:0], td.argsOf(&ev[i]))
+			r.devArgs = args
 			b.ActivityOf(kind, id, ev[i].name, ev[i].start, ev[i].end, args)
 		}
 		return
@@ -951,11 +967,11 @@ func (r *reader) build(b *event.Builder, td *trackData) {
 			}
 		}
 		if !e.span {
-			b.Instant(e.name, e.start, id, parent, e.args)
+			b.Instant(e.name, e.start, id, parent, td.argsOf(e))
 			continue
 		}
 		sid := b.Span(event.Span{Name: e.name, Start: e.start, End: e.end, Parent: parent, Track: id,
-			Args: e.args, Step: e.step, StepNum: e.stepNum, Unfinished: e.unfinished})
+			Args: td.argsOf(e), Step: e.step, StepNum: e.stepNum, Unfinished: e.unfinished})
 		stack = append(stack, open{end: e.end, id: sid})
 	}
 }
