@@ -6,25 +6,30 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/devprof/devprof/exporters/xplane"
 	"github.com/devprof/devprof/exporters/xplane/xplanepb"
 )
 
-// The XSpace reader decodes with the generated types of our own .proto
-// subset (xplanepb), where the Perfetto reader walks protowire fields. The
-// issue that set one decoding style allowed generated types only where
-// they measure as fast; this measures it on JAX's real 309 KB XSpace.
+// The XSpace reader used to decode with the generated types of our own
+// .proto subset (xplanepb); it now walks protowire fields as the Perfetto
+// reader does (decode.go). This measures the choice on JAX's real 309 KB
+// XSpace.
 //
 // BenchmarkDecodeXSpace/generated is proto.Unmarshal into xplanepb types,
-// everything the reader decodes. BenchmarkDecodeXSpace/protowire-walk only
-// visits every field of every message (planes, lines, events, stats,
-// metadata) and keeps nothing: the floor under any protowire decoder of
-// the same messages. Figures on this 2-core VM (go test -bench
-// DecodeXSpace -benchmem ./exporters/xplane): generated 15-18 ms, 3.5 MB
-// and 98,000 allocations; the walk 1.7-1.8 ms and none. They do not
-// measure as fast: Unmarshal is most of Read's 27-28 ms
-// (BenchmarkReadRealGPU). A protowire decoder that still builds XSpace's
-// objects would make the same 98,000 allocations; the gain needs a reader
-// that decodes planes and lines in place, which is still to be written.
+// everything the old reader decoded. /reader is the reader's decoder:
+// every field parsed and checked as Unmarshal would, events and stats into
+// two shared slices, strings left in the input. /protowire-walk only visits
+// every field of every message and keeps nothing: the floor under any
+// protowire decoder of the same messages. Figures on a 2-core VM (go test
+// -bench 'DecodeXSpace|ReadRealGPU' -benchmem ./exporters/xplane), the
+// old and new test binaries run alternately five times: generated 19-22
+// ms, 3.5 MB and 98,000 allocations; reader 9 ms, 6.4 MB and 125
+// allocations; walk 1.7 ms and none. Read as a whole (BenchmarkReadRealGPU)
+// went from 38-43 ms, 15 MB and 151,000 allocations to 17-19 ms, 10.8 MB
+// and 333. What separates the reader from the walk is copying fields by
+// value through eachField's callbacks and growing the two slices (their
+// pointers also cost the garbage collector): a decoder for speed alone
+// would keep string offsets instead of slices and size its arrays first.
 func BenchmarkDecodeXSpace(b *testing.B) {
 	data := mustReadFile(b, realTSL)
 	b.Run("generated", func(b *testing.B) {
@@ -33,6 +38,15 @@ func BenchmarkDecodeXSpace(b *testing.B) {
 		for b.Loop() {
 			var xs xplanepb.XSpace
 			if err := proto.Unmarshal(data, &xs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("reader", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := xplane.DecodeSpace(data); err != nil {
 				b.Fatal(err)
 			}
 		}

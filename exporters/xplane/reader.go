@@ -14,14 +14,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/devprof/devprof/event"
-	"github.com/devprof/devprof/exporters/xplane/xplanepb"
 )
 
 // Names the reader recognises besides the writer's.
@@ -117,22 +113,17 @@ func readBytes(data []byte, path string) (*event.Snapshot, error) {
 			return nil, errors.New(where + "empty file: no XSpace in it")
 		}
 	}
-	var xs xplanepb.XSpace
-	repaired := 0
-	if err := proto.Unmarshal(data, &xs); err != nil {
-		// C++ writers do not check that names are UTF-8; Go's decoder does.
-		fixed, n, ferr := repairUTF8(data, xs.ProtoReflect().Descriptor())
-		if ferr != nil || n == 0 || proto.Unmarshal(fixed, &xs) != nil {
-			if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
-				return nil, errors.New(where + "cannot decode XSpace: this is a JSON trace, not an .xplane.pb")
-			}
-			return nil, fmt.Errorf("%scannot decode XSpace: %v", where, err)
+	xs, err := decodeSpace(data)
+	if err != nil {
+		if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+			return nil, errors.New(where + "cannot decode XSpace: this is a JSON trace, not an .xplane.pb")
 		}
-		repaired = n
+		return nil, fmt.Errorf("%scannot decode XSpace: %v", where, err)
 	}
-	rd := &reader{xs: &xs}
-	if repaired > 0 {
-		rd.warnf("invalid_utf8", "xplane: %d strings were not valid UTF-8; invalid bytes replaced with U+FFFD", repaired)
+	rd := &reader{xs: xs}
+	// C++ writers do not check that names are UTF-8.
+	if xs.invalidUTF8 > 0 {
+		rd.warnf("invalid_utf8", "xplane: %d strings were not valid UTF-8; invalid bytes replaced with U+FFFD", xs.invalidUTF8)
 	}
 	s := rd.read()
 	if s.Meta.Host == "" && path != "" {
@@ -166,51 +157,9 @@ func hostFromPath(path string) string {
 	return strings.TrimSuffix(base, filepath.Ext(base))
 }
 
-// repairUTF8 re-encodes the wire bytes of a message of type md with
-// invalid UTF-8 in string fields replaced, and says how many it replaced.
-func repairUTF8(b []byte, md protoreflect.MessageDescriptor) ([]byte, int, error) {
-	out := make([]byte, 0, len(b))
-	n := 0
-	for len(b) > 0 {
-		num, typ, tl := protowire.ConsumeTag(b)
-		if tl < 0 {
-			return nil, 0, protowire.ParseError(tl)
-		}
-		vl := protowire.ConsumeFieldValue(num, typ, b[tl:])
-		if vl < 0 {
-			return nil, 0, protowire.ParseError(vl)
-		}
-		raw := b[:tl+vl]
-		b = b[tl+vl:]
-		fd := md.Fields().ByNumber(num)
-		if fd == nil || typ != protowire.BytesType {
-			out = append(out, raw...)
-			continue
-		}
-		v, _ := protowire.ConsumeBytes(raw[tl:])
-		switch {
-		case fd.Kind() == protoreflect.StringKind && !utf8.Valid(v):
-			out = protowire.AppendTag(out, num, typ)
-			out = protowire.AppendString(out, strings.ToValidUTF8(string(v), "\uFFFD"))
-			n++
-		case fd.Kind() == protoreflect.MessageKind:
-			sub, k, err := repairUTF8(v, fd.Message())
-			if err != nil {
-				return nil, 0, err
-			}
-			out = protowire.AppendTag(out, num, typ)
-			out = protowire.AppendBytes(out, sub)
-			n += k
-		default:
-			out = append(out, raw...)
-		}
-	}
-	return out, n, nil
-}
-
 // reader converts one decoded XSpace.
 type reader struct {
-	xs *xplanepb.XSpace
+	xs *xspace
 
 	// Time base: line timestamps at or above start (Unix ns) are absolute.
 	start     int64
@@ -226,6 +175,9 @@ type reader struct {
 
 	warnings                               []event.Warning
 	aggregated, negative, noValue, badMeta int
+
+	// args and devArgs are scratch space for one event's arguments.
+	args, devArgs []event.Arg
 }
 
 type hostKey struct {
@@ -239,14 +191,18 @@ type trackData struct {
 	primary bool // the name comes from the plane the group is named after
 	device  bool
 	events  []pending
+	args    []event.Arg // the arguments of all events, which refer to runs of it
 }
+
+// argsOf returns the arguments of one of the track's events.
+func (td *trackData) argsOf(e *pending) []event.Arg { return td.args[e.args.start:e.args.end] }
 
 // pending is one event read from a line.
 type pending struct {
 	name       string
 	start, end int64
-	args       []event.Arg
-	span       bool // a span (else an instant; activities are always spans)
+	args       extent // in trackData.args
+	span       bool   // a span (else an instant; activities are always spans)
 	step       bool
 	stepNum    int64
 	unfinished bool
@@ -261,7 +217,7 @@ type counterSample struct {
 
 // planeCtx resolves one plane's metadata.
 type planeCtx struct {
-	p      *xplanepb.XPlane
+	p      *xplane
 	events map[int64]*eventInfo
 }
 
@@ -278,7 +234,7 @@ func (r *reader) warnf(code, format string, args ...any) {
 
 func (r *reader) read() *event.Snapshot {
 	meta := event.Meta{Program: defaultProgram}
-	if hs := r.xs.GetHostnames(); len(hs) > 0 {
+	if hs := r.xs.hostnames; len(hs) > 0 {
 		meta.Host = hs[0]
 	}
 	r.timeBase(&meta)
@@ -286,11 +242,12 @@ func (r *reader) read() *event.Snapshot {
 		meta.Program = r.programName(meta.Host)
 	}
 	r.host = map[hostKey]*trackData{}
-	for _, p := range r.xs.GetPlanes() {
-		if len(p.GetLines()) == 0 {
+	for i := range r.xs.planes {
+		p := &r.xs.planes[i]
+		if len(p.lines) == 0 {
 			continue
 		}
-		switch name := p.GetName(); {
+		switch name := p.name; {
 		case isDevicePlane(name):
 			r.devicePlane(p)
 		default:
@@ -333,10 +290,10 @@ func (r *reader) read() *event.Snapshot {
 // meta.Notes instead.
 func (r *reader) fileWarnings(meta *event.Meta) []event.Warning {
 	var warns []event.Warning
-	for _, e := range r.xs.GetErrors() {
+	for _, e := range r.xs.errors {
 		warns = append(warns, event.Warning{Text: "XSpace error: " + e})
 	}
-	for _, w := range r.xs.GetWarnings() {
+	for _, w := range r.xs.warnings {
 		switch l := metatext.ParseLine(w); {
 		case l.Drops != nil:
 			meta.AddDrops(l.Drops.Source, l.Drops.Events)
@@ -389,12 +346,12 @@ func (r *reader) timeSpan(meta *event.Meta) {
 // line's name and display name both the thread's name, "python3"; an
 // unnamed thread is "Host Threads/<tid>"), else the host, else "xplane".
 func (r *reader) programName(host string) string {
-	for _, p := range r.xs.GetPlanes() {
-		if p.GetName() != HostPlaneName {
+	for _, p := range r.xs.planes {
+		if p.name != HostPlaneName {
 			continue
 		}
-		for _, l := range p.GetLines() {
-			if name := l.GetName(); name != "" && name == l.GetDisplayName() && !strings.Contains(name, "/") {
+		for _, l := range p.lines {
+			if name := l.name; name != "" && name == l.displayName && !strings.Contains(name, "/") {
 				return name
 			}
 		}
@@ -408,9 +365,10 @@ func (r *reader) programName(host string) string {
 // timeBase reads the Task Environment plane and process-wide plane stats.
 func (r *reader) timeBase(meta *event.Meta) {
 	havePID := false
-	for _, p := range r.xs.GetPlanes() {
+	for i := range r.xs.planes {
+		p := &r.xs.planes[i]
 		stats := statsOf(p)
-		if p.GetName() == TaskEnvPlaneName {
+		if p.name == TaskEnvPlaneName {
 			r.taskEnv(p, stats, meta)
 		}
 		if st := stats["process_id"]; st != nil && !havePID {
@@ -419,7 +377,7 @@ func (r *reader) timeBase(meta *event.Meta) {
 			}
 		}
 		if st := stats["process_name"]; st != nil && meta.Program == defaultProgram {
-			if v := strStat(p, st); v != "" {
+			if v := r.strStat(p, st); v != "" {
 				meta.Program = v
 			}
 		}
@@ -431,9 +389,9 @@ func (r *reader) timeBase(meta *event.Meta) {
 		return
 	}
 	// No Task Environment: absolute lines are measured from the earliest.
-	for _, p := range r.xs.GetPlanes() {
-		for _, l := range p.GetLines() {
-			if ts := l.GetTimestampNs(); ts > absoluteNS && (!r.absolute || ts < r.start) {
+	for _, p := range r.xs.planes {
+		for _, l := range p.lines {
+			if ts := l.timestampNS; ts > absoluteNS && (!r.absolute || ts < r.start) {
 				r.start, r.absolute = ts, true
 			}
 		}
@@ -442,28 +400,29 @@ func (r *reader) timeBase(meta *event.Meta) {
 
 // taskEnv reads the Task Environment plane's stats: profile start and
 // stop (the first of each), the tracer levels and devprof's notes.
-func (r *reader) taskEnv(p *xplanepb.XPlane, stats map[string]*xplanepb.XStat, meta *event.Meta) {
+func (r *reader) taskEnv(p *xplane, stats map[string]*xstat, meta *event.Meta) {
 	if v, ok := wallStat(stats["profile_start_time"]); ok && v > 0 && !r.haveStart {
 		r.start, r.haveStart = v, true
 	}
 	if v, ok := wallStat(stats["profile_stop_time"]); ok && !r.haveStop {
 		r.stop, r.haveStop = v, true
 	}
-	if st := stats["profile_options"]; st != nil {
-		meta.HostTracerLevel, meta.DeviceTracerLevel = tracerLevels(st.GetBytesValue())
+	if st := stats["profile_options"]; st != nil && st.kind == statKindBytes {
+		meta.HostTracerLevel, meta.DeviceTracerLevel = tracerLevels(st.b)
 	}
 	r.taskEnvNotes(p, meta)
 }
 
 // taskEnvNotes adds devprof's notes on the Task Environment plane to
 // meta.Notes.
-func (r *reader) taskEnvNotes(p *xplanepb.XPlane, meta *event.Meta) {
-	for _, st := range p.GetStats() {
-		if statName(p, st.GetMetadataId()) != noteStat {
+func (r *reader) taskEnvNotes(p *xplane, meta *event.Meta) {
+	for i := range p.stats {
+		st := &p.stats[i]
+		if statName(p, st.metadataID) != noteStat {
 			continue
 		}
 		// A note's line has the prefix of a note or none.
-		if l := metatext.ParseLine(strStat(p, st)); l.Note != nil {
+		if l := metatext.ParseLine(r.strStat(p, st)); l.Note != nil {
 			meta.Notes = append(meta.Notes, *l.Note)
 		} else if l.Warning != nil {
 			meta.Notes = append(meta.Notes, event.Note{Text: l.Warning.Text})
@@ -482,50 +441,44 @@ func (r *reader) lineBase(ts int64) int64 {
 	return ts
 }
 
-func statsOf(p *xplanepb.XPlane) map[string]*xplanepb.XStat {
-	m := map[string]*xplanepb.XStat{}
-	for _, st := range p.GetStats() {
-		name := statName(p, st.GetMetadataId())
+// statsOf maps a plane's stats by name, the first of each name.
+func statsOf(p *xplane) map[string]*xstat {
+	m := map[string]*xstat{}
+	for i := range p.stats {
+		name := statName(p, p.stats[i].metadataID)
 		if _, dup := m[name]; !dup {
-			m[name] = st
+			m[name] = &p.stats[i]
 		}
 	}
 	return m
 }
 
 // wallStat reads a Unix-ns stat (uint64 as TSL writes it, or int64).
-func wallStat(st *xplanepb.XStat) (int64, bool) {
-	switch v := st.GetValue().(type) {
-	case *xplanepb.XStat_Uint64Value:
-		if v.Uint64Value <= math.MaxInt64 {
-			return int64(v.Uint64Value), true
-		}
-	case *xplanepb.XStat_Int64Value:
-		if v.Int64Value >= 0 {
-			return v.Int64Value, true
-		}
+// A nil stat (one statsOf did not find) has no value.
+func wallStat(st *xstat) (int64, bool) {
+	if v, ok := intStat(st); ok && v >= 0 {
+		return v, true
 	}
 	return 0, false
 }
 
-func intStat(st *xplanepb.XStat) (int64, bool) {
-	switch v := st.GetValue().(type) {
-	case *xplanepb.XStat_Int64Value:
-		return v.Int64Value, true
-	case *xplanepb.XStat_Uint64Value:
-		if v.Uint64Value <= math.MaxInt64 {
-			return int64(v.Uint64Value), true
-		}
+func intStat(st *xstat) (int64, bool) {
+	switch {
+	case st == nil:
+	case st.kind == statKindInt64:
+		return int64(st.num), true
+	case st.kind == statKindUint64 && st.num <= math.MaxInt64:
+		return int64(st.num), true
 	}
 	return 0, false
 }
 
-func strStat(p *xplanepb.XPlane, st *xplanepb.XStat) string {
-	switch v := st.GetValue().(type) {
-	case *xplanepb.XStat_StrValue:
-		return v.StrValue
-	case *xplanepb.XStat_RefValue:
-		return refName(p, v.RefValue)
+func (r *reader) strStat(p *xplane, st *xstat) string {
+	switch st.kind {
+	case statKindStr:
+		return r.xs.str(st.b)
+	case statKindRef:
+		return refName(p, st.num)
 	}
 	return ""
 }
@@ -563,18 +516,18 @@ func tracerLevels(b []byte) (host, device int) {
 	return
 }
 
-func statName(p *xplanepb.XPlane, id int64) string {
-	if md := p.GetStatMetadata()[id]; md != nil && md.GetName() != "" {
-		return md.GetName()
+func statName(p *xplane, id int64) string {
+	if name := p.statMD[id]; name != "" {
+		return name
 	}
 	return "stat_" + strconv.FormatInt(id, 10)
 }
 
 // refName resolves an interned string (ref_value).
-func refName(p *xplanepb.XPlane, id uint64) string {
+func refName(p *xplane, id uint64) string {
 	if id <= math.MaxInt64 {
-		if md := p.GetStatMetadata()[int64(id)]; md != nil {
-			return md.GetName()
+		if name, ok := p.statMD[int64(id)]; ok {
+			return name
 		}
 	}
 	return "stat_" + strconv.FormatUint(id, 10)
@@ -605,35 +558,36 @@ func ordinal(name string) (int, bool) {
 
 func isDerivedID(id int64) bool { return id >= derivedLineMin && id < derivedLineMax }
 
-func lineLabel(l *xplanepb.XLine) string {
-	if n := l.GetDisplayName(); n != "" {
-		return n
+func lineLabel(l *xline) string {
+	if l.displayName != "" {
+		return l.displayName
 	}
-	return l.GetName()
+	return l.name
 }
 
-func (r *reader) hostPlane(p *xplanepb.XPlane) {
+func (r *reader) hostPlane(p *xplane) {
 	pc := &planeCtx{p: p, events: map[int64]*eventInfo{}}
-	group, primary := p.GetName(), true
+	group, primary := p.name, true
 	if g, ok := hostGroups[group]; ok {
 		group, primary = g, false
 	}
-	for _, l := range p.GetLines() {
-		if len(l.GetEvents()) == 0 || isDerivedID(l.GetId()) {
+	for i := range p.lines {
+		l := &p.lines[i]
+		if l.events.end == l.events.start || isDerivedID(l.id) {
 			continue
 		}
-		if l.GetName() == CountersLineName {
+		if l.name == CountersLineName {
 			r.counterLine(pc, l, nil)
 			continue
 		}
-		key := hostKey{group, l.GetId()}
+		key := hostKey{group, l.id}
 		td := r.host[key]
 		name := lineLabel(l)
 		if name == "" {
-			name = "Thread " + strconv.FormatInt(l.GetId(), 10)
+			name = "Thread " + strconv.FormatInt(l.id, 10)
 		}
 		if td == nil {
-			td = &trackData{track: event.Track{Kind: event.TrackHostThread, ID: l.GetId(), Name: name}, primary: primary}
+			td = &trackData{track: event.Track{Kind: event.TrackHostThread, ID: l.id, Name: name}, primary: primary}
 			r.host[key] = td
 			r.tracks = append(r.tracks, td)
 		} else if primary && !td.primary && lineLabel(l) != "" {
@@ -645,22 +599,18 @@ func (r *reader) hostPlane(p *xplanepb.XPlane) {
 
 // deviceOf reads a device plane's identity and capabilities (the stats
 // TSL and devprof write) into a stream track template.
-func deviceOf(p *xplanepb.XPlane, dev int) event.Track {
+func (r *reader) deviceOf(p *xplane, dev int) event.Track {
 	t := event.Track{Kind: event.TrackDeviceStream, Device: dev}
 	stats := statsOf(p)
 	str := func(name string) string {
 		if st := stats[name]; st != nil {
-			return strStat(p, st)
+			return r.strStat(p, st)
 		}
 		return ""
 	}
 	num := func(name string) int64 {
-		if st := stats[name]; st != nil {
-			if v, ok := intStat(st); ok {
-				return v
-			}
-		}
-		return 0
+		v, _ := intStat(stats[name])
+		return v
 	}
 	t.DeviceName, t.UUID, t.PCIBusID = str("gpu_device_name"), str("device_uuid"), str("pci_bus_id")
 	if t.Vendor = str("device_vendor"); strings.EqualFold(t.Vendor, "nvidia") {
@@ -677,35 +627,36 @@ func deviceOf(p *xplanepb.XPlane, dev int) event.Track {
 	return t
 }
 
-func (r *reader) devicePlane(p *xplanepb.XPlane) {
+func (r *reader) devicePlane(p *xplane) {
 	pc := &planeCtx{p: p, events: map[int64]*eventInfo{}}
-	dev, ok := ordinal(p.GetName())
+	dev, ok := ordinal(p.name)
 	if !ok {
-		dev = int(max(min(p.GetId(), math.MaxInt32), math.MinInt32))
+		dev = int(max(min(p.id, math.MaxInt32), math.MinInt32))
 	}
-	device := deviceOf(p, dev)
-	derived := func(l *xplanepb.XLine) bool {
-		return isDerivedID(l.GetId()) || derivedLines[l.GetName()] ||
-			strings.HasPrefix(l.GetName(), "Framework Ops - from") ||
-			strings.HasPrefix(l.GetName(), "Framework Name Scope - from")
+	device := r.deviceOf(p, dev)
+	derived := func(l *xline) bool {
+		return isDerivedID(l.id) || derivedLines[l.name] ||
+			strings.HasPrefix(l.name, "Framework Ops - from") ||
+			strings.HasPrefix(l.name, "Framework Name Scope - from")
 	}
 	// Derived lines duplicate stream lines; a plane that has only such
 	// lines (TPU planes record their ops there) keeps them.
 	skipDerived := false
-	for _, l := range p.GetLines() {
-		if len(l.GetEvents()) > 0 && !derived(l) && l.GetName() != CountersLineName {
+	for i := range p.lines {
+		if l := &p.lines[i]; l.events.end > l.events.start && !derived(l) && l.name != CountersLineName {
 			skipDerived = true
 			break
 		}
 	}
 	byID := map[int64]*trackData{}
-	for _, l := range p.GetLines() {
-		if len(l.GetEvents()) == 0 {
+	for i := range p.lines {
+		l := &p.lines[i]
+		if l.events.end == l.events.start {
 			continue
 		}
 		// A device's counters line may use a derived-line id (devprof's
 		// does, so that xprof's step analysis leaves it alone).
-		if l.GetName() == CountersLineName {
+		if l.name == CountersLineName {
 			dev := device
 			dev.Kind = event.TrackDevice
 			r.counterLine(pc, l, &dev)
@@ -714,16 +665,16 @@ func (r *reader) devicePlane(p *xplanepb.XPlane) {
 		if skipDerived && derived(l) {
 			continue
 		}
-		td := byID[l.GetId()]
+		td := byID[l.id]
 		if td == nil {
 			name := lineLabel(l)
 			if name == "" {
-				name = "Stream #" + strconv.FormatInt(l.GetId(), 10)
+				name = "Stream #" + strconv.FormatInt(l.id, 10)
 			}
 			tr := device
-			tr.ID, tr.Name = l.GetId(), name
+			tr.ID, tr.Name = l.id, name
 			td = &trackData{device: true, track: tr}
-			byID[l.GetId()] = td
+			byID[l.id] = td
 			r.tracks = append(r.tracks, td)
 		}
 		r.lineEvents(pc, l, td)
@@ -732,12 +683,12 @@ func (r *reader) devicePlane(p *xplanepb.XPlane) {
 
 // eventTimes returns an event's start and end in ns from the profile
 // start, and false for an aggregated event (no start time).
-func (r *reader) eventTimes(base int64, e *xplanepb.XEvent) (start, end int64, ok bool) {
-	if _, agg := e.GetData().(*xplanepb.XEvent_NumOccurrences); agg {
+func (r *reader) eventTimes(base int64, e *xevent) (start, end int64, ok bool) {
+	if e.aggregated {
 		r.aggregated++
 		return 0, 0, false
 	}
-	off, dur := e.GetOffsetPs(), e.GetDurationPs()
+	off, dur := e.offsetPS, e.durationPS
 	if dur < 0 {
 		r.negative++
 		dur = 0
@@ -748,47 +699,58 @@ func (r *reader) eventTimes(base int64, e *xplanepb.XEvent) (start, end int64, o
 	return start, end, true
 }
 
-func (r *reader) lineEvents(pc *planeCtx, l *xplanepb.XLine, td *trackData) {
-	base := r.lineBase(l.GetTimestampNs())
-	for _, e := range l.GetEvents() {
+func (r *reader) lineEvents(pc *planeCtx, l *xline, td *trackData) {
+	base := r.lineBase(l.timestampNS)
+	events := r.xs.eventsOf(l)
+	// The line's events and their stats are each one run: room for them
+	// at once, rather than by doubling.
+	td.events = slices.Grow(td.events, len(events))
+	td.args = slices.Grow(td.args, events[len(events)-1].stats.end-events[0].stats.start)
+	for i := range events {
+		e := &events[i]
 		start, end, ok := r.eventTimes(base, e)
 		if !ok {
 			continue
 		}
-		info := r.eventInfo(pc, e.GetMetadataId())
-		args := slices.Clip(info.args)
-		for _, st := range e.GetStats() {
-			if a, ok := statArg(pc.p, st); ok {
+		info := r.eventInfo(pc, e.metadataID)
+		args := append(r.args[:0], info.args...)
+		for _, st := range r.xs.statsIn(e.stats) {
+			if a, ok := r.statArg(pc.p, &st); ok {
 				args = append(args, a)
 			}
 		}
+		r.args = args
 		ev := pending{name: info.name, start: start, end: end, span: td.device || end > start}
-		ev.args = special(args, &ev, !td.device)
+		ev.args.start = len(td.args)
+		td.args = special(td.args, args, &ev, !td.device)
+		ev.args.end = len(td.args)
 		td.events = append(td.events, ev)
 	}
 }
 
 // counterLine reads a _counters_ line: the host's, or with device set,
 // the counters of that device.
-func (r *reader) counterLine(pc *planeCtx, l *xplanepb.XLine, device *event.Track) {
-	base := r.lineBase(l.GetTimestampNs())
-	for _, e := range l.GetEvents() {
+func (r *reader) counterLine(pc *planeCtx, l *xline, device *event.Track) {
+	base := r.lineBase(l.timestampNS)
+	events := r.xs.eventsOf(l)
+	for i := range events {
+		e := &events[i]
 		t, _, ok := r.eventTimes(base, e)
 		if !ok {
 			continue
 		}
-		info := r.eventInfo(pc, e.GetMetadataId())
+		info := r.eventInfo(pc, e.metadataID)
 		v, found := 0.0, false
 		for _, a := range info.args {
 			if v, found = numeric(a); found {
 				break
 			}
 		}
-		for _, st := range e.GetStats() {
+		for _, st := range r.xs.statsIn(e.stats) {
 			if found {
 				break
 			}
-			if a, ok := statArg(pc.p, st); ok {
+			if a, ok := r.statArg(pc.p, &st); ok {
 				v, found = numeric(a)
 			}
 		}
@@ -823,18 +785,18 @@ func (r *reader) eventInfo(pc *planeCtx, id int64) *eventInfo {
 		return info
 	}
 	info := &eventInfo{}
-	md := pc.p.GetEventMetadata()[id]
-	if md == nil {
+	md, ok := pc.p.eventMD[id]
+	if !ok {
 		r.badMeta++
 		info.name = "event_" + strconv.FormatInt(id, 10)
 	} else {
-		name := md.GetDisplayName()
-		if name == "" {
-			name = md.GetName()
+		name := md.displayName
+		if len(name) == 0 {
+			name = md.name
 		}
-		info.name, info.args = parseTraceMe(name)
-		for _, st := range md.GetStats() {
-			if a, ok := statArg(pc.p, st); ok {
+		info.name, info.args = parseTraceMe(r.xs.str(name))
+		for _, st := range r.xs.statsIn(md.stats) {
+			if a, ok := r.statArg(pc.p, &st); ok {
 				info.args = append(info.args, a)
 			}
 		}
@@ -844,19 +806,19 @@ func (r *reader) eventInfo(pc *planeCtx, id int64) *eventInfo {
 }
 
 // statArg converts a stat to an argument; bytes and empty values give false.
-func statArg(p *xplanepb.XPlane, st *xplanepb.XStat) (event.Arg, bool) {
-	a := event.Arg{Key: statName(p, st.GetMetadataId())}
-	switch v := st.GetValue().(type) {
-	case *xplanepb.XStat_Int64Value:
-		a.Kind, a.Num = event.ArgInt, uint64(v.Int64Value)
-	case *xplanepb.XStat_Uint64Value:
-		a.Kind, a.Num = event.ArgUint, v.Uint64Value
-	case *xplanepb.XStat_DoubleValue:
-		a.Kind, a.Num = event.ArgFloat, math.Float64bits(v.DoubleValue)
-	case *xplanepb.XStat_StrValue:
-		a.Kind, a.Str = event.ArgString, v.StrValue
-	case *xplanepb.XStat_RefValue:
-		a.Kind, a.Str = event.ArgString, refName(p, v.RefValue)
+func (r *reader) statArg(p *xplane, st *xstat) (event.Arg, bool) {
+	a := event.Arg{Key: statName(p, st.metadataID)}
+	switch st.kind {
+	case statKindInt64:
+		a.Kind, a.Num = event.ArgInt, st.num
+	case statKindUint64:
+		a.Kind, a.Num = event.ArgUint, st.num
+	case statKindDouble:
+		a.Kind, a.Num = event.ArgFloat, st.num
+	case statKindStr:
+		a.Kind, a.Str = event.ArgString, r.xs.str(st.b)
+	case statKindRef:
+		a.Kind, a.Str = event.ArgString, refName(p, st.num)
 	default:
 		return a, false
 	}
@@ -866,21 +828,21 @@ func statArg(p *xplanepb.XPlane, st *xplanepb.XStat) (event.Arg, bool) {
 // special interprets the stats with a meaning in devprof's model: on host
 // events _r (with step_num or iter_num) makes a step and devprof's
 // unfinished=1 an unfinished span; correlation_id becomes a flow. It
-// returns the remaining arguments.
-func special(args []event.Arg, ev *pending, host bool) []event.Arg {
+// appends the remaining arguments to dst.
+func special(dst, args []event.Arg, ev *pending, host bool) []event.Arg {
 	step := host && slices.ContainsFunc(args, func(a event.Arg) bool { return a.Key == "_r" })
 	if step {
 		ev.step, ev.span = true, true
 		ev.stepNum = stepNumOf(args)
 	}
-	out := args[:0:0]
-	var flows []uint64
+	out := dst
 	for _, a := range args {
 		switch {
 		case a.Key == "correlation_id" && (a.Kind == event.ArgInt || a.Kind == event.ArgUint):
-			if !slices.Contains(flows, a.Num) {
-				flows = append(flows, a.Num)
-				out = append(out, event.Arg{Kind: event.ArgFlow, Num: a.Num})
+			// Stats never read as flows, so the flows out holds are these.
+			flow := event.Arg{Kind: event.ArgFlow, Num: a.Num}
+			if !slices.Contains(out[len(dst):], flow) {
+				out = append(out, flow)
 			}
 		case step && (a.Key == "_r" || a.Key == "step_num"):
 		case host && ev.span && a.Key == "unfinished" && a.Kind == event.ArgInt && a.Num == 1:
@@ -938,8 +900,8 @@ func stepNumber(a event.Arg) (int64, bool) {
 // and memcpy_details mark a kernel and a copy, and are left out (with a
 // kernel's theoretical_occupancy_pct) where the neutral arguments they are
 // derived from are there (the writer derives them again); a file with the
-// summary alone keeps it.
-func neutralDevice(args []event.Arg) (event.ActivityKind, []event.Arg) {
+// summary alone keeps it. The arguments are appended to dst.
+func neutralDevice(dst, args []event.Arg) (event.ActivityKind, []event.Arg) {
 	kind := event.ActivityUnknown
 	var neutralKernel, neutralCopy bool
 	for _, a := range args {
@@ -952,7 +914,7 @@ func neutralDevice(args []event.Arg) (event.ActivityKind, []event.Arg) {
 			neutralCopy = neutralCopy || a.Key == event.ArgCopyKind
 		}
 	}
-	out := args[:0:0]
+	out := dst
 	for _, a := range args {
 		switch {
 		case a.Key == "tf_op":
@@ -980,7 +942,9 @@ func (r *reader) build(b *event.Builder, td *trackData) {
 	})
 	if td.device {
 		for i := range ev {
-			kind, args := neutralDevice(ev[i].args)
+			// The builder copies the arguments; the scratch is reused.
+			kind, args := neutralDevice(r.devArgs[:0], td.argsOf(&ev[i]))
+			r.devArgs = args
 			b.ActivityOf(kind, id, ev[i].name, ev[i].start, ev[i].end, args)
 		}
 		return
@@ -1003,11 +967,11 @@ func (r *reader) build(b *event.Builder, td *trackData) {
 			}
 		}
 		if !e.span {
-			b.Instant(e.name, e.start, id, parent, e.args)
+			b.Instant(e.name, e.start, id, parent, td.argsOf(e))
 			continue
 		}
 		sid := b.Span(event.Span{Name: e.name, Start: e.start, End: e.end, Parent: parent, Track: id,
-			Args: e.args, Step: e.step, StepNum: e.stepNum, Unfinished: e.unfinished})
+			Args: td.argsOf(e), Step: e.step, StepNum: e.stepNum, Unfinished: e.unfinished})
 		stack = append(stack, open{end: e.end, id: sid})
 	}
 }
