@@ -23,10 +23,19 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// A file the Perfetto UI cannot open would be served, opened and fail
-	// there, using up the link; say so here instead. A file Detect cannot
-	// place is left to perfettolink, which explains missing and empty files.
-	if f, err := formats.Detect(path); err == nil && !f.PerfettoUI {
+	if path, err = inputFile("serve", path, stderr); err != nil {
+		return err
+	}
+	// A file that is not a trace would be served, opened and fail in the
+	// UI, using up the link; reading it here says what is wrong instead.
+	f, err := formats.Detect(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.ReadFile(path); err != nil {
+		return err
+	}
+	if !f.PerfettoUI {
 		return fmt.Errorf("%s is a %s, which ui.perfetto.dev does not open; convert it first: devprof convert %s %s", path, f.Display, path, renamed(path, f, formats.Perfetto))
 	}
 	return serve(path, *timeout, stdout)

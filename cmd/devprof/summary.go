@@ -24,6 +24,9 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if path, err = inputFile("summary", path, stderr); err != nil {
+		return err
+	}
 	s, f, err := formats.Read(path)
 	if err != nil {
 		return err
