@@ -34,7 +34,7 @@ var commands []command
 func init() {
 	commands = []command{
 		{"demo", "[-logdir DIR] [-steps N] [-workers N] [-link]", "train a small MLP in Go under a trace session and write its trace", runDemo},
-		{"serve", "[-timeout D] FILE", "serve a trace file once to ui.perfetto.dev (one-shot link)", runServe},
+		{"serve", "[-timeout D] FILE", "serve a trace once to ui.perfetto.dev (one-shot link); .xplane.pb and Chrome JSON are converted to Perfetto first", runServe},
 		{"summary", "[-top N] [-sort KEY] FILE", "print the top spans of a trace (.pftrace, .xplane.pb or .json) by total and self time", runSummary},
 		{"convert", "IN OUT", "convert between .xplane.pb (TensorBoard, JAX, TensorFlow), .pftrace(.gz) (Perfetto) and .json(.gz) (Chrome)", runConvert},
 	}
