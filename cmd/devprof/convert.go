@@ -42,12 +42,12 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if progress {
-		fmt.Fprintf(stderr, "devprof convert: read %d events (%s) in %v; writing %s…\n", len(s.Events), inFmt.Display, time.Since(start).Round(time.Millisecond), out)
+		fmt.Fprintf(stderr, "devprof convert: read %s (%s) in %v; writing %s…\n", plural(int64(len(s.Events)), "event"), inFmt.Display, time.Since(start).Round(time.Millisecond), out)
 	}
 	if err := formats.WriteFile(out, outFmt, s); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s (%s, %d events) → %s (%s) in %v\n", in, inFmt.Display, len(s.Events), out, outFmt.Display, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "%s (%s, %s) → %s (%s) in %v\n", in, inFmt.Display, plural(int64(len(s.Events)), "event"), out, outFmt.Display, time.Since(start).Round(time.Millisecond))
 	for _, w := range s.Meta.Warnings {
 		fmt.Fprintf(stderr, "devprof convert: note: %s\n", w.Text)
 	}
