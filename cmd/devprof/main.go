@@ -58,6 +58,7 @@ func init() {
 // by devprof -h (a test checks the list against the tree).
 var envVars = []struct{ name, doc string }{
 	{"DEVPROF_DISABLE", "any value but 0 or false turns every trace session into a no-op"},
+	{"DEVPROF_DEVICE_TRACER", "off turns the device tracer (CUPTI, and NVML metrics in auto mode) off, as DeviceTracerLevel: trace.Off"},
 	{"DEVPROF_CUPTI_LIB", "the libcupti to load (a path or soname), instead of searching for one"},
 	{"DEVPROF_VERBOSE", "1 lists every place searched for libcupti when none is found"},
 	{"DEVPROF_CLOCK", "mono uses the monotonic clock instead of the CPU's time-stamp counter"},
