@@ -153,7 +153,7 @@ func (e *LoadError) Error() string {
 		fmt.Fprintf(&b, "\n  %s: %s", a.Place, a.Reason)
 	}
 	if e.Explicit {
-		b.WriteString("\nfix the path in Options.Library / DEVPROF_CUPTI_LIB, or unset it to search the usual places")
+		b.WriteString("\nfix the path in DEVPROF_CUPTI_LIB (or trace.Options.GPU.Library, advanced key cupti_library; cuptiwrap.Options.Library), or unset it to search the usual places")
 	} else {
 		b.WriteString("\ninstall CUPTI (Debian: libcupti11.8 from non-free, e.g. scripts/cupti-deps; " +
 			"NVIDIA's CUDA toolkit: the cuda-cupti package; pip: nvidia-cuda-cupti-cu12), " +

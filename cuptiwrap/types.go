@@ -48,7 +48,7 @@ func (o Options) withDefaults() (Options, error) {
 	case o.BufferSize == 0:
 		o.BufferSize = DefaultBufferSize
 	case o.BufferSize < MinBufferSize || o.BufferSize > MaxBufferSize:
-		return o, fmt.Errorf("cuptiwrap: Options.BufferSize %d out of range: use 0 (default %d) or %d..%d bytes",
+		return o, fmt.Errorf("cuptiwrap: cuptiwrap.Options.BufferSize %d out of range: use 0 (default %d) or %d..%d bytes",
 			o.BufferSize, DefaultBufferSize, MinBufferSize, MaxBufferSize)
 	}
 	o.BufferSize = (o.BufferSize + 7) &^ 7
@@ -56,7 +56,7 @@ func (o Options) withDefaults() (Options, error) {
 	case o.MaxBuffers == 0:
 		o.MaxBuffers = DefaultMaxBuffers
 	case o.MaxBuffers < 1 || o.MaxBuffers > MaxMaxBuffers:
-		return o, fmt.Errorf("cuptiwrap: Options.MaxBuffers %d out of range: use 0 (default %d) or 1..%d",
+		return o, fmt.Errorf("cuptiwrap: cuptiwrap.Options.MaxBuffers %d out of range: use 0 (default %d) or 1..%d",
 			o.MaxBuffers, DefaultMaxBuffers, MaxMaxBuffers)
 	}
 	if o.FlushPeriod == 0 {
@@ -67,7 +67,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.FlushPeriod = time.Millisecond
 	}
 	if o.MaxRecords < 0 {
-		return o, fmt.Errorf("cuptiwrap: Options.MaxRecords %d is negative: use 0 for no bound", o.MaxRecords)
+		return o, fmt.Errorf("cuptiwrap: cuptiwrap.Options.MaxRecords %d is negative: use 0 for no bound", o.MaxRecords)
 	}
 	return o, nil
 }

@@ -3,6 +3,7 @@ package trace
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -11,6 +12,13 @@ import (
 	cupti "github.com/devprof/devprof/sources/cupti"
 	"github.com/devprof/devprof/sources/nvml"
 )
+
+// EnvDeviceTracer names the environment variable that turns the device
+// tracer off without a change to the program: DEVPROF_DEVICE_TRACER=off
+// (or 0, false) acts as DeviceTracerLevel: Off for every session; on (or
+// 1, true, or unset) keeps what the options say. Any other value makes
+// sessions fail to start.
+const EnvDeviceTracer = "DEVPROF_DEVICE_TRACER"
 
 // Off disables a tracer when given as HostTracerLevel or DeviceTracerLevel.
 const Off = -1
@@ -154,9 +162,9 @@ func clampInt(v int64) int64 { return min(max(v, -1), 1<<40) }
 func millis(v int64) time.Duration { return time.Duration(clampInt(v)) * time.Millisecond }
 
 var advancedKeys = []advancedKey{
-	stringKey("override_hostname", "host name used in output file names and shown in the outputs (Options.Hostname)",
+	stringKey("override_hostname", "host name used in output file names and shown in the outputs (trace.Options.Hostname)",
 		func(o *Options, v string) error { o.Hostname = v; return nil }),
-	stringKey("session_id", "name of the run directory under <logdir>/plugins/profile (Options.SessionID)",
+	stringKey("session_id", "name of the run directory under <logdir>/plugins/profile (trace.Options.SessionID)",
 		func(o *Options, v string) error {
 			if v == "" {
 				return fmt.Errorf("advanced configuration key %q: %q is not a valid directory name", "session_id", v)
@@ -164,23 +172,23 @@ var advancedKeys = []advancedKey{
 			o.SessionID = v
 			return nil
 		}),
-	stringKey("program_name", "process name shown in the outputs (Options.ProgramName)",
+	stringKey("program_name", "process name shown in the outputs (trace.Options.ProgramName)",
 		func(o *Options, v string) error { o.ProgramName = v; return nil }),
-	stringKey("cupti_library", "libcupti to load for GPU tracing, a path or soname (Options.GPU.Library; default: $DEVPROF_CUPTI_LIB, else a search of the CUDA 13/12/11 sonames and toolkit directories)",
+	stringKey("cupti_library", "libcupti to load for GPU tracing, a path or soname (trace.Options.GPU.Library; default: $DEVPROF_CUPTI_LIB, else a search of the CUDA 13/12/11 sonames and toolkit directories)",
 		func(o *Options, v string) error { o.GPU.Library = v; return nil }),
-	intKey("gpu_max_activity_api_events", "most CUPTI activity records kept; later ones are counted as dropped (Options.GPU.MaxRecords; default: max_events)",
+	intKey("gpu_max_activity_api_events", "most CUPTI activity records kept; later ones are counted as dropped (trace.Options.GPU.MaxRecords; default: max_events)",
 		func(o *Options, v int64) { o.GPU.MaxRecords = v }),
-	intKey("gpu_buffer_size", "bytes per CUPTI activity buffer, 65536..268435456 (Options.GPU.BufferSize; default 4 MiB)",
+	intKey("gpu_buffer_size", "bytes per CUPTI activity buffer, 65536..268435456 (trace.Options.GPU.BufferSize; default 4 MiB)",
 		func(o *Options, v int64) { o.GPU.BufferSize = int(clampInt(v)) }),
-	intKey("gpu_max_buffers", "most CUPTI activity buffers at once; when all are full CUPTI drops records (Options.GPU.MaxBuffers; default 32)",
+	intKey("gpu_max_buffers", "most CUPTI activity buffers at once; when all are full CUPTI drops records (trace.Options.GPU.MaxBuffers; default 32)",
 		func(o *Options, v int64) { o.GPU.MaxBuffers = int(clampInt(v)) }),
-	intKey("gpu_flush_period_ms", "how often CUPTI hands over completed buffers, in ms (Options.GPU.FlushPeriod; default 1000; 0 keeps the default)",
+	intKey("gpu_flush_period_ms", "how often CUPTI hands over completed buffers, in ms (trace.Options.GPU.FlushPeriod; default 1000; 0 keeps the default)",
 		func(o *Options, v int64) { o.GPU.FlushPeriod = millis(v) }),
-	stringKey("gpu_metrics", "when to sample GPU metrics through NVML: auto (while the device tracer runs), on, off (Options.GPUMetrics.Mode; default auto)",
+	stringKey("gpu_metrics", "when to sample GPU metrics through NVML: auto (while the device tracer runs), on, off (trace.Options.GPUMetrics.Mode; default auto)",
 		func(o *Options, v string) (err error) { o.GPUMetrics.Mode, err = nvml.ParseMode(v); return err }),
-	intKey("gpu_metrics_period_ms", "GPU metrics sampling period in ms, 10..60000 (Options.GPUMetrics.Period; default 100)",
+	intKey("gpu_metrics_period_ms", "GPU metrics sampling period in ms, 10..60000 (trace.Options.GPUMetrics.Period; default 100)",
 		func(o *Options, v int64) { o.GPUMetrics.Period = millis(v) }),
-	boolKey("gpu_metrics_pcie", "also sample PCIe throughput; each query blocks ~20 ms, so on a goroutine of its own (Options.GPUMetrics.PCIe; default false)",
+	boolKey("gpu_metrics_pcie", "also sample PCIe throughput; each query blocks ~20 ms, so on a goroutine of its own (trace.Options.GPUMetrics.PCIe; default false)",
 		func(o *Options, v bool) { o.GPUMetrics.PCIe = v }),
 }
 
@@ -243,6 +251,15 @@ func (o *Options) resolve() (config, error) {
 	case 0, 1:
 	default:
 		return c, fmt.Errorf("DeviceTracerLevel %d out of range: want 1, 0 for the default or trace.Off", o.DeviceTracerLevel)
+	}
+	// The environment can turn the device tracer off without a change to
+	// the program (a shared GPU another profiler holds, a CPU-only run).
+	switch v := strings.ToLower(strings.TrimSpace(os.Getenv(EnvDeviceTracer))); v {
+	case "", "on", "1", "true":
+	case "off", "0", "false":
+		c.deviceLevel = 0
+	default:
+		return c, fmt.Errorf("%s=%q: want off (or on, which keeps the options' choice)", EnvDeviceTracer, v)
 	}
 	switch {
 	case o.MaxEvents < 0:

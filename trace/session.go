@@ -15,14 +15,18 @@
 //	stop := trace.Start("/tmp/prof")
 //	defer stop()
 //
-// Only one session runs at a time. Setting DEVPROF_DISABLE=1 in the
-// environment turns every session into a no-op.
+// Only one session runs at a time. Two environment variables change
+// sessions without a change to the program: DEVPROF_DISABLE=1 turns every
+// session into a no-op, and DEVPROF_DEVICE_TRACER=off turns the device
+// tracer (CUPTI, and NVML's GPU metrics in their default auto mode) off,
+// as DeviceTracerLevel: Off does.
 package trace
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,8 +74,10 @@ var running sync.Mutex // serialises Start against Stop of the running session's
 var current *Session
 
 // Start starts a session writing into logdir with default options and
-// returns the function that stops it. Errors are reported on standard
-// error; use StartSession to handle them yourself.
+// returns the function that stops it, which prints on standard error
+// where the files went and the commands that open them (devprof serve,
+// tensorboard --logdir). Errors are reported on standard error too; use
+// StartSession to handle them yourself.
 func Start(logdir string) (stop func()) {
 	s, err := StartSession(logdir, nil)
 	if err != nil {
@@ -82,10 +88,37 @@ func Start(logdir string) (stop func()) {
 		if err := s.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "devprof: %v\n", err)
 		}
-		if s.out.Perfetto != "" {
-			fmt.Fprintf(os.Stderr, "devprof: wrote %s (%d events, %d dropped)\n", s.out.Perfetto, s.out.Events, s.out.Dropped)
-		}
+		printOutputs(os.Stderr, logdir, s.out)
 	}
+}
+
+// printOutputs says where a stopped session's files went and how to look
+// at each, as JAX prints its link: a user of Start sees nothing else.
+func printOutputs(w io.Writer, logdir string, out Outputs) {
+	if out.RunDir == "" {
+		return // disabled, or nothing written (Stop's error says why)
+	}
+	fmt.Fprintf(w, "devprof: wrote %d events (%d dropped) to %s\n", out.Events, out.Dropped, out.RunDir)
+	if out.Perfetto != "" {
+		fmt.Fprintf(w, "devprof:   Perfetto:    devprof serve %s   (or drag it onto https://ui.perfetto.dev)\n", shellQuote(out.Perfetto))
+	}
+	if out.XPlane != "" {
+		fmt.Fprintf(w, "devprof:   TensorBoard: tensorboard --logdir %s   (or xprof --logdir %s)\n", shellQuote(logdir), shellQuote(logdir))
+	}
+	if out.Chrome != "" {
+		fmt.Fprintf(w, "devprof:   Chrome JSON: %s   (chrome://tracing, ui.perfetto.dev)\n", out.Chrome)
+	}
+	if out.Perfetto != "" || out.XPlane != "" {
+		fmt.Fprintf(w, "devprof:   in a terminal: devprof summary %s   (go install github.com/devprof/devprof/cmd/devprof@latest)\n", shellQuote(logdir))
+	}
+}
+
+// shellQuote quotes p for pasting into a POSIX shell when it needs it.
+func shellQuote(p string) string {
+	if p != "" && strings.Trim(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-:+,=@") == "" {
+		return p
+	}
+	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 }
 
 // StartSession starts a session writing into logdir. opts may be nil for

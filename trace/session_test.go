@@ -394,6 +394,12 @@ func TestPanicLeavesReadableTrace(t *testing.T) {
 		}
 	}
 	checkReadable(t, files[0], map[string]bool{"doomed": true, "inner": false})
+	// Start's stop says where the files went and how to open them.
+	for _, want := range []string{"devprof: wrote ", " to " + filepath.Dir(files[0]) + "\n", "devprof serve " + files[0], "tensorboard --logdir " + dir, "xprof --logdir " + dir, "devprof summary " + dir} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("stop's message lacks %q:\n%s", want, out)
+		}
+	}
 }
 
 // Typed options and advanced keys are one setting: the typed form works

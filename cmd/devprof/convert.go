@@ -23,23 +23,31 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// Detect refuses an empty or unplaceable input before the progress
-	// line, so a refusal is one line.
+	if in, err = inputFile("convert", in, stderr); err != nil {
+		return err
+	}
 	inFmt, err := formats.Detect(in)
 	if err != nil {
 		return err
 	}
+	// Progress lines only on a terminal: in a pipe or a log they would
+	// make a refusal of a bad input more than its one line.
+	progress := isTerminal(stderr)
 	start := time.Now()
-	fmt.Fprintf(stderr, "devprof convert: reading %s…\n", in)
+	if progress {
+		fmt.Fprintf(stderr, "devprof convert: reading %s…\n", in)
+	}
 	s, err := inFmt.ReadFile(in)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "devprof convert: read %d events (%s) in %v; writing %s…\n", len(s.Events), inFmt.Display, time.Since(start).Round(time.Millisecond), out)
+	if progress {
+		fmt.Fprintf(stderr, "devprof convert: read %s (%s) in %v; writing %s…\n", plural(int64(len(s.Events)), "event"), inFmt.Display, time.Since(start).Round(time.Millisecond), out)
+	}
 	if err := formats.WriteFile(out, outFmt, s); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s (%s, %d events) → %s (%s) in %v\n", in, inFmt.Display, len(s.Events), out, outFmt.Display, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "%s (%s, %s) → %s (%s) in %v\n", in, inFmt.Display, plural(int64(len(s.Events)), "event"), out, outFmt.Display, time.Since(start).Round(time.Millisecond))
 	for _, w := range s.Meta.Warnings {
 		fmt.Fprintf(stderr, "devprof convert: note: %s\n", w.Text)
 	}

@@ -24,6 +24,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() != 0 {
+		fmt.Fprintf(stderr, "devprof demo: takes no arguments, got %q\n", fs.Args())
 		fs.Usage()
 		return errUsage
 	}
@@ -61,7 +62,7 @@ func demo(ctx context.Context, logdir string, cfg mlpdemo.Config, chromeJSON boo
 }
 
 func printOpenHints(w io.Writer, out trace.Outputs) {
-	fmt.Fprintf(w, "\nWrote %d events (%d dropped) to %s\n", out.Events, out.Dropped, out.RunDir)
+	fmt.Fprintf(w, "\nWrote %s (%d dropped) to %s\n", plural(int64(out.Events), "event"), out.Dropped, out.RunDir)
 	if out.Perfetto != "" {
 		fmt.Fprintf(w, "  Perfetto trace:   %s\n", out.Perfetto)
 	}

@@ -6,12 +6,16 @@
 //
 // Usage:
 //
-//	devprof demo [-logdir DIR] [-steps N] [-workers N] [-link]
+//	devprof demo [-logdir DIR] [-steps N] [-workers N] [-link] [-chrome=false]
 //	devprof serve [-timeout D] FILE
-//	devprof summary [-top N] [-sort total|self|count|mean|name] FILE
+//	devprof summary [-top N] [-sort KEY] [-json] FILE
 //	devprof convert IN OUT
+//	devprof version
 //
-// Run `devprof <command> -h` for the flags of a command.
+// Flags may come before or after the file arguments, as with the go
+// command. Run `devprof <command> -h` for the flags of a command and an
+// example, and `devprof -h` for the environment variables devprof reads.
+// Exit status: 0 done, 1 failed, 2 usage error.
 package main
 
 import (
@@ -20,10 +24,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
 )
 
 type command struct {
 	name, args, short string
+	example           string // one command line, shown by -h
 	run               func(args []string, stdout, stderr io.Writer) error
 }
 
@@ -33,11 +41,27 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"demo", "[-logdir DIR] [-steps N] [-workers N] [-link]", "train a small MLP in Go under a trace session and write its trace", runDemo},
-		{"serve", "[-timeout D] FILE", "serve a trace file once to ui.perfetto.dev (one-shot link)", runServe},
-		{"summary", "[-top N] [-sort KEY] FILE", "print the top spans of a trace (.pftrace, .xplane.pb or .json) by total and self time", runSummary},
-		{"convert", "IN OUT", "convert between .xplane.pb (TensorBoard, JAX, TensorFlow), .pftrace(.gz) (Perfetto) and .json(.gz) (Chrome)", runConvert},
+		{"demo", "[-logdir DIR] [-steps N] [-workers N] [-link] [-chrome=false]", "train a small MLP in Go under a trace session and write its trace",
+			"devprof demo -steps 100 -link", runDemo},
+		{"serve", "[-timeout D] FILE", "serve a trace once to ui.perfetto.dev (one-shot link); .xplane.pb and Chrome JSON are converted to Perfetto first",
+			"devprof serve /tmp/prof/plugins/profile/2025_01_02_03_04_05/host.pftrace", runServe},
+		{"summary", "[-top N] [-sort KEY] [-json] FILE", "print the top spans of a trace (.pftrace, .xplane.pb or .json) by total and self time",
+			"devprof summary /tmp/prof -top 5 -sort self", runSummary},
+		{"convert", "IN OUT", "convert between .xplane.pb (TensorBoard, JAX, TensorFlow), .pftrace(.gz) (Perfetto) and .json(.gz) (Chrome)",
+			"devprof convert jax-host.xplane.pb jax.pftrace", runConvert},
+		{"version", "", "print devprof's version (the module version it was built at)",
+			"devprof version", runVersion},
 	}
+}
+
+// envVars are the environment variables devprof's packages read, listed
+// by devprof -h (a test checks the list against the tree).
+var envVars = []struct{ name, doc string }{
+	{"DEVPROF_DISABLE", "any value but 0 or false turns every trace session into a no-op"},
+	{"DEVPROF_DEVICE_TRACER", "off turns the device tracer (CUPTI, and NVML metrics in auto mode) off, as DeviceTracerLevel: trace.Off"},
+	{"DEVPROF_CUPTI_LIB", "the libcupti to load (a path or soname), instead of searching for one"},
+	{"DEVPROF_VERBOSE", "1 lists every place searched for libcupti when none is found"},
+	{"DEVPROF_CLOCK", "mono uses the monotonic clock instead of the CPU's time-stamp counter"},
 }
 
 func main() {
@@ -48,12 +72,19 @@ func main() {
 var errUsage = errors.New("usage")
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return 2
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		if len(args) > 1 { // devprof help CMD, as go help CMD
+			return run([]string{args[1], "-h"}, stdout, stderr)
 		}
+		usage(stdout)
 		return 0
+	case "-version", "--version":
+		args[0] = "version"
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
@@ -78,9 +109,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "devprof records traces of Go programs for Perfetto and TensorBoard.\n\nUsage:\n\n")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  devprof %s %s\n        %s\n", c.name, c.args, c.short)
+		fmt.Fprintf(w, "  devprof %s\n        %s\n", strings.TrimSpace(c.name+" "+c.args), c.short)
 	}
-	fmt.Fprintf(w, "\nRun 'devprof <command> -h' for a command's flags.\n")
+	fmt.Fprintf(w, "\nFlags may come before or after file arguments. Run 'devprof <command> -h' for a command's flags and an example.\n")
+	fmt.Fprintf(w, "Exit status: 0 done, 1 failed, 2 usage error.\n\nEnvironment (read by programs using package trace, and by devprof demo):\n\n")
+	for _, e := range envVars {
+		fmt.Fprintf(w, "  %s\n        %s\n", e.name, e.doc)
+	}
 }
 
 // newFlags returns a FlagSet for a subcommand that prints its usage on -h
@@ -91,24 +126,46 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	for _, c := range commands {
 		if c.name == name {
 			fs.Usage = func() {
-				fmt.Fprintf(stderr, "Usage: devprof %s %s\n\n%s.\n\nFlags:\n", c.name, c.args, upperFirst(c.short))
-				fs.PrintDefaults()
+				fmt.Fprintf(stderr, "Usage: devprof %s\n\n%s.\n", strings.TrimSpace(c.name+" "+c.args), upperFirst(c.short))
+				hasFlags := false
+				fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+				if hasFlags { // no heading over nothing
+					fmt.Fprintf(stderr, "\nFlags (before or after the arguments):\n")
+					fs.PrintDefaults()
+				}
+				fmt.Fprintf(stderr, "\nExample:\n  %s\n", c.example)
 			}
 		}
 	}
 	return fs
 }
 
-// parse parses flags, mapping flag errors to errUsage (the flag package
-// already printed them).
+// parse parses flags wherever they are among the arguments, as the go
+// command and most CLIs do (devprof summary run.pftrace -top 5), leaving
+// the rest as fs.Args(); "--" ends the flags. Flag errors map to errUsage
+// (the flag package already printed them).
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return errUsage
 		}
-		return errUsage
+		rest := fs.Args()
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		if len(rest) == 0 {
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
 	}
-	return nil
+	// Parsing "--" alone sets fs.Args() to the positional arguments and
+	// leaves the flags as set.
+	return fs.Parse(append([]string{"--"}, pos...))
 }
 
 func upperFirst(s string) string {
@@ -126,4 +183,44 @@ func oneFile(fs *flag.FlagSet) (string, error) {
 		return "", errUsage
 	}
 	return fs.Arg(0), nil
+}
+
+// plural formats n things: "1 event", "2 events".
+func plural(n int64, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// runVersion prints the module version devprof was built at: a tag for
+// go install ...@version, "(devel)" for a build from a clone, with the VCS
+// revision when the build recorded one.
+func runVersion(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("version", stderr)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return errUsage
+	}
+	version, extra := "(unknown)", []string{runtime.Version()}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				extra = append(extra, "revision "+s.Value)
+			case "vcs.modified":
+				if s.Value == "true" {
+					extra = append(extra, "modified")
+				}
+			}
+		}
+	}
+	fmt.Fprintf(stdout, "devprof %s (%s)\n", version, strings.Join(extra, ", "))
+	return nil
 }

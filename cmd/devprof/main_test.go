@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
@@ -87,24 +91,88 @@ func TestHelpAndUsageErrors(t *testing.T) {
 	}
 }
 
-// TestServeRefusesWhatThePerfettoUICannotOpen: serving an XSpace would use
-// up the one-shot link on a file the UI rejects; serve says to convert it.
-func TestServeRefusesWhatThePerfettoUICannotOpen(t *testing.T) {
+// TestServeAnyFormat: serve opens every format devprof reads in the
+// Perfetto UI: a Perfetto trace as it is, an XSpace (which the UI cannot
+// open) and Chrome JSON converted on the fly into a temporary file that is
+// gone once the link is used.
+func TestServeAnyFormat(t *testing.T) {
 	dir := t.TempDir()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where the conversion goes; checked empty after
+	serveAddr = "127.0.0.1:0"
+	defer func() { serveAddr = "" }()
 	b := event.NewBuilder(event.Meta{Host: "h", Stop: event.ClockAnchor{Mono: 10}})
-	b.Span(event.Span{Name: "step", Start: 1, End: 9})
+	b.Span(event.Span{Name: "served-step", Start: 1, End: 9})
 	s := b.Snapshot()
-	// The suggested output replaces the input's extension when it is the
-	// format's own, and never names the input itself.
-	for name, out := range map[string]string{"h.xplane.pb": "h.pftrace", "misnamed.pftrace": "misnamed.pftrace.pftrace"} {
-		path := filepath.Join(dir, name)
-		if err := formats.WriteFile(path, formats.XPlane, s); err != nil {
+	for _, c := range []struct {
+		name      string
+		f         *formats.Format
+		converted bool
+	}{
+		{"h.pftrace", formats.Perfetto, false},
+		{"h.xplane.pb", formats.XPlane, true},
+		{"misnamed.pftrace", formats.XPlane, true},
+		{"h.json.gz", formats.Chrome, true},
+	} {
+		path := filepath.Join(dir, c.name)
+		if err := formats.WriteFile(path, c.f, s); err != nil {
 			t.Fatal(err)
 		}
-		code, stdout, stderr := runCLI("serve", "-timeout", "1ms", path)
-		want := "devprof serve: " + path + " is a TensorBoard profile (XSpace), which ui.perfetto.dev does not open; convert it first: devprof convert " + path + " " + filepath.Join(dir, out) + "\n"
-		if code != 1 || stdout != "" || stderr != want {
-			t.Errorf("serve %s: exit %d, stdout %q, stderr %q; want exit 1 and %q", name, code, stdout, stderr, want)
+		// stdout is drained on its own goroutine: serve writes to it while
+		// the test is fetching.
+		pr, pw := io.Pipe()
+		var errOut bytes.Buffer
+		code := make(chan int, 1)
+		go func() {
+			code <- run([]string{"serve", "-timeout", "20s", path}, pw, &errOut)
+			pw.Close()
+		}()
+		urls := make(chan string, 1)
+		lines := make(chan []string, 1)
+		go func() {
+			var out []string
+			sc := bufio.NewScanner(pr)
+			for sc.Scan() {
+				line := sc.Text()
+				out = append(out, line)
+				// perfettolink: serving FILE (N bytes) once at URL
+				if i := strings.Index(line, " once at http://"); i >= 0 && strings.HasPrefix(line, "perfettolink: serving ") {
+					urls <- line[i+len(" once at "):]
+				}
+			}
+			close(urls)
+			lines <- out
+		}()
+		var got []byte
+		if u, ok := <-urls; ok {
+			client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 20 * time.Second}
+			resp, err := client.Get(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		rc := <-code
+		out := <-lines
+		if rc != 0 || got == nil {
+			t.Fatalf("serve %s: exit %d, fetched %d bytes\n%s\n%s", c.name, rc, len(got), strings.Join(out, "\n"), errOut.String())
+		}
+		said := strings.Contains(strings.Join(out, "\n"), "devprof serve: "+path+" is a "+c.f.Display+"; serving it converted to Perfetto")
+		if said != c.converted {
+			t.Errorf("serve %s: said it converted: %v, want %v\n%s", c.name, said, c.converted, strings.Join(out, "\n"))
+		}
+		served := filepath.Join(t.TempDir(), "served")
+		os.WriteFile(served, got, 0o644)
+		snap, f, err := formats.Read(served)
+		if err != nil || f != formats.Perfetto || len(snap.Events) != 1 || snap.Name(snap.Events[0]) != "served-step" {
+			t.Errorf("serve %s served a %v with %v: %v", c.name, f, snap, err)
+		}
+		if left, _ := os.ReadDir(tmp); len(left) != 0 {
+			t.Errorf("serve %s left %v in the temporary directory", c.name, left)
 		}
 	}
 }

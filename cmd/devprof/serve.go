@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -23,11 +24,30 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// A file the Perfetto UI cannot open would be served, opened and fail
-	// there, using up the link; say so here instead. A file Detect cannot
-	// place is left to perfettolink, which explains missing and empty files.
-	if f, err := formats.Detect(path); err == nil && !f.PerfettoUI {
-		return fmt.Errorf("%s is a %s, which ui.perfetto.dev does not open; convert it first: devprof convert %s %s", path, f.Display, path, renamed(path, f, formats.Perfetto))
+	if path, err = inputFile("serve", path, stderr); err != nil {
+		return err
+	}
+	// A file that is not a trace would be served, opened and fail in the
+	// UI, using up the link; reading it here says what is wrong instead.
+	s, f, err := formats.Read(path)
+	if err != nil {
+		return err
+	}
+	if f != formats.Perfetto {
+		// The UI does not open an XSpace at all, and reads Chrome JSON with
+		// its own importer; a Perfetto trace converted from what devprof
+		// read opens in either case and shows what devprof summary shows.
+		tmp, err := os.MkdirTemp("", "devprof-serve-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		conv := filepath.Join(tmp, filepath.Base(renamed(path, f, formats.Perfetto)))
+		if err := formats.WriteFile(conv, formats.Perfetto, s); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "devprof serve: %s is a %s; serving it converted to Perfetto (removed when done)\n", path, f.Display)
+		path = conv
 	}
 	return serve(path, *timeout, stdout)
 }
@@ -46,11 +66,15 @@ func renamed(path string, from, to *formats.Format) string {
 	return base + to.Extensions[0]
 }
 
+// serveAddr is where serve listens; "" is perfettolink's default, the
+// only address ui.perfetto.dev fetches from. Tests listen elsewhere.
+var serveAddr = ""
+
 // serve hands path to ui.perfetto.dev once, stopping early on Ctrl-C.
 func serve(path string, timeout time.Duration, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := perfettolink.Serve(ctx, path, perfettolink.Options{Out: stdout, Timeout: timeout}); err != nil {
+	if err := perfettolink.Serve(ctx, path, perfettolink.Options{Addr: serveAddr, Out: stdout, Timeout: timeout}); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "devprof serve: the trace was opened; the link is used up (the Perfetto UI keeps the trace).")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -17,11 +18,21 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("summary", stderr)
 	top := fs.Int("top", 20, "show the top `N` span names (0 for all)")
 	sortBy := fs.String("sort", "total", "order rows by `KEY`: total, self, count, mean or name")
+	asJSON := fs.Bool("json", false, "print the summary as one JSON object (every span name, whatever -top says) for scripts")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if *top < 0 {
+		// -1 is a common guess for "all"; say what means all rather than
+		// guess what a negative count means.
+		fmt.Fprintf(stderr, "devprof summary: -top %d: want 0 (all) or more\n", *top)
+		return errUsage
+	}
 	path, err := oneFile(fs)
 	if err != nil {
+		return err
+	}
+	if path, err = inputFile("summary", path, stderr); err != nil {
 		return err
 	}
 	s, f, err := formats.Read(path)
@@ -41,12 +52,19 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 			counters++
 		}
 	}
-	fmt.Fprintf(stdout, "%s (%s): %d spans on %d rows, %d instants, %d counter samples\n", path, f.Display, table.Spans, table.Tracks, instants, counters)
+	if *asJSON {
+		return writeJSON(stdout, path, f, s, table, instants, counters)
+	}
+	fmt.Fprintf(stdout, "%s (%s): %s on %s, %s, %s\n", path, f.Display, plural(int64(table.Spans), "span"), plural(int64(table.Tracks), "row"),
+		plural(int64(instants), "instant"), plural(int64(counters), "counter sample"))
 	if s.Meta.Dropped() > 0 {
 		fmt.Fprintf(stdout, "warning: %s; totals are low\n", strings.TrimPrefix(metatext.DropSummary(&s.Meta), "devprof: "))
 	}
 	for _, w := range s.Meta.Warnings {
-		fmt.Fprintf(stdout, "note: %s\n", w.Text)
+		fmt.Fprintf(stdout, "warning: %s\n", w.Text)
+	}
+	for _, n := range s.Meta.Notes {
+		fmt.Fprintf(stdout, "note: %s\n", n.Text)
 	}
 	fmt.Fprintln(stdout)
 	if err := table.Write(stdout, *top); err != nil {
@@ -55,45 +73,138 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 	return writeDeviceCounters(stdout, s)
 }
 
-// writeDeviceCounters prints each device's counter series (utilization,
-// memory, power...) as min, mean and max over the trace.
-func writeDeviceCounters(w io.Writer, s *event.Snapshot) error {
+// jsonSummary is what summary -json prints: a stable shape for scripts,
+// durations in nanoseconds.
+type jsonSummary struct {
+	File           string        `json:"file"`
+	Format         string        `json:"format"`
+	Host           string        `json:"host,omitempty"`
+	Spans          int           `json:"spans"`
+	Rows           int           `json:"rows"`
+	Instants       int           `json:"instants"`
+	CounterSamples int           `json:"counter_samples"`
+	WallNS         int64         `json:"wall_ns"`
+	Dropped        int64         `json:"dropped"`
+	Drops          []jsonDrops   `json:"drops"`
+	Warnings       []jsonWarning `json:"warnings"`
+	Notes          []jsonWarning `json:"notes"` // notes have no code
+	Table          []jsonRow     `json:"table"`
+	DeviceCounters []jsonCounter `json:"device_counters"`
+}
+
+type jsonDrops struct {
+	Source string `json:"source"`
+	Events int64  `json:"events"`
+}
+
+type jsonWarning struct {
+	Source string `json:"source"`
+	Code   string `json:"code,omitempty"`
+	Text   string `json:"text"`
+}
+
+type jsonRow struct {
+	Name    string `json:"name"`
+	Count   int    `json:"count"`
+	TotalNS int64  `json:"total_ns"`
+	SelfNS  int64  `json:"self_ns"`
+	MeanNS  int64  `json:"mean_ns"`
+	MinNS   int64  `json:"min_ns"`
+	MaxNS   int64  `json:"max_ns"`
+}
+
+type jsonCounter struct {
+	Device     int     `json:"device"`
+	DeviceName string  `json:"device_name,omitempty"`
+	Name       string  `json:"name"`
+	Unit       string  `json:"unit"`
+	Samples    int     `json:"samples"`
+	Min        float64 `json:"min"`
+	Mean       float64 `json:"mean"`
+	Max        float64 `json:"max"`
+}
+
+func writeJSON(w io.Writer, path string, f *formats.Format, s *event.Snapshot, t *spanstats.Table, instants, counters int) error {
+	// Empty lists print as [], not null, so scripts can iterate them as
+	// they are.
+	out := jsonSummary{
+		File: path, Format: f.Name, Host: s.Meta.Host,
+		Spans: t.Spans, Rows: t.Tracks, Instants: instants, CounterSamples: counters,
+		WallNS: int64(t.Wall), Dropped: s.Meta.Dropped(),
+		Drops: []jsonDrops{}, Warnings: []jsonWarning{}, Notes: []jsonWarning{},
+		Table: []jsonRow{}, DeviceCounters: []jsonCounter{},
+	}
+	for _, d := range s.Meta.Drops {
+		out.Drops = append(out.Drops, jsonDrops{d.Source, d.Events})
+	}
+	for _, x := range s.Meta.Warnings {
+		out.Warnings = append(out.Warnings, jsonWarning{x.Source, x.Code, x.Text})
+	}
+	for _, x := range s.Meta.Notes {
+		out.Notes = append(out.Notes, jsonWarning{Source: x.Source, Text: x.Text})
+	}
+	for _, r := range t.Rows {
+		out.Table = append(out.Table, jsonRow{r.Name, r.Count, int64(r.Total), int64(r.Self), int64(r.Mean), int64(r.Min), int64(r.Max)})
+	}
+	for _, c := range deviceCounters(s) {
+		out.DeviceCounters = append(out.DeviceCounters, jsonCounter{c.device, c.deviceName, c.name, c.unit, c.n, c.min, c.mean, c.max})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// counterStat is one device counter series over the trace.
+type counterStat struct {
+	device         int
+	deviceName     string
+	name, unit     string
+	n              int
+	min, max, mean float64
+}
+
+// deviceCounters returns each device's counter series (utilization,
+// memory, power...) with min, mean and max, devices in order and series in
+// the order they first appear.
+func deviceCounters(s *event.Snapshot) []counterStat {
 	l := s.Layout()
-	if len(l.DeviceCounters) == 0 {
+	var out []counterStat
+	for _, d := range l.Devices {
+		index := map[string]int{} // name → index in out
+		for _, r := range l.DeviceCounters[d.Device] {
+			unit, v := s.Counter(r)
+			name := s.Name(r)
+			i, ok := index[name]
+			if !ok {
+				i = len(out)
+				index[name] = i
+				out = append(out, counterStat{device: int(d.Device), deviceName: d.DeviceName, name: name, unit: unit, min: math.Inf(1), max: math.Inf(-1)})
+			}
+			st := &out[i]
+			st.n++
+			st.min, st.max = min(st.min, v), max(st.max, v)
+			st.mean += (v - st.mean) / float64(st.n) // running mean: no overflow on large byte counts
+		}
+	}
+	return out
+}
+
+// writeDeviceCounters prints each device's counter series as min, mean
+// and max over the trace.
+func writeDeviceCounters(w io.Writer, s *event.Snapshot) error {
+	stats := deviceCounters(s)
+	if len(stats) == 0 {
 		return nil
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "device\tcounter\tunit\tsamples\tmin\tmean\tmax\t")
-	for _, d := range l.Devices {
-		type stat struct {
-			unit           string
-			n              int
-			min, max, mean float64
+	for _, st := range stats {
+		label := fmt.Sprintf("GPU %d", st.device)
+		if st.deviceName != "" {
+			label += " (" + st.deviceName + ")"
 		}
-		var order []string
-		series := map[string]*stat{}
-		for _, r := range l.DeviceCounters[d.Device] {
-			unit, v := s.Counter(r)
-			name := s.Name(r)
-			st := series[name]
-			if st == nil {
-				st = &stat{unit: unit, min: math.Inf(1), max: math.Inf(-1)}
-				series[name] = st
-				order = append(order, name)
-			}
-			st.n++
-			st.min, st.max = min(st.min, v), max(st.max, v)
-			st.mean += (v - st.mean) / float64(st.n) // running mean: no overflow on large byte counts
-		}
-		label := fmt.Sprintf("GPU %d", d.Device)
-		if d.DeviceName != "" {
-			label += " (" + d.DeviceName + ")"
-		}
-		for _, name := range order {
-			st := series[name]
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", label, name, st.unit, st.n, number(st.min), number(st.mean), number(st.max))
-		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", label, st.name, st.unit, st.n, number(st.min), number(st.mean), number(st.max))
 	}
 	return tw.Flush()
 }

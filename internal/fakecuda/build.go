@@ -44,7 +44,7 @@ const (
 )
 
 // Build compiles the full fake (once per process; the result is cached in
-// the temporary directory by source hash) and returns the .so path. It
+// the user's cache directory, os.UserCacheDir, by source hash) and returns the .so path. It
 // fails the test, saying what to install, when there is no C compiler.
 func Build(tb testing.TB) string {
 	tb.Helper()
@@ -104,8 +104,10 @@ func Compile(v Variant) (string, error) {
 	fmt.Fprint(h, ccPath, flags)
 	key := hex.EncodeToString(h.Sum(nil))[:16]
 	// The cache is shared by the test binaries `go test ./...` runs in
-	// parallel: build under a private name, then rename into place.
-	outDir := filepath.Join(os.TempDir(), "devprof-fakecupti-"+key)
+	// parallel: build under a private name, then rename into place. It
+	// lives in the user's cache directory, not the system's temporary one,
+	// where a test run must leave nothing behind.
+	outDir := filepath.Join(cacheDir(), "devprof", "fakecupti-"+key)
 	out := filepath.Join(outDir, "libcupti-fake-"+string(v)+".so")
 	if _, err := os.Stat(out); err == nil {
 		built.paths = setPath(built.paths, v, out)
@@ -153,4 +155,16 @@ func SourceDir() (string, error) {
 		return "", fmt.Errorf("fakecuda: the fake's source is missing: %w", err)
 	}
 	return filepath.Clean(dir), nil
+}
+
+// cacheDir is where built fakes are kept: the user's cache directory, or
+// without a home (some CI containers) the directory Go caches builds in.
+func cacheDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return d
+	}
+	if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil && len(out) > 1 {
+		return filepath.Dir(string(out[:len(out)-1]))
+	}
+	return os.TempDir()
 }

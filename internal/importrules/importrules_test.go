@@ -48,6 +48,7 @@ var layers = []layer{
 	{path: "trace", cmdOK: true, what: "sessions: wires sources, recorder and exporters together"},
 	{path: "cmd/", cmdOK: true, what: "the CLI"},
 	{path: "internal/importrules", what: "this test"},
+	{path: "internal/readmecheck", what: "test: builds the README's complete programs"},
 }
 
 type pkg struct {

@@ -19,8 +19,8 @@ import (
 func Explain(err error) event.Warning {
 	w := event.Warning{Source: SourceName, Code: CodeUnavailable, Text: "GPU tracing off: " + err.Error()}
 	if errors.Is(err, cuptiwrap.ErrLibraryNotFound) && !cudaLooksInstalled() && os.Getenv("DEVPROF_VERBOSE") != "1" {
-		w.Text = "GPU tracing off: no libcupti found, and no CUDA installation either " +
-			"(DEVPROF_VERBOSE=1 lists the places searched; DeviceTracerLevel: trace.Off records host spans without this warning)"
+		w.Text = "GPU tracing off: no libcupti and no CUDA installation found " +
+			"(DEVPROF_VERBOSE=1 lists where; DEVPROF_DEVICE_TRACER=off or DeviceTracerLevel: trace.Off silences this)"
 	}
 	return w
 }

@@ -19,7 +19,7 @@ func TestExplain(t *testing.T) {
 	// A machine without CUDA: one short line, saying how to silence it and
 	// how to see the details.
 	n := Explain(notFound).Text
-	if strings.Contains(n, "\n") || len(n) > 200 || !strings.Contains(n, "trace.Off") || !strings.Contains(n, "DEVPROF_VERBOSE=1") || strings.Contains(n, "libcupti.so.13") {
+	if strings.Contains(n, "\n") || len(n) > 200 || !strings.Contains(n, "trace.Off") || !strings.Contains(n, "DEVPROF_DEVICE_TRACER=off") || !strings.Contains(n, "DEVPROF_VERBOSE=1") || strings.Contains(n, "libcupti.so.13") {
 		t.Errorf("warning without CUDA is not the one short line: %q", n)
 	}
 	// Someone with CUDA installed sees every place tried.

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// traceExts are the names a session gives its outputs, in the order a
+// directory's trace is chosen: Perfetto reads fastest and opens anywhere,
+// the XSpace is always written, Chrome JSON only on request.
+var traceExts = []string{".pftrace", ".pftrace.gz", ".xplane.pb", ".trace.json.gz"}
+
+// inputFile resolves the FILE argument of a command that reads a trace.
+// A file is returned as it is. A directory that is a log directory (it has
+// plugins/profile/<run>/) or a run directory stands for its newest run's
+// trace, which is named on stderr so the user knows what was read; any
+// other directory is an error, since no reader can make sense of it.
+func inputFile(cmd, path string, stderr io.Writer) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil || !st.IsDir() {
+		return path, nil // the readers explain a missing or unreadable file
+	}
+	var runs []string
+	profile := filepath.Join(path, "plugins", "profile")
+	if entries, err := os.ReadDir(profile); err == nil {
+		for _, e := range entries {
+			if e.IsDir() {
+				runs = append(runs, filepath.Join(profile, e.Name()))
+			}
+		}
+		if len(runs) == 0 {
+			return "", fmt.Errorf("%s is a log directory with no runs in %s", path, profile)
+		}
+	} else {
+		runs = []string{path}
+	}
+	file, mod := "", time.Time{}
+	for _, run := range runs {
+		f, t, err := runTrace(run)
+		if err != nil {
+			return "", err
+		}
+		if f != "" && (file == "" || !t.Before(mod)) { // ties: the later name, as run names are start times
+			file, mod = f, t
+		}
+	}
+	switch {
+	case file != "":
+		fmt.Fprintf(stderr, "devprof %s: %s is a directory; reading its newest trace, %s\n", cmd, path, file)
+		return file, nil
+	case len(runs) > 1 || runs[0] != path:
+		return "", fmt.Errorf("%s is a log directory with no trace (%s) in its runs under %s", path, strings.Join(traceExts, ", "), profile)
+	}
+	return "", fmt.Errorf("%s is a directory, not a trace file: name a trace (%s) or a log directory", path, strings.Join(traceExts, ", "))
+}
+
+// runTrace returns the trace a run directory holds, by traceExts' order
+// (names in order within an extension, for runs of several hosts), and
+// its modification time; "" if it holds none.
+func runTrace(dir string) (string, time.Time, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	for _, ext := range traceExts {
+		for _, e := range entries {
+			if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ext) {
+				continue
+			}
+			info, err := e.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // removed since ReadDir
+			} else if err != nil {
+				return "", time.Time{}, err
+			}
+			return filepath.Join(dir, e.Name()), info.ModTime(), nil
+		}
+	}
+	return "", time.Time{}, nil
+}
+
+// isTerminal reports whether w is a terminal, where progress lines help;
+// elsewhere (a pipe, a file, a test) they would only be noise.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
