@@ -6,11 +6,11 @@
 //	sources → recorder → event model → exporters → files and servers
 //
 // A session's recorder fills a Snapshot when it stops; the readers of the
-// exporters packages (Perfetto, XSpace, Chrome JSON) build the same
-// Snapshot from a file with a Builder. Exporters and tools only read it.
+// exporters packages (Perfetto, XSpace, Chrome JSON; exporters/formats
+// picks the right one for a file) build the same Snapshot with a Builder. Exporters and tools only read it.
 // So a Go program can load any trace devprof reads and walk it:
 //
-//	snap, err := perfetto.Read(f) // or xplane.Read, chrome.Read
+//	snap, format, err := formats.Read("run.pftrace") // any format devprof reads
 //	for _, r := range snap.Events {
 //		fmt.Println(snap.Name(r), r.Start, snap.Args(r))
 //	}
