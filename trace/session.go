@@ -47,9 +47,11 @@ var ErrAlreadyStarted = errors.New("a trace session is already running; only one
 type Session struct {
 	cfg    config
 	logdir string
-	runDir string
-	buf    *recorder.Buffer // nil for a disabled (no-op) session
-	meta   event.Meta
+	runDir string // made by Stop
+	// profileDir is <logdir>/plugins/profile, runName the run's name in it.
+	profileDir, runName string
+	buf                 *recorder.Buffer // nil for a disabled (no-op) session
+	meta                event.Meta
 
 	snap     *event.Snapshot
 	sources  []runningSource // started by startSources, stopped by stopSources
@@ -163,15 +165,20 @@ func StartSession(logdir string, opts *Options) (*Session, error) {
 	if current != nil {
 		return nil, fmt.Errorf("%w (started %s, writing to %s)", ErrAlreadyStarted, time.Unix(0, current.meta.Start.Wall).Format(time.TimeOnly), current.logdir)
 	}
-	now := time.Now()
-	runDir, err := makeRunDir(logdir, cfg.sessionID, now)
+	// The run is named at Start (its start time, as JAX names runs) but
+	// its directory is made at Stop, when there is something to write: a
+	// program that exits without stopping leaves no empty run for
+	// TensorBoard to list. Start checks that it could be written.
+	base, err := checkProfileDir(logdir)
 	if err != nil {
 		return nil, err
 	}
-	s.runDir = runDir
+	s.profileDir, s.runName = base, cfg.sessionID
+	if s.runName == "" {
+		s.runName = time.Now().Format("2006_01_02_15_04_05")
+	}
 	s.buf = recorder.NewBuffer(cfg.maxEvents, uint8(cfg.hostLevel))
 	if !recorder.Activate(s.buf) {
-		os.Remove(runDir)
 		return nil, ErrAlreadyStarted
 	}
 	current = s
@@ -212,17 +219,26 @@ func disabled() bool {
 	return v != "" && v != "0" && !strings.EqualFold(v, "false")
 }
 
-// makeRunDir creates <logdir>/plugins/profile/<run>, choosing a fresh name
-// if a run of the same second exists, and checks that it can be written.
-func makeRunDir(logdir, sessionID string, now time.Time) (string, error) {
+// checkProfileDir makes <logdir>/plugins/profile and checks that a run
+// directory could be written in it.
+func checkProfileDir(logdir string) (string, error) {
 	base := filepath.Join(logdir, "plugins", "profile")
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		return "", fmt.Errorf("cannot create log directory: %w", err)
 	}
-	name := sessionID
-	if name == "" {
-		name = now.Format("2006_01_02_15_04_05")
+	probe, err := os.CreateTemp(base, ".devprof-probe-*")
+	if err != nil {
+		return "", fmt.Errorf("log directory is not writable: %w", err)
 	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return base, nil
+}
+
+// makeRunDir creates base/<name>, or base/<name>_2, _3... when a run of
+// that name exists (two sessions started in the same second, or the same
+// session id), never writing into another run.
+func makeRunDir(base, name string) (string, error) {
 	for i := 1; ; i++ {
 		dir := filepath.Join(base, name)
 		if i > 1 {
@@ -230,13 +246,6 @@ func makeRunDir(logdir, sessionID string, now time.Time) (string, error) {
 		}
 		err := os.Mkdir(dir, 0o755)
 		if err == nil {
-			probe, err := os.CreateTemp(dir, ".devprof-probe-*")
-			if err != nil {
-				os.Remove(dir)
-				return "", fmt.Errorf("log directory is not writable: %w", err)
-			}
-			probe.Close()
-			os.Remove(probe.Name())
 			return dir, nil
 		}
 		if !errors.Is(err, os.ErrExist) || i > 1000 {
@@ -260,8 +269,8 @@ func (s *Session) Outputs() Outputs { return s.out }
 // for a disabled session. It is meant for tests and custom exporters.
 func (s *Session) Snapshot() *event.Snapshot { return s.snap }
 
-// RunDir returns the run directory the session writes into ("" when
-// disabled).
+// RunDir returns the run directory the session wrote into: "" before Stop,
+// when disabled, and when nothing was written.
 func (s *Session) RunDir() string { return s.runDir }
 
 func (s *Session) stop() error {
@@ -280,7 +289,15 @@ func (s *Session) stop() error {
 
 	snap := s.buf.Snapshot(s.meta)
 	s.snap = snap
-	s.out = Outputs{RunDir: s.runDir, Events: len(snap.Events), Dropped: snap.Meta.Dropped()}
+	s.out = Outputs{Events: len(snap.Events), Dropped: snap.Meta.Dropped()}
+	if !s.cfg.perfetto && !s.cfg.xplane && !s.cfg.chrome {
+		return nil // no output asked for: no run directory either
+	}
+	runDir, err := makeRunDir(s.profileDir, s.runName)
+	if err != nil {
+		return err
+	}
+	s.runDir, s.out.RunDir = runDir, runDir
 	host := fileHost(s.meta.Host)
 	// The formats are written side by side, each by its own goroutine: they
 	// only read the snapshot, and its layout is computed once, up front.
@@ -324,7 +341,7 @@ func (s *Session) stop() error {
 		if fi, err := os.Lstat(s.runDir); err == nil && fi.IsDir() {
 			os.Remove(s.runDir)
 		}
-		s.out.RunDir = ""
+		s.runDir, s.out.RunDir = "", ""
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err

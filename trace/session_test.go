@@ -433,23 +433,54 @@ func TestStopThatWritesNothingLeavesNoRunDirectory(t *testing.T) {
 		return fmt.Errorf("cannot write %s: no space left on device", path)
 	})
 	defer restore()
-	s := mustStart(t, t.TempDir(), &trace.Options{DeviceTracerLevel: trace.Off})
-	dir := s.RunDir()
+	logdir := t.TempDir()
+	s := mustStart(t, logdir, &trace.Options{DeviceTracerLevel: trace.Off})
 	err := s.Stop()
 	if err == nil || !strings.Contains(err.Error(), "no space left on device") {
 		t.Fatalf("Stop: %v, want the write error", err)
 	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Fatalf("run directory %s is still there (%v)", dir, err)
+	if runs := runsIn(t, logdir); len(runs) != 0 || s.RunDir() != "" {
+		t.Fatalf("runs %v left behind (RunDir %q)", runs, s.RunDir())
 	}
 	restore()
 
-	s = mustStart(t, t.TempDir(), &trace.Options{DeviceTracerLevel: trace.Off, NoPerfetto: true, NoXPlane: true})
-	dir = s.RunDir()
+	logdir = t.TempDir()
+	s = mustStart(t, logdir, &trace.Options{DeviceTracerLevel: trace.Off, NoPerfetto: true, NoXPlane: true})
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) || s.Outputs().RunDir != "" {
-		t.Fatalf("a session with no outputs left %s (%v), Outputs.RunDir %q", dir, err, s.Outputs().RunDir)
+	if runs := runsIn(t, logdir); len(runs) != 0 || s.Outputs().RunDir != "" {
+		t.Fatalf("a session with no outputs left runs %v, Outputs.RunDir %q", runs, s.Outputs().RunDir)
 	}
+}
+
+// A program that exits without stopping its session (log.Fatal, os.Exit)
+// leaves no empty run for TensorBoard to list: the run directory is made
+// when there is something to write. Start still checks the log directory.
+func TestRunDirectoryMadeAtStop(t *testing.T) {
+	logdir := t.TempDir()
+	s := mustStart(t, logdir, &trace.Options{DeviceTracerLevel: trace.Off})
+	if runs := runsIn(t, logdir); len(runs) != 0 || s.RunDir() != "" {
+		t.Fatalf("runs %v before Stop (RunDir %q)", runs, s.RunDir())
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if runs := runsIn(t, logdir); len(runs) != 1 || filepath.Join(logdir, "plugins", "profile", runs[0]) != s.RunDir() {
+		t.Fatalf("runs %v after Stop, RunDir %q", runs, s.RunDir())
+	}
+}
+
+// runsIn lists the run directories under logdir/plugins/profile.
+func runsIn(t *testing.T, logdir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(logdir, "plugins", "profile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []string
+	for _, e := range entries {
+		runs = append(runs, e.Name())
+	}
+	return runs
 }
