@@ -26,23 +26,10 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	if in, err = inputFile("convert", in, stderr); err != nil {
 		return err
 	}
-	inFmt, err := formats.Detect(in)
-	if err != nil {
-		return err
-	}
-	// Progress lines only on a terminal: in a pipe or a log they would
-	// make a refusal of a bad input more than its one line.
-	progress := isTerminal(stderr)
 	start := time.Now()
-	if progress {
-		fmt.Fprintf(stderr, "devprof convert: reading %s…\n", in)
-	}
-	s, err := inFmt.ReadFile(in)
+	s, inFmt, err := readTrace("convert", in, stderr)
 	if err != nil {
 		return err
-	}
-	if progress {
-		fmt.Fprintf(stderr, "devprof convert: read %s (%s) in %v; writing %s…\n", plural(int64(len(s.Events)), "event"), inFmt.Display, time.Since(start).Round(time.Millisecond), out)
 	}
 	if err := formats.WriteFile(out, outFmt, s); err != nil {
 		return err

@@ -29,7 +29,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	// A file that is not a trace would be served, opened and fail in the
 	// UI, using up the link; reading it here says what is wrong instead.
-	s, f, err := formats.Read(path)
+	s, f, err := readTrace("serve", path, stderr)
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,7 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 	if path, err = inputFile("summary", path, stderr); err != nil {
 		return err
 	}
-	s, f, err := formats.Read(path)
+	s, f, err := readTrace("summary", path, stderr)
 	if err != nil {
 		return err
 	}

@@ -53,9 +53,10 @@ type Format struct {
 	Sniff func(head []byte) Match
 	// Write encodes s to w, gzip-compressed if gz.
 	Write func(w io.Writer, s *event.Snapshot, gz bool) error
-	// ReadFile reads the file at path, gzip-compressed or not, into the
-	// event model. Its errors name the path.
-	ReadFile func(path string) (*event.Snapshot, error)
+	// Decode reads a trace in this format, gzip-compressed or not, from r
+	// into the event model. name is the file's path: errors name it, and a
+	// format whose files may not say their host takes it from the name.
+	Decode func(r io.Reader, name string) (*event.Snapshot, error)
 }
 
 // Match is how surely some bytes are in a format.
@@ -94,7 +95,13 @@ var (
 		Write: func(w io.Writer, s *event.Snapshot, gz bool) error {
 			return perfetto.Write(w, s, perfetto.WriteOptions{Gzip: gz})
 		},
-		ReadFile: perfetto.ReadSnapshot,
+		Decode: func(r io.Reader, name string) (*event.Snapshot, error) {
+			t, err := perfetto.Read(r)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			return t.Snapshot(), nil
+		},
 	})
 
 	// XPlane is TensorBoard's profile, an XSpace protobuf (package
@@ -112,7 +119,7 @@ var (
 			}
 			return xplane.Write(w, s)
 		},
-		ReadFile: xplane.ReadFile,
+		Decode: xplane.ReadNamed,
 	})
 
 	// Chrome is the Chrome Trace Event Format, JSON (package
@@ -136,7 +143,13 @@ var (
 			}
 			return chrome.WritePlain(w, s)
 		},
-		ReadFile: chrome.ReadFile,
+		Decode: func(r io.Reader, name string) (*event.Snapshot, error) {
+			s, err := chrome.Read(r)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			return s, nil
+		},
 	})
 )
 
@@ -342,8 +355,43 @@ func Read(path string) (*event.Snapshot, *Format, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := f.ReadFile(path)
+	s, err := f.ReadFile(path, nil)
 	return s, f, err
+}
+
+// ReadFile reads the file at path in format f. progress, when not nil, is
+// called as the file is read, with the bytes read so far and the file's
+// size (a caller that shows progress decides how often to draw it).
+func (f *Format) ReadFile(path string, progress func(read, size int64)) (*event.Snapshot, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	var r io.Reader = file
+	if progress != nil {
+		size := int64(-1)
+		if st, err := file.Stat(); err == nil {
+			size = st.Size()
+		}
+		r = &countingReader{r: file, size: size, progress: progress}
+	}
+	return f.Decode(r, path)
+}
+
+// countingReader reports how much of a file has been read.
+type countingReader struct {
+	r        io.Reader
+	read     int64
+	size     int64
+	progress func(read, size int64)
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.read += int64(n)
+	c.progress(c.read, c.size)
+	return n, err
 }
 
 // WriteFile writes s to path in format f, or in the format the name asks

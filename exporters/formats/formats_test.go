@@ -264,3 +264,26 @@ func TestWriteFileErrors(t *testing.T) {
 		t.Errorf("failed writes left %v", left)
 	}
 }
+
+// ReadFile reports progress as the file is read, ending at its size.
+func TestReadFileProgress(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.pftrace")
+	if err := WriteFile(path, Perfetto, sample()); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.Stat(path)
+	var calls, last, size int64
+	s, err := Perfetto.ReadFile(path, func(read, total int64) {
+		if read < last {
+			t.Errorf("progress went back: %d after %d", read, last)
+		}
+		calls++
+		last, size = read, total
+	})
+	if err != nil || len(s.Events) == 0 {
+		t.Fatalf("ReadFile: %v", err)
+	}
+	if calls == 0 || last != st.Size() || size != st.Size() {
+		t.Errorf("progress: %d calls, last %d of %d, file %d bytes", calls, last, size, st.Size())
+	}
+}

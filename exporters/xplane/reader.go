@@ -88,12 +88,20 @@ func ReadFile(path string) (*event.Snapshot, error) {
 //
 // A file that is not an XSpace gives an error
 // "xplane: cannot decode XSpace: ..." (with the file name from ReadFile).
-func Read(r io.Reader) (*event.Snapshot, error) {
+func Read(r io.Reader) (*event.Snapshot, error) { return ReadNamed(r, "") }
+
+// ReadNamed is Read of the file named name (its path): errors name it, and
+// a file that names no host gets the host xprof derives from the file name
+// (<host>.xplane.pb), as ReadFile does.
+func ReadNamed(r io.Reader, name string) (*event.Snapshot, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
+		if name != "" {
+			return nil, fmt.Errorf("xplane: %s: %w", name, err)
+		}
 		return nil, fmt.Errorf("xplane: %w", err)
 	}
-	return readBytes(data, "")
+	return readBytes(data, name)
 }
 
 func readBytes(data []byte, path string) (*event.Snapshot, error) {

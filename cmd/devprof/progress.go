@@ -1,0 +1,95 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/formats"
+)
+
+// readTrace reads a trace for command cmd, drawing progress on stderr when
+// it is a terminal (bytes read of the file's size while reading, then the
+// events and the rate) and staying silent elsewhere: in a pipe or a log a
+// progress line would make a refusal of a bad input more than its one line.
+func readTrace(cmd, path string, stderr io.Writer) (*event.Snapshot, *formats.Format, error) {
+	f, err := formats.Detect(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !isTerminal(stderr) {
+		s, err := f.ReadFile(path, nil)
+		return s, f, err
+	}
+	m := &progressMeter{w: stderr, label: "devprof " + cmd + ": reading " + path, every: 200 * time.Millisecond}
+	start := time.Now()
+	s, err := f.ReadFile(path, m.update)
+	m.clear()
+	if err != nil {
+		return nil, nil, err
+	}
+	took := time.Since(start)
+	fmt.Fprintf(stderr, "devprof %s: read %s (%s) in %v, %s/s\n", cmd, plural(int64(len(s.Events)), "event"), f.Display,
+		took.Round(time.Millisecond), si(float64(len(s.Events))/max(took.Seconds(), 1e-9)))
+	return s, f, nil
+}
+
+// progressMeter draws one line it rewrites in place ("\r"), at most once
+// per every.
+type progressMeter struct {
+	w     io.Writer
+	label string
+	every time.Duration
+	last  time.Time
+	drawn bool
+}
+
+// update draws how much of the file has been read.
+func (m *progressMeter) update(read, size int64) {
+	now := time.Now()
+	if now.Sub(m.last) < m.every {
+		return
+	}
+	m.last = now
+	if size > 0 {
+		fmt.Fprintf(m.w, "\r%s: %s of %s (%d%%)", m.label, bytesText(read), bytesText(size), read*100/size)
+	} else {
+		fmt.Fprintf(m.w, "\r%s: %s", m.label, bytesText(read))
+	}
+	m.drawn = true
+}
+
+// clear erases the line if one was drawn.
+func (m *progressMeter) clear() {
+	if m.drawn {
+		fmt.Fprint(m.w, "\r\033[K")
+		m.drawn = false
+	}
+}
+
+// bytesText writes a size in decimal units, as file managers do.
+func bytesText(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.1f GB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// si writes a rate with an SI prefix ("1.2 M").
+func si(v float64) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.1f G events", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.1f M events", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1f k events", v/1e3)
+	}
+	return fmt.Sprintf("%.0f events", v)
+}
