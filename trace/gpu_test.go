@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -83,7 +84,9 @@ func TestGPUSession(t *testing.T) {
 			out, snap := s.Outputs(), s.Snapshot()
 			checkGPUXSpace(t, out.XPlane, 6, false)
 			checkGPUPerfetto(t, out.Perfetto, 6)
-			if len(snap.Meta.Notes) == 0 || snap.Meta.Notes[0].Source != cupti.SourceName || !strings.Contains(snap.Meta.Notes[0].Text, "GPU timestamps") {
+			if !slices.ContainsFunc(snap.Meta.Notes, func(n event.Note) bool {
+				return n.Source == cupti.SourceName && strings.Contains(n.Text, "GPU timestamps")
+			}) {
 				t.Errorf("notes %q: want the clock note", snap.Meta.Notes)
 			}
 			name := "gpu-" + strings.ReplaceAll(layout, ".", "_")
@@ -384,4 +387,32 @@ func TestGPUMetricsSession(t *testing.T) {
 	}
 	conformance.Export(t, "gpu-metrics", out.Perfetto, snap)
 	conformance.ExportXPlane(t, "gpu-metrics", out.XPlane, snap)
+}
+
+// A machine without an NVIDIA driver, where nobody asked for GPU metrics:
+// NVML's reason is a note, not a warning (xprof shows warnings as a
+// banner above every tool), and nothing about NVML reaches standard error.
+func TestNoDriverIsANoteForAutoMetrics(t *testing.T) {
+	t.Setenv("DEVPROF_CUPTI_LIB", filepath.Join(t.TempDir(), "no-libcupti.so"))
+	s := mustStart(t, t.TempDir(), nil)
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	meta := s.Snapshot().Meta
+	for _, w := range meta.Warnings {
+		if w.Source == "nvml" {
+			t.Errorf("NVML warning on a driverless machine: %+v", w)
+		}
+	}
+	if !slices.ContainsFunc(meta.Notes, func(n event.Note) bool { return n.Source == "nvml" && strings.Contains(n.Text, "no libnvidia-ml") }) {
+		t.Errorf("notes %+v: want NVML's reason as a note", meta.Notes)
+	}
+	// Asked for explicitly, the same failure is a warning.
+	s = mustStart(t, t.TempDir(), &trace.Options{AdvancedConfig: map[string]any{"gpu_metrics": "on"}})
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(s.Snapshot().Meta.Warnings, func(w event.Warning) bool { return w.Source == "nvml" }) {
+		t.Errorf("warnings %+v: want NVML's when metrics were asked for", s.Snapshot().Meta.Warnings)
+	}
 }

@@ -18,10 +18,12 @@ type sourceRow struct {
 	// start starts it on the session's buffer.
 	start func(b *recorder.Buffer, c *config) (recorder.Source, error)
 	// explain turns a start error into the warning the outputs carry and
-	// standard error shows once, unless quiet says the error needs no line
-	// of its own there.
+	// standard error shows once. quiet says when the error is expected
+	// (nothing the user asked for is missing): it is then only a note in
+	// the outputs, neither a warning (xprof shows warnings as a banner
+	// above every tool) nor a line on standard error.
 	explain func(error) event.Warning
-	quiet   func(error) bool
+	quiet   func(c *config, err error) bool
 }
 
 var sourceTable = []sourceRow{{
@@ -38,9 +40,10 @@ var sourceTable = []sourceRow{{
 		return nvml.Start(b, c.gpuMetrics)
 	},
 	explain: nvml.Explain,
-	// A machine without an NVIDIA driver says so once, in CUPTI's line
-	// when the device tracer is on; the outputs still carry NVML's reason.
-	quiet: nvml.NoDriver,
+	// Metrics that ran only because the device tracer did (auto), on a
+	// machine without an NVIDIA driver or in a build without cgo: CUPTI's
+	// one line already says GPU tracing is off.
+	quiet: func(c *config, err error) bool { return c.gpuMetrics.Mode == nvml.ModeAuto && nvml.Expected(err) },
 }}
 
 // runningSource is a source a session started.
@@ -60,9 +63,11 @@ func (s *Session) startSources() {
 		src, err := row.start(s.buf, &s.cfg)
 		if err != nil {
 			w := row.explain(err)
-			if row.quiet == nil || !row.quiet(err) {
-				printOnce("devprof: " + w.Text)
+			if row.quiet != nil && row.quiet(&s.cfg, err) {
+				s.meta.Notes = append(s.meta.Notes, event.Note{Source: w.Source, Text: w.Text})
+				continue
 			}
+			printOnce("devprof: " + w.Text)
 			s.meta.Warnings = append(s.meta.Warnings, w)
 			continue
 		}

@@ -16,8 +16,12 @@ func Explain(err error) event.Warning {
 }
 
 // NoDriver reports whether Start failed only because the machine has no
-// NVIDIA driver (any CPU machine), which needs no line of its own on
-// standard error.
+// NVIDIA driver (any CPU machine).
 func NoDriver(err error) bool {
 	return errors.Is(err, ErrUnavailable) && strings.Contains(err.Error(), "no libnvidia-ml")
 }
+
+// Expected reports whether Start failed for a reason that is no news when
+// the metrics only ran because the device tracer did: no NVIDIA driver, or
+// a build without cgo (the CUPTI source says so already).
+func Expected(err error) bool { return NoDriver(err) || errors.Is(err, ErrNeedsCgo) }
