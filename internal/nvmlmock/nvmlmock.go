@@ -57,7 +57,7 @@ type GPU struct {
 	H100
 	UUID, PCI string
 	// Unsupported lists calls that answer ERROR_NOT_SUPPORTED: "memory",
-	// "samples", "utilization", "power".
+	// "samples", "utilization", "power", "pcie".
 	Unsupported map[string]bool
 	// LostAfter makes power reads after this many answer
 	// ERROR_GPU_IS_LOST (0: never).
@@ -165,7 +165,7 @@ func New(gpus ...*GPU) *mock.Interface {
 			return of(d).Device.TempC, gonvml.SUCCESS
 		},
 		DeviceGetPcieThroughputFunc: func(d gonvml.Device, _ gonvml.PcieUtilCounter) (uint32, gonvml.Return) {
-			return of(d).Device.PCIeTXKBs, gonvml.SUCCESS
+			return of(d).Device.PCIeTXKBs, of(d).ret("pcie")
 		},
 	}
 }

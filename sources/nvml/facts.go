@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -25,8 +26,10 @@ type device struct {
 
 	lastUtil, lastMemUtil uint64 // newest driver sample seen, µs
 	pollUtil              bool   // GetSamples unsupported: poll GetUtilizationRates
-	off                   map[metric]bool
-	lost                  bool
+
+	// off and lost are shared by the sampler and the PCIe goroutine.
+	off  [metricCount]atomic.Bool // metrics the device does not support
+	lost atomic.Bool              // the GPU fell off the bus
 }
 
 // describe finds NVML's devices, reads what each is, matches each to its
@@ -43,7 +46,7 @@ func (s *Source) describe() error {
 			s.warn("handle "+strconv.Itoa(i), "device_unavailable", "NVML device %d left out: %s", i, ret.Error())
 			continue
 		}
-		d := &device{handle: h, index: i, off: map[metric]bool{}}
+		d := &device{handle: h, index: i}
 		d.info = s.facts(h)
 		all = append(all, d)
 	}

@@ -24,6 +24,7 @@ const (
 	metricMemClock
 	metricTemp
 	metricPCIe
+	metricCount
 )
 
 var metricNames = [...]string{"GPU utilization", "memory controller utilization", "memory", "power", "SM clock", "memory clock", "temperature", "PCIe throughput"}
@@ -63,7 +64,7 @@ func (s *Source) run() {
 func (s *Source) tick() {
 	now := recorder.Mono()
 	for _, d := range s.devices {
-		if !d.lost {
+		if !d.lost.Load() {
 			s.sample(d, now)
 		}
 	}
@@ -77,10 +78,10 @@ func (s *Source) ok(d *device, m metric, ret gonvml.Return) bool {
 	case gonvml.SUCCESS:
 		return true
 	case gonvml.ERROR_NOT_SUPPORTED, gonvml.ERROR_FUNCTION_NOT_FOUND:
-		d.off[m] = true
+		d.off[m].Store(true)
 		s.warn(d.label+"/"+metricNames[m], "not_supported", "%s: %s not supported; left out", d.label, metricNames[m])
 	case gonvml.ERROR_GPU_IS_LOST:
-		d.lost = true
+		d.lost.Store(true)
 		s.warn(d.label+"/lost", "gpu_lost", "%s: the GPU fell off the bus; its metrics stop here", d.label)
 	default:
 		s.warn(d.label+"/"+metricNames[m]+"/"+ret.Error(), "query_failed", "%s: reading %s failed: %s", d.label, metricNames[m], ret.Error())
@@ -97,25 +98,25 @@ func (s *Source) counter(d *device, name, unit string, t int64, v float64) {
 func (s *Source) sample(d *device, now int64) {
 	h := d.handle
 	s.utilization(d, now)
-	if !d.off[metricMemory] {
+	if !d.off[metricMemory].Load() {
 		s.memory(d, now)
 	}
-	if !d.off[metricPower] && !d.lost {
+	if !d.off[metricPower].Load() && !d.lost.Load() {
 		if mw, ret := s.lib.DeviceGetPowerUsage(h); s.ok(d, metricPower, ret) {
 			s.counter(d, CounterPower, "W", now, float64(mw)/1000)
 		}
 	}
-	if !d.off[metricSMClock] && !d.lost {
+	if !d.off[metricSMClock].Load() && !d.lost.Load() {
 		if mhz, ret := s.lib.DeviceGetClockInfo(h, gonvml.CLOCK_SM); s.ok(d, metricSMClock, ret) {
 			s.counter(d, CounterSMClock, "MHz", now, float64(mhz))
 		}
 	}
-	if !d.off[metricMemClock] && !d.lost {
+	if !d.off[metricMemClock].Load() && !d.lost.Load() {
 		if mhz, ret := s.lib.DeviceGetClockInfo(h, gonvml.CLOCK_MEM); s.ok(d, metricMemClock, ret) {
 			s.counter(d, CounterMemClock, "MHz", now, float64(mhz))
 		}
 	}
-	if !d.off[metricTemp] && !d.lost {
+	if !d.off[metricTemp].Load() && !d.lost.Load() {
 		if c, ret := s.lib.DeviceGetTemperature(h, gonvml.TEMPERATURE_GPU); s.ok(d, metricTemp, ret) {
 			s.counter(d, CounterTemp, "°C", now, float64(c))
 		}
@@ -125,7 +126,7 @@ func (s *Source) sample(d *device, now int64) {
 // utilization writes the driver's own utilization samples taken since the
 // last tick, at their times; where the driver keeps none, it polls.
 func (s *Source) utilization(d *device, now int64) {
-	if d.lost {
+	if d.lost.Load() {
 		return
 	}
 	if !d.pollUtil {
@@ -134,12 +135,12 @@ func (s *Source) utilization(d *device, now int64) {
 			s.samples(d, gonvml.MEMORY_UTILIZATION_SAMPLES, &d.lastMemUtil, CounterMemUtil)
 			return
 		}
-		if d.lost {
+		if d.lost.Load() {
 			return
 		}
 		d.pollUtil = true
 	}
-	if d.off[metricUtil] {
+	if d.off[metricUtil].Load() {
 		return
 	}
 	if u, ret := s.lib.DeviceGetUtilizationRates(d.handle); s.ok(d, metricUtil, ret) {
@@ -160,7 +161,7 @@ func (s *Source) samples(d *device, kind gonvml.SamplingType, last *uint64, name
 		return false
 	default:
 		s.ok(d, metricUtil, ret)
-		return !d.lost
+		return !d.lost.Load()
 	}
 	for _, smp := range got {
 		if smp.TimeStamp <= *last {
@@ -193,7 +194,7 @@ func sampleValue(vt gonvml.ValueType, b [8]byte) float64 {
 
 // memory writes used, reserved (v2 drivers) and total device memory.
 func (s *Source) memory(d *device, now int64) {
-	if d.lost {
+	if d.lost.Load() {
 		return
 	}
 	if s.memV2 {
@@ -216,7 +217,7 @@ func (s *Source) runPCIe() {
 	defer s.done.Done()
 	for {
 		for _, d := range s.devices {
-			if d.lost || d.off[metricPCIe] {
+			if d.lost.Load() || d.off[metricPCIe].Load() {
 				continue
 			}
 			for _, c := range []struct {

@@ -220,6 +220,29 @@ func TestPCIeOnItsOwnGoroutine(t *testing.T) {
 	}
 }
 
+// The PCIe goroutine and the sampler share the device's state: an
+// unsupported PCIe counter and a GPU lost mid-run, each seen by one of
+// them, must neither race (go test -race) nor stop the other's metrics
+// wrongly.
+func TestPCIeAndSamplerShareDeviceState(t *testing.T) {
+	g := newGPU(t, uuidA, "")
+	g.Unsupported["pcie"] = true
+	g.LostAfter = 4
+	cuda := func() ([]nvmlhook.CUDADevice, error) { return []nvmlhook.CUDADevice{{Ordinal: 0, UUID: uuidA}}, nil }
+	s, rep := record(t, nvmlmock.New(g), cuda, Options{Period: 2 * time.Millisecond, PCIe: true}, 40*time.Millisecond)
+	c := countersOf(s, 0)
+	if len(c["PCIe TX (bytes/s)"]) != 0 || len(c["power (W)"]) != 4 {
+		t.Errorf("PCIe %v, power %v: want no PCIe and the 4 power samples before the loss", c["PCIe TX (bytes/s)"], c["power (W)"])
+	}
+	codes := map[string]int{}
+	for _, w := range rep.Warnings {
+		codes[w.Code]++
+	}
+	if codes["not_supported"] != 1 || codes["gpu_lost"] != 1 {
+		t.Errorf("warnings %+v", rep.Warnings)
+	}
+}
+
 func TestOptions(t *testing.T) {
 	for _, c := range []struct {
 		o    Options
