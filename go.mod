@@ -8,4 +8,4 @@ require go.uber.org/goleak v1.3.0
 
 require github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724
 
-require github.com/NVIDIA/go-nvml v0.13.4-1
+require github.com/NVIDIA/go-nvml v0.13.0-1

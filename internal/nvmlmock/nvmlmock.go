@@ -109,7 +109,7 @@ func New(gpus ...*GPU) *mock.Interface {
 		DeviceGetPciInfoFunc: func(d gonvml.Device) (gonvml.PciInfo, gonvml.Return) {
 			var p gonvml.PciInfo
 			for i := range min(len(of(d).PCI), len(p.BusId)-1) {
-				p.BusId[i] = int8(of(d).PCI[i])
+				p.BusId[i] = byte(of(d).PCI[i])
 			}
 			return p, gonvml.SUCCESS
 		},
