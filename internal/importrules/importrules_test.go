@@ -45,6 +45,8 @@ var layers = []layer{
 	{path: "internal/nvmlhook", what: "test seam: lets tests hand the NVML source a mock NVML and CUDA enumeration"},
 	{path: "internal/nvmlmock", what: "test helper: go-nvml's mock answering as a real H100"},
 	{path: "conformance", may: []string{"event", "internal/metatext"}, what: "test helper: hands traces to the Python checkers"},
+	{path: "internal/gpucheck", may: []string{"event"}, what: "checks a real-GPU trace against the workload that made it"},
+	{path: "internal/gpucheck/cmd/", cmdOK: true, what: "the real-GPU check's driver (scripts/gpu-check)"},
 	{path: "trace", cmdOK: true, what: "sessions: wires sources, recorder and exporters together"},
 	{path: "cmd/", cmdOK: true, what: "the CLI"},
 	{path: "internal/importrules", what: "this test"},
