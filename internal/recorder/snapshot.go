@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	_ "unsafe" // for go:linkname
 
@@ -19,10 +20,14 @@ func adopt(meta event.Meta, bases []uint64, chunks [][]event.Record, events []*e
 // after Deactivate; records committed later are not seen, and spans still
 // open are closed at the stop time. meta.MaxEvents is filled in, and the
 // events the buffer had no room for are added to meta.Drops as the
-// recorder's.
+// recorder's; strings the full string table replaced are a warning.
 func (b *Buffer) Snapshot(meta event.Meta) *event.Snapshot {
 	meta.Drops = slices.Clone(meta.Drops) // the caller's slice stays as it was
 	meta.AddDrops(event.DropsRecorder, b.Dropped())
+	if n := b.StringsOverflowed(); n > 0 {
+		meta.Warnings = append(slices.Clone(meta.Warnings), event.Warning{Source: event.DropsRecorder, Code: "strings_overflow",
+			Text: fmt.Sprintf("%d new names, argument keys or string values found the string table full and read as %q", n, StringsFullPlaceholder)})
+	}
 	meta.MaxEvents = b.maxRecords
 	var chunks []*chunk
 	for c := b.chunks.Load(); c != nil; c = c.prev {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/devprof/devprof/event"
 )
 
 // The buffer is only free of GC scanning and write barriers while Record
@@ -163,5 +165,21 @@ func BenchmarkStrtabFull(b *testing.B) {
 	name := "never-interned"
 	for b.Loop() {
 		tab.id(name)
+	}
+}
+
+// A full table's replacements reach the snapshot as a warning.
+func TestStringsOverflowIsWarned(t *testing.T) {
+	b := NewBuffer(10, 3)
+	b.strs = newStrtab(3, 1<<20) // "", the placeholder and one more
+	for _, name := range []string{"kept", "lost-1", "lost-2"} {
+		r := b.Reserve(1)
+		r.Kind = event.KindInstant
+		r.SetName(b, name)
+		r.Commit()
+	}
+	s := b.Snapshot(event.Meta{})
+	if len(s.Meta.Warnings) != 1 || s.Meta.Warnings[0].Code != "strings_overflow" || !strings.HasPrefix(s.Meta.Warnings[0].Text, "2 new names") {
+		t.Fatalf("warnings %+v", s.Meta.Warnings)
 	}
 }
