@@ -1,10 +1,8 @@
 package trace_test
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -51,19 +49,7 @@ func TestInvalidUTF8BecomesReplacementChar(t *testing.T) {
 		t.Fatalf("XSpace does not parse: %v", err)
 	}
 	// Chrome JSON is valid JSON.
-	f, err := os.Open(out.Chrome)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := gunzip(t, out.Chrome)
 	if !utf8.Valid(js) || !json.Valid(js) {
 		t.Fatal("Chrome JSON is not valid UTF-8 JSON")
 	}

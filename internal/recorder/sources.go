@@ -39,15 +39,10 @@ func (b *Buffer) activity(track uint32, kind event.ActivityKind, name string, st
 	return r.ID
 }
 
-// CounterMono records one sample of a counter series at t, in monotonic
-// nanoseconds (see ActivityMono); unit is "" for a plain number.
-func (b *Buffer) CounterMono(name, unit string, t int64, v float64) {
-	b.TrackCounterMono(0, name, unit, t, v)
-}
-
-// TrackCounterMono is CounterMono for a series of a registered track (a
-// device's counters, on its event.TrackDevice track); track 0 is the
-// host's.
+// TrackCounterMono records one sample of a counter series at t, in
+// monotonic nanoseconds (see ActivityMono), for a series of a registered
+// track (a device's counters, on its event.TrackDevice track) or, with
+// track 0, the host's; unit is "" for a plain number.
 func (b *Buffer) TrackCounterMono(track uint32, name, unit string, t int64, v float64) {
 	r := b.Reserve(1)
 	if r == nil {
