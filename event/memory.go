@@ -1,0 +1,135 @@
+package event
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DeviceMemory is who holds device memory at one moment: the live buffers
+// a memory tracker knows of and what it could not account for. It is the
+// model memory profiles are written from (exporters/pprof) and read back
+// into, as a Snapshot is for traces.
+type DeviceMemory struct {
+	// Time is when the buffers were listed.
+	Time time.Time
+	// Buffers are the live allocations, largest total first (see Sort).
+	Buffers []Buffer
+	// Counts are the tracker's running totals since tracking started.
+	Counts MemoryCounts
+	// Warnings say what the totals above may be missing (a full tracking
+	// table, frees of unknown pointers), worded as in traces.
+	Warnings []Warning
+}
+
+// MemoryCounts are a memory tracker's running totals. Only Untracked and
+// the anomalies make a profile incomplete; they are counted, never fatal.
+type MemoryCounts struct {
+	Allocs, Frees uint64 // allocations and frees recorded
+	// Untracked counts allocations the tracking table had no room for;
+	// their bytes are not in any profile (UntrackedBytes).
+	Untracked, UntrackedBytes uint64
+	// UnknownFrees are frees of a pointer the table never held (allocated
+	// before tracking started, or one of the Untracked); DoubleFrees those
+	// of a pointer freed before; ZeroSize allocations of zero bytes (kept
+	// out of the table: they hold no memory).
+	UnknownFrees, DoubleFrees, ZeroSize uint64
+}
+
+// A Buffer is one live allocation, or, in a profile read back from a file,
+// a group of Count equal ones (same size, stack, device, kind, tags and
+// span: pprof keeps groups, not addresses).
+type Buffer struct {
+	Address uint64 // device pointer or handle; 0 when read from a profile
+	Bytes   uint64 // size of one buffer
+	Count   int    // how many buffers the entry stands for (1 when live)
+	Device  int    // device ordinal; -1 for host memory or when unknown
+	// Kind says what memory it is: "device", "pinned", "managed", … for
+	// CUDA allocations (the names of event.ArgMemoryKind), or what the
+	// caller of an explicit API said.
+	Kind string
+	// Source says what saw the allocation: "cuda" (CUPTI's callbacks on
+	// the CUDA allocation entry points) or "api" (the explicit API).
+	Source string
+	// API is the allocating entry point ("cudaMalloc", "cuMemAllocAsync");
+	// empty for the explicit API.
+	API string
+	// Time is when it was allocated (for a group read back, the oldest).
+	Time time.Time
+	// Tags are the labels the allocation was made with; Span is the path
+	// of the annotate spans open in its context, outermost first, joined
+	// with "/" ("train/step/forward").
+	Tags []string
+	Span string
+	// Stack is the Go call stack that made the allocation, innermost call
+	// first, devprof's and the runtime's own frames removed.
+	Stack []Frame
+}
+
+// Total is the bytes the entry stands for: Bytes × Count.
+func (b *Buffer) Total() uint64 { return b.Bytes * uint64(max(b.Count, 1)) }
+
+// Age is how long the buffer had been alive at t.
+func (b *Buffer) Age(t time.Time) time.Duration {
+	if b.Time.IsZero() || t.Before(b.Time) {
+		return 0
+	}
+	return t.Sub(b.Time)
+}
+
+// Site is the innermost frame of the stack as "function (file:line)", or
+// "" when the stack is empty.
+func (b *Buffer) Site() string {
+	if len(b.Stack) == 0 {
+		return ""
+	}
+	return b.Stack[0].String()
+}
+
+// A Frame is one call in an allocation's stack.
+type Frame struct {
+	Function string // package-qualified ("main.(*Model).Load")
+	File     string
+	Line     int
+}
+
+// String formats the frame as "function (file:line)".
+func (f Frame) String() string {
+	var sb strings.Builder
+	sb.WriteString(f.Function)
+	if f.File != "" {
+		sb.WriteString(" (")
+		sb.WriteString(f.File)
+		if f.Line > 0 {
+			sb.WriteByte(':')
+			sb.WriteString(strconv.Itoa(f.Line))
+		}
+		sb.WriteByte(')')
+	}
+	return sb.String()
+}
+
+// Live returns the bytes and buffers the entries stand for.
+func (m *DeviceMemory) Live() (bytes uint64, buffers int) {
+	for i := range m.Buffers {
+		bytes += m.Buffers[i].Total()
+		buffers += max(m.Buffers[i].Count, 1)
+	}
+	return bytes, buffers
+}
+
+// Sort orders Buffers largest total first; ties by site, then address, so
+// that listings are stable.
+func (m *DeviceMemory) Sort() {
+	slices.SortStableFunc(m.Buffers, func(a, b Buffer) int {
+		if c := cmp.Compare(b.Total(), a.Total()); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Site(), b.Site()); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Address, b.Address)
+	})
+}
