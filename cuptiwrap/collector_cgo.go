@@ -48,7 +48,8 @@ const prealloc = 2
 // ticker flush that is due even when CUPTI is silent.
 const maxWait = 100 * time.Millisecond
 
-// active is the running Collector; CUPTI allows one per process.
+// active is the running Collector: CUPTI has one set of activity buffers
+// per process.
 var active struct {
 	sync.Mutex
 	c *Collector
@@ -62,8 +63,7 @@ type Collector struct {
 	lib  *library
 	sink func([]Record)
 
-	sub        C.dpc_subscriber
-	subscribed bool
+	subscribed bool // holds the process's subscriber (see subscribe)
 	enabled    []C.uint32_t
 	period     bool // CUPTI's periodic flush is on
 	goTicker   bool // the drain goroutine flushes every opts.FlushPeriod
@@ -153,8 +153,9 @@ func (c *Collector) begin() (err error) {
 		}
 	}()
 	// Subscribing first tells "another profiler owns CUPTI" apart from
-	// other failures, before any activity state changes.
-	if err := l.check("cuptiSubscribe", C.dpc_subscribe(l.c, &c.sub), ""); err != nil {
+	// other failures, before any activity state changes. Running memory
+	// hooks already hold the subscriber: then this only joins it.
+	if _, err := subscribe(l); err != nil {
 		return err
 	}
 	c.subscribed = true
@@ -203,7 +204,7 @@ func (c *Collector) begin() (err error) {
 func (c *Collector) undo() {
 	c.disableKinds()
 	if c.subscribed {
-		C.dpc_unsubscribe(c.lib.c, c.sub)
+		unsubscribe()
 		c.subscribed = false
 	}
 	C.dpc_session_close()
@@ -336,7 +337,7 @@ func (c *Collector) stop() {
 		dropped = 0
 	}
 	if c.subscribed {
-		errs = append(errs, l.check("cuptiUnsubscribe", C.dpc_unsubscribe(l.c, c.sub), ""))
+		errs = append(errs, unsubscribe())
 		c.subscribed = false
 	}
 	var counters C.dpc_counters
