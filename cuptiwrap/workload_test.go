@@ -113,9 +113,9 @@ func expectedScript(layout string, names bool) []Record {
 	sync(25, 3, 125, 1, 10)
 	out = append(out, Record{Kind: KindOverhead, Name: "CUPTI buffer flush", OverheadKind: 1 << 16,
 		ProcessID: pid, ThreadID: 4242, Start: slotNS(26) + 200, End: slotNS(26) + 700})
-	api(KindDriver, 600, "", 27, 4243, 126, 1)
+	api(KindDriver, 549, "", 27, 4243, 126, 1)
 	if names {
-		out[len(out)-1].Name = "cbid 600" // the fake has no name for it either
+		out[len(out)-1].Name = "cbid 549" // the fake has no name for it either
 	}
 
 	// Phase B.
@@ -202,6 +202,8 @@ func useFake(t *testing.T, layout string, dropped int) string {
 	t.Setenv("FAKECUPTI_FAIL", "")
 	t.Setenv("FAKECUPTI_VERSION", "")
 	t.Setenv("FAKECUPTI_BUFFER_LIMIT", "")
+	t.Setenv("FAKECUPTI_CBID_LIMIT", "")
+	t.Setenv("FAKECUPTI_SCRIPT", "")
 	return fakecuda.Build(t)
 }
 

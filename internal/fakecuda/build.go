@@ -14,6 +14,18 @@
 //	runtime.LockOSThread()
 //	corr := fk.Launch("_Z6matmulPfS_S_i", 0, 7) // a kernel on device 0, stream 7
 //
+// It also plays CUDA allocations and frees the way CUDA does under
+// CUPTI's callback API, for cuptiwrap's memory hooks: [Lib.Memory] takes
+// any of the entry points the hooks follow, and helpers such as
+// [Lib.CudaMalloc], [Lib.CudaFree] and [Lib.CudaMallocAsync] play the
+// common ones. They are real cgo calls, so a test that calls them is a Go
+// program calling cudaMalloc through cgo:
+//
+//	h, _ := cuptiwrap.StartMemoryHooks(cuptiwrap.HookOptions{Library: path}, handler)
+//	ptr := fk.CudaMalloc(1<<20, 0) // handler runs here, on this goroutine
+//	fk.CudaFree(ptr)
+//	h.Stop()
+//
 // It is a test helper: nothing in devprof's own code imports it.
 package fakecuda
 
@@ -39,7 +51,8 @@ const (
 	Full Variant = "full"
 	// Minimal leaves out the optional entry points
 	// (cuptiActivityFlushPeriod, cuptiActivityRegisterTimestampCallback,
-	// cuptiGetCallbackName), as an old CUPTI would.
+	// cuptiGetCallbackName, and the callback API's cuptiEnableCallback and
+	// cuptiGetDeviceId), as an old or stripped-down CUPTI would.
 	Minimal Variant = "minimal"
 )
 
@@ -94,7 +107,7 @@ func Compile(v Variant) (string, error) {
 		return "", fmt.Errorf("fakecuda: no C compiler %q on PATH (%v): install one, e.g. apt-get install gcc, or set CC", cc, err)
 	}
 	h := sha256.New()
-	for _, f := range []string{"fakecupti.c", "fake_records.h"} {
+	for _, f := range []string{"fakecupti.c", "fake_records.h", "fake_params.h"} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			return "", fmt.Errorf("fakecuda: reading the fake's source: %w", err)

@@ -8,7 +8,31 @@ package fakecuda
 #include <stdint.h>
 #include <stdlib.h>
 
+// fakecupti_memop of fake_params.h, declared again: cgo here cannot include
+// the fake's headers (their directory is not this package's), so Open
+// compares sizes with the fake's fakecupti_memop_size.
+typedef struct fk_memop {
+	uint32_t domain;
+	uint32_t cbid;
+	int32_t device;
+	int32_t fail;
+	uint64_t bytes;
+	uint64_t height;
+	uint64_t ptr;
+	uint64_t stream;
+	uint32_t nested;
+	uint32_t from_thread;
+	int32_t result;
+	uint32_t correlation;
+	uint64_t address;
+	uint64_t pitch;
+} fk_memop;
+
 typedef uint32_t (*fk_launch_fn)(const char *, uint32_t, uint32_t);
+typedef int32_t (*fk_memory_fn)(fk_memop *);
+typedef size_t (*fk_size_fn)(void);
+typedef int32_t (*fk_device_of_fn)(uint64_t);
+typedef int (*fk_count_fn)(void);
 typedef int (*fk_enabled_fn)(uint32_t);
 typedef size_t (*fk_fill_fn)(uint8_t *, size_t, const char *);
 
@@ -16,6 +40,16 @@ static uint32_t fk_launch(void *f, const char *name, uint32_t device, uint32_t s
 	return ((fk_launch_fn)f)(name, device, stream);
 }
 static int fk_enabled(void *f, uint32_t kind) { return ((fk_enabled_fn)f)(kind); }
+// By value both ways: a pointer to Go memory would make every call
+// allocate (cgo moves what it points to off the stack, since the C side
+// calls back into Go).
+static fk_memop fk_memory(void *f, fk_memop op) {
+	((fk_memory_fn)f)(&op);
+	return op;
+}
+static size_t fk_size(void *f) { return ((fk_size_fn)f)(); }
+static int32_t fk_device_of(void *f, uint64_t address) { return ((fk_device_of_fn)f)(address); }
+static int fk_count(void *f) { return ((fk_count_fn)f)(); }
 static size_t fk_fill(void *f, uint8_t *buf, size_t cap, const char *layout) {
 	return ((fk_fill_fn)f)(buf, cap, layout);
 }
@@ -37,7 +71,7 @@ import (
 // very same library (dlopen shares it), so hooks act on the collector's
 // session.
 type Lib struct {
-	launch, enabled, fill unsafe.Pointer
+	launch, enabled, fill, memory, deviceOf, callbacks unsafe.Pointer
 }
 
 // Open loads the fake at path (from [Build]).
@@ -50,9 +84,12 @@ func Open(path string) (*Lib, error) {
 	}
 	l := &Lib{}
 	for name, dst := range map[string]*unsafe.Pointer{
-		"fakecupti_launch":  &l.launch,
-		"fakecupti_enabled": &l.enabled,
-		"fakecupti_fill":    &l.fill,
+		"fakecupti_launch":            &l.launch,
+		"fakecupti_enabled":           &l.enabled,
+		"fakecupti_fill":              &l.fill,
+		"fakecupti_memory":            &l.memory,
+		"fakecupti_device_of":         &l.deviceOf,
+		"fakecupti_callbacks_enabled": &l.callbacks,
 	} {
 		cname := C.CString(name)
 		*dst = C.dlsym(h, cname)
@@ -60,6 +97,12 @@ func Open(path string) (*Lib, error) {
 		if *dst == nil {
 			return nil, fmt.Errorf("fakecuda: %s lacks %s: not the fake libcupti", path, name)
 		}
+	}
+	cname := C.CString("fakecupti_memop_size")
+	size := C.dlsym(h, cname)
+	C.free(unsafe.Pointer(cname))
+	if size == nil || C.fk_size(size) != C.sizeof_fk_memop {
+		return nil, fmt.Errorf("fakecuda: %s disagrees with this package on struct fakecupti_memop", path)
 	}
 	return l, nil
 }
@@ -104,3 +147,41 @@ func (l *Lib) Fill(layout string, size int) (Buffer, error) {
 	n := C.fk_fill(l.fill, (*C.uint8_t)(p), C.size_t(size), cl)
 	return Buffer{Ptr: p, Valid: int(n)}, nil
 }
+
+// Memory plays one CUDA allocation or free, on the calling goroutine's
+// thread through cgo (unless op.FromCThread), as CUDA does under CUPTI:
+// the subscriber's callback at entry and exit (for enabled callback ids)
+// with the entry point's parameter struct, return value, a context that
+// encodes op.Device and a new correlation id; the runtime or driver API
+// record and a MEMORY2 record when those activity kinds are enabled. The
+// fake hands out increasing addresses, never backed by memory.
+func (l *Lib) Memory(op MemOp) MemResult {
+	c := C.fk_memop{
+		domain: C.uint32_t(op.Domain),
+		cbid:   C.uint32_t(op.CBID),
+		device: C.int32_t(op.Device),
+		fail:   C.int32_t(op.Fail),
+		bytes:  C.uint64_t(op.Bytes),
+		height: C.uint64_t(op.Height),
+		ptr:    C.uint64_t(op.Ptr),
+		stream: C.uint64_t(op.Stream),
+	}
+	if op.Nested {
+		c.nested = 1
+	}
+	if op.FromCThread {
+		c.from_thread = 1
+	}
+	c = C.fk_memory(l.memory, c)
+	return MemResult{Result: int32(c.result), Correlation: uint32(c.correlation),
+		Address: uint64(c.address), Pitch: uint64(c.pitch)}
+}
+
+// DeviceOf returns the device of a live allocation the fake made, or -1.
+func (l *Lib) DeviceOf(ptr uint64) int32 {
+	return int32(C.fk_device_of(l.deviceOf, C.uint64_t(ptr)))
+}
+
+// CallbacksEnabled returns how many runtime and driver callback ids the
+// subscriber has enabled in the fake right now.
+func (l *Lib) CallbacksEnabled() int { return int(C.fk_count(l.callbacks)) }

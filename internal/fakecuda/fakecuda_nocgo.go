@@ -32,3 +32,12 @@ func (b Buffer) Free() {}
 
 // Fill fails without cgo.
 func (l *Lib) Fill(layout string, size int) (Buffer, error) { return Buffer{}, errNoCgo }
+
+// Memory plays nothing without cgo: its result is -1.
+func (l *Lib) Memory(op MemOp) MemResult { return MemResult{Result: -1} }
+
+// DeviceOf returns -1.
+func (l *Lib) DeviceOf(ptr uint64) int32 { return -1 }
+
+// CallbacksEnabled returns 0.
+func (l *Lib) CallbacksEnabled() int { return 0 }

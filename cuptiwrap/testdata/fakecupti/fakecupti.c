@@ -25,7 +25,19 @@
  *   FAKECUPTI_FAIL     not_initialized (15 from every tracing call, like the
  *                      real library without a driver) | privileges (35 from
  *                      cuptiActivityEnable) | multiple_subscribers (39 from
- *                      cuptiSubscribe) | subscribe_limit (12 from it)
+ *                      cuptiSubscribe) | subscribe_limit (12 from it) |
+ *                      enable_callback (999 from cuptiEnableCallback)
+ *   FAKECUPTI_CBID_LIMIT  callback ids at or above this are unknown to
+ *                      cuptiEnableCallback (1: invalid parameter), as in a
+ *                      CUPTI older than the entry points they name
+ *
+ * Callbacks: cuptiSubscribe keeps the subscriber's callback, and
+ * cuptiEnableCallback turns on runtime (2) and driver (1) callback ids. The
+ * test hook fakecupti_memory plays one CUDA allocation or free the way CUDA
+ * does (see "memory calls" below): the callback at entry and at exit with
+ * the entry point's real parameter struct, plus, when those kinds are
+ * enabled, its API record and a MEMORY2 record under the same correlation
+ * id.
  *
  * Delivery: script phase A is written at the first periodic flush
  * (cuptiActivityFlushPeriod's worker thread) or, without one, at the first
@@ -43,6 +55,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fake_params.h"
 #include "fake_records.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -57,11 +70,13 @@ enum {
 	OK = 0,
 	E_INVALID_PARAMETER = 1,
 	E_MAX_LIMIT_REACHED = 12,
+	E_INVALID_DEVICE = 2,
 	E_NOT_INITIALIZED = 15,
 	E_QUEUE_EMPTY = 18,
 	E_INVALID_KIND = 21,
 	E_INSUFFICIENT_PRIVILEGES = 35,
 	E_MULTIPLE_SUBSCRIBERS = 39,
+	E_UNKNOWN = 999,
 };
 
 enum {
@@ -97,7 +112,13 @@ static uint64_t base;
 static int phase_a_done, phase_b_done;
 static uint64_t dropped_script, dropped_pending;
 static size_t buffer_limit = 1000;
-static uint32_t next_correlation = 100000;
+static uint32_t next_correlation = 100000; /* atomic */
+
+/* The subscriber's callback and the callback ids it enabled (atomics). */
+#define FK_CBID_LIMIT 1024
+static callback_fn cb_fn;
+static void *cb_userdata;
+static uint64_t cb_enabled[2][FK_CBID_LIMIT / 64]; /* [domain-1] */
 
 static uint8_t *cur;
 static size_t cur_size, cur_used;
@@ -461,7 +482,7 @@ static void phase_a(void) {
 	/* 26: CUPTI's own buffer-flush overhead on thread 4242 */
 	overhead(26, 1u << 16, 2, pid, 4242, 0);
 	/* 27: a driver call the fake has no name for, failing with 1 */
-	api(K_DRIVER, 600, 27, 4243, 126, 1);
+	api(K_DRIVER, 549, 27, 4243, 126, 1); /* cuMemCreate */
 }
 
 static void phase_b(void) {
@@ -517,6 +538,331 @@ static void *worker(void *arg) {
 }
 #endif
 
+/* ---- memory calls: CUDA allocations and frees, played for the callback API ---- */
+
+enum { S_ALLOC, S_ALLOC_V1, S_PITCH, S_PITCH_V1, S_ASYNC, S_POOL, S_FREE, S_FREE_V1 };
+
+enum { M_PINNED = 2, M_DEVICE = 3, M_MANAGED = 5 }; /* CUpti_ActivityMemoryKind */
+
+struct fk_entry {
+	uint32_t domain, cbid;
+	const char *function; /* CUpti_CallbackData.functionName */
+	const char *cbname;   /* cuptiGetCallbackName */
+	int shape;            /* S_*: which params struct */
+	uint32_t memory_kind;
+	int ptr32;            /* writes a 32-bit CUdeviceptr_v1 */
+	uint32_t driver;      /* a runtime call's driver counterpart (cbid) */
+};
+
+/* Callback ids as in cupti_runtime_cbid.h and cupti_driver_cbid.h. */
+static const struct fk_entry entries[] = {
+	{2, 20, "cudaMalloc", "cudaMalloc_v3020", S_ALLOC, M_DEVICE, 0, 243},
+	{2, 21, "cudaMallocPitch", "cudaMallocPitch_v3020", S_PITCH, M_DEVICE, 0, 244},
+	{2, 22, "cudaFree", "cudaFree_v3020", S_FREE, M_DEVICE, 0, 245},
+	{2, 25, "cudaMallocHost", "cudaMallocHost_v3020", S_ALLOC, M_PINNED, 0, 294},
+	{2, 26, "cudaFreeHost", "cudaFreeHost_v3020", S_FREE, M_PINNED, 0, 38},
+	{2, 27, "cudaHostAlloc", "cudaHostAlloc_v3020", S_ALLOC, M_PINNED, 0, 39},
+	{2, 206, "cudaMallocManaged", "cudaMallocManaged_v6000", S_ALLOC, M_MANAGED, 0, 371},
+	{2, 373, "cudaMallocAsync", "cudaMallocAsync_v11020", S_ASYNC, M_DEVICE, 0, 598},
+	{2, 374, "cudaMallocAsync_ptsz", "cudaMallocAsync_ptsz_v11020", S_ASYNC, M_DEVICE, 0, 599},
+	{2, 375, "cudaFreeAsync", "cudaFreeAsync_v11020", S_FREE, M_DEVICE, 0, 600},
+	{2, 376, "cudaFreeAsync_ptsz", "cudaFreeAsync_ptsz_v11020", S_FREE, M_DEVICE, 0, 601},
+	{2, 391, "cudaMallocFromPoolAsync", "cudaMallocFromPoolAsync_v11020", S_POOL, M_DEVICE, 0, 611},
+	{2, 392, "cudaMallocFromPoolAsync_ptsz", "cudaMallocFromPoolAsync_ptsz_v11020", S_POOL, M_DEVICE, 0, 612},
+	{1, 29, "cuMemAlloc", "cuMemAlloc", S_ALLOC_V1, M_DEVICE, 1, 0},
+	{1, 31, "cuMemAllocPitch", "cuMemAllocPitch", S_PITCH_V1, M_DEVICE, 1, 0},
+	{1, 33, "cuMemFree", "cuMemFree", S_FREE_V1, M_DEVICE, 1, 0},
+	{1, 37, "cuMemAllocHost", "cuMemAllocHost", S_ALLOC_V1, M_PINNED, 0, 0},
+	{1, 38, "cuMemFreeHost", "cuMemFreeHost", S_FREE, M_PINNED, 0, 0},
+	{1, 39, "cuMemHostAlloc", "cuMemHostAlloc", S_ALLOC, M_PINNED, 0, 0},
+	{1, 243, "cuMemAlloc_v2", "cuMemAlloc_v2", S_ALLOC, M_DEVICE, 0, 0},
+	{1, 244, "cuMemAllocPitch_v2", "cuMemAllocPitch_v2", S_PITCH, M_DEVICE, 0, 0},
+	{1, 245, "cuMemFree_v2", "cuMemFree_v2", S_FREE, M_DEVICE, 0, 0},
+	{1, 294, "cuMemAllocHost_v2", "cuMemAllocHost_v2", S_ALLOC, M_PINNED, 0, 0},
+	{1, 371, "cuMemAllocManaged", "cuMemAllocManaged", S_ALLOC, M_MANAGED, 0, 0},
+	{1, 598, "cuMemAllocAsync", "cuMemAllocAsync", S_ASYNC, M_DEVICE, 0, 0},
+	{1, 599, "cuMemAllocAsync_ptsz", "cuMemAllocAsync_ptsz", S_ASYNC, M_DEVICE, 0, 0},
+	{1, 600, "cuMemFreeAsync", "cuMemFreeAsync", S_FREE, M_DEVICE, 0, 0},
+	{1, 601, "cuMemFreeAsync_ptsz", "cuMemFreeAsync_ptsz", S_FREE, M_DEVICE, 0, 0},
+	{1, 611, "cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync", S_POOL, M_DEVICE, 0, 0},
+	{1, 612, "cuMemAllocFromPoolAsync_ptsz", "cuMemAllocFromPoolAsync_ptsz", S_POOL, M_DEVICE, 0, 0},
+};
+
+#define NENTRIES (sizeof entries / sizeof entries[0])
+
+static const struct fk_entry *find_entry(uint32_t domain, uint32_t cbid) {
+	for (size_t i = 0; i < NENTRIES; i++) {
+		if (entries[i].domain == domain && entries[i].cbid == cbid) {
+			return &entries[i];
+		}
+	}
+	return NULL;
+}
+
+static int is_async(const struct fk_entry *e) {
+	return e->shape == S_ASYNC || e->shape == S_POOL || strstr(e->function, "FreeAsync") != NULL;
+}
+
+/*
+ * A context handle encodes the device ordinal (cuptiGetDeviceId decodes
+ * it); the handles are never dereferenced.
+ */
+#define CONTEXT_BASE 0xC7000000u
+static void *context_of(int32_t device) {
+	return device < 0 ? NULL : (void *)(uintptr_t)(CONTEXT_BASE + ((uint32_t)device << 8));
+}
+
+/* Live allocations (mu held): the fake hands out increasing addresses,
+ * below 4 GiB for the 32-bit v1 driver calls. */
+struct fk_alloc {
+	uint64_t address, bytes;
+	uint32_t memory_kind;
+	int32_t device;
+};
+static struct fk_alloc *live;
+static size_t nlive, live_cap;
+static uint64_t next_address = 0x200000000ull, next_address32 = 0x10000000ull;
+
+static _Thread_local uint32_t outer_correlation; /* of the outermost call on this thread */
+static _Thread_local int call_depth;
+
+static uint32_t tid_now(void) {
+	return thread_id_system ? (uint32_t)syscall(SYS_gettid) : (uint32_t)pthread_self();
+}
+
+/* Whether activity kind is enabled now; a hint that spares building
+ * records nobody collects (put decides for good, under mu). */
+static int kind_on(uint32_t kind) { return (__atomic_load_n(&enabled, __ATOMIC_RELAXED) >> kind) & 1; }
+
+/* A MEMORY2 record (mu held). Its correlation id is the outermost call's:
+ * the one its callback and API record carry. */
+static void memory_record(uint32_t op, const struct fk_alloc *a, int async, uint64_t stream) {
+	if (!kind_on(K_MEMORY2)) {
+		return;
+	}
+	fk_memory m;
+	POISON(m);
+	m.kind = K_MEMORY2;
+	m.operation = op;
+	m.memory_kind = a->memory_kind;
+	m.correlation_id = outer_correlation;
+	m.address = a->address;
+	m.bytes = a->bytes;
+	m.timestamp = now_ns();
+	m.pc = 0;
+	m.process_id = (uint32_t)getpid();
+	m.device_id = a->device < 0 ? 0 : (uint32_t)a->device;
+	m.context_id = m.device_id + 1;
+	m.stream_id = (uint32_t)stream;
+	m.name = NULL;
+	m.is_async = (uint32_t)async;
+	memset(&m.pool, 0, sizeof m.pool);
+	m.source = NULL;
+	put(&m, K_MEMORY2);
+}
+
+/* Returns the new address, or 0 when out of (fake) memory. */
+static uint64_t fake_alloc(uint64_t bytes, uint32_t memory_kind, int32_t device, int ptr32, int async,
+                           uint64_t stream) {
+	uint64_t step = (bytes + 511) / 512 * 512 + 512;
+	pthread_mutex_lock(&mu);
+	uint64_t *next = ptr32 ? &next_address32 : &next_address;
+	if (ptr32 && *next + step > 0xF0000000ull) {
+		pthread_mutex_unlock(&mu);
+		return 0;
+	}
+	if (nlive == live_cap) {
+		size_t cap = live_cap ? 2 * live_cap : 64;
+		struct fk_alloc *grown = realloc(live, cap * sizeof *live);
+		if (grown == NULL) {
+			pthread_mutex_unlock(&mu);
+			return 0;
+		}
+		live = grown;
+		live_cap = cap;
+	}
+	struct fk_alloc a = {*next, bytes, memory_kind, device};
+	*next += step;
+	live[nlive++] = a;
+	memory_record(1, &a, async, stream);
+	pthread_mutex_unlock(&mu);
+	return a.address;
+}
+
+/* Returns 0, or 1 (invalid value) for a pointer the fake did not hand out. */
+static int32_t fake_free(uint64_t address, int async, uint64_t stream) {
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < nlive; i++) {
+		if (live[i].address == address) {
+			struct fk_alloc a = live[i];
+			live[i] = live[--nlive];
+			memory_record(2, &a, async, stream);
+			pthread_mutex_unlock(&mu);
+			return 0;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return 1;
+}
+
+static int callback_enabled(uint32_t domain, uint32_t cbid) {
+	if (domain < 1 || domain > 2 || cbid >= FK_CBID_LIMIT) {
+		return 0;
+	}
+	return (__atomic_load_n(&cb_enabled[domain - 1][cbid / 64], __ATOMIC_ACQUIRE) >> (cbid % 64)) & 1;
+}
+
+/* Calls the subscriber, as CUPTI does, with no lock of the fake held. */
+static void callback(uint32_t domain, uint32_t cbid, const fk_callback_data *d) {
+	callback_fn f = __atomic_load_n(&cb_fn, __ATOMIC_ACQUIRE);
+	if (f != NULL && callback_enabled(domain, cbid)) {
+		f(__atomic_load_n(&cb_userdata, __ATOMIC_ACQUIRE), domain, cbid, d);
+	}
+}
+
+static int32_t play(const struct fk_entry *e, fakecupti_memop *op) {
+	uint32_t corr = __atomic_fetch_add(&next_correlation, 1, __ATOMIC_RELAXED);
+	if (call_depth++ == 0) {
+		outer_correlation = corr;
+	}
+	union {
+		fk_alloc_params alloc;
+		fk_alloc_v1_params alloc_v1;
+		fk_pitch_params pitch;
+		fk_pitch_v1_params pitch_v1;
+		fk_alloc_async_params async;
+		fk_alloc_pool_params pool;
+		fk_free_params free;
+		fk_free_v1_params free_v1;
+	} p;
+	memset(&p, 0, sizeof p);
+	uint64_t out = 0;
+	uint32_t out32 = 0;
+	size_t pitch = 0;
+	unsigned int pitch32 = 0;
+	void *outp = e->ptr32 ? (void *)&out32 : (void *)&out;
+	switch (e->shape) {
+	case S_ALLOC:
+		p.alloc.out = outp;
+		p.alloc.size = op->bytes;
+		break;
+	case S_ALLOC_V1:
+		p.alloc_v1.out = outp;
+		p.alloc_v1.size = (unsigned int)op->bytes;
+		break;
+	case S_PITCH:
+		p.pitch.out = outp;
+		p.pitch.pitch = &pitch;
+		p.pitch.width = op->bytes;
+		p.pitch.height = op->height;
+		p.pitch.element_size = 4;
+		break;
+	case S_PITCH_V1:
+		p.pitch_v1.out = &out32;
+		p.pitch_v1.pitch = &pitch32;
+		p.pitch_v1.width = (unsigned int)op->bytes;
+		p.pitch_v1.height = (unsigned int)op->height;
+		p.pitch_v1.element_size = 4;
+		break;
+	case S_ASYNC:
+		p.async.out = outp;
+		p.async.size = op->bytes;
+		p.async.stream = (void *)(uintptr_t)op->stream;
+		break;
+	case S_POOL:
+		p.pool.out = outp;
+		p.pool.size = op->bytes;
+		p.pool.pool = (void *)(uintptr_t)0x9000;
+		p.pool.stream = (void *)(uintptr_t)op->stream;
+		break;
+	case S_FREE:
+		p.free.ptr = op->ptr;
+		p.free.stream = (void *)(uintptr_t)op->stream;
+		break;
+	case S_FREE_V1:
+		p.free_v1.ptr = (uint32_t)op->ptr;
+		break;
+	}
+	int32_t ret = 0;
+	uint64_t correlation_data = 0;
+	fk_callback_data d = {
+		.callback_site = 0,
+		.function_name = e->function,
+		.function_params = &p,
+		.function_return_value = &ret,
+		.symbol_name = NULL,
+		.context = context_of(op->device),
+		.context_uid = op->device < 0 ? 0 : (uint32_t)op->device + 1,
+		.correlation_data = &correlation_data,
+		.correlation_id = corr,
+	};
+	callback(e->domain, e->cbid, &d);
+	uint64_t start = kind_on(e->domain == 2 ? K_RUNTIME : K_DRIVER) ? now_ns() : 0;
+
+	int freeing = e->shape == S_FREE || e->shape == S_FREE_V1;
+	int async = is_async(e);
+	const struct fk_entry *inner = op->nested && e->domain == 2 ? find_entry(1, e->driver) : NULL;
+	if (op->fail != 0) {
+		ret = op->fail;
+	} else if (inner != NULL) {
+		/* The runtime does the work through the driver, on this thread. */
+		fakecupti_memop in = *op;
+		in.domain = 1;
+		in.cbid = e->driver;
+		in.nested = 0;
+		ret = play(inner, &in);
+		out = in.address;
+		pitch = (size_t)in.pitch;
+	} else if (freeing) {
+		if (op->ptr != 0) { /* freeing NULL is a no-op */
+			ret = fake_free(e->ptr32 ? (uint32_t)op->ptr : op->ptr, async, op->stream);
+		}
+	} else {
+		uint64_t bytes = op->bytes;
+		if (e->shape == S_PITCH || e->shape == S_PITCH_V1) {
+			uint64_t row = (op->bytes + 511) / 512 * 512;
+			bytes = row * op->height;
+			pitch = (size_t)row;
+			pitch32 = (unsigned int)row;
+		} else if (e->shape == S_ALLOC_V1) {
+			bytes = (unsigned int)op->bytes;
+		}
+		uint64_t a = fake_alloc(bytes, e->memory_kind, op->device, e->ptr32, async, op->stream);
+		if (a == 0) {
+			ret = 2; /* cudaErrorMemoryAllocation / CUDA_ERROR_OUT_OF_MEMORY */
+		}
+		out = a;
+		out32 = (uint32_t)a;
+	}
+
+	uint32_t api_kind = e->domain == 2 ? K_RUNTIME : K_DRIVER;
+	if (kind_on(api_kind)) {
+		fk_api a;
+		POISON(a);
+		a.kind = api_kind;
+		a.cbid = e->cbid;
+		a.start = start;
+		a.end = now_ns();
+		a.process_id = (uint32_t)getpid();
+		a.thread_id = tid_now();
+		a.correlation_id = corr;
+		a.return_value = (uint32_t)ret;
+		pthread_mutex_lock(&mu);
+		put(&a, api_kind);
+		pthread_mutex_unlock(&mu);
+	}
+
+	d.callback_site = 1;
+	callback(e->domain, e->cbid, &d);
+	call_depth--;
+
+	op->result = ret;
+	op->correlation = corr;
+	op->address = freeing ? 0 : (e->ptr32 ? out32 : out);
+	op->pitch = e->shape == S_PITCH_V1 ? pitch32 : pitch;
+	return ret;
+}
+
 /* ---- exported CUPTI entry points ---- */
 
 EXPORT int cuptiGetVersion(uint32_t *version) {
@@ -560,8 +906,6 @@ EXPORT int cuptiGetTimestamp(uint64_t *timestamp) {
 }
 
 EXPORT int cuptiSubscribe(void **subscriber, callback_fn callback, void *userdata) {
-	(void)callback;
-	(void)userdata;
 	if (fail_code("not_initialized")) {
 		return E_NOT_INITIALIZED;
 	}
@@ -577,6 +921,8 @@ EXPORT int cuptiSubscribe(void **subscriber, callback_fn callback, void *userdat
 		return E_MULTIPLE_SUBSCRIBERS; /* one subscriber per process */
 	}
 	subscribed = 1;
+	__atomic_store_n(&cb_userdata, userdata, __ATOMIC_RELEASE);
+	__atomic_store_n(&cb_fn, callback, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&mu);
 	*subscriber = (void *)&subscribed;
 	return OK;
@@ -588,6 +934,12 @@ EXPORT int cuptiUnsubscribe(void *subscriber) {
 	}
 	pthread_mutex_lock(&mu);
 	subscribed = 0;
+	__atomic_store_n(&cb_fn, NULL, __ATOMIC_RELEASE);
+	for (int d = 0; d < 2; d++) {
+		for (int i = 0; i < FK_CBID_LIMIT / 64; i++) {
+			__atomic_store_n(&cb_enabled[d][i], 0, __ATOMIC_RELEASE);
+		}
+	}
 	pthread_mutex_unlock(&mu);
 	return OK;
 }
@@ -628,7 +980,7 @@ EXPORT int cuptiActivityEnable(uint32_t kind) {
 		return E_INVALID_KIND;
 	}
 	pthread_mutex_lock(&mu);
-	enabled |= 1ull << kind;
+	__atomic_fetch_or(&enabled, 1ull << kind, __ATOMIC_RELAXED); /* kind_on reads it without mu */
 	session_kinds |= 1ull << kind;
 	pthread_mutex_unlock(&mu);
 	return OK;
@@ -642,7 +994,7 @@ EXPORT int cuptiActivityDisable(uint32_t kind) {
 		return E_INVALID_KIND;
 	}
 	pthread_mutex_lock(&mu);
-	enabled &= ~(1ull << kind);
+	__atomic_fetch_and(&enabled, ~(1ull << kind), __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&mu);
 	return OK;
 }
@@ -788,7 +1140,53 @@ EXPORT int cuptiGetCallbackName(uint32_t domain, uint32_t cbid, const char **nam
 			return OK;
 		}
 	}
+	const struct fk_entry *e = find_entry(domain, cbid);
+	if (e != NULL) {
+		*name = e->cbname;
+		return OK;
+	}
 	return E_INVALID_PARAMETER;
+}
+
+static uint32_t cbid_limit(void) {
+	long long v;
+	return env_int("FAKECUPTI_CBID_LIMIT", &v) && v >= 0 && v < FK_CBID_LIMIT ? (uint32_t)v : FK_CBID_LIMIT;
+}
+
+EXPORT int cuptiEnableCallback(uint32_t enable, void *subscriber, uint32_t domain, uint32_t cbid) {
+	if (fail_code("not_initialized")) {
+		return E_NOT_INITIALIZED;
+	}
+	if (fail_code("enable_callback")) {
+		return E_UNKNOWN;
+	}
+	if (subscriber != (void *)&subscribed || (domain != 1 && domain != 2) || cbid == 0 || cbid >= cbid_limit()) {
+		return E_INVALID_PARAMETER;
+	}
+	pthread_mutex_lock(&mu);
+	int ok = subscribed;
+	if (ok) {
+		uint64_t bit = 1ull << (cbid % 64);
+		if (enable) {
+			__atomic_fetch_or(&cb_enabled[domain - 1][cbid / 64], bit, __ATOMIC_RELEASE);
+		} else {
+			__atomic_fetch_and(&cb_enabled[domain - 1][cbid / 64], ~bit, __ATOMIC_RELEASE);
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return ok ? OK : E_INVALID_PARAMETER;
+}
+
+EXPORT int cuptiGetDeviceId(void *context, uint32_t *device) {
+	if (device == NULL) {
+		return E_INVALID_PARAMETER;
+	}
+	uintptr_t c = (uintptr_t)context;
+	if (c < CONTEXT_BASE || (c & 0xff) != 0) {
+		return E_INVALID_DEVICE; /* no context: the fake has no current one either */
+	}
+	*device = (uint32_t)((c - CONTEXT_BASE) >> 8);
+	return OK;
 }
 #endif
 
@@ -820,8 +1218,8 @@ static const char *intern(const char *s) {
 EXPORT uint32_t fakecupti_launch(const char *name, uint32_t device, uint32_t stream) {
 	uint32_t tid = thread_id_system ? (uint32_t)syscall(SYS_gettid) : (uint32_t)pthread_self();
 	uint64_t t = now_ns();
+	uint32_t corr = __atomic_fetch_add(&next_correlation, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&mu);
-	uint32_t corr = next_correlation++;
 	for (int k = 0; k < 5; k++) {
 		if (ext_depth[k] > 0) {
 			external((uint32_t)k + 1, ext_stack[k][ext_depth[k] - 1], corr);
@@ -893,4 +1291,62 @@ EXPORT size_t fakecupti_fill(uint8_t *buf, size_t cap, const char *lay) {
 	fill_buf = NULL;
 	pthread_mutex_unlock(&mu);
 	return used;
+}
+
+
+static void *memory_thread(void *arg) {
+	fakecupti_memop *op = arg;
+	play(find_entry(op->domain, op->cbid), op);
+	return NULL;
+}
+
+/*
+ * Plays one CUDA allocation or free on the calling thread (or, with
+ * from_thread, on a thread created for it and joined): see
+ * fakecupti_memop in fake_params.h. Returns the call's result (0 success,
+ * -1 for an entry point the fake does not know).
+ */
+EXPORT int32_t fakecupti_memory(fakecupti_memop *op) {
+	if (find_entry(op->domain, op->cbid) == NULL) {
+		op->result = -1;
+		return -1;
+	}
+	if (op->from_thread) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, memory_thread, op) != 0) {
+			op->result = -1;
+			return -1;
+		}
+		pthread_join(t, NULL);
+		return op->result;
+	}
+	return play(find_entry(op->domain, op->cbid), op);
+}
+
+/* The size of fakecupti_memop, so callers can check they agree on it. */
+EXPORT size_t fakecupti_memop_size(void) { return sizeof(fakecupti_memop); }
+
+/* The device of a live allocation, or -1. */
+EXPORT int32_t fakecupti_device_of(uint64_t address) {
+	int32_t device = -1;
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < nlive; i++) {
+		if (live[i].address == address) {
+			device = live[i].device;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return device;
+}
+
+/* How many callback ids the subscriber has enabled, in both domains. */
+EXPORT int fakecupti_callbacks_enabled(void) {
+	int n = 0;
+	for (int d = 0; d < 2; d++) {
+		for (int i = 0; i < FK_CBID_LIMIT / 64; i++) {
+			n += __builtin_popcountll(__atomic_load_n(&cb_enabled[d][i], __ATOMIC_ACQUIRE));
+		}
+	}
+	return n;
 }
