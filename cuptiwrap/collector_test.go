@@ -91,7 +91,8 @@ func TestMinimalLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := c.Library().MissingOptional
-	wantMissing := []string{"cuptiActivityFlushPeriod", "cuptiActivityRegisterTimestampCallback", "cuptiGetCallbackName"}
+	wantMissing := []string{"cuptiActivityFlushPeriod", "cuptiActivityRegisterTimestampCallback", "cuptiGetCallbackName",
+		"cuptiEnableCallback", "cuptiGetDeviceId"}
 	if strings.Join(got, ",") != strings.Join(wantMissing, ",") {
 		t.Errorf("MissingOptional = %v, want %v", got, wantMissing)
 	}

@@ -14,3 +14,10 @@ func TestStartNeedsCgo(t *testing.T) {
 		t.Fatalf("Start = %v, %v", c, err)
 	}
 }
+
+func TestStartMemoryHooksNeedsCgo(t *testing.T) {
+	h, err := StartMemoryHooks(HookOptions{}, func(*MemoryCall) {})
+	if h != nil || !errors.Is(err, ErrNeedsCgo) {
+		t.Fatalf("StartMemoryHooks = %v, %v", h, err)
+	}
+}

@@ -50,6 +50,22 @@ func TestRealLibcuptiWithoutGPU(t *testing.T) {
 			t.Errorf("message %q", err)
 		}
 	}
+	// The memory hooks fail the same clean way (the library has their
+	// entry points: MissingOptional is empty above).
+	for range 2 {
+		h, err := StartMemoryHooks(HookOptions{Library: debianCupti}, func(*MemoryCall) {})
+		if err == nil {
+			if err := h.Stop(); err != nil {
+				t.Fatalf("MemoryHooks.Stop on a machine with a GPU: %v", err)
+			}
+			break
+		}
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Code != 15 || !errors.Is(err, ErrNoDevice) ||
+			!strings.Contains(err.Error(), "no NVIDIA GPU or driver usable (CUPTI_ERROR_NOT_INITIALIZED)") {
+			t.Fatalf("StartMemoryHooks = %v (%#v), want CUPTI_ERROR_NOT_INITIALIZED", err, err)
+		}
+	}
 	// Works without a driver, and is CLOCK_REALTIME.
 	before := uint64(time.Now().UnixNano())
 	ts, err := lib.timestamp()

@@ -31,6 +31,7 @@ typedef CUpti_CallbackDomain dpc_domain;
 typedef CUpti_ExternalCorrelationKind dpc_extkind;
 typedef CUpti_ActivityThreadIdType dpc_tidtype;
 typedef CUpti_Activity dpc_record;
+typedef CUpti_CallbackId dpc_cbid;
 #else
 typedef int dpc_result;
 typedef uint32_t dpc_kind;
@@ -40,6 +41,7 @@ typedef uint32_t dpc_domain;
 typedef uint32_t dpc_extkind;
 typedef uint32_t dpc_tidtype;
 typedef void dpc_record;
+typedef uint32_t dpc_cbid;
 #endif
 
 /* Callback shapes CUPTI calls into. */
@@ -67,6 +69,9 @@ typedef dpc_result (*dpc_fn_pop_external)(dpc_extkind kind, uint64_t *last_id);
 typedef dpc_result (*dpc_fn_set_thread_id_type)(dpc_tidtype type);
 typedef dpc_result (*dpc_fn_register_timestamp)(dpc_timestamp_fn fn);
 typedef dpc_result (*dpc_fn_get_callback_name)(dpc_domain domain, uint32_t cbid, const char **name);
+typedef dpc_result (*dpc_fn_enable_callback)(uint32_t enable, dpc_subscriber subscriber, dpc_domain domain,
+                                             dpc_cbid cbid);
+typedef dpc_result (*dpc_fn_get_device_id)(dpc_context ctx, uint32_t *device);
 
 /* The resolved table. Optional entries are NULL when the library lacks them. */
 typedef struct dpc_lib {
@@ -89,12 +94,16 @@ typedef struct dpc_lib {
 	dpc_fn_flush_period flush_period;
 	dpc_fn_register_timestamp register_timestamp;
 	dpc_fn_get_callback_name get_callback_name;
+	/* optional for activity, required by the memory hooks */
+	dpc_fn_enable_callback enable_callback;
+	dpc_fn_get_device_id get_device_id;
 } dpc_lib;
 
 /* CUptiResult values devprof reacts to. */
 enum {
 	DPC_SUCCESS = 0,
 	DPC_ERROR_INVALID_PARAMETER = 1,
+	DPC_ERROR_INVALID_DEVICE = 2,
 	DPC_ERROR_MAX_LIMIT_REACHED = 12,
 	DPC_ERROR_NOT_COMPATIBLE = 14,
 	DPC_ERROR_NOT_INITIALIZED = 15,
@@ -132,8 +141,87 @@ enum {
 	DPC_OBJECT_KIND_THREAD = 2,
 	DPC_OBJECT_KIND_DEVICE = 3,
 	DPC_OBJECT_KIND_CONTEXT = 4,
-	DPC_OBJECT_KIND_STREAM = 5
+	DPC_OBJECT_KIND_STREAM = 5,
+	DPC_API_ENTER = 0, /* CUpti_ApiCallbackSite */
+	DPC_API_EXIT = 1,
+	DPC_MEMORY_KIND_PINNED = 2, /* CUpti_ActivityMemoryKind */
+	DPC_MEMORY_KIND_DEVICE = 3,
+	DPC_MEMORY_KIND_MANAGED = 5
 };
+
+/*
+ * Callback ids of the CUDA entry points the memory hooks follow
+ * (CUpti_runtime_api_trace_cbid, CUpti_driver_api_trace_cbid). NVIDIA only
+ * appends to these enums, so a value never changes between CUDA releases;
+ * an older library simply lacks the newer ones.
+ */
+enum {
+	DPC_CBID_cudaMalloc_v3020 = 20,
+	DPC_CBID_cudaMallocPitch_v3020 = 21,
+	DPC_CBID_cudaFree_v3020 = 22,
+	DPC_CBID_cudaMallocHost_v3020 = 25,
+	DPC_CBID_cudaFreeHost_v3020 = 26,
+	DPC_CBID_cudaHostAlloc_v3020 = 27,
+	DPC_CBID_cudaMallocManaged_v6000 = 206,
+	DPC_CBID_cudaMallocAsync_v11020 = 373,
+	DPC_CBID_cudaMallocAsync_ptsz_v11020 = 374,
+	DPC_CBID_cudaFreeAsync_v11020 = 375,
+	DPC_CBID_cudaFreeAsync_ptsz_v11020 = 376,
+	DPC_CBID_cudaMallocFromPoolAsync_v11020 = 391,
+	DPC_CBID_cudaMallocFromPoolAsync_ptsz_v11020 = 392,
+
+	DPC_CBID_cuMemAlloc = 29,
+	DPC_CBID_cuMemAllocPitch = 31,
+	DPC_CBID_cuMemFree = 33,
+	DPC_CBID_cuMemAllocHost = 37,
+	DPC_CBID_cuMemFreeHost = 38,
+	DPC_CBID_cuMemHostAlloc = 39,
+	DPC_CBID_cuMemAlloc_v2 = 243,
+	DPC_CBID_cuMemAllocPitch_v2 = 244,
+	DPC_CBID_cuMemFree_v2 = 245,
+	DPC_CBID_cuMemAllocHost_v2 = 294,
+	DPC_CBID_cuMemAllocManaged = 371,
+	DPC_CBID_cuMemAllocAsync = 598,
+	DPC_CBID_cuMemAllocAsync_ptsz = 599,
+	DPC_CBID_cuMemFreeAsync = 600,
+	DPC_CBID_cuMemFreeAsync_ptsz = 601,
+	DPC_CBID_cuMemAllocFromPoolAsync = 611,
+	DPC_CBID_cuMemAllocFromPoolAsync_ptsz = 612,
+
+	DPC_HOOK_CBID_LIMIT = 640 /* above every cbid listed: sizes the lookup table */
+};
+
+/* CUpti_CallbackData, the cbdata of runtime and driver API callbacks. */
+#define DPC_CBDATA_SITE 0            /* uint32 enum CUpti_ApiCallbackSite */
+#define DPC_CBDATA_FUNCTION_NAME 8   /* const char * */
+#define DPC_CBDATA_PARAMS 16         /* const void *: the entry point's <name>_params struct */
+#define DPC_CBDATA_RETURN_VALUE 24   /* void *: cudaError_t / CUresult, valid at exit */
+#define DPC_CBDATA_CONTEXT 40        /* CUcontext */
+#define DPC_CBDATA_CORRELATION 64    /* uint32 */
+
+/*
+ * Where the hooked entry points' parameter structs (generated_cuda_meta.h,
+ * generated_cuda_runtime_api_meta.h) keep the fields the hooks read. The
+ * structs come in a few shapes; abi_check.c checks every struct against the
+ * shape shim.c reads it as.
+ *
+ * Allocations: the out pointer (void ** or CUdeviceptr *) first, the size
+ * next; async ones add the stream after the size, pool ones the pool and
+ * then the stream. The CUDA 3.x driver calls (cuMemAlloc, cuMemAllocPitch,
+ * cuMemFree, cuMemAllocHost without _v2) take 32-bit CUdeviceptr_v1 and
+ * unsigned int sizes.
+ */
+#define DPC_PARAM_OUT 0              /* pointer to where the new address is written */
+#define DPC_PARAM_SIZE 8             /* size_t (unsigned int in the v1 driver calls) */
+#define DPC_PARAM_ASYNC_STREAM 16    /* cudaStream_t / CUstream of *MallocAsync / cuMemAllocAsync */
+#define DPC_PARAM_POOL_STREAM 24     /* the stream of *FromPoolAsync, after the pool */
+/* Pitched allocations: out pointer, then a pointer to the pitch written back, width, height. */
+#define DPC_PARAM_PITCH_OUT 8        /* size_t * (unsigned int * in v1) */
+#define DPC_PARAM_PITCH_HEIGHT 24    /* size_t */
+#define DPC_PARAM_PITCH_V1_HEIGHT 20 /* unsigned int, after the unsigned int width at 16 */
+/* Frees: the pointer first (void *, CUdeviceptr, or CUdeviceptr_v1), then the stream of the async ones. */
+#define DPC_PARAM_FREE_PTR 0
+#define DPC_PARAM_FREE_STREAM 8
 
 /*
  * Record offsets devprof reads. Every one is inside the prefix that all
@@ -298,6 +386,40 @@ int dpc_wait(int timeout_ms, dpc_item *out, int max);
 void dpc_wake(void);
 void dpc_release(uint8_t *buffer);
 void dpc_read_counters(dpc_counters *out);
+
+/* ---- memory hooks ---- */
+
+/* One allocation or free, handed to Go (dpcGoMemoryHook) on the calling thread. */
+typedef struct dpc_memcall {
+	uint64_t address;
+	uint64_t bytes;
+	uint64_t stream;
+	uint32_t correlation;
+	int32_t device;
+	uint16_t api; /* index into the hook table (dpc_hook_entry) */
+	uint8_t free;
+	uint8_t kind;
+	uint8_t async;
+} dpc_memcall;
+
+/* Hook counters, read by Go for HookStats. */
+typedef struct dpc_hook_counters {
+	int64_t calls;      /* handed to Go */
+	int64_t failed;     /* hooked calls that returned an error */
+	int64_t nested;     /* driver calls inside a hooked runtime call on the same thread */
+	int64_t null_frees; /* frees of NULL (no-ops in CUDA) */
+} dpc_hook_counters;
+
+int dpc_hook_count(void);
+void dpc_hook_entry(int i, uint32_t *domain, uint32_t *cbid, const char **name);
+dpc_result dpc_enable_callback(const dpc_lib *lib, uint32_t enable, dpc_subscriber sub, uint32_t domain,
+                               uint32_t cbid);
+void dpc_hooks_on(const dpc_lib *lib);
+void dpc_hooks_off(void);
+void dpc_hooks_quiesce(void);
+int dpc_hooks_in_handler(void);
+void dpc_hooks_abandon(void);
+void dpc_hooks_read(dpc_hook_counters *out);
 #endif
 
 #endif
