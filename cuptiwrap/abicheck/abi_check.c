@@ -6,10 +6,23 @@
  *
  * It compiles only if every record offset and field width in ../shim.h,
  * every enum value devprof uses, every function-pointer type devprof calls
- * through, and the test double's record structs all agree with <cupti.h>.
- * cuptiwrap's TestABIAgainstRealHeaders runs it; scripts/cupti-deps
- * installs the headers. (include/ holds stand-ins for the CUDA headers
- * <cupti.h> pulls in; see include/cuda.h.)
+ * through, the callback data and CUDA API parameter structs the memory
+ * hooks read, and the test double's record and parameter structs all agree
+ * with <cupti.h>. cuptiwrap's TestABIAgainstRealHeaders runs it;
+ * scripts/cupti-deps installs the headers. (include/ holds stand-ins for
+ * the CUDA headers <cupti.h> pulls in; see include/cuda.h.)
+ *
+ * The parameter structs live in generated_cuda_meta.h and
+ * generated_cuda_runtime_api_meta.h, which cannot be compiled without the
+ * whole CUDA toolkit's headers (hundreds of types). So the test copies the
+ * typedef of each *_params struct named in this file, verbatim, out of the
+ * real headers into dpc_real_params.h in a directory it adds with -I; by
+ * hand:
+ *
+ *   go test ./cuptiwrap -run TestABIAgainstRealHeaders -v
+ *
+ * (the field types they use, such as CUdeviceptr and cudaStream_t, are
+ * declared in include/).
  *
  * What it cannot check: the CUDA 12.x/13.x layouts (Kernel9/10, Memcpy6,
  * Memory4, Synchronization2), which Debian does not ship.
@@ -18,8 +31,11 @@
 
 #include <cupti.h>
 
+#include "dpc_real_params.h" /* copied from the real generated_*_meta.h by the test */
+
 #define DPC_ABI_CHECK 1
 #include "../shim.h"
+#include "../testdata/fakecupti/fake_params.h"
 #include "../testdata/fakecupti/fake_records.h"
 
 #define FIELD_SIZE(type, field) sizeof(((type *)0)->field)
@@ -282,6 +298,214 @@ SAME(CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE, 3 << 16);
 SAME(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1, 4);
 SAME(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, 5);
 
+/* ---- memory hooks: callback ids ---- */
+
+#define RUNTIME_CBID(name)                                                 \
+	SAME(DPC_CBID_##name, CUPTI_RUNTIME_TRACE_CBID_##name);                \
+	_Static_assert(DPC_CBID_##name < DPC_HOOK_CBID_LIMIT, #name " limit")
+#define DRIVER_CBID(name)                                                  \
+	SAME(DPC_CBID_##name, CUPTI_DRIVER_TRACE_CBID_##name);                 \
+	_Static_assert(DPC_CBID_##name < DPC_HOOK_CBID_LIMIT, #name " limit")
+
+RUNTIME_CBID(cudaMalloc_v3020);
+RUNTIME_CBID(cudaMallocPitch_v3020);
+RUNTIME_CBID(cudaFree_v3020);
+RUNTIME_CBID(cudaMallocHost_v3020);
+RUNTIME_CBID(cudaFreeHost_v3020);
+RUNTIME_CBID(cudaHostAlloc_v3020);
+RUNTIME_CBID(cudaMallocManaged_v6000);
+RUNTIME_CBID(cudaMallocAsync_v11020);
+RUNTIME_CBID(cudaMallocAsync_ptsz_v11020);
+RUNTIME_CBID(cudaFreeAsync_v11020);
+RUNTIME_CBID(cudaFreeAsync_ptsz_v11020);
+RUNTIME_CBID(cudaMallocFromPoolAsync_v11020);
+RUNTIME_CBID(cudaMallocFromPoolAsync_ptsz_v11020);
+DRIVER_CBID(cuMemAlloc);
+DRIVER_CBID(cuMemAllocPitch);
+DRIVER_CBID(cuMemFree);
+DRIVER_CBID(cuMemAllocHost);
+DRIVER_CBID(cuMemFreeHost);
+DRIVER_CBID(cuMemHostAlloc);
+DRIVER_CBID(cuMemAlloc_v2);
+DRIVER_CBID(cuMemAllocPitch_v2);
+DRIVER_CBID(cuMemFree_v2);
+DRIVER_CBID(cuMemAllocHost_v2);
+DRIVER_CBID(cuMemAllocManaged);
+DRIVER_CBID(cuMemAllocAsync);
+DRIVER_CBID(cuMemAllocAsync_ptsz);
+DRIVER_CBID(cuMemFreeAsync);
+DRIVER_CBID(cuMemFreeAsync_ptsz);
+DRIVER_CBID(cuMemAllocFromPoolAsync);
+DRIVER_CBID(cuMemAllocFromPoolAsync_ptsz);
+
+SAME(DPC_API_ENTER, CUPTI_API_ENTER);
+SAME(DPC_API_EXIT, CUPTI_API_EXIT);
+SAME(DPC_MEMORY_KIND_PINNED, CUPTI_ACTIVITY_MEMORY_KIND_PINNED);
+SAME(DPC_MEMORY_KIND_DEVICE, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+SAME(DPC_MEMORY_KIND_MANAGED, CUPTI_ACTIVITY_MEMORY_KIND_MANAGED);
+SAME(DPC_ERROR_INVALID_DEVICE, CUPTI_ERROR_INVALID_DEVICE);
+
+/* ---- memory hooks: what the callback reads ---- */
+
+READS(CUpti_CallbackData, callbackSite, DPC_CBDATA_SITE, 4);
+READS(CUpti_CallbackData, functionName, DPC_CBDATA_FUNCTION_NAME, sizeof(void *));
+READS(CUpti_CallbackData, functionParams, DPC_CBDATA_PARAMS, sizeof(void *));
+READS(CUpti_CallbackData, functionReturnValue, DPC_CBDATA_RETURN_VALUE, sizeof(void *));
+READS(CUpti_CallbackData, context, DPC_CBDATA_CONTEXT, sizeof(void *));
+READS(CUpti_CallbackData, correlationId, DPC_CBDATA_CORRELATION, 4);
+/* The return value is read as an int32: both cudaError_t and CUresult are enums. */
+_Static_assert(sizeof(CUresult) == 4, "CUresult");
+
+/* `field` of `type` points to a `width`-byte value the hooks read. */
+#define POINTS_TO(type, field, width) \
+	_Static_assert(sizeof(*((type *)0)->field) == (width), #type "." #field " does not point to " #width " bytes")
+
+/* An allocation: out pointer to a `outw`-byte address, size of `sizew` bytes. */
+#define ALLOC(T, out, size, outw, sizew)             \
+	READS(T, out, DPC_PARAM_OUT, sizeof(void *));   \
+	POINTS_TO(T, out, outw);                         \
+	READS(T, size, DPC_PARAM_SIZE, sizew)
+#define PITCH(T, out, pitch, w)                        \
+	READS(T, out, DPC_PARAM_OUT, sizeof(void *));     \
+	POINTS_TO(T, out, w);                              \
+	READS(T, pitch, DPC_PARAM_PITCH_OUT, sizeof(void *)); \
+	POINTS_TO(T, pitch, w)
+
+ALLOC(cudaMalloc_v3020_params, devPtr, size, 8, 8);
+PITCH(cudaMallocPitch_v3020_params, devPtr, pitch, 8);
+READS(cudaMallocPitch_v3020_params, height, DPC_PARAM_PITCH_HEIGHT, 8);
+READS(cudaFree_v3020_params, devPtr, DPC_PARAM_FREE_PTR, 8);
+ALLOC(cudaMallocHost_v3020_params, ptr, size, 8, 8);
+READS(cudaFreeHost_v3020_params, ptr, DPC_PARAM_FREE_PTR, 8);
+ALLOC(cudaHostAlloc_v3020_params, pHost, size, 8, 8);
+ALLOC(cudaMallocManaged_v6000_params, devPtr, size, 8, 8);
+ALLOC(cudaMallocAsync_v11020_params, devPtr, size, 8, 8);
+READS(cudaMallocAsync_v11020_params, hStream, DPC_PARAM_ASYNC_STREAM, 8);
+ALLOC(cudaMallocAsync_ptsz_v11020_params, devPtr, size, 8, 8);
+READS(cudaMallocAsync_ptsz_v11020_params, hStream, DPC_PARAM_ASYNC_STREAM, 8);
+READS(cudaFreeAsync_v11020_params, devPtr, DPC_PARAM_FREE_PTR, 8);
+READS(cudaFreeAsync_v11020_params, hStream, DPC_PARAM_FREE_STREAM, 8);
+READS(cudaFreeAsync_ptsz_v11020_params, devPtr, DPC_PARAM_FREE_PTR, 8);
+READS(cudaFreeAsync_ptsz_v11020_params, hStream, DPC_PARAM_FREE_STREAM, 8);
+ALLOC(cudaMallocFromPoolAsync_v11020_params, ptr, size, 8, 8);
+READS(cudaMallocFromPoolAsync_v11020_params, stream, DPC_PARAM_POOL_STREAM, 8);
+ALLOC(cudaMallocFromPoolAsync_ptsz_v11020_params, ptr, size, 8, 8);
+READS(cudaMallocFromPoolAsync_ptsz_v11020_params, stream, DPC_PARAM_POOL_STREAM, 8);
+
+ALLOC(cuMemAlloc_params, dptr, bytesize, 4, 4); /* CUdeviceptr_v1 */
+PITCH(cuMemAllocPitch_params, dptr, pPitch, 4);
+READS(cuMemAllocPitch_params, Height, DPC_PARAM_PITCH_V1_HEIGHT, 4);
+READS(cuMemFree_params, dptr, DPC_PARAM_FREE_PTR, 4);
+ALLOC(cuMemAllocHost_params, pp, bytesize, 8, 4); /* void *, unsigned int size */
+READS(cuMemFreeHost_params, p, DPC_PARAM_FREE_PTR, 8);
+ALLOC(cuMemHostAlloc_params, pp, bytesize, 8, 8);
+ALLOC(cuMemAlloc_v2_params, dptr, bytesize, 8, 8);
+PITCH(cuMemAllocPitch_v2_params, dptr, pPitch, 8);
+READS(cuMemAllocPitch_v2_params, Height, DPC_PARAM_PITCH_HEIGHT, 8);
+READS(cuMemFree_v2_params, dptr, DPC_PARAM_FREE_PTR, 8);
+ALLOC(cuMemAllocHost_v2_params, pp, bytesize, 8, 8);
+ALLOC(cuMemAllocManaged_params, dptr, bytesize, 8, 8);
+ALLOC(cuMemAllocAsync_params, dptr, bytesize, 8, 8);
+READS(cuMemAllocAsync_params, hStream, DPC_PARAM_ASYNC_STREAM, 8);
+ALLOC(cuMemAllocAsync_ptsz_params, dptr, bytesize, 8, 8);
+READS(cuMemAllocAsync_ptsz_params, hStream, DPC_PARAM_ASYNC_STREAM, 8);
+READS(cuMemFreeAsync_params, dptr, DPC_PARAM_FREE_PTR, 8);
+READS(cuMemFreeAsync_params, hStream, DPC_PARAM_FREE_STREAM, 8);
+READS(cuMemFreeAsync_ptsz_params, dptr, DPC_PARAM_FREE_PTR, 8);
+READS(cuMemFreeAsync_ptsz_params, hStream, DPC_PARAM_FREE_STREAM, 8);
+ALLOC(cuMemAllocFromPoolAsync_params, dptr, bytesize, 8, 8);
+READS(cuMemAllocFromPoolAsync_params, hStream, DPC_PARAM_POOL_STREAM, 8);
+ALLOC(cuMemAllocFromPoolAsync_ptsz_params, dptr, bytesize, 8, 8);
+READS(cuMemAllocFromPoolAsync_ptsz_params, hStream, DPC_PARAM_POOL_STREAM, 8);
+
+/* ---- the test double plays the same callback data and parameters ---- */
+
+/* Same offset and width. */
+#define FAKE_FIELD(F, ff, R, rf)  \
+	FAKE_MATCHES(F, ff, R, rf); \
+	_Static_assert(FIELD_SIZE(F, ff) == FIELD_SIZE(R, rf), #F "." #ff " vs " #R "." #rf " width")
+
+FAKE_FIELD(fk_callback_data, callback_site, CUpti_CallbackData, callbackSite);
+FAKE_FIELD(fk_callback_data, function_name, CUpti_CallbackData, functionName);
+FAKE_FIELD(fk_callback_data, function_params, CUpti_CallbackData, functionParams);
+FAKE_FIELD(fk_callback_data, function_return_value, CUpti_CallbackData, functionReturnValue);
+FAKE_FIELD(fk_callback_data, symbol_name, CUpti_CallbackData, symbolName);
+FAKE_FIELD(fk_callback_data, context, CUpti_CallbackData, context);
+FAKE_FIELD(fk_callback_data, context_uid, CUpti_CallbackData, contextUid);
+FAKE_FIELD(fk_callback_data, correlation_data, CUpti_CallbackData, correlationData);
+FAKE_FIELD(fk_callback_data, correlation_id, CUpti_CallbackData, correlationId);
+_Static_assert(sizeof(fk_callback_data) == sizeof(CUpti_CallbackData), "fake callback data size");
+
+/* Macro parameters are the real struct's field names. */
+#define FAKE_ALLOC(R, r_out, r_size)                 \
+	FAKE_FIELD(fk_alloc_params, out, R, r_out);      \
+	FAKE_FIELD(fk_alloc_params, size, R, r_size)
+FAKE_ALLOC(cudaMalloc_v3020_params, devPtr, size);
+FAKE_ALLOC(cudaMallocHost_v3020_params, ptr, size);
+FAKE_ALLOC(cudaHostAlloc_v3020_params, pHost, size);
+FAKE_ALLOC(cudaMallocManaged_v6000_params, devPtr, size);
+FAKE_ALLOC(cuMemHostAlloc_params, pp, bytesize);
+FAKE_ALLOC(cuMemAlloc_v2_params, dptr, bytesize);
+FAKE_ALLOC(cuMemAllocHost_v2_params, pp, bytesize);
+FAKE_ALLOC(cuMemAllocManaged_params, dptr, bytesize);
+FAKE_FIELD(fk_alloc_params, flags, cudaHostAlloc_v3020_params, flags);
+FAKE_FIELD(fk_alloc_params, flags, cudaMallocManaged_v6000_params, flags);
+FAKE_FIELD(fk_alloc_params, flags, cuMemHostAlloc_params, Flags);
+FAKE_FIELD(fk_alloc_params, flags, cuMemAllocManaged_params, flags);
+
+FAKE_FIELD(fk_alloc_v1_params, out, cuMemAlloc_params, dptr);
+FAKE_FIELD(fk_alloc_v1_params, size, cuMemAlloc_params, bytesize);
+FAKE_FIELD(fk_alloc_v1_params, out, cuMemAllocHost_params, pp);
+FAKE_FIELD(fk_alloc_v1_params, size, cuMemAllocHost_params, bytesize);
+
+FAKE_FIELD(fk_pitch_params, out, cudaMallocPitch_v3020_params, devPtr);
+FAKE_FIELD(fk_pitch_params, pitch, cudaMallocPitch_v3020_params, pitch);
+FAKE_FIELD(fk_pitch_params, width, cudaMallocPitch_v3020_params, width);
+FAKE_FIELD(fk_pitch_params, height, cudaMallocPitch_v3020_params, height);
+FAKE_FIELD(fk_pitch_params, out, cuMemAllocPitch_v2_params, dptr);
+FAKE_FIELD(fk_pitch_params, pitch, cuMemAllocPitch_v2_params, pPitch);
+FAKE_FIELD(fk_pitch_params, width, cuMemAllocPitch_v2_params, WidthInBytes);
+FAKE_FIELD(fk_pitch_params, height, cuMemAllocPitch_v2_params, Height);
+FAKE_FIELD(fk_pitch_params, element_size, cuMemAllocPitch_v2_params, ElementSizeBytes);
+FAKE_FIELD(fk_pitch_v1_params, out, cuMemAllocPitch_params, dptr);
+FAKE_FIELD(fk_pitch_v1_params, pitch, cuMemAllocPitch_params, pPitch);
+FAKE_FIELD(fk_pitch_v1_params, width, cuMemAllocPitch_params, WidthInBytes);
+FAKE_FIELD(fk_pitch_v1_params, height, cuMemAllocPitch_params, Height);
+FAKE_FIELD(fk_pitch_v1_params, element_size, cuMemAllocPitch_params, ElementSizeBytes);
+
+#define FAKE_ASYNC(R, r_out, r_size, r_stream)              \
+	FAKE_FIELD(fk_alloc_async_params, out, R, r_out);       \
+	FAKE_FIELD(fk_alloc_async_params, size, R, r_size);     \
+	FAKE_FIELD(fk_alloc_async_params, stream, R, r_stream)
+FAKE_ASYNC(cudaMallocAsync_v11020_params, devPtr, size, hStream);
+FAKE_ASYNC(cudaMallocAsync_ptsz_v11020_params, devPtr, size, hStream);
+FAKE_ASYNC(cuMemAllocAsync_params, dptr, bytesize, hStream);
+FAKE_ASYNC(cuMemAllocAsync_ptsz_params, dptr, bytesize, hStream);
+
+#define FAKE_POOL(R, r_out, r_size, r_pool, r_stream)      \
+	FAKE_FIELD(fk_alloc_pool_params, out, R, r_out);       \
+	FAKE_FIELD(fk_alloc_pool_params, size, R, r_size);     \
+	FAKE_FIELD(fk_alloc_pool_params, pool, R, r_pool);     \
+	FAKE_FIELD(fk_alloc_pool_params, stream, R, r_stream)
+FAKE_POOL(cudaMallocFromPoolAsync_v11020_params, ptr, size, memPool, stream);
+FAKE_POOL(cudaMallocFromPoolAsync_ptsz_v11020_params, ptr, size, memPool, stream);
+FAKE_POOL(cuMemAllocFromPoolAsync_params, dptr, bytesize, pool, hStream);
+FAKE_POOL(cuMemAllocFromPoolAsync_ptsz_params, dptr, bytesize, pool, hStream);
+
+FAKE_FIELD(fk_free_params, ptr, cudaFree_v3020_params, devPtr);
+FAKE_FIELD(fk_free_params, ptr, cudaFreeHost_v3020_params, ptr);
+FAKE_FIELD(fk_free_params, ptr, cuMemFree_v2_params, dptr);
+FAKE_FIELD(fk_free_params, ptr, cuMemFreeHost_params, p);
+FAKE_FIELD(fk_free_params, ptr, cudaFreeAsync_v11020_params, devPtr);
+FAKE_FIELD(fk_free_params, stream, cudaFreeAsync_v11020_params, hStream);
+FAKE_FIELD(fk_free_params, ptr, cudaFreeAsync_ptsz_v11020_params, devPtr);
+FAKE_FIELD(fk_free_params, stream, cudaFreeAsync_ptsz_v11020_params, hStream);
+FAKE_FIELD(fk_free_params, ptr, cuMemFreeAsync_params, dptr);
+FAKE_FIELD(fk_free_params, stream, cuMemFreeAsync_params, hStream);
+FAKE_FIELD(fk_free_params, ptr, cuMemFreeAsync_ptsz_params, dptr);
+FAKE_FIELD(fk_free_params, stream, cuMemFreeAsync_ptsz_params, hStream);
+FAKE_FIELD(fk_free_v1_params, ptr, cuMemFree_params, dptr);
+
 /* ---- types and function signatures ---- */
 
 /*
@@ -295,6 +519,7 @@ _Static_assert(sizeof(CUpti_ExternalCorrelationKind) == sizeof(uint32_t), "CUpti
 _Static_assert(sizeof(CUpti_ActivityThreadIdType) == sizeof(uint32_t), "CUpti_ActivityThreadIdType");
 _Static_assert(sizeof(CUcontext) == sizeof(void *), "CUcontext");
 _Static_assert(sizeof(CUpti_SubscriberHandle) == sizeof(void *), "CUpti_SubscriberHandle");
+_Static_assert(sizeof(CUpti_CallbackId) == sizeof(uint32_t), "CUpti_CallbackId");
 
 #define SAME_TYPE(mine, real) _Static_assert(__builtin_types_compatible_p(mine, real), #mine " does not match " #real)
 
@@ -320,3 +545,5 @@ SAME_TYPE(dpc_fn_pop_external, __typeof__(&cuptiActivityPopExternalCorrelationId
 SAME_TYPE(dpc_fn_set_thread_id_type, __typeof__(&cuptiSetThreadIdType));
 SAME_TYPE(dpc_fn_register_timestamp, __typeof__(&cuptiActivityRegisterTimestampCallback));
 SAME_TYPE(dpc_fn_get_callback_name, __typeof__(&cuptiGetCallbackName));
+SAME_TYPE(dpc_fn_enable_callback, __typeof__(&cuptiEnableCallback));
+SAME_TYPE(dpc_fn_get_device_id, __typeof__(&cuptiGetDeviceId));
