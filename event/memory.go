@@ -36,6 +36,10 @@ type MemoryCounts struct {
 	// of a pointer freed before; ZeroSize allocations of zero bytes (kept
 	// out of the table: they hold no memory).
 	UnknownFrees, DoubleFrees, ZeroSize uint64
+	// Replaced counts allocations at an address the table still held as
+	// live: the old buffer's free was missed (made where the tracker does
+	// not see), so it was dropped from the table for the new one.
+	Replaced uint64
 }
 
 // A Buffer is one live allocation, or, in a profile read back from a file,

@@ -30,6 +30,7 @@ var layers = []layer{
 	{path: "event", what: "the event model: the ground floor imports no devprof package"},
 	{path: "internal/recorder", may: []string{"event"}, what: "the recorder: fills the model"},
 	{path: "annotate", may: []string{"event", "internal/recorder"}, what: "a source (spans, steps, counters)"},
+	{path: "devmem", may: []string{"event", "internal/recorder", "cuptiwrap"}, what: "a source (device-memory tracking: CUDA's allocations through cuptiwrap, the explicit API)"},
 	{path: "sources/", may: []string{"event", "internal/recorder", "cuptiwrap", "sources/", "internal/nvmlhook"}, what: "a source"},
 	{path: "cuptiwrap", what: "the cgo layer over libcupti, below the CUPTI source"},
 	{path: "exporters/", may: []string{"event", "exporters/", "internal/intern", "internal/protoenc", "internal/atomicfile", "internal/metatext"}, what: "an exporter: reads the model, never the recorder or a source"},

@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -52,4 +53,20 @@ func SpanFromContext(ctx context.Context) *SpanContext {
 	}
 	c, _ := ctx.Value(spanKey{}).(*SpanContext)
 	return c
+}
+
+// SpanPath appends to dst the names of the spans of this session that ctx
+// carries and that have not ended, outermost first. It is for callers off the
+// hot path (a memory tracker labelling an allocation): each name is looked up
+// in the string table under its lock.
+func (b *Buffer) SpanPath(ctx context.Context, dst []string) []string {
+	n := len(dst)
+	for c := SpanFromContext(ctx); c != nil && c.epoch == b.epoch; c = SpanFromContext(c.parent) {
+		if c.rec.Ended() {
+			continue
+		}
+		dst = append(dst, b.strs.name(c.rec.NameID))
+	}
+	slices.Reverse(dst[n:])
+	return dst
 }

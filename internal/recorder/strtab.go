@@ -130,3 +130,13 @@ func (t *strtab) snapshot() []string {
 	defer t.mu.Unlock()
 	return t.strs[:len(t.strs):len(t.strs)]
 }
+
+// name returns the string of id ("" for an id the table does not hold).
+func (t *strtab) name(id uint32) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if int(id) < len(t.strs) {
+		return t.strs[id]
+	}
+	return ""
+}

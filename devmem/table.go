@@ -1,0 +1,339 @@
+package devmem
+
+import (
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/devprof/devprof/event"
+)
+
+// source says which path an allocation came through; CUDA's pointers and
+// the explicit API's handles live in separate key spaces, so a program that
+// also tells the explicit API about a cudaMalloc'd pointer is not counted
+// as a double allocation.
+type source uint8
+
+const (
+	sourceCUDA source = iota
+	sourceAPI
+)
+
+var sourceNames = [...]string{sourceCUDA: "cuda", sourceAPI: "api"}
+
+type key struct {
+	src  source
+	addr uint64
+}
+
+// space is one source's key space: live entries and recently freed
+// addresses. Maps keyed by the bare address hash and compare faster than
+// maps keyed by a (source, address) struct.
+type space struct {
+	live map[uint64]entry
+	// freed and freedOld remember between freedMemory and twice as many
+	// of the last freed addresses, to tell a double free from an unknown
+	// one. Two generations, never a delete: deleting from a map churned
+	// this fast leaves it full of tombstones that every probe walks.
+	freed, freedOld map[uint64]struct{}
+}
+
+// entry is one live allocation. Strings and tags are shared between
+// entries (interned), and the stack is an index into the table's stacks, so
+// an entry costs a few dozen bytes however deep its stack.
+type entry struct {
+	bytes  uint64
+	when   int64 // unix nanoseconds
+	device int32
+	stack  uint32 // index into table.stacks; 0: none
+	kind   string
+	api    string
+	span   string
+	tags   []string
+}
+
+// freedMemory is how many freed addresses the table remembers to tell a
+// double free from a free of a pointer it never saw.
+const freedMemory = 1 << 15
+
+// table is the tracker's state. One mutex guards it: allocation calls are
+// microseconds apart at the fastest (CUDA's own calls cost more), and a
+// profile copies the table out under the lock and formats it outside.
+type table struct {
+	mu     sync.Mutex
+	max    int
+	depth  int
+	spaces [len(sourceNames)]space
+	nlive  int
+	counts event.MemoryCounts
+
+	// stacks holds each distinct stack once; stackIDs finds it by hash.
+	stacks   [][]uintptr
+	stackIDs map[stackHash][]uint32
+	strs     map[string]string // interned kinds, spans, tags
+	tagSets  map[string][]string
+}
+
+func newTable(o Options) *table {
+	t := &table{
+		max:      o.MaxBuffers,
+		depth:    o.StackDepth,
+		stacks:   [][]uintptr{nil},
+		stackIDs: make(map[stackHash][]uint32),
+		strs:     make(map[string]string),
+		tagSets:  make(map[string][]string),
+	}
+	for i := range t.spaces {
+		t.spaces[i] = space{live: make(map[uint64]entry), freed: make(map[uint64]struct{})}
+	}
+	return t
+}
+
+type stackHash uint64
+
+func hashStack(pcs []uintptr) stackHash {
+	h := uint64(14695981039346656037)
+	for _, pc := range pcs {
+		h ^= uint64(pc)
+		h *= 1099511628211
+	}
+	return stackHash(h)
+}
+
+// stackID returns the id of pcs, storing a copy the first time. Called
+// with mu held.
+func (t *table) stackID(pcs []uintptr) uint32 {
+	if len(pcs) == 0 {
+		return 0
+	}
+	h := hashStack(pcs)
+	for _, id := range t.stackIDs[h] {
+		if slicesEqual(t.stacks[id], pcs) {
+			return id
+		}
+	}
+	id := uint32(len(t.stacks))
+	t.stacks = append(t.stacks, append([]uintptr(nil), pcs...))
+	t.stackIDs[h] = append(t.stackIDs[h], id)
+	return id
+}
+
+func slicesEqual(a, b []uintptr) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// intern returns the table's copy of s, so that entries share strings.
+// Called with mu held.
+func (t *table) intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	if c, ok := t.strs[s]; ok {
+		return c
+	}
+	s = strings.Clone(s)
+	t.strs[s] = s
+	return s
+}
+
+// internTags returns a shared copy of tags (nil for none). Called with mu
+// held.
+func (t *table) internTags(tags []string) []string {
+	if len(tags) == 0 {
+		return nil
+	}
+	k := strings.Join(tags, "\x00")
+	if c, ok := t.tagSets[k]; ok {
+		return c
+	}
+	c := make([]string, len(tags))
+	for i, s := range tags {
+		c[i] = t.intern(s)
+	}
+	t.tagSets[strings.Clone(k)] = c
+	return c
+}
+
+// alloc is one allocation of bytes at addr.
+type alloc struct {
+	src    source
+	addr   uint64
+	bytes  uint64
+	device int32
+	kind   string
+	api    string
+	span   string
+	tags   []string
+}
+
+// alloc records a; pcs is its stack. pcs is a parameter of its own, not a
+// field of alloc, so that the caller's stack array does not escape with
+// a's strings.
+func (t *table) alloc(a *alloc, pcs []uintptr, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if a.bytes == 0 {
+		t.counts.ZeroSize++
+		return
+	}
+	sp := &t.spaces[a.src]
+	if _, ok := sp.live[a.addr]; ok {
+		// The table still holds this address: its free was missed (made
+		// through a path devprof does not see). The old entry goes; the new
+		// one is what the address holds now.
+		t.counts.Replaced++
+		delete(sp.live, a.addr)
+		t.nlive--
+	} else if t.nlive >= t.max {
+		t.counts.Allocs++
+		t.counts.Untracked++
+		t.counts.UntrackedBytes += a.bytes
+		// Its free must read as unknown, not as a double free of the
+		// address's previous buffer.
+		delete(sp.freed, a.addr)
+		delete(sp.freedOld, a.addr)
+		return
+	}
+	t.counts.Allocs++
+	t.nlive++
+	sp.live[a.addr] = entry{
+		bytes:  a.bytes,
+		when:   now.UnixNano(),
+		device: a.device,
+		stack:  t.stackID(pcs),
+		kind:   t.intern(a.kind),
+		api:    a.api, // constant strings from cuptiwrap
+		span:   t.intern(a.span),
+		tags:   t.internTags(a.tags),
+	}
+}
+
+func (t *table) free(src source, addr uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sp := &t.spaces[src]
+	if _, ok := sp.live[addr]; ok {
+		delete(sp.live, addr)
+		t.nlive--
+		t.counts.Frees++
+		sp.remember(addr)
+		return
+	}
+	_, again := sp.freed[addr]
+	if _, old := sp.freedOld[addr]; again || old {
+		t.counts.DoubleFrees++
+		return
+	}
+	t.counts.UnknownFrees++
+}
+
+// remember notes k as freed. An address freed and then allocated again
+// stays here: free looks in the live table first. Called with mu held.
+func (sp *space) remember(addr uint64) {
+	if len(sp.freed) >= freedMemory {
+		sp.freedOld, sp.freed = sp.freed, make(map[uint64]struct{}, freedMemory)
+	}
+	sp.freed[addr] = struct{}{}
+}
+
+// snapshot copies the table out under the lock and resolves stacks after.
+func (t *table) snapshot(now time.Time) *event.DeviceMemory {
+	t.mu.Lock()
+	m := &event.DeviceMemory{Time: now, Counts: t.counts}
+	type row struct {
+		k key
+		e entry
+	}
+	rows := make([]row, 0, t.nlive)
+	for src := range t.spaces {
+		for addr, e := range t.spaces[src].live {
+			rows = append(rows, row{key{source(src), addr}, e})
+		}
+	}
+	stacks := t.stacks[:len(t.stacks):len(t.stacks)] // entries are never changed once stored
+	t.mu.Unlock()
+
+	frames := make(map[uint32][]event.Frame)
+	m.Buffers = make([]event.Buffer, len(rows))
+	for i, r := range rows {
+		fr, ok := frames[r.e.stack]
+		if !ok {
+			fr = resolve(stacks[r.e.stack])
+			frames[r.e.stack] = fr
+		}
+		m.Buffers[i] = event.Buffer{
+			Address: r.k.addr,
+			Bytes:   r.e.bytes,
+			Count:   1,
+			Device:  int(r.e.device),
+			Kind:    r.e.kind,
+			Source:  sourceNames[r.k.src],
+			API:     r.e.api,
+			Time:    time.Unix(0, r.e.when),
+			Tags:    r.e.tags,
+			Span:    r.e.span,
+			Stack:   fr,
+		}
+	}
+	m.Sort()
+	m.Warnings = warnings(m.Counts)
+	return m
+}
+
+// resolve turns program counters into frames, dropping the frames of the
+// tracker, of cgo's call and callback machinery and of the runtime at the
+// innermost end, so that the first frame is the Go code that allocated.
+func resolve(pcs []uintptr) []event.Frame {
+	if len(pcs) == 0 {
+		return nil
+	}
+	var out []event.Frame
+	it := runtime.CallersFrames(pcs)
+	leaf := true
+	for {
+		f, more := it.Next()
+		if leaf && plumbing(f.Function) {
+			if !more {
+				break
+			}
+			continue
+		}
+		leaf = false
+		out = append(out, event.Frame{Function: f.Function, File: f.File, Line: f.Line})
+		if !more {
+			break
+		}
+	}
+	return out
+}
+
+const module = "github.com/devprof/devprof/"
+
+// plumbing reports whether fn is a frame between the allocating Go code and
+// the tracker: the runtime (cgo callbacks), cgo's generated wrappers,
+// cuptiwrap's callback and this package.
+func plumbing(fn string) bool {
+	switch {
+	case strings.HasPrefix(fn, "runtime."),
+		strings.HasPrefix(fn, module+"devmem."),
+		strings.HasPrefix(fn, module+"cuptiwrap."),
+		strings.HasPrefix(fn, "_cgo"):
+		return true
+	}
+	// cgo's generated functions in the caller's package: pkg._Cfunc_f,
+	// pkg._cgoexp_…, pkg._cgo_…
+	if i := strings.LastIndexByte(fn, '.'); i >= 0 {
+		name := fn[i+1:]
+		return strings.HasPrefix(name, "_Cfunc_") || strings.HasPrefix(name, "_cgo") || strings.HasPrefix(name, "_Cgo")
+	}
+	return false
+}
