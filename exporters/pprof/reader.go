@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/metatext"
@@ -371,4 +372,39 @@ func parseCounts(c *event.MemoryCounts, s string) {
 			}
 		}
 	}
+}
+
+// Sniff reports whether head, the first bytes of a file's content (after
+// gunzip), start as pprof profiles do: with a ValueType, exactly two
+// varints in fields 1 and 2 (the type's and the unit's string indices),
+// held by the profile's field 1 (a sample type: google/pprof's and JAX's
+// encoders start so) or field 11 (the period type: the Go runtime's
+// encoder starts so). No trace devprof reads starts so: a Perfetto trace's
+// first packet would need a field 1 that is a message (its ftrace_events),
+// an XSpace's first plane a field 2 that is a string (its name). Trace
+// readers check it first, so that a profile is not read as an empty trace.
+func Sniff(head []byte) bool {
+	if len(head) < 2 || head[0] != 0x0a && head[0] != 0x5a { // field 1 or 11, length-delimited
+		return false
+	}
+	size, n := protowire.ConsumeVarint(head[1:])
+	if n <= 0 || size < 4 || size > 22 {
+		return false
+	}
+	body := head[1+n:]
+	if uint64(len(body)) < size {
+		return false
+	}
+	body = body[:size]
+	for _, tag := range []byte{0x08, 0x10} { // field 1 varint, field 2 varint
+		if len(body) == 0 || body[0] != tag {
+			return false
+		}
+		_, n := protowire.ConsumeVarint(body[1:])
+		if n <= 0 {
+			return false
+		}
+		body = body[1+n:]
+	}
+	return len(body) == 0
 }
