@@ -282,7 +282,11 @@ func comments(m *event.DeviceMemory) []string {
 		missing = append(missing, fmt.Sprintf("%s (%s) untracked", plural(c.Untracked, "allocation"), iec(c.UntrackedBytes)))
 	}
 	if c.UnknownFrees > 0 {
-		missing = append(missing, plural(c.UnknownFrees, "free")+" of unknown pointers")
+		if c.UnknownFrees == 1 {
+			missing = append(missing, "1 free of an unknown pointer")
+		} else {
+			missing = append(missing, plural(c.UnknownFrees, "free")+" of unknown pointers")
+		}
 	}
 	if c.DoubleFrees > 0 {
 		missing = append(missing, plural(c.DoubleFrees, "double free"))

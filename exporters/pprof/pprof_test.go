@@ -257,7 +257,7 @@ func TestHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{fmt.Sprintf("%d live buffers", bufs), fmt.Sprintf("(%d bytes)", live), "2 allocations (3.0 MiB) untracked", "1 free of unknown pointers"} {
+	for _, want := range []string{fmt.Sprintf("%d live buffers", bufs), fmt.Sprintf("(%d bytes)", live), "2 allocations (3.0 MiB) untracked", "1 free of an unknown pointer"} {
 		if !strings.Contains(p.Comments[0], want) {
 			t.Errorf("header %q lacks %q", p.Comments[0], want)
 		}
