@@ -334,7 +334,7 @@ func profileError(path string) error {
 	case errors.Is(err, pprof.ErrNotMemory):
 		return fmt.Errorf("%s is a pprof profile, %w: open it with go tool pprof", path, ErrNotTrace)
 	}
-	return fmt.Errorf("%s starts like a pprof profile, %w, but does not read as one: %s", path, ErrNotTrace, strings.TrimPrefix(err.Error(), path+": "))
+	return fmt.Errorf("%s looks like a pprof profile, %w, but does not read as a memory profile: %s", path, ErrNotTrace, strings.TrimPrefix(err.Error(), path+": "))
 }
 
 // errGzip marks content that starts like gzip but does not decompress.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	rtpprof "runtime/pprof"
 	"slices"
 	"strings"
 	"testing"
@@ -317,16 +318,22 @@ func TestDetectProfiles(t *testing.T) {
 	if err := cpu.Write(&cpuGz); err != nil {
 		t.Fatal(err)
 	}
+	var runtimeCPU bytes.Buffer // starts with time_nanos, not a sample type
+	if err := rtpprof.StartCPUProfile(&runtimeCPU); err != nil {
+		t.Fatal(err)
+	}
+	rtpprof.StopCPUProfile()
 	for name, c := range map[string]struct {
 		data []byte
 		want string
 	}{
+		"runtime-cpu.pprof":   {runtimeCPU.Bytes(), "is a pprof profile, not a trace: open it with go tool pprof"},
 		"memory.pb.gz":        {memGz.Bytes(), "is a device-memory profile (pprof), not a trace"},
 		"memory.pb":           {memPlain, "is a device-memory profile (pprof), not a trace"},
 		"misnamed.pftrace":    {memPlain, "is a device-memory profile (pprof), not a trace"},
 		"misnamed.pftrace.gz": {memGz.Bytes(), "is a device-memory profile (pprof), not a trace"},
 		"cpu.pb.gz":           {cpuGz.Bytes(), "is a pprof profile, not a trace: open it with go tool pprof"},
-		"cut.pb":              {memPlain[:len(memPlain)/2], "starts like a pprof profile, not a trace, but does not read as one: pprof: not a pprof profile"},
+		"cut.pb":              {memPlain[:len(memPlain)/2], "looks like a pprof profile, not a trace, but does not read as a memory profile: pprof: not a pprof profile"},
 	} {
 		path := filepath.Join(dir, name)
 		if err := os.WriteFile(path, c.data, 0o644); err != nil {

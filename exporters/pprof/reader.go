@@ -375,15 +375,27 @@ func parseCounts(c *event.MemoryCounts, s string) {
 }
 
 // Sniff reports whether head, the first bytes of a file's content (after
-// gunzip), start as pprof profiles do: with a ValueType, exactly two
-// varints in fields 1 and 2 (the type's and the unit's string indices),
-// held by the profile's field 1 (a sample type: google/pprof's and JAX's
-// encoders start so) or field 11 (the period type: the Go runtime's
-// encoder starts so). No trace devprof reads starts so: a Perfetto trace's
-// first packet would need a field 1 that is a message (its ftrace_events),
-// an XSpace's first plane a field 2 that is a string (its name). Trace
-// readers check it first, so that a profile is not read as an empty trace.
+// gunzip), start as pprof profiles do: after any of the profile's scalar
+// fields (the Go runtime's encoder starts with time_nanos), a ValueType,
+// exactly two varints in fields 1 and 2 (the type's and the unit's string
+// indices), in the profile's field 1 (a sample type: google/pprof's and
+// JAX's encoders start so) or field 11 (the period type). No trace devprof
+// reads starts so: a Perfetto trace starts with a packet (field 1) whose
+// field 1 would be a message (its ftrace_events), an XSpace with a plane
+// (field 1) whose field 2 is a string (its name), Chrome JSON with text.
+// Trace readers check it first, so that a profile is not read as an empty
+// trace.
 func Sniff(head []byte) bool {
+	// Skip the leading varint fields: drop_frames 7, keep_frames 8,
+	// time_nanos 9, duration_nanos 10, period 12, comment 13 (unpacked),
+	// default_sample_type 14, doc_url 15.
+	for len(head) > 0 && head[0]&7 == 0 && slices.Contains([]byte{7, 8, 9, 10, 12, 13, 14, 15}, head[0]>>3) {
+		_, n := protowire.ConsumeVarint(head[1:])
+		if n <= 0 {
+			return false
+		}
+		head = head[1+n:]
+	}
 	if len(head) < 2 || head[0] != 0x0a && head[0] != 0x5a { // field 1 or 11, length-delimited
 		return false
 	}

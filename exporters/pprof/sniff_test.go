@@ -34,12 +34,16 @@ func content(t *testing.T, data []byte) []byte {
 // TestSniff: every profile, devprof's, JAX's and the Go runtime's own,
 // starts as Sniff expects; no trace in the repository does.
 func TestSniff(t *testing.T) {
-	var heap bytes.Buffer
+	var heap, cpu bytes.Buffer
 	if err := rtpprof.Lookup("heap").WriteTo(&heap, 0); err != nil {
 		t.Fatal(err)
 	}
+	if err := rtpprof.StartCPUProfile(&cpu); err != nil {
+		t.Fatal(err)
+	}
+	rtpprof.StopCPUProfile()
 	for name, data := range map[string][]byte{
-		"devprof": encode(t, fixture()), "empty": encode(t, &event.DeviceMemory{}), "jax": write(t, jaxProfile(), false), "go heap": heap.Bytes(),
+		"devprof": encode(t, fixture()), "empty": encode(t, &event.DeviceMemory{}), "jax": write(t, jaxProfile(), false), "go heap": heap.Bytes(), "go cpu": cpu.Bytes(),
 	} {
 		head := content(t, data)
 		if !Sniff(head[:min(len(head), 64)]) {
@@ -66,7 +70,7 @@ func TestSniff(t *testing.T) {
 			t.Errorf("%s taken for a profile", p)
 		}
 	}
-	for _, head := range [][]byte{nil, {0x0a}, {0x0a, 0x04, 0x08, 0x01, 0x10}, {0x0a, 0x02, 0x08, 0x01}, {0x0a, 0x04, 0x08, 0x01, 0x12, 0x00}, {0x0a, 0x05, 0x08, 0x01, 0x10, 0x02, 0x18}} {
+	for _, head := range [][]byte{nil, {0x0a}, {0x0a, 0x04, 0x08, 0x01, 0x10}, {0x0a, 0x02, 0x08, 0x01}, {0x0a, 0x04, 0x08, 0x01, 0x12, 0x00}, {0x0a, 0x05, 0x08, 0x01, 0x10, 0x02, 0x18}, {0x48, 0x80}, {0x48, 0x01, 0x0a, 0x02, 0x08, 0x01}, {0x08, 0x01, 0x0a, 0x04, 0x08, 0x01, 0x10, 0x02}} {
 		if Sniff(head) {
 			t.Errorf("% x taken for a profile", head)
 		}
