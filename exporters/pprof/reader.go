@@ -282,7 +282,11 @@ func labels(b *event.Buffer, s *profile.Sample) {
 				extra = append(extra, k+"="+v)
 			}
 		case LabelTags:
-			b.Tags = append(b.Tags, strings.Split(v, ",")...)
+			for _, t := range strings.Split(v, ",") {
+				if t != "" {
+					b.Tags = append(b.Tags, t)
+				}
+			}
 		case LabelSpan:
 			b.Span = v
 		case LabelSource:

@@ -104,11 +104,12 @@ func TestReadForeignLabels(t *testing.T) {
 	p := jaxProfile()
 	p.Sample = p.Sample[:1]
 	p.Sample[0].Label["owner"] = []string{"optimizer"}
+	p.Sample[0].Label["tags"] = []string{",a,,b,"}
 	p.Sample[0].NumLabel = map[string][]int64{"shard": {3}, "align": {256}}
 	p.Sample[0].NumUnit = map[string][]string{"align": {"bytes"}}
 	p.Comments = []string{"made by hand"}
 	m := decode(t, write(t, p, true))
-	if want := []string{"owner=optimizer", "align=256 bytes", "shard=3"}; !slices.Equal(m.Buffers[0].Tags, want) {
+	if want := []string{"a", "b", "owner=optimizer", "align=256 bytes", "shard=3"}; !slices.Equal(m.Buffers[0].Tags, want) {
 		t.Errorf("tags %q, want %q", m.Buffers[0].Tags, want)
 	}
 	if want := []event.Warning{{Source: "pprof", Code: CodeComment, Text: "made by hand"}}; !slices.Equal(m.Warnings, want) {
