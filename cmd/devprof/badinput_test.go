@@ -32,6 +32,39 @@ var badCorpus = map[string]string{
 	"notes.txt":                  "cannot tell its format",
 	"not-a-trace.json":           `has no "traceEvents"`,
 	"array-not-a-trace.json":     "want an object",
+	// pprof profiles are not traces: each says what it is instead of
+	// reading as an empty Perfetto trace.
+	"memory.pb.gz":           "is a device-memory profile (pprof), not a trace: devprof memory",
+	"cpu.pb.gz":              "is a pprof profile, not a trace: open it with go tool pprof",
+	"diff.pb.gz":             "does not read as a memory profile: pprof: sample 7 has negative values",
+	"truncated-memory.pb.gz": "does not read as a memory profile: pprof: gzip stream: unexpected EOF",
+}
+
+// memoryBadCorpus maps each file of testdata/bad to what devprof memory's
+// refusal must say; memory.pb.gz is the one file it reads.
+var memoryBadCorpus = map[string]string{
+	"empty.pftrace":              "pprof: empty: not a profile",
+	"empty.pftrace.gz":           "pprof: empty: not a profile",
+	"empty.xplane.pb":            "pprof: empty: not a profile",
+	"empty.json":                 "pprof: empty: not a profile",
+	"empty.json.gz":              "pprof: empty: not a profile",
+	"empty-gunzipped.pftrace.gz": "pprof: empty: not a profile",
+	"truncated.pftrace.gz":       "pprof: gzip stream: unexpected EOF",
+	"truncated.json.gz":          "pprof: gzip stream: unexpected EOF",
+	"truncated.json":             "pprof: not a pprof profile",
+	"random.pftrace":             "pprof: not a pprof profile",
+	"random.pftrace.gz":          "pprof: not a pprof profile",
+	"random.xplane.pb":           "pprof: not a pprof profile",
+	"random.json":                "pprof: not a pprof profile",
+	"random.json.gz":             "pprof: not a pprof profile",
+	"random.trace.json.gz":       "pprof: not a pprof profile",
+	"random.txt":                 "pprof: not a pprof profile",
+	"notes.txt":                  "pprof: not a pprof profile",
+	"not-a-trace.json":           "pprof: not a pprof profile",
+	"array-not-a-trace.json":     "pprof: not a pprof profile",
+	"cpu.pb.gz":                  "pprof: not a device-memory profile: its sample types are samples/count, cpu/nanoseconds",
+	"diff.pb.gz":                 "negative values",
+	"truncated-memory.pb.gz":     "pprof: gzip stream: unexpected EOF",
 }
 
 // readers are the commands that read a trace file, as argument lists
@@ -89,6 +122,44 @@ func TestBadInputCorpus(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(dir, "out.pftrace")); !os.IsNotExist(err) {
 				t.Fatalf("convert %s wrote its output", in)
+			}
+		}
+	}
+}
+
+// TestMemoryBadInputCorpus runs devprof memory (with and without -base)
+// on every bad file, a directory and a missing file: each must exit 1 with
+// one line on stderr naming the input and what is wrong, and print
+// nothing on stdout.
+func TestMemoryBadInputCorpus(t *testing.T) {
+	entries, err := os.ReadDir("testdata/bad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join("testdata", "bad", "memory.pb.gz")
+	inputs := map[string]string{}
+	for _, e := range entries {
+		want, ok := memoryBadCorpus[e.Name()]
+		switch {
+		case e.Name() == "memory.pb.gz":
+		case !ok:
+			t.Errorf("testdata/bad/%s has no entry in memoryBadCorpus", e.Name())
+		default:
+			inputs[filepath.Join("testdata", "bad", e.Name())] = want
+		}
+	}
+	if len(inputs) != len(memoryBadCorpus) {
+		t.Errorf("testdata/bad has %d of memoryBadCorpus's %d files", len(inputs), len(memoryBadCorpus))
+	}
+	dir := t.TempDir()
+	inputs[dir] = "is a directory, not a memory profile"
+	inputs[filepath.Join(dir, "missing.pb.gz")] = "no such file"
+	for in, want := range inputs {
+		for _, args := range [][]string{{"memory", in}, {"memory", "-base", in, good}, {"memory", "-base", good, in}, {"memory", "-json", in}} {
+			code, stdout, stderr := runCLI(args...)
+			line := strings.TrimSuffix(stderr, "\n")
+			if code != 1 || stdout != "" || strings.Contains(line, "\n") || !strings.HasPrefix(line, "devprof memory: ") || !strings.Contains(line, in) || !strings.Contains(line, want) {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1, no output and one line naming it and saying %q", args, code, stdout, stderr, want)
 			}
 		}
 	}

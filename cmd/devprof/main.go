@@ -2,13 +2,15 @@
 //
 // It sits at the end of devprof's flow: `demo` runs a built-in workload
 // under a trace session (sources → buffer → exporters), and `serve` and
-// `summary` read the files the exporters wrote.
+// `summary` read the files the exporters wrote. `memory` reads
+// device-memory profiles (exporters/pprof), which are not traces.
 //
 // Usage:
 //
 //	devprof demo [-logdir DIR] [-steps N] [-workers N] [-link] [-chrome=false]
 //	devprof serve [-timeout D] FILE
 //	devprof summary [-top N] [-sort KEY] [-json] FILE
+//	devprof memory [-n N] [-bytes] [-stack] [-base BEFORE] [-json] FILE
 //	devprof convert IN OUT
 //	devprof version
 //
@@ -47,6 +49,8 @@ func init() {
 			"devprof serve /tmp/prof/plugins/profile/2025_01_02_03_04_05/host.pftrace", runServe},
 		{"summary", "[-top N] [-sort KEY] [-json] FILE", "print the top spans of a trace (.pftrace, .xplane.pb or .json) by total and self time",
 			"devprof summary /tmp/prof -top 5 -sort self", runSummary},
+		{"memory", "[-n N] [-bytes] [-stack] [-base BEFORE] [-json] FILE", "list who holds device memory in a memory profile (pprof: devprof's or jax.profiler.save_device_memory_profile's), largest first; with -base, what grew since BEFORE, by allocation site",
+			"devprof memory -base before.pb.gz after.pb.gz", runMemory},
 		{"convert", "IN OUT", "convert between .xplane.pb (TensorBoard, JAX, TensorFlow), .pftrace(.gz) (Perfetto) and .json(.gz) (Chrome)",
 			"devprof convert jax-host.xplane.pb jax.pftrace", runConvert},
 		{"version", "", "print devprof's version (the module version it was built at)",

@@ -23,6 +23,7 @@ import (
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/chrome"
 	"github.com/devprof/devprof/exporters/perfetto"
+	"github.com/devprof/devprof/exporters/pprof"
 	"github.com/devprof/devprof/exporters/xplane"
 	"github.com/devprof/devprof/internal/atomicfile"
 )
@@ -284,7 +285,8 @@ func displayList() string {
 // reader undoes) breaks ties — so a misnamed file is read as what it is,
 // while a damaged one is left to the reader its name chooses to explain.
 // An empty file (or one empty once gunzipped) is an error, as is a file
-// neither its name nor its content places; both errors name path.
+// neither its name nor its content places, and a pprof profile (see
+// ErrNotTrace); the errors name path.
 func Detect(path string) (*Format, error) {
 	byName := byExtension(strings.TrimSuffix(strings.ToLower(path), ".gz"))
 	head, err := readHead(path)
@@ -295,6 +297,8 @@ func Detect(path string) (*Format, error) {
 		return nil, err
 	case len(head) == 0:
 		return nil, fmt.Errorf("%s is empty: not a trace", path)
+	case pprof.Sniff(head):
+		return nil, profileError(path)
 	}
 	var best *Format
 	bestMatch := NoMatch
@@ -311,6 +315,26 @@ func Detect(path string) (*Format, error) {
 		return byName, nil
 	}
 	return nil, fmt.Errorf("%s: cannot tell its format: the name ends in none of %s, and the content is not a %s trace", path, extensionList(), displayList())
+}
+
+// ErrNotTrace is wrapped by Detect's (and Read's) error for a file that is
+// a pprof profile: a device-memory profile (package exporters/pprof reads
+// it, as `devprof memory` does) or another profile for go tool pprof.
+// Without this check the Perfetto reader, whose format has no signature,
+// would read a profile as an empty trace.
+var ErrNotTrace = errors.New("not a trace")
+
+// profileError says what the pprof profile at path is, reading it as a
+// memory profile.
+func profileError(path string) error {
+	_, err := pprof.ReadFile(path)
+	switch {
+	case err == nil:
+		return fmt.Errorf("%s is a device-memory profile (pprof), %w: devprof memory and go tool pprof read it", path, ErrNotTrace)
+	case errors.Is(err, pprof.ErrNotMemory):
+		return fmt.Errorf("%s is a pprof profile, %w: open it with go tool pprof", path, ErrNotTrace)
+	}
+	return fmt.Errorf("%s looks like a pprof profile, %w, but does not read as a memory profile: %s", path, ErrNotTrace, strings.TrimPrefix(err.Error(), path+": "))
 }
 
 // errGzip marks content that starts like gzip but does not decompress.

@@ -3,14 +3,20 @@ package formats
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	rtpprof "runtime/pprof"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/pprof"
 )
 
 // sample builds a small snapshot with a span and its child, an instant and
@@ -285,5 +291,60 @@ func TestReadFileProgress(t *testing.T) {
 	}
 	if calls == 0 || last != st.Size() || size != st.Size() {
 		t.Errorf("progress: %d calls, last %d of %d, file %d bytes", calls, last, size, st.Size())
+	}
+}
+
+// TestDetectProfiles: a pprof profile is no trace, whatever its name,
+// compressed or not; Detect says which kind of profile it is instead of
+// letting the Perfetto reader, which has no signature to check, read it as
+// an empty trace.
+func TestDetectProfiles(t *testing.T) {
+	dir := t.TempDir()
+	mem := &event.DeviceMemory{Buffers: []event.Buffer{{Bytes: 4096, Count: 1, Device: 0, Kind: "device"}}}
+	var memGz bytes.Buffer
+	if err := pprof.Write(&memGz, mem); err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(memGz.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	memPlain, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := &profile.Profile{SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}}}
+	var cpuGz bytes.Buffer
+	if err := cpu.Write(&cpuGz); err != nil {
+		t.Fatal(err)
+	}
+	var runtimeCPU bytes.Buffer // starts with time_nanos, not a sample type
+	if err := rtpprof.StartCPUProfile(&runtimeCPU); err != nil {
+		t.Fatal(err)
+	}
+	rtpprof.StopCPUProfile()
+	for name, c := range map[string]struct {
+		data []byte
+		want string
+	}{
+		"runtime-cpu.pprof":   {runtimeCPU.Bytes(), "is a pprof profile, not a trace: open it with go tool pprof"},
+		"memory.pb.gz":        {memGz.Bytes(), "is a device-memory profile (pprof), not a trace"},
+		"memory.pb":           {memPlain, "is a device-memory profile (pprof), not a trace"},
+		"misnamed.pftrace":    {memPlain, "is a device-memory profile (pprof), not a trace"},
+		"misnamed.pftrace.gz": {memGz.Bytes(), "is a device-memory profile (pprof), not a trace"},
+		"cpu.pb.gz":           {cpuGz.Bytes(), "is a pprof profile, not a trace: open it with go tool pprof"},
+		"cut.pb":              {memPlain[:len(memPlain)/2], "looks like a pprof profile, not a trace, but does not read as a memory profile: pprof: not a pprof profile"},
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, c.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := Detect(path)
+		if f != nil || !errors.Is(err, ErrNotTrace) || !strings.HasPrefix(err.Error(), path+" ") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Detect(%s) = %v, %v; want ErrNotTrace saying %q", name, f, err, c.want)
+		}
+		if s, _, err := Read(path); s != nil || !errors.Is(err, ErrNotTrace) {
+			t.Errorf("Read(%s) = %v, %v; want ErrNotTrace", name, s != nil, err)
+		}
 	}
 }

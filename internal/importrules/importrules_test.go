@@ -149,10 +149,13 @@ func TestRulesCanFail(t *testing.T) {
 		{"exporters/perfetto", "internal/recorder", false},
 		{"exporters/xplane", "sources/cupti", false},
 		{"exporters/chrome", "annotate", false},
+		{"exporters/pprof", "internal/recorder", false},
+		{"exporters/pprof", "sources/cupti", false},
 		{"sources/cupti", "exporters/xplane", false},
 		{"annotate", "exporters/perfetto", false},
 		{"cmd/devprof", "internal/recorder", false},
 		{"exporters/perfetto", "event", true},
+		{"exporters/pprof", "internal/metatext", true},
 		{"sources/cupti", "internal/recorder", true},
 		{"trace", "internal/recorder", true},
 	} {

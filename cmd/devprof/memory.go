@@ -1,0 +1,552 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/formats"
+	"github.com/devprof/devprof/exporters/pprof"
+)
+
+func runMemory(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("memory", stderr)
+	n := fs.Int("n", 30, "show the `N` largest rows (0 for all)")
+	exact := fs.Bool("bytes", false, "print sizes as exact byte counts, not KiB, MiB, GiB")
+	stacks := fs.Bool("stack", false, "print each row's full allocation stack under it")
+	base := fs.String("base", "", "show the growth per allocation site since the earlier profile `BEFORE` (leak hunting)")
+	asJSON := fs.Bool("json", false, "print the profile (or the growth) as one JSON object (every row, whatever -n says) for scripts")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *n < 0 {
+		fmt.Fprintf(stderr, "devprof memory: -n %d: want 0 (all) or more\n", *n)
+		return errUsage
+	}
+	path, err := oneFile(fs)
+	if err != nil {
+		return err
+	}
+	m, err := readMemory(path)
+	if err != nil {
+		return err
+	}
+	o := memOptions{rows: *n, exact: *exact, stacks: *stacks}
+	if *base == "" {
+		if *asJSON {
+			return writeMemoryJSON(stdout, path, m)
+		}
+		return writeMemory(stdout, path, m, o)
+	}
+	before, err := readMemory(*base)
+	if err != nil {
+		return err
+	}
+	g := growthOf(before, m)
+	if *asJSON {
+		return writeGrowthJSON(stdout, *base, path, before, m, g)
+	}
+	return writeGrowth(stdout, *base, path, before, m, g, o)
+}
+
+// memOptions are the flags that shape the text output.
+type memOptions struct {
+	rows   int  // rows shown; 0 for all
+	exact  bool // byte counts instead of binary units
+	stacks bool // full stacks under the rows
+}
+
+// readMemory reads the memory profile at path. A trace given by mistake is
+// named as one, so that the user knows which command reads it.
+func readMemory(path string) (*event.DeviceMemory, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("%s is a directory, not a memory profile", path)
+	}
+	m, err := pprof.ReadFile(path)
+	if err == nil || errors.Is(err, pprof.ErrNotMemory) {
+		return m, err
+	}
+	if f, derr := formats.Detect(path); derr == nil {
+		if _, rerr := f.ReadFile(path, nil); rerr == nil {
+			return nil, fmt.Errorf("%s is a trace (%s), not a memory profile: devprof summary and devprof serve read it", path, f.Display)
+		}
+	}
+	return nil, err
+}
+
+// size formats a byte count: binary units, or the exact count.
+func size(n uint64, exact bool) string {
+	if exact {
+		return strconv.FormatUint(n, 10)
+	}
+	const units = "KMGTPE"
+	if n < 1024 {
+		return strconv.FormatUint(n, 10) + " B"
+	}
+	v, i := float64(n)/1024, 0
+	for v >= 1023.95 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[i:i+1] + "iB"
+}
+
+// bytesWord is size with the unit said when it is exact, for sizes
+// outside a table ("2048 bytes").
+func bytesWord(n uint64, exact bool) string {
+	if exact {
+		return size(n, true) + " bytes"
+	}
+	return size(n, false)
+}
+
+// signedSize formats a change in bytes with its sign ("+2.0 MiB").
+func signedSize(d int64, exact bool) string {
+	switch {
+	case d > 0:
+		return "+" + size(uint64(d), exact)
+	case d < 0:
+		return "-" + size(uint64(-d), exact)
+	}
+	return size(0, exact)
+}
+
+// when formats a profile's time as pprof does; a profile may have none.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "an unknown time"
+	}
+	return t.Format("2006-01-02 15:04:05 MST")
+}
+
+// countsLine words a tracker's totals; "" when it has none (a profile
+// JAX wrote).
+func countsLine(c event.MemoryCounts) string {
+	if c == (event.MemoryCounts{}) {
+		return ""
+	}
+	parts := []string{fmt.Sprintf("tracker: %s and %s seen", plural(int64(c.Allocs), "allocation"), plural(int64(c.Frees), "free"))}
+	if c.Untracked > 0 {
+		parts = append(parts, fmt.Sprintf("%s (%s) untracked, so not below", plural(int64(c.Untracked), "allocation"), size(c.UntrackedBytes, false)))
+	}
+	if c.UnknownFrees > 0 {
+		parts = append(parts, unknownFrees(c.UnknownFrees))
+	}
+	if c.DoubleFrees > 0 {
+		parts = append(parts, plural(int64(c.DoubleFrees), "double free"))
+	}
+	if c.ZeroSize > 0 {
+		parts = append(parts, plural(int64(c.ZeroSize), "zero-size allocation"))
+	}
+	s := strings.Join(parts, "; ")
+	return s
+}
+
+// unknownFrees words a count of frees of pointers the tracker did not
+// hold.
+func unknownFrees(n uint64) string {
+	if n == 1 {
+		return "1 free of an unknown pointer"
+	}
+	return plural(int64(n), "free") + " of unknown pointers"
+}
+
+// header prints a profile's one-line description, its warnings and its
+// tracker's counts.
+func header(w io.Writer, path string, m *event.DeviceMemory, exact bool, warnPrefix string) {
+	live, bufs := m.Live()
+	fmt.Fprintf(w, "%s: device memory at %s: %s in %s\n", path, when(m.Time), bytesWord(live, exact), plural(int64(bufs), "live buffer"))
+	for _, x := range m.Warnings {
+		fmt.Fprintf(w, "%s%s\n", warnPrefix, x.Text)
+	}
+	if c := countsLine(m.Counts); c != "" {
+		fmt.Fprintln(w, c)
+	}
+}
+
+// table prints rows of cells in columns two spaces apart, the columns
+// named in right aligned (numbers), each row followed by its extra lines.
+func table(w io.Writer, head []string, rows [][]string, extra [][]string, right map[int]bool) {
+	width := make([]int, len(head))
+	for _, r := range append([][]string{head}, rows...) {
+		for i, c := range r {
+			width[i] = max(width[i], len([]rune(c)))
+		}
+	}
+	line := func(r []string) {
+		var sb strings.Builder
+		for i, c := range r {
+			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
+			switch {
+			case i == len(r)-1:
+				sb.WriteString(c)
+			case right[i]:
+				sb.WriteString(pad + c + "  ")
+			default:
+				sb.WriteString(c + pad + "  ")
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(sb.String(), " "))
+	}
+	line(head)
+	for i, r := range rows {
+		line(r)
+		for _, x := range extra[i] {
+			fmt.Fprintln(w, x)
+		}
+	}
+}
+
+// stackLines are a stack's frames, indented under a row.
+func stackLines(st []event.Frame) []string {
+	if len(st) == 0 {
+		return []string{"    (no stack)"}
+	}
+	out := make([]string, len(st))
+	for i, f := range st {
+		out[i] = "    " + f.String()
+	}
+	return out
+}
+
+// tagsSpan is a buffer's tags and span in one cell: "[weights fp16]
+// train/step".
+func tagsSpan(b *event.Buffer) string {
+	var parts []string
+	if len(b.Tags) > 0 {
+		parts = append(parts, "["+strings.Join(b.Tags, " ")+"]")
+	}
+	if b.Span != "" {
+		parts = append(parts, b.Span)
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// site is where a buffer was allocated, for people.
+func site(b *event.Buffer) string {
+	if s := b.Site(); s != "" {
+		return s
+	}
+	return "(no stack)"
+}
+
+// writeMemory prints the live buffers, largest total first.
+func writeMemory(w io.Writer, path string, m *event.DeviceMemory, o memOptions) error {
+	header(w, path, m, o.exact, "warning: ")
+	fmt.Fprintln(w)
+	if len(m.Buffers) == 0 {
+		fmt.Fprintln(w, "(no live buffers)")
+		return nil
+	}
+	shown := m.Buffers
+	if o.rows > 0 && len(shown) > o.rows {
+		shown = shown[:o.rows]
+	}
+	var rows, extra [][]string
+	for i := range shown {
+		b := &shown[i]
+		rows = append(rows, []string{size(b.Total(), o.exact), strconv.Itoa(max(b.Count, 1)), size(b.Bytes, o.exact),
+			pprof.DeviceLabel(b.Device), orDash(b.Kind), tagsSpan(b), site(b)})
+		var x []string
+		if o.stacks {
+			x = stackLines(b.Stack)
+		}
+		extra = append(extra, x)
+	}
+	table(w, []string{"TOTAL", "COUNT", "SIZE", "DEVICE", "KIND", "TAGS/SPAN", "ALLOCATED AT"}, rows, extra, map[int]bool{0: true, 1: true, 2: true})
+	if rest := m.Buffers[len(shown):]; len(rest) > 0 {
+		var bytes uint64
+		for i := range rest {
+			bytes += rest[i].Total()
+		}
+		fmt.Fprintf(w, "… %d more %s (%s); -n 0 shows all\n", len(rest), map[bool]string{true: "row", false: "rows"}[len(rest) == 1], bytesWord(bytes, o.exact))
+	}
+	return nil
+}
+
+// siteGrowth is how the memory held by the buffers allocated at one site
+// (the innermost frame) changed between two profiles.
+type siteGrowth struct {
+	frame                 event.Frame // zero for buffers without a stack
+	before, after         uint64      // bytes
+	beforeBufs, afterBufs int
+	stacks                [][]event.Frame // the distinct stacks through it, the later profile's first
+	growth                int64
+}
+
+func (g *siteGrowth) site() string {
+	if g.frame == (event.Frame{}) {
+		return "(no stack)"
+	}
+	return g.frame.String()
+}
+
+// growthOf compares two profiles site by site: the sites whose bytes or
+// buffers changed, largest growth first (shrinking sites last), and how
+// many sites did not change.
+func growthOf(before, after *event.DeviceMemory) (g growth) {
+	index := map[event.Frame]*siteGrowth{}
+	var all []*siteGrowth
+	add := func(m *event.DeviceMemory, later bool) {
+		for i := range m.Buffers {
+			b := &m.Buffers[i]
+			var f event.Frame
+			if len(b.Stack) > 0 {
+				f = b.Stack[0]
+			}
+			s := index[f]
+			if s == nil {
+				s = &siteGrowth{frame: f}
+				index[f] = s
+				all = append(all, s)
+			}
+			if later {
+				s.after += b.Total()
+				s.afterBufs += max(b.Count, 1)
+			} else {
+				s.before += b.Total()
+				s.beforeBufs += max(b.Count, 1)
+			}
+			if !slices.ContainsFunc(s.stacks, func(st []event.Frame) bool { return slices.Equal(st, b.Stack) }) {
+				s.stacks = append(s.stacks, b.Stack)
+			}
+		}
+	}
+	add(after, true)
+	add(before, false)
+	for _, s := range all {
+		// Both totals are at most MaxInt64 (Read checks a profile's sum).
+		s.growth = int64(s.after) - int64(s.before)
+		if s.growth == 0 && s.afterBufs == s.beforeBufs {
+			g.unchanged++
+			continue
+		}
+		g.sites = append(g.sites, s)
+	}
+	slices.SortStableFunc(g.sites, func(a, b *siteGrowth) int {
+		return cmp.Or(cmp.Compare(b.growth, a.growth), cmp.Compare(b.afterBufs-b.beforeBufs, a.afterBufs-a.beforeBufs), cmp.Compare(a.site(), b.site()))
+	})
+	return g
+}
+
+// growth is what -base shows.
+type growth struct {
+	sites     []*siteGrowth
+	unchanged int
+}
+
+// writeGrowth prints what grew between two profiles, site by site.
+func writeGrowth(w io.Writer, basePath, path string, before, after *event.DeviceMemory, g growth, o memOptions) error {
+	b0, n0 := before.Live()
+	b1, n1 := after.Live()
+	unit := ""
+	if o.exact {
+		unit = " bytes"
+	}
+	fmt.Fprintf(w, "%s (%s) → %s (%s): %s%s (%s → %s), %s buffers (%d → %d)\n", basePath, when(before.Time), path, when(after.Time),
+		signedSize(int64(b1)-int64(b0), o.exact), unit, bytesWord(b0, o.exact), bytesWord(b1, o.exact), signedCount(n1-n0), n0, n1)
+	if d := after.Counts.Untracked - min(before.Counts.Untracked, after.Counts.Untracked); d > 0 {
+		fmt.Fprintf(w, "warning: %d more %s (%s%s) went untracked after %s: the growth below does not include them\n", d, map[bool]string{true: "allocation", false: "allocations"}[d == 1],
+			signedSize(int64(after.Counts.UntrackedBytes)-int64(before.Counts.UntrackedBytes), o.exact), unit, basePath)
+	}
+	for _, x := range after.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", x.Text)
+	}
+	for _, x := range before.Warnings {
+		if !slices.Contains(after.Warnings, x) { // said above
+			fmt.Fprintf(w, "warning (%s): %s\n", basePath, x.Text)
+		}
+	}
+	fmt.Fprintln(w)
+	if len(g.sites) == 0 {
+		fmt.Fprintf(w, "(no allocation site changed; %s the same)\n", plural(int64(g.unchanged), "site"))
+		return nil
+	}
+	shown := g.sites
+	if o.rows > 0 && len(shown) > o.rows {
+		shown = shown[:o.rows]
+	}
+	var rows, extra [][]string
+	for _, s := range shown {
+		rows = append(rows, []string{signedSize(s.growth, o.exact), size(s.before, o.exact), size(s.after, o.exact),
+			signedCount(s.afterBufs - s.beforeBufs), s.site()})
+		var x []string
+		if o.stacks {
+			for i, st := range s.stacks {
+				if i > 0 {
+					x = append(x, "    ---")
+				}
+				x = append(x, stackLines(st)...)
+			}
+		}
+		extra = append(extra, x)
+	}
+	table(w, []string{"GROWTH", "BEFORE", "AFTER", "BUFFERS", "ALLOCATED AT"}, rows, extra, map[int]bool{0: true, 1: true, 2: true, 3: true})
+	if rest := len(g.sites) - len(shown); rest > 0 {
+		fmt.Fprintf(w, "… %d more changed (-n 0 shows all); ", rest)
+	}
+	fmt.Fprintf(w, "%s unchanged\n", plural(int64(g.unchanged), "site"))
+	return nil
+}
+
+func signedCount(d int) string {
+	if d > 0 {
+		return "+" + strconv.Itoa(d)
+	}
+	return strconv.Itoa(d)
+}
+
+// jsonMemory is what memory -json prints: a stable shape for scripts,
+// sizes in bytes.
+type jsonMemory struct {
+	File        string        `json:"file"`
+	Time        string        `json:"time,omitempty"` // RFC 3339; absent when the profile has none
+	LiveBytes   uint64        `json:"live_bytes"`
+	LiveBuffers int           `json:"live_buffers"`
+	Counts      jsonCounts    `json:"counts"`
+	Warnings    []jsonWarning `json:"warnings"`
+	Buffers     []jsonBuffer  `json:"buffers"`
+}
+
+type jsonCounts struct {
+	Allocs         uint64 `json:"allocs"`
+	Frees          uint64 `json:"frees"`
+	Untracked      uint64 `json:"untracked"`
+	UntrackedBytes uint64 `json:"untracked_bytes"`
+	UnknownFrees   uint64 `json:"unknown_frees"`
+	DoubleFrees    uint64 `json:"double_frees"`
+	ZeroSize       uint64 `json:"zero_size"`
+}
+
+type jsonBuffer struct {
+	TotalBytes uint64      `json:"total_bytes"`
+	Count      int         `json:"count"`
+	Bytes      uint64      `json:"bytes"`
+	Device     int         `json:"device"` // -1: host or unknown
+	Kind       string      `json:"kind"`
+	Tags       []string    `json:"tags"`
+	Span       string      `json:"span"`
+	Source     string      `json:"source"`
+	API        string      `json:"api"`
+	Site       string      `json:"site"` // innermost frame, "" without a stack
+	Stack      []jsonFrame `json:"stack"`
+}
+
+type jsonFrame struct {
+	Function string `json:"function"`
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+}
+
+func jsonTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func jsonStack(st []event.Frame) []jsonFrame {
+	out := []jsonFrame{}
+	for _, f := range st {
+		out = append(out, jsonFrame{f.Function, f.File, f.Line})
+	}
+	return out
+}
+
+func jsonWarnings(ws []event.Warning) []jsonWarning {
+	out := []jsonWarning{}
+	for _, x := range ws {
+		out = append(out, jsonWarning{x.Source, x.Code, x.Text})
+	}
+	return out
+}
+
+func jsonCountsOf(c event.MemoryCounts) jsonCounts {
+	return jsonCounts{c.Allocs, c.Frees, c.Untracked, c.UntrackedBytes, c.UnknownFrees, c.DoubleFrees, c.ZeroSize}
+}
+
+func encodeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func writeMemoryJSON(w io.Writer, path string, m *event.DeviceMemory) error {
+	live, bufs := m.Live()
+	// Empty lists print as [], not null, so scripts can iterate them as
+	// they are.
+	out := jsonMemory{File: path, Time: jsonTime(m.Time), LiveBytes: live, LiveBuffers: bufs,
+		Counts: jsonCountsOf(m.Counts), Warnings: jsonWarnings(m.Warnings), Buffers: []jsonBuffer{}}
+	for i := range m.Buffers {
+		b := &m.Buffers[i]
+		out.Buffers = append(out.Buffers, jsonBuffer{TotalBytes: b.Total(), Count: max(b.Count, 1), Bytes: b.Bytes, Device: b.Device,
+			Kind: b.Kind, Tags: append([]string{}, b.Tags...), Span: b.Span, Source: b.Source, API: b.API, Site: b.Site(), Stack: jsonStack(b.Stack)})
+	}
+	return encodeJSON(w, out)
+}
+
+// jsonGrowth is what memory -base -json prints.
+type jsonGrowth struct {
+	File          string        `json:"file"`
+	Base          string        `json:"base"`
+	Time          string        `json:"time,omitempty"`
+	BaseTime      string        `json:"base_time,omitempty"`
+	LiveBytes     uint64        `json:"live_bytes"`
+	BaseLiveBytes uint64        `json:"base_live_bytes"`
+	GrowthBytes   int64         `json:"growth_bytes"`
+	GrowthBuffers int           `json:"growth_buffers"`
+	Counts        jsonCounts    `json:"counts"`
+	BaseCounts    jsonCounts    `json:"base_counts"`
+	Warnings      []jsonWarning `json:"warnings"`
+	BaseWarnings  []jsonWarning `json:"base_warnings"`
+	Sites         []jsonSite    `json:"sites"` // the sites that changed, largest growth first
+	Unchanged     int           `json:"unchanged_sites"`
+}
+
+type jsonSite struct {
+	Site        string        `json:"site"` // "" for buffers without a stack
+	GrowthBytes int64         `json:"growth_bytes"`
+	BaseBytes   uint64        `json:"base_bytes"`
+	Bytes       uint64        `json:"bytes"`
+	BaseBuffers int           `json:"base_buffers"`
+	Buffers     int           `json:"buffers"`
+	Stacks      [][]jsonFrame `json:"stacks"`
+}
+
+func writeGrowthJSON(w io.Writer, basePath, path string, before, after *event.DeviceMemory, g growth) error {
+	b0, n0 := before.Live()
+	b1, n1 := after.Live()
+	out := jsonGrowth{File: path, Base: basePath, Time: jsonTime(after.Time), BaseTime: jsonTime(before.Time),
+		LiveBytes: b1, BaseLiveBytes: b0, GrowthBytes: int64(b1) - int64(b0), GrowthBuffers: n1 - n0,
+		Counts: jsonCountsOf(after.Counts), BaseCounts: jsonCountsOf(before.Counts),
+		Warnings: jsonWarnings(after.Warnings), BaseWarnings: jsonWarnings(before.Warnings), Sites: []jsonSite{}, Unchanged: g.unchanged}
+	for _, s := range g.sites {
+		js := jsonSite{GrowthBytes: s.growth, BaseBytes: s.before, Bytes: s.after, BaseBuffers: s.beforeBufs, Buffers: s.afterBufs, Stacks: [][]jsonFrame{}}
+		if s.frame != (event.Frame{}) {
+			js.Site = s.frame.String()
+		}
+		for _, st := range s.stacks {
+			js.Stacks = append(js.Stacks, jsonStack(st))
+		}
+		out.Sites = append(out.Sites, js)
+	}
+	return encodeJSON(w, out)
+}

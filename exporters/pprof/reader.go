@@ -1,0 +1,426 @@
+package pprof
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/metatext"
+)
+
+// Limits that keep a hostile file from costing much more than its size.
+const (
+	// MaxSize is the most bytes of profile Read decodes (after gunzip);
+	// a large model's profile is a few MiB.
+	MaxSize = 64 << 20
+	// MaxFrames is the most frames Read keeps of one stack (the innermost
+	// ones); JAX keeps at most 512.
+	MaxFrames = 4096
+	// MaxTotalFrames bounds the frames of all distinct stacks together
+	// (buffers with the same stack share its frames).
+	MaxTotalFrames = 1 << 22
+)
+
+// The limits Read applies: the constants, lowered by tests to keep them
+// fast.
+var (
+	maxSize        = MaxSize
+	maxTotalFrames = MaxTotalFrames
+)
+
+// Warning codes of what Read tells about the file (event.Warning.Code,
+// with Source "pprof").
+const (
+	// CodeComment marks a comment of a profile devprof did not write,
+	// kept as it was.
+	CodeComment = "comment"
+	// CodeStackCut says stacks deeper than MaxFrames were cut.
+	CodeStackCut = "stack_cut"
+)
+
+// ReadFile reads the memory profile at path; see Read. Errors name path.
+func ReadFile(path string) (*event.DeviceMemory, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m, err := Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// ErrNotMemory is wrapped by Read's error for a valid pprof profile that is
+// not a memory profile (a CPU profile, a Go heap profile): its sample types
+// are not allocations/count and space/bytes.
+var ErrNotMemory = errors.New("not a device-memory profile")
+
+// Read decodes a device-memory profile, gzip-compressed or not: one devprof
+// wrote, or any pprof profile with the sample types allocations/count and
+// space/bytes, such as jax.profiler.save_device_memory_profile's.
+//
+// Each sample becomes one Buffer standing for Count equal buffers (its
+// allocations value) of Bytes each (space divided by count); Address and
+// Time are zero, since pprof keeps neither. The stack comes from the
+// locations, innermost first (a location's inlined lines each become a
+// frame; one without lines is its address, in hex). Labels go back to the
+// fields they came from (see the package doc). The device label "gpu:N"
+// (devprof's), "cuda:N" or "rocm:N" (JAX's GPU devices) gives Device N,
+// and "host" Device -1; any other device ("TFRT_CPU_0", a TPU) gives
+// Device -1 and keeps its name as the tag "device=NAME". Labels devprof
+// does not write become tags "key=value" too, so nothing a profile says is
+// lost. The counts come back from devprof's counts comment; warnings from
+// its warning lines, and a foreign profile's comments become warnings
+// with Source "pprof" and Code CodeComment.
+//
+// Input that is not gzip nor a profile, a profile cut short, a profile of
+// other sample types (ErrNotMemory), negative values (a profile saved
+// from -diff_base) or values that disagree (bytes that do not divide into
+// the count) are errors saying so; nothing in a file makes Read panic.
+// Buffers are sorted as DeviceMemory.Sort sorts them.
+func Read(r io.Reader) (*event.DeviceMemory, error) {
+	data, err := readAll(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) == 0 {
+		return nil, errors.New("pprof: empty: not a profile")
+	}
+	p, err := profile.ParseUncompressed(data)
+	if err != nil {
+		return nil, fmt.Errorf("pprof: not a pprof profile: %v", err)
+	}
+	if err := p.CheckValid(); err != nil {
+		return nil, fmt.Errorf("pprof: malformed profile: %v", err)
+	}
+	return convert(p)
+}
+
+// readAll returns the content of r, gunzipped if it starts with gzip's
+// magic, up to MaxSize bytes.
+func readAll(r io.Reader) ([]byte, error) {
+	br := bufio.NewReader(r)
+	var src io.Reader = br
+	gz := false
+	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("pprof: not a valid gzip stream: %w", err)
+		}
+		defer zr.Close()
+		src, gz = zr, true
+	}
+	data, err := io.ReadAll(io.LimitReader(src, int64(maxSize)+1))
+	switch {
+	case err != nil && gz:
+		return nil, fmt.Errorf("pprof: gzip stream: %w", err)
+	case err != nil:
+		return nil, fmt.Errorf("pprof: %w", err)
+	case len(data) > maxSize:
+		return nil, fmt.Errorf("pprof: larger than %d bytes uncompressed: too big for a memory profile", maxSize)
+	}
+	return data, nil
+}
+
+// typeIndex returns the index of the sample type (typ, unit), or -1.
+func typeIndex(p *profile.Profile, typ, unit string) int {
+	return slices.IndexFunc(p.SampleType, func(v *profile.ValueType) bool { return v.Type == typ && v.Unit == unit })
+}
+
+func sampleTypes(p *profile.Profile) string {
+	if len(p.SampleType) == 0 {
+		return "none"
+	}
+	var s []string
+	for _, v := range p.SampleType {
+		s = append(s, v.Type+"/"+v.Unit)
+	}
+	return strings.Join(s, ", ")
+}
+
+// convert turns a parsed, valid profile into the model.
+func convert(p *profile.Profile) (*event.DeviceMemory, error) {
+	ci, si := typeIndex(p, TypeAllocations, UnitCount), typeIndex(p, TypeSpace, UnitBytes)
+	if ci < 0 || si < 0 {
+		return nil, fmt.Errorf("pprof: %w: its sample types are %s; a memory profile (devprof's, or jax.profiler.save_device_memory_profile's) has %s/%s and %s/%s",
+			ErrNotMemory, sampleTypes(p), TypeAllocations, UnitCount, TypeSpace, UnitBytes)
+	}
+	m := &event.DeviceMemory{}
+	if p.TimeNanos != 0 {
+		m.Time = time.Unix(0, p.TimeNanos)
+	}
+	frames := map[uint64][]event.Frame{} // by location id
+	stacks := map[string][]event.Frame{} // by location ids
+	var totalCount, totalSpace int64
+	var totalFrames int
+	var key []byte
+	cut := false
+	for i, s := range p.Sample {
+		count, space := s.Value[ci], s.Value[si]
+		switch {
+		case count < 0 || space < 0:
+			return nil, fmt.Errorf("pprof: sample %d has negative values (%d allocations, %d bytes): a difference of profiles (-diff_base), not a memory profile", i+1, count, space)
+		case count == 0 && space == 0:
+			continue // nothing live
+		case count == 0:
+			return nil, fmt.Errorf("pprof: sample %d holds %d bytes in 0 allocations", i+1, space)
+		case space%count != 0:
+			return nil, fmt.Errorf("pprof: sample %d: its %d bytes do not divide into its %d allocations", i+1, space, count)
+		case count > math.MaxInt64-totalCount || space > math.MaxInt64-totalSpace || count > math.MaxInt:
+			return nil, fmt.Errorf("pprof: sample %d: the profile's totals overflow (more than %d allocations or bytes)", i+1, int64(math.MaxInt64))
+		}
+		totalCount += count
+		totalSpace += space
+		b := event.Buffer{Bytes: uint64(space / count), Count: int(count), Device: -1}
+		key = key[:0]
+		for _, loc := range s.Location {
+			key = binary.AppendUvarint(key, loc.ID)
+		}
+		stack, ok := stacks[string(key)]
+		if !ok {
+			for _, loc := range s.Location {
+				if len(stack) >= MaxFrames {
+					cut = true
+					break
+				}
+				fs, ok := frames[loc.ID]
+				if !ok {
+					fs = locationFrames(loc)
+					frames[loc.ID] = fs
+				}
+				stack = append(stack, fs...)
+			}
+			if len(stack) > MaxFrames {
+				stack, cut = stack[:MaxFrames:MaxFrames], true
+			}
+			if len(stack) == 1 && stack[0] == (event.Frame{Function: UnknownFunction}) {
+				stack = nil
+			}
+			if totalFrames += len(stack); totalFrames > maxTotalFrames {
+				return nil, fmt.Errorf("pprof: more than %d stack frames in all: too big for a memory profile", maxTotalFrames)
+			}
+			stacks[string(key)] = stack
+		}
+		b.Stack = stack
+		labels(&b, s)
+		m.Buffers = append(m.Buffers, b)
+	}
+	readComments(m, p.Comments)
+	if cut {
+		m.Warnings = append(m.Warnings, event.Warning{Source: "pprof", Code: CodeStackCut,
+			Text: fmt.Sprintf("pprof: stacks deeper than %d frames were cut to their innermost %d", MaxFrames, MaxFrames)})
+	}
+	m.Sort()
+	return m, nil
+}
+
+// locationFrames returns a location's frames, innermost first: one per
+// line (inlined calls first, as pprof orders them), or, for a location
+// without lines, its address.
+func locationFrames(loc *profile.Location) []event.Frame {
+	if len(loc.Line) == 0 {
+		f := event.Frame{Function: fmt.Sprintf("%#x", loc.Address)}
+		if loc.Mapping != nil {
+			f.File = loc.Mapping.File
+		}
+		return []event.Frame{f}
+	}
+	out := make([]event.Frame, 0, len(loc.Line))
+	for _, ln := range loc.Line {
+		f := event.Frame{Line: int(min(max(ln.Line, 0), math.MaxInt32))}
+		if fn := ln.Function; fn != nil {
+			f.Function, f.File = firstOf(fn.Name, fn.SystemName), fn.Filename
+		}
+		if f.Function == "" {
+			f.Function = UnknownFunction
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// firstOf returns the first of its arguments that is not empty.
+func firstOf(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// labels sets b's fields from the sample's labels.
+func labels(b *event.Buffer, s *profile.Sample) {
+	keys := make([]string, 0, len(s.Label))
+	for k := range s.Label {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var extra []string
+	for _, k := range keys {
+		v := strings.Join(s.Label[k], ",")
+		switch k {
+		case LabelKind:
+			b.Kind = v
+		case LabelDevice:
+			if d, ok := parseDevice(v); ok {
+				b.Device = d
+			} else {
+				extra = append(extra, k+"="+v)
+			}
+		case LabelTags:
+			for _, t := range strings.Split(v, ",") {
+				if t != "" {
+					b.Tags = append(b.Tags, t)
+				}
+			}
+		case LabelSpan:
+			b.Span = v
+		case LabelSource:
+			b.Source = v
+		case LabelAPI:
+			b.API = v
+		default:
+			extra = append(extra, k+"="+v)
+		}
+	}
+	keys = keys[:0]
+	for k := range s.NumLabel {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		units := s.NumUnit[k]
+		for i, n := range s.NumLabel[k] {
+			t := k + "=" + strconv.FormatInt(n, 10)
+			if i < len(units) && units[i] != "" {
+				t += " " + units[i]
+			}
+			extra = append(extra, t)
+		}
+	}
+	b.Tags = append(b.Tags, extra...)
+}
+
+// parseDevice reads a device label: "gpu:N", "cuda:N" or "rocm:N" is
+// device N, "host" -1; anything else is not a device devprof can number.
+func parseDevice(v string) (int, bool) {
+	if v == HostDevice {
+		return -1, true
+	}
+	for _, prefix := range []string{"gpu:", "cuda:", "rocm:"} {
+		if rest, ok := strings.CutPrefix(v, prefix); ok {
+			n, err := strconv.ParseUint(rest, 10, 31)
+			if err != nil || rest[0] == '+' || (len(rest) > 1 && rest[0] == '0') {
+				return 0, false
+			}
+			return int(n), true
+		}
+	}
+	return 0, false
+}
+
+// readComments takes the counts, warnings and other comments back.
+func readComments(m *event.DeviceMemory, comments []string) {
+	ours := slices.ContainsFunc(comments, func(c string) bool { return strings.HasPrefix(c, headerPrefix) })
+	for _, c := range comments {
+		switch {
+		case strings.HasPrefix(c, headerPrefix):
+			// Totals, computed again from the buffers.
+		case strings.HasPrefix(c, countsPrefix):
+			parseCounts(&m.Counts, c[len(countsPrefix):])
+		case !ours:
+			m.Warnings = append(m.Warnings, event.Warning{Source: "pprof", Code: CodeComment, Text: c})
+		default:
+			if c != "" && c[0] == ' ' && strings.HasPrefix(c[1:], "#") {
+				c = c[1:] // written with a space so that pprof shows it
+			}
+			l := metatext.ParseLine(c)
+			if l.Warning != nil {
+				m.Warnings = append(m.Warnings, *l.Warning)
+			} else {
+				m.Warnings = append(m.Warnings, event.Warning{Text: c})
+			}
+		}
+	}
+}
+
+// parseCounts reads the fields of the counts line ("allocs=9 frees=2 …");
+// fields it does not know or cannot read are left alone.
+func parseCounts(c *event.MemoryCounts, s string) {
+	for _, kv := range strings.Fields(s) {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			continue
+		}
+		for _, f := range countFields {
+			if f.name == k {
+				*f.ptr(c) = n
+			}
+		}
+	}
+}
+
+// Sniff reports whether head, the first bytes of a file's content (after
+// gunzip), start as pprof profiles do: after any of the profile's scalar
+// fields (the Go runtime's encoder starts with time_nanos), a ValueType,
+// exactly two varints in fields 1 and 2 (the type's and the unit's string
+// indices), in the profile's field 1 (a sample type: google/pprof's and
+// JAX's encoders start so) or field 11 (the period type). No trace devprof
+// reads starts so: a Perfetto trace starts with a packet (field 1) whose
+// field 1 would be a message (its ftrace_events), an XSpace with a plane
+// (field 1) whose field 2 is a string (its name), Chrome JSON with text.
+// Trace readers check it first, so that a profile is not read as an empty
+// trace.
+func Sniff(head []byte) bool {
+	// Skip the leading varint fields: drop_frames 7, keep_frames 8,
+	// time_nanos 9, duration_nanos 10, period 12, comment 13 (unpacked),
+	// default_sample_type 14, doc_url 15.
+	for len(head) > 0 && head[0]&7 == 0 && slices.Contains([]byte{7, 8, 9, 10, 12, 13, 14, 15}, head[0]>>3) {
+		_, n := protowire.ConsumeVarint(head[1:])
+		if n <= 0 {
+			return false
+		}
+		head = head[1+n:]
+	}
+	if len(head) < 2 || head[0] != 0x0a && head[0] != 0x5a { // field 1 or 11, length-delimited
+		return false
+	}
+	size, n := protowire.ConsumeVarint(head[1:])
+	if n <= 0 || size < 4 || size > 22 {
+		return false
+	}
+	body := head[1+n:]
+	if uint64(len(body)) < size {
+		return false
+	}
+	body = body[:size]
+	for _, tag := range []byte{0x08, 0x10} { // field 1 varint, field 2 varint
+		if len(body) == 0 || body[0] != tag {
+			return false
+		}
+		_, n := protowire.ConsumeVarint(body[1:])
+		if n <= 0 {
+			return false
+		}
+		body = body[1+n:]
+	}
+	return len(body) == 0
+}
