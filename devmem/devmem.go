@@ -262,12 +262,20 @@ func warnings(c event.MemoryCounts) []event.Warning {
 			w = append(w, event.Warning{Source: noteSource, Code: code, Text: text})
 		}
 	}
-	add(c.Untracked, "devmem/untracked", fmt.Sprintf("%d allocations (%d bytes) were not tracked: the tracking table was full (raise MaxBuffers, advanced key device_memory_max_buffers)", c.Untracked, c.UntrackedBytes))
-	add(c.UnknownFrees, "devmem/unknown_free", fmt.Sprintf("%d frees of pointers the tracker never saw allocated (allocated before tracking started, or not tracked)", c.UnknownFrees))
-	add(c.DoubleFrees, "devmem/double_free", fmt.Sprintf("%d double frees (a pointer freed again after its free)", c.DoubleFrees))
-	add(c.ZeroSize, "devmem/zero_size", fmt.Sprintf("%d allocations of zero bytes (not tracked: they hold no memory)", c.ZeroSize))
-	add(c.Replaced, "devmem/replaced", fmt.Sprintf("%d allocations at an address still live in the table: the earlier buffer's free was not seen, so it was dropped", c.Replaced))
+	add(c.Untracked, "devmem/untracked", fmt.Sprintf("%s (%d bytes) not tracked: the tracking table was full (raise MaxBuffers, advanced key device_memory_max_buffers)", count(c.Untracked, "allocation"), c.UntrackedBytes))
+	add(c.UnknownFrees, "devmem/unknown_free", count(c.UnknownFrees, "free")+" of a pointer the tracker never saw allocated (allocated before tracking started, or not tracked)")
+	add(c.DoubleFrees, "devmem/double_free", count(c.DoubleFrees, "double free")+" (a pointer freed again after its free)")
+	add(c.ZeroSize, "devmem/zero_size", count(c.ZeroSize, "allocation")+" of zero bytes (not tracked: they hold no memory)")
+	add(c.Replaced, "devmem/replaced", count(c.Replaced, "allocation")+" at an address still live in the table: the earlier buffer's free was not seen, so it was dropped")
 	return w
+}
+
+// count says "1 free" or "3 frees".
+func count(n uint64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // oneLine keeps the first line of an error's text.

@@ -76,13 +76,13 @@ type Options struct {
 // Validate reports the first option out of range.
 func (o Options) Validate() error {
 	if o.CUDA > ModeOff {
-		return fmt.Errorf("devmem: Options.CUDA is %v: want ModeAuto, ModeOn or ModeOff", o.CUDA)
+		return fmt.Errorf("devmem.Options.CUDA is %v: want ModeAuto, ModeOn or ModeOff", o.CUDA)
 	}
 	if o.MaxBuffers < 0 {
-		return fmt.Errorf("devmem: Options.MaxBuffers is %d: want 0 (default %d) or more", o.MaxBuffers, DefaultMaxBuffers)
+		return fmt.Errorf("devmem.Options.MaxBuffers (trace.Options.DeviceMemory.MaxBuffers, advanced key device_memory_max_buffers) is %d: want 0 (default %d) or more", o.MaxBuffers, DefaultMaxBuffers)
 	}
 	if o.StackDepth > maxStackDepth {
-		return fmt.Errorf("devmem: Options.StackDepth is %d: at most %d frames are kept", o.StackDepth, maxStackDepth)
+		return fmt.Errorf("devmem.Options.StackDepth is %d: at most %d frames are kept", o.StackDepth, maxStackDepth)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/devprof/devprof/cuptiwrap"
+	"github.com/devprof/devprof/devmem"
 	"github.com/devprof/devprof/perfettolink"
 	cupti "github.com/devprof/devprof/sources/cupti"
 	"github.com/devprof/devprof/sources/nvml"
@@ -27,6 +28,7 @@ var optionTypes = map[string]reflect.Type{
 	"cupti":        reflect.TypeFor[cupti.Options](),
 	"cuptiwrap":    reflect.TypeFor[cuptiwrap.Options](),
 	"nvml":         reflect.TypeFor[nvml.Options](),
+	"devmem":       reflect.TypeFor[devmem.Options](),
 	"perfettolink": reflect.TypeFor[perfettolink.Options](),
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/devprof/devprof/devmem"
 	cupti "github.com/devprof/devprof/sources/cupti"
 	"github.com/devprof/devprof/sources/nvml"
 )
@@ -92,6 +93,15 @@ type Options struct {
 	// devices' facts. The zero value samples every 100 ms while
 	// DeviceTracerLevel is on.
 	GPUMetrics nvml.Options
+
+	// DeviceMemory turns device-memory tracking on for the session when
+	// not nil (see package devmem): CUDA's allocations with the Go stacks
+	// that made them, and the explicit devmem API. Stop writes the buffers
+	// still live into <run>/<host>.memory.pb.gz and stops the tracking it
+	// started; tracking the program turned on itself (devmem.Start) is
+	// left running, and its profile is written too. Advanced keys:
+	// device_memory, device_memory_max_buffers.
+	DeviceMemory *devmem.Options
 
 	// AdvancedConfig holds rarely used settings by name, as in JAX's
 	// ProfileOptions.advanced_configuration: each key sets one typed
@@ -190,6 +200,24 @@ var advancedKeys = []advancedKey{
 		func(o *Options, v int64) { o.GPUMetrics.Period = millis(v) }),
 	boolKey("gpu_metrics_pcie", "also sample PCIe throughput; each query blocks ~20 ms, so on a goroutine of its own (trace.Options.GPUMetrics.PCIe; default false)",
 		func(o *Options, v bool) { o.GPUMetrics.PCIe = v }),
+	boolKey("device_memory", "track device memory: CUDA allocations with their Go stacks and the devmem API; Stop writes <host>.memory.pb.gz (trace.Options.DeviceMemory; default false)",
+		func(o *Options, v bool) {
+			switch {
+			case !v:
+				o.DeviceMemory = nil
+			case o.DeviceMemory == nil:
+				o.DeviceMemory = &devmem.Options{}
+			}
+		}),
+	intKey("device_memory_max_buffers", "most live allocations device-memory tracking keeps; later ones are counted, not kept; turns tracking on (trace.Options.DeviceMemory.MaxBuffers; default 1048576)",
+		func(o *Options, v int64) {
+			m := devmem.Options{}
+			if o.DeviceMemory != nil {
+				m = *o.DeviceMemory
+			}
+			m.MaxBuffers = int(clampInt(v))
+			o.DeviceMemory = &m
+		}),
 }
 
 // ConfigKeys lists the advanced configuration keys a session accepts.
@@ -212,6 +240,7 @@ type config struct {
 	host, sessionID, prog  string
 	gpu                    cupti.Options
 	gpuMetrics             nvml.Options
+	deviceMemory           *devmem.Options
 }
 
 func (o *Options) resolve() (config, error) {
@@ -235,6 +264,10 @@ func (o *Options) resolve() (config, error) {
 		prog:        o.ProgramName,
 		gpu:         o.GPU,
 		gpuMetrics:  o.GPUMetrics,
+	}
+	if o.DeviceMemory != nil {
+		m := *o.DeviceMemory
+		c.deviceMemory = &m
 	}
 	switch {
 	case o.HostTracerLevel == Off:
@@ -276,7 +309,11 @@ func (o *Options) resolve() (config, error) {
 	if s := o.SessionID; s == "." || s == ".." || strings.ContainsAny(s, `/\`) {
 		return c, fmt.Errorf("SessionID (advanced key session_id) %q is not a valid directory name", s)
 	}
-	if err := errors.Join(o.GPU.Validate(), o.GPUMetrics.Validate()); err != nil {
+	var memErr error
+	if c.deviceMemory != nil {
+		memErr = c.deviceMemory.Validate()
+	}
+	if err := errors.Join(o.GPU.Validate(), o.GPUMetrics.Validate(), memErr); err != nil {
 		return c, err
 	}
 	if c.gpu.MaxRecords == 0 {
@@ -289,13 +326,20 @@ func (o *Options) resolve() (config, error) {
 // it does not know and values of the wrong type fail, all named at once.
 func (o *Options) applyAdvanced() error {
 	var unknown, wrong []string
-	for k, v := range o.AdvancedConfig {
-		i := slices.IndexFunc(advancedKeys, func(ak advancedKey) bool { return ak.Name == k })
-		if i < 0 {
+	for k := range o.AdvancedConfig {
+		if !slices.ContainsFunc(advancedKeys, func(ak advancedKey) bool { return ak.Name == k }) {
 			unknown = append(unknown, k)
+		}
+	}
+	// Keys apply in the table's order, not the map's, so that two keys
+	// setting one option (device_memory, device_memory_max_buffers) give
+	// the same result every run.
+	for _, key := range advancedKeys {
+		k := key.Name
+		v, set := o.AdvancedConfig[k]
+		if !set {
 			continue
 		}
-		key := advancedKeys[i]
 		ok := false
 		switch key.Kind {
 		case ConfigString:

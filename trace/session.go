@@ -33,8 +33,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/devprof/devprof/devmem"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
+	"github.com/devprof/devprof/exporters/pprof"
 	"github.com/devprof/devprof/internal/recorder"
 	"github.com/devprof/devprof/perfettolink"
 )
@@ -68,6 +70,7 @@ type Outputs struct {
 	Perfetto string // <run>/<host>.pftrace(.gz)
 	XPlane   string // <run>/<host>.xplane.pb (TensorBoard profile)
 	Chrome   string // <run>/<host>.trace.json.gz
+	Memory   string // <run>/<host>.memory.pb.gz: live device buffers at Stop, when device memory was tracked
 	Events   int    // events written
 	Dropped  int64  // events the trace lost, over all sources (Meta.Dropped)
 }
@@ -109,6 +112,9 @@ func printOutputs(w io.Writer, logdir string, out Outputs) {
 	}
 	if out.Chrome != "" {
 		fmt.Fprintf(w, "devprof:   Chrome JSON: %s   (chrome://tracing, ui.perfetto.dev)\n", out.Chrome)
+	}
+	if out.Memory != "" {
+		fmt.Fprintf(w, "devprof:   Device memory: devprof memory %s   (or go tool pprof -top %s)\n", shellQuote(out.Memory), shellQuote(out.Memory))
 	}
 	if out.Perfetto != "" || out.XPlane != "" {
 		fmt.Fprintf(w, "devprof:   in a terminal: devprof summary %s   (go install github.com/devprof/devprof/cmd/devprof@latest)\n", shellQuote(logdir))
@@ -280,6 +286,9 @@ func (s *Session) stop() error {
 	recorder.Deactivate(s.buf)
 	close(s.calStop)
 	s.meta.Stop = recorder.ReadClocks()
+	// The buffers live at Stop, taken before the memory source stops the
+	// tracking this session started.
+	mem, _ := devmem.Snapshot()
 	s.stopSources()
 	running.Lock()
 	if current == s {
@@ -290,7 +299,7 @@ func (s *Session) stop() error {
 	snap := s.buf.Snapshot(s.meta)
 	s.snap = snap
 	s.out = Outputs{Events: len(snap.Events), Dropped: snap.Meta.Dropped()}
-	if !s.cfg.perfetto && !s.cfg.xplane && !s.cfg.chrome {
+	if !s.cfg.perfetto && !s.cfg.xplane && !s.cfg.chrome && mem == nil {
 		return nil // no output asked for: no run directory either
 	}
 	runDir, err := makeRunDir(s.profileDir, s.runName)
@@ -321,8 +330,19 @@ func (s *Session) stop() error {
 	if s.cfg.chrome {
 		outs = append(outs, output{&s.out.Chrome, formats.Chrome, host + formats.Chrome.SessionExt})
 	}
-	errs := make([]error, len(outs))
+	errs := make([]error, len(outs), len(outs)+1)
 	var wg sync.WaitGroup
+	if mem != nil {
+		wg.Add(1)
+		errs = append(errs, nil)
+		go func() {
+			defer wg.Done()
+			p := filepath.Join(s.runDir, host+MemoryProfileExt)
+			if errs[len(errs)-1] = writeMemoryProfile(p, mem); errs[len(errs)-1] == nil {
+				s.out.Memory = p
+			}
+		}()
+	}
 	for i, o := range outs {
 		wg.Add(1)
 		go func() {
@@ -334,7 +354,7 @@ func (s *Session) stop() error {
 		}()
 	}
 	wg.Wait()
-	if s.out.Perfetto == "" && s.out.XPlane == "" && s.out.Chrome == "" {
+	if s.out.Perfetto == "" && s.out.XPlane == "" && s.out.Chrome == "" && s.out.Memory == "" {
 		// Nothing was written (every write failed, or no output was
 		// asked for): TensorBoard would list the empty directory as a run.
 		// os.Remove removes a directory only while it is empty.
@@ -362,3 +382,6 @@ func fileHost(h string) string {
 
 // writeOutput writes one output file; tests replace it to make writes fail.
 var writeOutput = formats.WriteFile
+
+// writeMemoryProfile writes the device-memory profile; tests replace it.
+var writeMemoryProfile = pprof.WriteFile

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"github.com/devprof/devprof/devmem"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/recorder"
 	cupti "github.com/devprof/devprof/sources/cupti"
@@ -44,6 +45,17 @@ var sourceTable = []sourceRow{{
 	// machine without an NVIDIA driver or in a build without cgo: CUPTI's
 	// one line already says GPU tracing is off.
 	quiet: func(c *config, err error) bool { return c.gpuMetrics.Mode == nvml.ModeAuto && nvml.Expected(err) },
+}, {
+	name: "devmem",
+	// Tracking the program started itself (devmem.Start) runs through
+	// sessions that did not ask for it: its counts are the session's too.
+	on: func(c *config) bool { return c.deviceMemory != nil || devmem.Tracking() },
+	start: func(_ *recorder.Buffer, c *config) (recorder.Source, error) {
+		return startMemory(c)
+	},
+	explain: func(err error) event.Warning {
+		return event.Warning{Source: "devmem", Code: "devmem/start", Text: "device-memory tracking is off: " + err.Error()}
+	},
 }}
 
 // runningSource is a source a session started.

@@ -68,3 +68,39 @@ func TestCausalityNeedsLinks(t *testing.T) {
 		t.Errorf("problems %q", got)
 	}
 }
+
+func TestCheckMemoryFindsEachDisagreement(t *testing.T) {
+	stack := []event.Frame{{Function: "main.run", File: "main.go", Line: 9}}
+	m := &event.DeviceMemory{
+		Buffers: []event.Buffer{
+			{API: "cudaMalloc", Kind: "device", Bytes: 4 << 20, Count: 1, Source: "cuda", Stack: stack},
+			{API: "cudaMalloc", Kind: "device", Bytes: 4 << 20, Count: 1, Source: "cuda", Stack: stack},
+			{API: "cudaMallocHost", Kind: "pinned", Bytes: 1 << 20, Count: 1, Source: "cuda", Stack: stack},
+		},
+		Counts: event.MemoryCounts{Allocs: 4, Frees: 1},
+	}
+	want := []Alloc{
+		{API: "cudaMalloc", Kind: "device", Bytes: 4 << 20, Count: 2, Caller: "main.run"},
+		{API: "cudaMallocHost", Kind: "pinned", Bytes: 1 << 20, Count: 1, Caller: "main.run"},
+	}
+	if p := CheckMemory(m, want, 1); len(p) != 0 {
+		t.Fatalf("a matching profile fails: %v", p)
+	}
+	for name, change := range map[string]func(m *event.DeviceMemory, w []Alloc) uint64{
+		"count":   func(m *event.DeviceMemory, w []Alloc) uint64 { w[0].Count = 3; return 1 },
+		"kind":    func(m *event.DeviceMemory, w []Alloc) uint64 { m.Buffers[2].Kind = "device"; return 1 },
+		"device":  func(m *event.DeviceMemory, w []Alloc) uint64 { m.Buffers[0].Device = 1; return 1 },
+		"stack":   func(m *event.DeviceMemory, w []Alloc) uint64 { w[1].Caller = "main.other"; return 1 },
+		"extra":   func(m *event.DeviceMemory, w []Alloc) uint64 { m.Buffers[2].API = "cudaMallocManaged"; return 1 },
+		"frees":   func(m *event.DeviceMemory, w []Alloc) uint64 { return 2 },
+		"unknown": func(m *event.DeviceMemory, w []Alloc) uint64 { m.Counts.UnknownFrees = 1; return 1 },
+	} {
+		mm := *m
+		mm.Buffers = append([]event.Buffer(nil), m.Buffers...)
+		w := append([]Alloc(nil), want...)
+		frees := change(&mm, w)
+		if p := CheckMemory(&mm, w, frees); len(p) == 0 {
+			t.Errorf("%s: a disagreement went unnoticed", name)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/devprof/devprof/annotate"
+	"github.com/devprof/devprof/devmem"
+	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/fakecuda"
 	"github.com/devprof/devprof/trace"
 )
@@ -23,7 +25,8 @@ func TestCheckOfAFakeSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := trace.StartSession(t.TempDir(), &trace.Options{AdvancedConfig: map[string]any{"gpu_metrics": "off"}})
+	s, err := trace.StartSession(t.TempDir(), &trace.Options{AdvancedConfig: map[string]any{"gpu_metrics": "off"},
+		DeviceMemory: &devmem.Options{CUDA: devmem.ModeOn}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +38,12 @@ func TestCheckOfAFakeSession(t *testing.T) {
 			fk.Launch("_Z4spinl", 0, 7)
 		}
 		dev.End()
+		holdMemory(fk)
 	}()
+	mem, err := devmem.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -46,5 +54,38 @@ func TestCheckOfAFakeSession(t *testing.T) {
 	w.Kernels[0].Count = 6
 	if problems := Check(s.Snapshot(), w); len(problems) != 1 {
 		t.Errorf("a wrong count gave %q", problems)
+	}
+	held := []Alloc{
+		{API: "cudaMalloc", Kind: "device", Bytes: 4 << 20, Count: 2, Caller: "gpucheck.holdMemory"},
+		{API: "cudaMallocHost", Kind: "pinned", Bytes: 1 << 20, Count: 1, Caller: "gpucheck.holdMemory"},
+	}
+	if problems := CheckMemory(mem, held, 3); len(problems) != 0 {
+		t.Errorf("memory problems on a faithful session: %q", problems)
+	}
+	held[0].Count = 3
+	if problems := CheckMemory(mem, held, 3); len(problems) != 1 {
+		t.Errorf("a wrong buffer count gave %q", problems)
+	}
+	// The collector and the hooks shared CUPTI: the trace has the
+	// allocations' MEMORY2 records too.
+	allocs := 0
+	for _, r := range s.Snapshot().Events {
+		if r.Activity() == event.ActivityAlloc {
+			allocs++
+		}
+	}
+	if allocs != 6 {
+		t.Errorf("%d allocation records in the trace, want 6 (3 held, 3 freed)", allocs)
+	}
+}
+
+// holdMemory allocates what the workload of scripts/gpu-check holds (two
+// device buffers and a pinned one) and three it frees again.
+func holdMemory(fk *fakecuda.Lib) {
+	fk.CudaMalloc(4<<20, 0)
+	fk.CudaMalloc(4<<20, 0)
+	fk.CudaMallocHost(1<<20, 0)
+	for range 3 {
+		fk.CudaFree(fk.CudaMalloc(1<<20, 0))
 	}
 }

@@ -46,3 +46,13 @@ extern "C" int devprof_workload(int n, long long spin_ns, long long bytes) {
 	if ((e = cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost))) return e;
 	return cudaDeviceSynchronize();
 }
+
+// devprof_alloc_free allocates bytes of device memory and frees it (the
+// device-memory check expects every such pair to be matched, and nothing
+// of it to stay live).
+extern "C" int devprof_alloc_free(long long bytes) {
+	void *p;
+	cudaError_t e;
+	if ((e = cudaMalloc(&p, bytes))) return e;
+	return cudaFree(p);
+}

@@ -12,10 +12,12 @@ package main
 #include <stdlib.h>
 
 typedef int (*workload_fn)(int, long long, long long);
+typedef int (*alloc_free_fn)(long long);
 
 static void *open_workload(const char *path) { return dlopen(path, RTLD_NOW | RTLD_LOCAL); }
 static void *find(void *h, const char *name) { return dlsym(h, name); }
 static int call(void *f, int n, long long spin, long long bytes) { return ((workload_fn)f)(n, spin, bytes); }
+static int call_alloc_free(void *f, long long bytes) { return ((alloc_free_fn)f)(bytes); }
 static const char *last_error(void) { const char *e = dlerror(); return e ? e : "unknown error"; }
 */
 import "C"
@@ -30,6 +32,7 @@ import (
 	"unsafe"
 
 	"github.com/devprof/devprof/annotate"
+	"github.com/devprof/devprof/devmem"
 	"github.com/devprof/devprof/internal/gpucheck"
 	"github.com/devprof/devprof/trace"
 )
@@ -66,7 +69,15 @@ func run(path, logdir string, steps int, spin time.Duration, bytes int64) error 
 	if f == nil {
 		return fmt.Errorf("%s has no devprof_workload", path)
 	}
-	s, err := trace.StartSession(logdir, nil)
+	afName := C.CString("devprof_alloc_free")
+	defer C.free(unsafe.Pointer(afName))
+	af := C.find(h, afName)
+	if af == nil {
+		return fmt.Errorf("%s has no devprof_alloc_free (rebuild it from scripts/gpucheck/workload.cu)", path)
+	}
+	// Device-memory tracking must see CUDA's allocations with this
+	// goroutine's stack: ModeOn fails the run when it cannot hook them.
+	s, err := trace.StartSession(logdir, &trace.Options{DeviceMemory: &devmem.Options{CUDA: devmem.ModeOn}})
 	if err != nil {
 		return err
 	}
@@ -82,7 +93,19 @@ func run(path, logdir string, steps int, spin time.Duration, bytes int64) error 
 			return fmt.Errorf("step %d: CUDA error %d", i, int(rc))
 		}
 	}
+	const pairs = 5
+	for range pairs {
+		if rc := C.call_alloc_free(af, C.longlong(bytes)); rc != 0 {
+			s.Stop()
+			return fmt.Errorf("devprof_alloc_free: CUDA error %d", int(rc))
+		}
+	}
 	runtime.UnlockOSThread()
+	mem, err := devmem.Snapshot()
+	if err != nil {
+		s.Stop()
+		return err
+	}
 	if err := s.Stop(); err != nil {
 		return err
 	}
@@ -103,6 +126,22 @@ func run(path, logdir string, steps int, spin time.Duration, bytes int64) error 
 		},
 	}
 	problems := gpucheck.Check(snap, w)
+	// What the workload holds: x and y (n floats each), the copy's device
+	// buffer and its pinned host buffer, all allocated from run's cgo call.
+	held := []gpucheck.Alloc{
+		{API: "cudaMalloc", Kind: "device", Bytes: n * 4, Count: 2, Caller: "main.run"},
+		{API: "cudaMalloc", Kind: "device", Bytes: uint64(bytes), Count: 1, Caller: "main.run"},
+		{API: "cudaMallocHost", Kind: "pinned", Bytes: uint64(bytes), Count: 1, Caller: "main.run"},
+	}
+	if bytes == n*4 {
+		held = []gpucheck.Alloc{held[0], held[2]}
+		held[0].Count = 3
+	}
+	problems = append(problems, gpucheck.CheckMemory(mem, held, pairs)...)
+	for _, b := range mem.Buffers {
+		fmt.Printf("gpucheck: live %s %d bytes %s on gpu %d, allocated at %s\n", b.API, b.Bytes, b.Kind, b.Device, b.Site())
+	}
+	fmt.Printf("gpucheck: device-memory profile in %s\n", out.Memory)
 	fmt.Printf("gpucheck: %d steps recorded into %s and %s\n", steps, out.Perfetto, out.XPlane)
 	for _, p := range problems {
 		fmt.Println("FAIL:", p)
@@ -110,6 +149,6 @@ func run(path, logdir string, steps int, spin time.Duration, bytes int64) error 
 	if len(problems) > 0 {
 		return fmt.Errorf("%d problem(s)", len(problems))
 	}
-	fmt.Println("gpucheck: counts, launch shapes, copy sizes, spin durations and launch causality all match")
+	fmt.Println("gpucheck: counts, launch shapes, copy sizes, spin durations, launch causality and live device memory with Go stacks all match")
 	return nil
 }

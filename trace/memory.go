@@ -1,0 +1,88 @@
+package trace
+
+import (
+	"io"
+
+	"github.com/devprof/devprof/devmem"
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/pprof"
+	"github.com/devprof/devprof/internal/recorder"
+)
+
+// MemoryProfileExt ends the name of the device-memory profile a session
+// writes into its run directory: <host>.memory.pb.gz.
+const MemoryProfileExt = ".memory.pb.gz"
+
+// SaveDeviceMemoryProfile writes the device memory live now — every buffer
+// device-memory tracking holds, with the Go stack that allocated it — to
+// path as a gzip-compressed pprof profile in the layout of JAX's
+// jax.profiler.save_device_memory_profile, atomically. It works in a
+// session or not, while tracking is on (devmem.Start, or a session's
+// Options.DeviceMemory); otherwise it returns devmem.ErrNotTracking.
+//
+// Read it with `go tool pprof -top path`, find a leak with
+// `go tool pprof -top -diff_base=before.pb.gz after.pb.gz`, list it with
+// `devprof memory path`.
+func SaveDeviceMemoryProfile(path string) error {
+	m, err := devmem.Snapshot()
+	if err != nil {
+		return err
+	}
+	return pprof.WriteFile(path, m)
+}
+
+// WriteDeviceMemoryProfile is SaveDeviceMemoryProfile writing to w.
+func WriteDeviceMemoryProfile(w io.Writer) error {
+	m, err := devmem.Snapshot()
+	if err != nil {
+		return err
+	}
+	return pprof.Write(w, m)
+}
+
+// memorySource is device-memory tracking as one of a session's sources: it
+// starts tracking when the session asked for it and nothing else did, and
+// at Stop reports what the session's part of the tracker's counts says
+// the profile lacks.
+type memorySource struct {
+	started bool // this session started tracking, so it stops it
+	before  event.MemoryCounts
+}
+
+func startMemory(c *config) (recorder.Source, error) {
+	s := &memorySource{}
+	if c.deviceMemory != nil && !devmem.Tracking() {
+		if err := devmem.Start(*c.deviceMemory); err != nil {
+			return nil, err
+		}
+		s.started = true
+	}
+	s.before = devmem.Counts()
+	return s, nil
+}
+
+// Stop implements recorder.Source.
+func (s *memorySource) Stop() recorder.SourceReport {
+	rep := recorder.SourceReport{Notes: devmem.Notes()}
+	rep.Warnings = devmem.Warnings(countsSince(s.before, devmem.Counts()))
+	if s.started {
+		if err := devmem.Stop(); err != nil {
+			rep.Warnings = append(rep.Warnings, event.Warning{Source: "devmem", Code: "devmem/stop", Text: "stopping device-memory tracking: " + err.Error()})
+		}
+	}
+	return rep
+}
+
+// countsSince is what the tracker counted between two readings.
+func countsSince(a, b event.MemoryCounts) event.MemoryCounts {
+	return event.MemoryCounts{
+		Allocs:         b.Allocs - a.Allocs,
+		Frees:          b.Frees - a.Frees,
+		Untracked:      b.Untracked - a.Untracked,
+		UntrackedBytes: b.UntrackedBytes - a.UntrackedBytes,
+		UnknownFrees:   b.UnknownFrees - a.UnknownFrees,
+		DoubleFrees:    b.DoubleFrees - a.DoubleFrees,
+		ZeroSize:       b.ZeroSize - a.ZeroSize,
+		Replaced:       b.Replaced - a.Replaced,
+	}
+}
