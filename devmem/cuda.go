@@ -47,6 +47,8 @@ func startCUDA(o Options, tab *table) (cudaHooks, error) {
 			addr:   c.Address,
 			bytes:  c.Bytes,
 			device: c.Device,
+			stream: c.Stream,
+			corr:   c.Correlation,
 			kind:   cudaKind(c.Kind),
 			api:    c.API,
 		}

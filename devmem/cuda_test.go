@@ -110,6 +110,12 @@ func TestCUDAAllocationsCarryGoStacks(t *testing.T) {
 	if i, j := strings.Index(joined, "devmem_test.loadModel"), strings.Index(joined, "devmem_test.TestCUDAAllocationsCarryGoStacks"); i < 0 || j < i {
 		t.Errorf("stack lacks loadModel then the test:\n%s", joined)
 	}
+	if b := byAddr[async]; ok(b) {
+		t.Errorf("the freed async buffer is live: %+v", b)
+	}
+	if b := byAddr[weights]; b.Correlation == 0 || b.Stream != 0 {
+		t.Errorf("cudaMalloc's correlation %d, stream %d: want a correlation id and no stream", b.Correlation, b.Stream)
+	}
 	if st := byAddr[fromC].Stack; len(st) != 0 {
 		t.Errorf("an allocation from a thread C made has Go frames: %v", st)
 	}
@@ -122,6 +128,27 @@ func TestCUDAAllocationsCarryGoStacks(t *testing.T) {
 	}
 	if !failed {
 		t.Errorf("warnings %v lack the failed cudaMalloc", m.Warnings)
+	}
+}
+
+func ok(b event.Buffer) bool { return b.Bytes != 0 }
+
+//go:noinline
+func allocAsync(fk *fakecuda.Lib) uint64 { return fk.CudaMallocAsync(1<<20, 1, 9) }
+
+func TestCUDAStreamOrdered(t *testing.T) {
+	lib, fk := fakeCUDA(t)
+	if err := devmem.Start(devmem.Options{CUDA: devmem.ModeOn, Library: lib}); err != nil {
+		t.Fatal(err)
+	}
+	defer devmem.Stop()
+	p := allocAsync(fk)
+	bufs := devmem.LiveBuffers()
+	if len(bufs) != 1 || bufs[0].Address != p || bufs[0].Stream != 9 || bufs[0].Device != 1 || bufs[0].API != "cudaMallocAsync" || bufs[0].Correlation == 0 {
+		t.Fatalf("live buffers %+v, want the cudaMallocAsync on stream 9, device 1", bufs)
+	}
+	if fk.CudaFreeAsync(p, 9) != 0 || len(devmem.LiveBuffers()) != 0 {
+		t.Errorf("cudaFreeAsync left %+v live", devmem.LiveBuffers())
 	}
 }
 

@@ -45,7 +45,9 @@ type space struct {
 type entry struct {
 	bytes  uint64
 	when   int64 // unix nanoseconds
+	stream uint64
 	device int32
+	corr   uint32
 	stack  uint32 // index into table.stacks; 0: none
 	kind   string
 	api    string
@@ -168,7 +170,9 @@ type alloc struct {
 	src    source
 	addr   uint64
 	bytes  uint64
+	stream uint64
 	device int32
+	corr   uint32
 	kind   string
 	api    string
 	span   string
@@ -208,7 +212,9 @@ func (t *table) alloc(a *alloc, pcs []uintptr, now time.Time) {
 	sp.live[a.addr] = entry{
 		bytes:  a.bytes,
 		when:   now.UnixNano(),
+		stream: a.stream,
 		device: a.device,
+		corr:   a.corr,
 		stack:  t.stackID(pcs),
 		kind:   t.intern(a.kind),
 		api:    a.api, // constant strings from cuptiwrap
@@ -271,17 +277,19 @@ func (t *table) snapshot(now time.Time) *event.DeviceMemory {
 			frames[r.e.stack] = fr
 		}
 		m.Buffers[i] = event.Buffer{
-			Address: r.k.addr,
-			Bytes:   r.e.bytes,
-			Count:   1,
-			Device:  int(r.e.device),
-			Kind:    r.e.kind,
-			Source:  sourceNames[r.k.src],
-			API:     r.e.api,
-			Time:    time.Unix(0, r.e.when),
-			Tags:    r.e.tags,
-			Span:    r.e.span,
-			Stack:   fr,
+			Address:     r.k.addr,
+			Bytes:       r.e.bytes,
+			Count:       1,
+			Device:      int(r.e.device),
+			Kind:        r.e.kind,
+			Source:      sourceNames[r.k.src],
+			API:         r.e.api,
+			Stream:      r.e.stream,
+			Correlation: r.e.corr,
+			Time:        time.Unix(0, r.e.when),
+			Tags:        r.e.tags,
+			Span:        r.e.span,
+			Stack:       fr,
 		}
 	}
 	m.Sort()

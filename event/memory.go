@@ -60,7 +60,14 @@ type Buffer struct {
 	// API is the allocating entry point ("cudaMalloc", "cuMemAllocAsync");
 	// empty for the explicit API.
 	API string
-	// Time is when it was allocated (for a group read back, the oldest).
+	// Stream is the CUDA stream of a stream-ordered allocation
+	// (cudaMallocAsync); Correlation is CUPTI's correlation id of the
+	// allocating call, the id the trace's API record and MEMORY2 record of
+	// it carry. Both are 0 when unknown, and in profiles read back.
+	Stream      uint64
+	Correlation uint32
+	// Time is when it was allocated; zero in profiles read back (pprof
+	// keeps groups, not times).
 	Time time.Time
 	// Tags are the labels the allocation was made with; Span is the path
 	// of the annotate spans open in its context, outermost first, joined
