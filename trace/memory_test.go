@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -159,9 +158,12 @@ func TestLeakTopsDiffBase(t *testing.T) {
 
 func goPprof(t *testing.T, args ...string) string {
 	t.Helper()
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	// go test runs test binaries with GOROOT set to the toolchain's.
+	gobin := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	if _, err := os.Stat(gobin); os.Getenv("GOROOT") == "" || err != nil {
+		if gobin, err = exec.LookPath("go"); err != nil {
+			t.Fatalf("no go command to run go tool pprof: %v", err)
+		}
 	}
 	cmd := exec.Command(gobin, append([]string{"tool", "pprof"}, args...)...)
 	cmd.Env = append(os.Environ(), "PPROF_TMPDIR="+t.TempDir())
