@@ -157,7 +157,12 @@ func TestCUDAModes(t *testing.T) {
 	missing := t.TempDir() + "/libcupti-missing.so"
 	err := devmem.Start(devmem.Options{CUDA: devmem.ModeOn, Library: missing})
 	var le *cuptiwrap.LoadError
-	if !errors.As(err, &le) {
+	switch {
+	case !haveCgo:
+		if !errors.Is(err, cuptiwrap.ErrNeedsCgo) {
+			t.Errorf("ModeOn without cgo: %v, want cuptiwrap.ErrNeedsCgo", err)
+		}
+	case !errors.As(err, &le):
 		t.Errorf("ModeOn with no libcupti: %v, want a *cuptiwrap.LoadError", err)
 	}
 	if devmem.Tracking() {

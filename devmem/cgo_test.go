@@ -1,0 +1,5 @@
+//go:build cgo
+
+package devmem_test
+
+const haveCgo = true
