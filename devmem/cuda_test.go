@@ -15,6 +15,9 @@ import (
 // it to play CUDA calls.
 func fakeCUDA(t testing.TB) (string, *fakecuda.Lib) {
 	t.Helper()
+	if !haveCgo {
+		t.Skip("CUDA hooks need cgo: build with CGO_ENABLED=1 and a C compiler")
+	}
 	for _, k := range []string{"FAKECUPTI_LAYOUT", "FAKECUPTI_BASE", "FAKECUPTI_DROPPED", "FAKECUPTI_FAIL", "FAKECUPTI_VERSION", "FAKECUPTI_BUFFER_LIMIT", "FAKECUPTI_CBID_LIMIT"} {
 		t.Setenv(k, "")
 	}
