@@ -15,6 +15,7 @@ import (
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/exporters/pprof"
+	"github.com/devprof/devprof/internal/metatext"
 )
 
 func runMemory(args []string, stdout, stderr io.Writer) error {
@@ -87,16 +88,7 @@ func size(n uint64, exact bool) string {
 	if exact {
 		return strconv.FormatUint(n, 10)
 	}
-	const units = "KMGTPE"
-	if n < 1024 {
-		return strconv.FormatUint(n, 10) + " B"
-	}
-	v, i := float64(n)/1024, 0
-	for v >= 1023.95 && i < len(units)-1 {
-		v /= 1024
-		i++
-	}
-	return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[i:i+1] + "iB"
+	return metatext.Bytes(n)
 }
 
 // bytesWord is size with the unit said when it is exact, for sizes

@@ -295,3 +295,23 @@ func ParseLine(s string) Line {
 	}
 	return Line{Warning: &event.Warning{Text: s}}
 }
+
+// Bytes formats a byte count in binary units with up to one decimal, as
+// people read sizes of device memory: "512 B", "1.5 KiB", "3.0 MiB",
+// "80.0 GiB".
+func Bytes(n uint64) string {
+	const units = "KMGTPE"
+	if n < 1024 {
+		return strconv.FormatUint(n, 10) + " B"
+	}
+	v, i := float64(n)/1024, 0
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	if v >= 1023.95 && i < len(units)-1 { // would round to "1024.0"
+		v /= 1024
+		i++
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[i:i+1] + "iB"
+}
