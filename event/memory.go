@@ -22,6 +22,45 @@ type DeviceMemory struct {
 	// Warnings say what the totals above may be missing (a full tracking
 	// table, frees of unknown pointers), worded as in traces.
 	Warnings []Warning
+	// Devices is what NVML said of each device's memory when the buffers
+	// were listed; empty when it could not be asked.
+	Devices []DeviceUsage
+}
+
+// Arguments of the allocations and frees a memory tracker records in a
+// trace: KindActivity instants of ActivityAlloc or ActivityFree on a
+// TrackMemory track. A free carries what its allocation did (bytes, kind,
+// tags, span, API), so the running totals of any tag can be rebuilt from
+// the events alone. Exporters turn them into their formats' vocabulary
+// (xprof's MemoryAllocation stats, Perfetto counter tracks).
+const (
+	ArgAddress = "address" // uint: the pointer or handle
+	// ArgBytes (uint) is the size allocated or freed; ArgMemoryKind
+	// (string) the memory's kind, as for device activity.
+	ArgTags = "tags" // string: the allocation's tags joined with ","
+	ArgSpan = "span" // string: the annotate span path at the allocation ("train/step/forward")
+	ArgAPI  = "api"  // string: the allocating entry point ("cudaMalloc"); absent for the explicit API
+	// ArgInUse (uint) is the bytes the tracker holds on the track's device
+	// just after the event; ArgPeakInUse (uint) the most it held there
+	// since tracking started. Recorded by the tracker, they are exact even
+	// where the trace lost events.
+	ArgInUse     = "bytes_in_use"
+	ArgPeakInUse = "peak_bytes_in_use"
+	// ArgStep (int) is the number of the annotate.Step the allocation was
+	// made in, when its context had one.
+	ArgStep = "step"
+)
+
+// DeviceUsage is what the device itself (NVML) says of its memory when a
+// profile was taken: what a tracker cannot see (the CUDA context, library
+// workspaces, a caching allocator's slack) is the difference.
+type DeviceUsage struct {
+	Device int    // CUDA ordinal
+	Total  uint64 // device memory size
+	Used   uint64 // in use on the device, by every process
+	// Process is what this process holds there, when the driver says
+	// (0: unknown).
+	Process uint64
 }
 
 // MemoryCounts are a memory tracker's running totals. Only Untracked and

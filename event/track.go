@@ -13,6 +13,11 @@ const (
 	// memory, power) belong to, and the holder of its identity when no
 	// stream of it has work.
 	TrackDevice
+	// TrackMemory is the memory a tracker (package devmem) holds on one
+	// device (Device; -1 for host memory): its allocations and frees, as
+	// ActivityAlloc and ActivityFree instants with the memory arguments
+	// (ArgAddress, ArgBytes, ArgInUse, …; see event/memory.go).
+	TrackMemory
 )
 
 // Track describes a timeline that KindActivity records are placed on.
