@@ -67,11 +67,11 @@ func (c cuptiHooks) warnings() []event.Warning {
 	st := c.h.Stats()
 	var w []event.Warning
 	if st.Failed > 0 {
-		w = append(w, event.Warning{Source: noteSource, Code: "devmem/cuda_failed",
+		w = append(w, event.Warning{Source: noteSource, Code: "cuda_failed",
 			Text: fmt.Sprintf("%d CUDA allocation or free calls failed (an allocation failing near the device's capacity is an out-of-memory error; these live buffers are what held it)", st.Failed)})
 	}
 	if len(st.Unhooked) > 0 {
-		w = append(w, event.Warning{Source: noteSource, Code: "devmem/cuda_unhooked",
+		w = append(w, event.Warning{Source: noteSource, Code: "cuda_unhooked",
 			Text: "this libcupti cannot hook " + strings.Join(st.Unhooked, ", ") + ": memory allocated through them is not tracked"})
 	}
 	return w

@@ -127,7 +127,7 @@ func TestCUDAAllocationsCarryGoStacks(t *testing.T) {
 	}
 	failed := false
 	for _, w := range m.Warnings {
-		failed = failed || w.Code == "devmem/cuda_failed"
+		failed = failed || w.Code == "cuda_failed"
 	}
 	if !failed {
 		t.Errorf("warnings %v lack the failed cudaMalloc", m.Warnings)

@@ -262,11 +262,11 @@ func warnings(c event.MemoryCounts) []event.Warning {
 			w = append(w, event.Warning{Source: noteSource, Code: code, Text: text})
 		}
 	}
-	add(c.Untracked, "devmem/untracked", fmt.Sprintf("%s (%d bytes) not tracked: the tracking table was full (raise MaxBuffers, advanced key device_memory_max_buffers)", count(c.Untracked, "allocation"), c.UntrackedBytes))
-	add(c.UnknownFrees, "devmem/unknown_free", count(c.UnknownFrees, "free")+" of a pointer the tracker never saw allocated (allocated before tracking started, or not tracked)")
-	add(c.DoubleFrees, "devmem/double_free", count(c.DoubleFrees, "double free")+" (a pointer freed again after its free)")
-	add(c.ZeroSize, "devmem/zero_size", count(c.ZeroSize, "allocation")+" of zero bytes (not tracked: they hold no memory)")
-	add(c.Replaced, "devmem/replaced", count(c.Replaced, "allocation")+" at an address still live in the table: the earlier buffer's free was not seen, so it was dropped")
+	add(c.Untracked, "untracked", fmt.Sprintf("%s (%d bytes) not tracked: the tracking table was full (raise MaxBuffers, advanced key device_memory_max_buffers)", count(c.Untracked, "allocation"), c.UntrackedBytes))
+	add(c.UnknownFrees, "unknown_free", count(c.UnknownFrees, "free")+" of a pointer the tracker never saw allocated (allocated before tracking started, or not tracked)")
+	add(c.DoubleFrees, "double_free", count(c.DoubleFrees, "double free")+" (a pointer freed again after its free)")
+	add(c.ZeroSize, "zero_size", count(c.ZeroSize, "allocation")+" of zero bytes (not tracked: they hold no memory)")
+	add(c.Replaced, "replaced", count(c.Replaced, "allocation")+" at an address still live in the table: the earlier buffer's free was not seen, so it was dropped")
 	return w
 }
 

@@ -127,7 +127,7 @@ func TestBadInputIsCountedNotFatal(t *testing.T) {
 			t.Errorf("warning %+v", w)
 		}
 	}
-	for _, c := range []string{"devmem/untracked", "devmem/unknown_free", "devmem/double_free", "devmem/zero_size", "devmem/replaced"} {
+	for _, c := range []string{"untracked", "unknown_free", "double_free", "zero_size", "replaced"} {
 		if !codes[c] {
 			t.Errorf("no %s warning in %v", c, m.Warnings)
 		}

@@ -2,11 +2,13 @@ package trace
 
 import (
 	"io"
+	"strings"
 
 	"github.com/devprof/devprof/devmem"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/pprof"
 	"github.com/devprof/devprof/internal/recorder"
+	"github.com/devprof/devprof/sources/nvml"
 )
 
 // MemoryProfileExt ends the name of the device-memory profile a session
@@ -23,8 +25,13 @@ const MemoryProfileExt = ".memory.pb.gz"
 // Read it with `go tool pprof -top path`, find a leak with
 // `go tool pprof -top -diff_base=before.pb.gz after.pb.gz`, list it with
 // `devprof memory path`.
+//
+// When CUDA's allocations are hooked, the profile also carries what NVML
+// says each GPU has in use (in all, and by this process), so that
+// `devprof memory` and `devprof memory breakdown` can tell how much memory
+// no tracked allocation explains.
 func SaveDeviceMemoryProfile(path string) error {
-	m, err := devmem.Snapshot()
+	m, err := deviceMemory(nvml.Options{})
 	if err != nil {
 		return err
 	}
@@ -33,11 +40,48 @@ func SaveDeviceMemoryProfile(path string) error {
 
 // WriteDeviceMemoryProfile is SaveDeviceMemoryProfile writing to w.
 func WriteDeviceMemoryProfile(w io.Writer) error {
-	m, err := devmem.Snapshot()
+	m, err := deviceMemory(nvml.Options{})
 	if err != nil {
 		return err
 	}
 	return pprof.Write(w, m)
+}
+
+// deviceMemory lists the live buffers and, when the tracker hooks CUDA
+// (so there are NVIDIA GPUs to ask) and NVML is not turned off, the
+// devices' own view of their memory.
+func deviceMemory(o nvml.Options) (*event.DeviceMemory, error) {
+	m, err := devmem.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	addUsage(m, o)
+	return m, nil
+}
+
+// memoryUsage is nvml.MemoryUsage; tests replace it.
+var memoryUsage = nvml.MemoryUsage
+
+func addUsage(m *event.DeviceMemory, o nvml.Options) {
+	if !devmem.HookingCUDA() || o.Mode == nvml.ModeOff {
+		return
+	}
+	u, err := memoryUsage(o)
+	if err != nil {
+		m.Warnings = append(m.Warnings, event.Warning{Source: "devmem", Code: "nvml_usage",
+			Text: "NVML's view of device memory is missing (so is what no tracked allocation explains): " + oneLine(err)})
+		return
+	}
+	m.Devices = u
+}
+
+// oneLine keeps the first line of an error's text.
+func oneLine(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
 }
 
 // memorySource is device-memory tracking as one of a session's sources: it
@@ -67,7 +111,7 @@ func (s *memorySource) Stop() recorder.SourceReport {
 	rep.Warnings = devmem.Warnings(countsSince(s.before, devmem.Counts()))
 	if s.started {
 		if err := devmem.Stop(); err != nil {
-			rep.Warnings = append(rep.Warnings, event.Warning{Source: "devmem", Code: "devmem/stop", Text: "stopping device-memory tracking: " + err.Error()})
+			rep.Warnings = append(rep.Warnings, event.Warning{Source: "devmem", Code: "stop", Text: "stopping device-memory tracking: " + err.Error()})
 		}
 	}
 	return rep

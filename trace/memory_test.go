@@ -57,7 +57,7 @@ func TestSessionTracksDeviceMemory(t *testing.T) {
 	}
 	found := false
 	for _, w := range s.Snapshot().Meta.Warnings {
-		found = found || w.Code == "devmem/double_free"
+		found = found || w.Code == "double_free"
 	}
 	if !found {
 		t.Errorf("the trace's warnings %v lack the double free", s.Snapshot().Meta.Warnings)

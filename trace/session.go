@@ -289,6 +289,9 @@ func (s *Session) stop() error {
 	// The buffers live at Stop, taken before the memory source stops the
 	// tracking this session started.
 	mem, _ := devmem.Snapshot()
+	if mem != nil {
+		addUsage(mem, s.cfg.gpuMetrics)
+	}
 	s.stopSources()
 	running.Lock()
 	if current == s {

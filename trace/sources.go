@@ -54,7 +54,7 @@ var sourceTable = []sourceRow{{
 		return startMemory(c)
 	},
 	explain: func(err error) event.Warning {
-		return event.Warning{Source: "devmem", Code: "devmem/start", Text: "device-memory tracking is off: " + err.Error()}
+		return event.Warning{Source: "devmem", Code: "start", Text: "device-memory tracking is off: " + err.Error()}
 	},
 }}
 

@@ -96,6 +96,10 @@ const UnknownFunction = "(no stack)"
 const (
 	headerPrefix = "devprof device memory: "
 	countsPrefix = "#devprof counts:"
+	// devicePrefix starts a machine-readable line of NVML's view of one
+	// device (event.DeviceUsage); usagePrefix the line people read.
+	devicePrefix = "#devprof device:"
+	usagePrefix  = "devprof device "
 )
 
 // DeviceLabel is the device label of a buffer on device d: "gpu:N", or
@@ -302,7 +306,42 @@ func comments(m *event.DeviceMemory) []string {
 		}
 		out = append(out, line)
 	}
+	out = append(out, usageLines(m)...)
 	return append(out, countsLine(c))
+}
+
+// usageLines says, per device NVML described, what it had in use beside
+// what the profile tracked there: the gap is the memory no allocation
+// explains (CUDA's context, libraries' workspaces, a caching allocator's
+// slack). One line for people, one for Read.
+func usageLines(m *event.DeviceMemory) []string {
+	var out []string
+	for _, u := range m.Devices {
+		var tracked uint64
+		for i := range m.Buffers {
+			if b := &m.Buffers[i]; b.Device == u.Device && onDevice(b.Kind) {
+				tracked += b.Total()
+			}
+		}
+		line := fmt.Sprintf("%s%s: NVML says %s in use of %s", usagePrefix, DeviceLabel(u.Device), iec(u.Used), iec(u.Total))
+		if u.Process > 0 {
+			line += fmt.Sprintf(" (this process %s)", iec(u.Process))
+		}
+		out = append(out, line+fmt.Sprintf("; tracked here %s", iec(tracked)),
+			fmt.Sprintf("%s device=%d total=%d used=%d process=%d", devicePrefix, u.Device, u.Total, u.Used, u.Process))
+	}
+	return out
+}
+
+// onDevice reports whether memory of kind lives in device memory, so that
+// it counts against what NVML says is in use there (pinned and pageable
+// host memory do not).
+func onDevice(kind string) bool {
+	switch kind {
+	case "pinned", "pageable", "host":
+		return false
+	}
+	return true
 }
 
 // countFields name MemoryCounts' fields in the counts line, in order.
@@ -317,6 +356,7 @@ var countFields = []struct {
 	{"unknown_frees", func(c *event.MemoryCounts) *uint64 { return &c.UnknownFrees }},
 	{"double_frees", func(c *event.MemoryCounts) *uint64 { return &c.DoubleFrees }},
 	{"zero_size", func(c *event.MemoryCounts) *uint64 { return &c.ZeroSize }},
+	{"replaced", func(c *event.MemoryCounts) *uint64 { return &c.Replaced }},
 }
 
 func countsLine(c *event.MemoryCounts) string {

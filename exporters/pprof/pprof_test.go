@@ -44,10 +44,14 @@ func fixture() *event.DeviceMemory {
 	m := &event.DeviceMemory{
 		Time: time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC),
 		Counts: event.MemoryCounts{Allocs: 14, Frees: 3, Untracked: 2, UntrackedBytes: 3 << 20,
-			UnknownFrees: 1, ZeroSize: 1},
+			UnknownFrees: 1, ZeroSize: 1, Replaced: 1},
 		Warnings: []event.Warning{
-			{Source: "memory", Code: "untracked", Text: "memory: 2 allocations (3.0 MiB) were not tracked: the tracking table was full"},
-			{Source: "memory", Code: "unknown_free", Text: "memory: 1 free of a pointer never tracked (allocated before tracking started?)"},
+			{Source: "devmem", Code: "untracked", Text: "2 allocations (3145728 bytes) not tracked: the tracking table was full (raise MaxBuffers, advanced key device_memory_max_buffers)"},
+			{Source: "devmem", Code: "unknown_free", Text: "1 free of a pointer the tracker never saw allocated (allocated before tracking started, or not tracked)"},
+		},
+		Devices: []event.DeviceUsage{
+			{Device: 0, Total: 80 << 30, Used: 30 << 30, Process: 25 << 30},
+			{Device: 1, Total: 80 << 30, Used: 12 << 30},
 		},
 	}
 	add := func(n int, b event.Buffer) {
@@ -125,6 +129,9 @@ func TestRoundTrip(t *testing.T) {
 		if b.Address != 0 || !b.Time.IsZero() {
 			t.Errorf("read buffer %+v has an address or time pprof does not keep", b)
 		}
+	}
+	if !slices.Equal(out.Devices, in.Devices) {
+		t.Errorf("read devices %+v, want %+v", out.Devices, in.Devices)
 	}
 	if !out.Time.Equal(in.Time) || out.Counts != in.Counts || !slices.Equal(out.Warnings, in.Warnings) {
 		t.Errorf("read time %v, counts %+v, warnings %+v\nwant %v, %+v, %+v", out.Time, out.Counts, out.Warnings, in.Time, in.Counts, in.Warnings)
@@ -223,7 +230,7 @@ func TestLayout(t *testing.T) {
 		}
 		locs[k] = true
 	}
-	if len(p.Comments) != 2+len(in.Warnings) || !strings.HasPrefix(p.Comments[0], "devprof device memory: ") || !strings.HasPrefix(p.Comments[len(p.Comments)-1], "#devprof counts: ") {
+	if len(p.Comments) != 2+len(in.Warnings)+2*len(in.Devices) || !strings.HasPrefix(p.Comments[0], "devprof device memory: ") || !strings.HasPrefix(p.Comments[len(p.Comments)-1], "#devprof counts: ") {
 		t.Errorf("comments %q", p.Comments)
 	}
 }

@@ -342,6 +342,12 @@ func readComments(m *event.DeviceMemory, comments []string) {
 			// Totals, computed again from the buffers.
 		case strings.HasPrefix(c, countsPrefix):
 			parseCounts(&m.Counts, c[len(countsPrefix):])
+		case ours && strings.HasPrefix(c, devicePrefix):
+			if u, ok := parseUsage(c[len(devicePrefix):]); ok {
+				m.Devices = append(m.Devices, u)
+			}
+		case ours && strings.HasPrefix(c, usagePrefix):
+			// Said again from the device lines and the buffers.
 		case !ours:
 			m.Warnings = append(m.Warnings, event.Warning{Source: "pprof", Code: CodeComment, Text: c})
 		default:
@@ -356,6 +362,39 @@ func readComments(m *event.DeviceMemory, comments []string) {
 			}
 		}
 	}
+}
+
+// parseUsage reads a device line ("device=0 total=… used=… process=…").
+func parseUsage(s string) (event.DeviceUsage, bool) {
+	u := event.DeviceUsage{Device: -1}
+	seen := 0
+	for _, kv := range strings.Fields(s) {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		if k == "device" {
+			d, err := strconv.Atoi(v)
+			if err != nil || d < 0 {
+				return u, false
+			}
+			u.Device, seen = d, seen+1
+			continue
+		}
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "total":
+			u.Total = n
+		case "used":
+			u.Used = n
+		case "process":
+			u.Process = n
+		}
+	}
+	return u, seen == 1
 }
 
 // parseCounts reads the fields of the counts line ("allocs=9 frees=2 …");

@@ -62,6 +62,9 @@ type GPU struct {
 	// LostAfter makes power reads after this many answer
 	// ERROR_GPU_IS_LOST (0: never).
 	LostAfter int
+	// Processes are the compute processes the GPU lists (the fixture's
+	// H100 listed none).
+	Processes []gonvml.ProcessInfo
 
 	mu           sync.Mutex
 	powerReads   int
@@ -127,6 +130,13 @@ func New(gpus ...*GPU) *mock.Interface {
 		DeviceGetMemoryInfo_v2Func: func(d gonvml.Device) (gonvml.Memory_v2, gonvml.Return) {
 			m := of(d).Device.MemV2
 			return gonvml.Memory_v2{Total: m.Total, Reserved: m.Reserved, Free: m.Free, Used: m.Used}, of(d).ret("memory")
+		},
+		DeviceGetMemoryInfoFunc: func(d gonvml.Device) (gonvml.Memory, gonvml.Return) {
+			m := of(d).Device.Mem
+			return gonvml.Memory{Total: m.Total, Free: m.Free, Used: m.Used}, of(d).ret("memory")
+		},
+		DeviceGetComputeRunningProcessesFunc: func(d gonvml.Device) ([]gonvml.ProcessInfo, gonvml.Return) {
+			return of(d).Processes, gonvml.SUCCESS
 		},
 		DeviceGetSamplesFunc: func(d gonvml.Device, kind gonvml.SamplingType, last uint64) (gonvml.ValueType, []gonvml.Sample, gonvml.Return) {
 			g := of(d)

@@ -35,25 +35,11 @@ type device struct {
 // describe finds NVML's devices, reads what each is, matches each to its
 // CUDA ordinal and registers its track.
 func (s *Source) describe() error {
-	n, ret := s.lib.DeviceGetCount()
-	if ret != gonvml.SUCCESS {
-		return fmt.Errorf("%w: nvmlDeviceGetCount: %s", ErrUnavailable, ret.Error())
+	devs, err := s.enumerate()
+	if err != nil {
+		return err
 	}
-	var all []*device
-	for i := range n {
-		h, ret := s.lib.DeviceGetHandleByIndex(i)
-		if ret != gonvml.SUCCESS {
-			s.warn("handle "+strconv.Itoa(i), "device_unavailable", "NVML device %d left out: %s", i, ret.Error())
-			continue
-		}
-		d := &device{handle: h, index: i}
-		d.info = s.facts(h)
-		all = append(all, d)
-	}
-	s.devices = s.matchOrdinals(all)
-	if len(s.devices) == 0 {
-		return fmt.Errorf("%w: no GPU that this program's CUDA can use", ErrUnavailable)
-	}
+	s.devices = devs
 	for _, d := range s.devices {
 		d.label = "GPU " + strconv.Itoa(d.info.Device)
 		if d.info.DeviceName != "" {
@@ -74,6 +60,31 @@ func (s *Source) describe() error {
 	}
 	s.note("GPU metrics from NVML: driver %s, CUDA %s; %d device(s) sampled every %v", driver, cudaText, len(s.devices), s.opts.period())
 	return nil
+}
+
+// enumerate finds NVML's devices, reads what each is and keeps those the
+// program's CUDA can use, matched to their CUDA ordinals.
+func (s *Source) enumerate() ([]*device, error) {
+	n, ret := s.lib.DeviceGetCount()
+	if ret != gonvml.SUCCESS {
+		return nil, fmt.Errorf("%w: nvmlDeviceGetCount: %s", ErrUnavailable, ret.Error())
+	}
+	var all []*device
+	for i := range n {
+		h, ret := s.lib.DeviceGetHandleByIndex(i)
+		if ret != gonvml.SUCCESS {
+			s.warn("handle "+strconv.Itoa(i), "device_unavailable", "NVML device %d left out: %s", i, ret.Error())
+			continue
+		}
+		d := &device{handle: h, index: i}
+		d.info = s.facts(h)
+		all = append(all, d)
+	}
+	devs := s.matchOrdinals(all)
+	if len(devs) == 0 {
+		return nil, fmt.Errorf("%w: no GPU that this program's CUDA can use", ErrUnavailable)
+	}
+	return devs, nil
 }
 
 // facts reads a device's identity and capabilities. A fact the device

@@ -3,6 +3,7 @@
 package nvml
 
 import (
+	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/recorder"
 )
 
@@ -14,3 +15,6 @@ func Start(buf *recorder.Buffer, o Options) (*Source, error) { return nil, ErrNe
 
 // Stop does nothing.
 func (s *Source) Stop() recorder.SourceReport { return recorder.SourceReport{} }
+
+// MemoryUsage needs cgo: it returns ErrNeedsCgo.
+func MemoryUsage(o Options) ([]event.DeviceUsage, error) { return nil, ErrNeedsCgo }
