@@ -31,7 +31,9 @@ var (
 // process named "GPU <n>" (as devprof writes device activity) become
 // device streams again; flows become flow arguments, and the slice
 // nesting the parents. devprof's warning, note and drop instants become
-// the snapshot's metadata again.
+// the snapshot's metadata again, and the threads it marks as memory events
+// (MemoryEventsDescription) memory tracks again, without the counters it
+// derived from them.
 func (t *Trace) Snapshot() *event.Snapshot {
 	c := &converter{t: t, byUUID: map[uint64]*Track{}, procName: map[int64]string{}, procs: map[int64]*Track{}, tracks: map[uint64]uint32{}}
 	meta := c.meta()

@@ -17,6 +17,10 @@
 // counters are process counter tracks with units. A span that could not sit
 // under its parent (it overlapped a sibling or outlived its parent) starts
 // its own stack on another row and is linked to its parent by a flow.
+// Each device is a process of its own, with its streams as threads and its
+// counters; a memory tracker's allocations and frees are a thread of their
+// device's process beside counter tracks of its memory over time (see
+// memory.go).
 package perfetto
 
 import (

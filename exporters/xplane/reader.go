@@ -81,10 +81,13 @@ func ReadFile(path string) (*event.Snapshot, error) {
 // strings resolved); _r/step_num make a step, correlation_id a flow
 // linking a launch to its kernel. Lines xprof derives from others (Steps,
 // XLA Ops, ... on GPUs) are skipped, as are aggregated events (counted in
-// a warning). A whole-file gzip is undone. XSpace errors and warnings
-// become Meta.Warnings (devprof's with their source and code, other
-// tools' as text), except devprof's drop lines, which become Meta.Drops;
-// devprof's notes on the Task Environment become Meta.Notes.
+// a warning). MemoryAllocation and MemoryDeallocation events (TSL's
+// allocators', devprof's) become the allocations and frees of a
+// TrackMemory track per allocator (see memory.go). A whole-file gzip is
+// undone. XSpace errors and warnings become Meta.Warnings (devprof's with
+// their source and code, other tools' as text), except devprof's drop
+// lines, which become Meta.Drops; devprof's notes on the Task Environment
+// become Meta.Notes.
 //
 // A file that is not an XSpace gives an error
 // "xplane: cannot decode XSpace: ..." (with the file name from ReadFile).

@@ -22,6 +22,9 @@
 //     timestamp_ns*1000+offset_ps in int64, so epoch nanoseconds overflow);
 //   - never a group_id stat: xprof must do its own grouping (memory events
 //     are tied to their steps with context stats instead; see memory.go);
+//   - a memory tracker's allocations and frees (TrackMemory) as the
+//     MemoryAllocation and MemoryDeallocation events of xprof's
+//     memory_profile tool, one /host:CPU line per memory track (memory.go);
 //   - device activity (KindActivity on device-stream tracks) on
 //     /device:GPU:<n> planes (id = ordinal) with Stream #<id>(<kinds>)
 //     lines; a flow id shared by a device event and a host span becomes a
