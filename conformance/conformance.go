@@ -97,6 +97,14 @@ func Expect(s *event.Snapshot, traceName string) *Manifest {
 			}
 			args[a.Key] = arg(a)
 		}
+		if isMemoryEvent(s, r) {
+			// An instant on its track's thread, the address in hex.
+			if a, ok := args[event.ArgAddress]; ok && a.Type == "uint" {
+				args[event.ArgAddress] = Arg{"string", fmt.Sprintf("0x%x", a.Value)}
+			}
+			m.Instants = append(m.Instants, Instant{Name: s.Name(r), TS: s.Meta.BootNanos(r.Start), Args: args})
+			continue
+		}
 		switch r.Kind {
 		case event.KindSpan, event.KindActivity:
 			end, fin := s.EndOf(r)
@@ -124,6 +132,25 @@ func Expect(s *event.Snapshot, traceName string) *Manifest {
 				m.Counters = append(m.Counters, Counter{Name: s.Name(r), Unit: unit})
 			}
 			m.Counters[i].Samples = append(m.Counters[i].Samples, Sample{s.Meta.BootNanos(r.Start), val})
+		}
+	}
+	// Each memory track's counters: its bytes in use at every event, and
+	// the bytes of each tag set's series where they change.
+	for _, tl := range s.MemoryTimelines(memoryTopTags) {
+		name := memoryTrackName(s, &tl)
+		use := Counter{Name: name + " in use", Unit: "bytes"}
+		for i, t := range tl.Times {
+			use.Samples = append(use.Samples, Sample{s.Meta.BootNanos(t), float64(tl.InUse[i])})
+		}
+		m.Counters = append(m.Counters, use)
+		for _, sr := range tl.Series {
+			c := Counter{Name: name + ": " + sr.Key, Unit: "bytes"}
+			for i, t := range tl.Times {
+				if i == 0 || sr.Bytes[i] != sr.Bytes[i-1] {
+					c.Samples = append(c.Samples, Sample{s.Meta.BootNanos(t), float64(sr.Bytes[i])})
+				}
+			}
+			m.Counters = append(m.Counters, c)
 		}
 	}
 	for i := range m.Counters {
@@ -156,6 +183,32 @@ func Expect(s *event.Snapshot, traceName string) *Manifest {
 		m.Instants = append(m.Instants, Instant{Name: mk.Name, TS: s.Meta.BootNanos(s.Meta.Start.Mono), Args: args})
 	}
 	return m
+}
+
+// memoryTopTags is how many tag sets of a memory track the writers give a
+// series of their own (perfetto.MemoryTopTags).
+const memoryTopTags = 8
+
+// isMemoryEvent reports whether r is a memory tracker's allocation or
+// free (event/memory.go), which the writers show in their own way.
+func isMemoryEvent(s *event.Snapshot, r *event.Record) bool {
+	if k := r.Activity(); k != event.ActivityAlloc && k != event.ActivityFree {
+		return false
+	}
+	t, ok := s.TrackOf(r)
+	end, fin := s.EndOf(r)
+	return ok && t.Kind == event.TrackMemory && fin && end == r.Start
+}
+
+// memoryTrackName is what the writers name a memory track's counters after.
+func memoryTrackName(s *event.Snapshot, tl *event.MemoryTimeline) string {
+	if n := s.Tracks[tl.Track-1].Name; n != "" {
+		return n
+	}
+	if tl.Device < 0 {
+		return "host memory"
+	}
+	return fmt.Sprintf("GPU %d memory", tl.Device)
 }
 
 func arg(a event.Arg) Arg {
@@ -403,6 +456,13 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 	for i := range l.Rows {
 		row := &l.Rows[i]
 		process := "/host:CPU"
+		if t, ok := s.Track(row); ok && t.Kind == event.TrackMemory {
+			// Memory events are MemoryAllocation and MemoryDeallocation
+			// events, which xprof's trace viewer does not show (nor JAX's:
+			// measured with xprof 2.24.2); its memory_profile tool does
+			// (ExpectMemoryProfile).
+			continue
+		}
 		if t, ok := s.Track(row); ok && t.Kind == event.TrackDeviceStream {
 			process = fmt.Sprintf("/device:GPU:%d", t.Device)
 			for _, d := range l.Devices {
@@ -478,6 +538,233 @@ func ExportXPlane(t testing.TB, name, xplanePath string, s *event.Snapshot) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, name+".xprof.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// MemoryProfileManifest is what xprof's memory_profile tool must show for
+// an .xplane.pb (checked by conformance/test_xprof_memory.py): one entry
+// per memory id (allocator) the trace's memory tracks become.
+type MemoryProfileManifest struct {
+	XPlane     string                     `json:"xplane"`
+	MemoryIDs  []string                   `json:"memory_ids"` // sorted
+	Allocators map[string]MemoryAllocator `json:"allocators"`
+}
+
+// MemoryAllocator is what the tool shows of one memory id.
+type MemoryAllocator struct {
+	Allocations   int `json:"allocations"`
+	Deallocations int `json:"deallocations"`
+	// PeakBytes is the most heap in use (bytes_allocated) at any event,
+	// first reached PeakTimePs after the profile start, in step PeakStep;
+	// CapacityBytes is the heap and the free bytes then.
+	PeakBytes     uint64 `json:"peak_bytes"`
+	PeakTimePs    int64  `json:"peak_time_ps"`
+	PeakStep      int64  `json:"peak_step"`
+	CapacityBytes uint64 `json:"capacity_bytes"`
+	// LifetimePeakBytes is the most the tracker ever held
+	// (peak_bytes_in_use); LastBytes the heap after the last event.
+	LifetimePeakBytes uint64 `json:"lifetime_peak_bytes"`
+	LastBytes         uint64 `json:"last_bytes"`
+	// Breakdown is the tool's table of what held memory at the peak.
+	Breakdown []MemoryRow `json:"breakdown"`
+}
+
+// MemoryRow is one row of the tool's breakdown at the peak: Count equal
+// allocations of Bytes (allocation_bytes), with their op (tf_op) and
+// region (region_type); a Special row is one the tool adds itself.
+type MemoryRow struct {
+	Bytes   uint64 `json:"bytes"`
+	Op      string `json:"op"`
+	Region  string `json:"region"`
+	Count   int    `json:"count"`
+	Special bool   `json:"special,omitempty"`
+}
+
+// Equal reports whether two allocators' expectations are the same.
+func (a MemoryAllocator) Equal(b MemoryAllocator) bool {
+	return slices.Equal(a.Breakdown, b.Breakdown) &&
+		a.Allocations == b.Allocations && a.Deallocations == b.Deallocations &&
+		a.PeakBytes == b.PeakBytes && a.PeakTimePs == b.PeakTimePs && a.PeakStep == b.PeakStep &&
+		a.CapacityBytes == b.CapacityBytes && a.LifetimePeakBytes == b.LifetimePeakBytes && a.LastBytes == b.LastBytes
+}
+
+// ExpectMemoryProfile computes what xprof's memory_profile must show for
+// snapshot s, from its memory events (event/memory.go), following the
+// tool's documented rules (shared reference memory.md §5): the heap is
+// each event's bytes in use; the peak is its first maximum; an event's
+// step is xprof's group id of the step it was made in (steps numbered
+// 0, 1, … in time order; 0 without one); the breakdown lists the
+// allocations live at the peak that were made in the peak's step, largest
+// first, merging equal rows, and calls the rest of the heap "unused
+// preallocated device memory".
+func ExpectMemoryProfile(s *event.Snapshot) *MemoryProfileManifest {
+	m := &MemoryProfileManifest{MemoryIDs: []string{}, Allocators: map[string]MemoryAllocator{}}
+	sizes := map[int]uint64{}
+	for _, t := range s.Tracks {
+		if (t.Kind == event.TrackDevice || t.Kind == event.TrackDeviceStream) && sizes[t.Device] == 0 {
+			sizes[t.Device] = t.Caps.MemoryBytes
+		}
+	}
+	type memEvent struct {
+		free               bool
+		t                  int64
+		addr, bytes, inUse uint64
+		peak               uint64
+		step               int64
+		op, region         string
+	}
+	// xprof's group ids: steps in time order; an event's step span is the
+	// one of its number that began last before it.
+	var steps []*event.Record
+	for _, r := range s.Events {
+		if r.Kind == event.KindSpan && r.Flags&event.FlagStep != 0 {
+			steps = append(steps, r)
+		}
+	}
+	slices.SortStableFunc(steps, func(a, b *event.Record) int { return cmp.Compare(a.Start, b.Start) })
+	groupOf := func(step int64, t int64) int64 {
+		group := int64(-1)
+		for i, st := range steps {
+			if st.ID2 == step && (group < 0 || st.Start <= t) {
+				group = int64(i)
+			}
+		}
+		return max(group, 0)
+	}
+	byAllocator := map[string][]memEvent{}
+	devices := map[string]int{}
+	for _, r := range s.Events {
+		if !isMemoryEvent(s, r) {
+			continue
+		}
+		tr, _ := s.TrackOf(r)
+		e := memEvent{free: r.Activity() == event.ActivityFree, t: r.Start}
+		allocator := fmt.Sprintf("GPU_%d_devmem", tr.Device)
+		if tr.Device < 0 {
+			allocator = "host_devmem"
+		}
+		var kind, tags, span, api string
+		for _, a := range s.Args(r) {
+			switch a.Key {
+			case event.ArgAddress:
+				e.addr = a.Num
+			case event.ArgBytes:
+				e.bytes = a.Num
+			case event.ArgInUse:
+				e.inUse = a.Num
+			case event.ArgPeakInUse:
+				e.peak = a.Num
+			case event.ArgStep:
+				e.step = groupOf(int64(a.Num), r.Start)
+			case event.ArgMemoryKind:
+				kind = a.Str
+			case event.ArgTags:
+				tags = a.Str
+			case event.ArgSpan:
+				span = a.Str
+			case event.ArgAPI:
+				api = a.Str
+			case "allocator_name":
+				allocator = a.Str
+			}
+		}
+		e.op = api
+		if span != "" {
+			e.op = span[strings.LastIndexByte(span, '/')+1:]
+		}
+		e.region = cmp.Or(tags, kind)
+		byAllocator[allocator] = append(byAllocator[allocator], e)
+		devices[allocator] = tr.Device
+	}
+	for id, evs := range byAllocator {
+		m.MemoryIDs = append(m.MemoryIDs, id)
+		slices.SortStableFunc(evs, func(a, b memEvent) int { return cmp.Compare(a.t, b.t) })
+		var a MemoryAllocator
+		peakAt := -1
+		for i, e := range evs {
+			if e.free {
+				a.Deallocations++
+			} else {
+				a.Allocations++
+			}
+			if peakAt < 0 || e.inUse > a.PeakBytes {
+				a.PeakBytes, peakAt = e.inUse, i
+			}
+			a.LifetimePeakBytes = max(a.LifetimePeakBytes, e.peak)
+			a.LastBytes = e.inUse
+		}
+		pe := evs[peakAt]
+		a.PeakTimePs = (pe.t - s.Meta.Start.Mono) * 1000
+		a.PeakStep = pe.step
+		a.CapacityBytes = a.PeakBytes
+		if size := sizes[devices[id]]; size > 0 {
+			a.CapacityBytes = a.PeakBytes + size - min(size, a.PeakBytes)
+		}
+		active := map[uint64]memEvent{}
+		unmapped, unmappedFree := int64(a.PeakBytes), int64(0)
+		for _, e := range evs[:peakAt+1] {
+			if e.step != pe.step {
+				continue
+			}
+			if !e.free {
+				active[e.addr] = e
+				unmapped -= int64(e.bytes)
+				continue
+			}
+			if _, ok := active[e.addr]; ok {
+				delete(active, e.addr)
+			} else {
+				unmappedFree += int64(e.bytes)
+			}
+			unmapped += int64(e.bytes)
+		}
+		unmapped -= unmappedFree
+		rows := map[MemoryRow]int{}
+		for _, e := range active {
+			rows[MemoryRow{Bytes: e.bytes, Op: e.op, Region: e.region}]++
+		}
+		for r, n := range rows {
+			r.Count = n
+			a.Breakdown = append(a.Breakdown, r)
+		}
+		slices.SortFunc(a.Breakdown, func(x, y MemoryRow) int {
+			if c := cmp.Compare(y.Bytes, x.Bytes); c != 0 {
+				return c
+			}
+			return cmp.Or(cmp.Compare(x.Op, y.Op), cmp.Compare(x.Region, y.Region))
+		})
+		if unmapped > 0 {
+			a.Breakdown = append(a.Breakdown, MemoryRow{Bytes: uint64(unmapped), Op: "unused preallocated device memory", Region: "persist/dynamic", Count: 1, Special: true})
+		}
+		m.Allocators[id] = a
+	}
+	slices.Sort(m.MemoryIDs)
+	return m
+}
+
+// ExportMemoryProfile writes <name>.memprof.json, what xprof's
+// memory_profile must show for <name>.xplane.pb (which ExportXPlane
+// copies). Without DEVPROF_CONFORMANCE_DIR it does nothing.
+func ExportMemoryProfile(t testing.TB, name, xplanePath string, s *event.Snapshot) {
+	t.Helper()
+	dir := Dir()
+	if dir == "" {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyFile(filepath.Join(dir, name+".xplane.pb"), xplanePath); err != nil {
+		t.Fatal(err)
+	}
+	m := ExpectMemoryProfile(s)
+	m.XPlane = name + ".xplane.pb"
+	b, err := json.MarshalIndent(m, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".memprof.json"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

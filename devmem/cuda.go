@@ -8,6 +8,7 @@ import (
 
 	"github.com/devprof/devprof/cuptiwrap"
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/recorder"
 )
 
 // cudaHooks is the tracker's hold on CUDA's allocation entry points.
@@ -26,8 +27,10 @@ type cuptiHooks struct {
 func startCUDA(o Options, tab *table) (cudaHooks, error) {
 	depth := o.StackDepth
 	h, err := cuptiwrap.StartMemoryHooks(cuptiwrap.HookOptions{Library: o.Library}, func(c *cuptiwrap.MemoryCall) {
+		buf := recorder.Active()
 		if c.Free {
-			tab.free(sourceCUDA, c.Address)
+			evs := tab.free(sourceCUDA, c.Address, buf)
+			evs.write()
 			return
 		}
 		var small [DefaultStackDepth]uintptr
@@ -48,11 +51,13 @@ func startCUDA(o Options, tab *table) (cudaHooks, error) {
 			bytes:  c.Bytes,
 			device: c.Device,
 			stream: c.Stream,
+			step:   -1,
 			corr:   c.Correlation,
 			kind:   cudaKind(c.Kind),
 			api:    c.API,
 		}
-		tab.alloc(&a, pcs[:n], time.Now())
+		evs := tab.alloc(&a, pcs[:n], time.Now(), buf)
+		evs.write()
 	})
 	if err != nil {
 		return nil, err

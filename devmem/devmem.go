@@ -129,8 +129,14 @@ func Alloc(ctx context.Context, addr, bytes uint64, a Attrs) {
 // counted (MemoryCounts.UnknownFrees, DoubleFrees) and otherwise ignored.
 func Free(addr uint64) {
 	if t := current.Load(); t != nil {
-		t.tab.free(sourceAPI, addr)
+		t.explicitFree(addr)
 	}
+}
+
+//go:noinline
+func (t *tracker) explicitFree(addr uint64) {
+	evs := t.tab.free(sourceAPI, addr, recorder.Active())
+	evs.write()
 }
 
 //go:noinline
@@ -158,27 +164,28 @@ func (t *tracker) explicitAlloc(ctx context.Context, addr, bytes uint64, a *Attr
 		src:    sourceAPI,
 		addr:   addr,
 		bytes:  bytes,
+		step:   -1,
 		device: int32(min(device, 1<<31-1)),
 		kind:   kind,
 	}
 	al.tags = appendContextTags(nil, ctx)
 	al.tags = append(al.tags, a.Tags...)
-	al.span = spanPath(ctx)
-	t.tab.alloc(&al, pcs[:n], time.Now())
+	buf := recorder.Active()
+	if buf != nil && ctx != nil {
+		al.span = spanPath(buf, ctx)
+		if step, ok := buf.StepOf(ctx); ok {
+			al.step = step
+		}
+	}
+	evs := t.tab.alloc(&al, pcs[:n], time.Now(), buf)
+	evs.write()
 }
 
-// spanPath is the path of the annotate spans open in ctx ("train/step"),
-// or "" outside a session.
-func spanPath(ctx context.Context) string {
-	if ctx == nil {
-		return ""
-	}
-	b := recorder.Active()
-	if b == nil {
-		return ""
-	}
-	var buf [16]string
-	return strings.Join(b.SpanPath(ctx, buf[:0]), "/")
+// spanPath is the path of the annotate spans of buf's session open in ctx
+// ("train/step").
+func spanPath(buf *recorder.Buffer, ctx context.Context) string {
+	var names [16]string
+	return strings.Join(buf.SpanPath(ctx, names[:0]), "/")
 }
 
 type tagsKey struct{}

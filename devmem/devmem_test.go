@@ -11,6 +11,7 @@ import (
 	"github.com/devprof/devprof/devmem"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/eventtest"
+	"github.com/devprof/devprof/internal/recorder"
 )
 
 // track runs fn with tracking on (CUDA off: these tests are about the
@@ -228,16 +229,44 @@ func BenchmarkAlloc(b *testing.B) {
 		}
 	}
 	b.Run("off", run)
+	// With a session, every allocation and free is also an event of its
+	// trace; sessions are renewed every chunk iterations (off the clock) so
+	// that no event is dropped for a full buffer, which would cost less.
+	session := func(b *testing.B) {
+		b.ReportAllocs()
+		const chunk = 1 << 16
+		for done := 0; done < b.N; {
+			n := min(chunk, b.N-done)
+			b.StopTimer()
+			buf := recorder.NewBuffer(int64(n)*8, 2)
+			if !recorder.Activate(buf) {
+				b.Fatal("another buffer is active")
+			}
+			b.StartTimer()
+			for i := range uint64(n) {
+				devmem.Alloc(ctx, i, 256, devmem.Attrs{})
+				devmem.Free(i)
+			}
+			b.StopTimer()
+			recorder.Deactivate(buf)
+			if d := buf.Dropped(); d > 0 {
+				b.Fatalf("%d events dropped", d)
+			}
+			b.StartTimer()
+			done += n
+		}
+	}
 	for _, c := range []struct {
 		name  string
 		depth int
-	}{{"stacks", 0}, {"nostacks", -1}} {
+		run   func(*testing.B)
+	}{{"stacks", 0, run}, {"nostacks", -1, run}, {"session", 0, session}, {"session-nostacks", -1, session}} {
 		b.Run(c.name, func(b *testing.B) {
 			if err := devmem.Start(devmem.Options{CUDA: devmem.ModeOff, StackDepth: c.depth}); err != nil {
 				b.Fatal(err)
 			}
 			defer devmem.Stop()
-			run(b)
+			c.run(b)
 		})
 	}
 }

@@ -23,6 +23,14 @@
 // (-top, -tags, -tagfocus, -diff_base for leaks) and `devprof memory`
 // prints as a table.
 //
+// While a trace session records, every allocation and free the table
+// records is also an event of the session's trace: an instant on the
+// TrackMemory track of its device with the buffer's facts, the annotate
+// step it was made in and the device's exact bytes in use and peak after
+// it (event/memory.go), from which the exporters draw memory over time
+// (Perfetto counters, xprof's memory_profile). Events keep the table's
+// order in time; see trace.go. Outside a session nothing is written.
+//
 // The tracking table is bounded (Options.MaxBuffers): allocations past the
 // bound are counted with their bytes, never stored. A free of a pointer the
 // table does not hold, a double free and a zero-size allocation are counted

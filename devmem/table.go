@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/recorder"
 )
 
 // source says which path an allocation came through; CUDA's pointers and
@@ -46,6 +47,7 @@ type entry struct {
 	bytes  uint64
 	when   int64 // unix nanoseconds
 	stream uint64
+	step   int64 // the annotate.Step it was made in; -1: none
 	device int32
 	corr   uint32
 	stack  uint32 // index into table.stacks; 0: none
@@ -53,6 +55,7 @@ type entry struct {
 	api    string
 	span   string
 	tags   []string
+	joined string // tags joined with ",", as traces carry them (event.ArgTags)
 }
 
 // freedMemory is how many freed addresses the table remembers to tell a
@@ -70,12 +73,65 @@ type table struct {
 	nlive  int
 	counts event.MemoryCounts
 
+	// usage is what each device holds: devices -1 to denseDevices-2 at
+	// index device+1, any other in moreUsage.
+	usage     [denseDevices]deviceUsage
+	moreUsage map[int32]*deviceUsage
+
 	// stacks holds each distinct stack once; stackIDs finds it by hash.
 	stacks   [][]uintptr
 	stackIDs map[stackHash][]uint32
 	strs     map[string]string // interned kinds, spans, tags
-	tagSets  map[string][]string
+	tagSets  map[string]tagSet
+
+	// What writing events into a session's trace needs (trace.go): the
+	// time of the last event written, so that the next one is later, and
+	// the memory tracks registered in the buffer of session traceEpoch.
+	lastEvent   int64
+	traceEpoch  uint32
+	traceTracks map[int32]uint32
 }
+
+// tagSet is one interned set of tags, with the form traces carry.
+type tagSet struct {
+	tags   []string
+	joined string
+}
+
+// denseDevices is how many devices (host memory, then ordinals 0 and up)
+// have their usage in an array rather than a map.
+const denseDevices = 17
+
+// deviceUsage is the bytes the table holds on one device, and the most it
+// held since tracking started.
+type deviceUsage struct {
+	inUse, peak uint64
+}
+
+// usageOf returns the usage of device. Called with mu held.
+func (t *table) usageOf(device int32) *deviceUsage {
+	if i := int(device) + 1; i >= 0 && i < denseDevices {
+		return &t.usage[i]
+	}
+	u := t.moreUsage[device]
+	if u == nil {
+		if t.moreUsage == nil {
+			t.moreUsage = map[int32]*deviceUsage{}
+		}
+		u = &deviceUsage{}
+		t.moreUsage[device] = u
+	}
+	return u
+}
+
+// add counts bytes more in use on the device.
+func (u *deviceUsage) add(bytes uint64) {
+	u.inUse += bytes
+	u.peak = max(u.peak, u.inUse)
+}
+
+// remove counts bytes no longer in use.
+func (u *deviceUsage) remove(bytes uint64) { u.inUse -= min(bytes, u.inUse) }
 
 func newTable(o Options) *table {
 	t := &table{
@@ -84,7 +140,7 @@ func newTable(o Options) *table {
 		stacks:   [][]uintptr{nil},
 		stackIDs: make(map[stackHash][]uint32),
 		strs:     make(map[string]string),
-		tagSets:  make(map[string][]string),
+		tagSets:  make(map[string]tagSet),
 	}
 	for i := range t.spaces {
 		t.spaces[i] = space{live: make(map[uint64]entry), freed: make(map[uint64]struct{})}
@@ -147,19 +203,19 @@ func (t *table) intern(s string) string {
 	return s
 }
 
-// internTags returns a shared copy of tags (nil for none). Called with mu
-// held.
-func (t *table) internTags(tags []string) []string {
+// internTags returns a shared copy of tags (nil for none) and their
+// joined form. Called with mu held.
+func (t *table) internTags(tags []string) tagSet {
 	if len(tags) == 0 {
-		return nil
+		return tagSet{}
 	}
 	k := strings.Join(tags, "\x00")
 	if c, ok := t.tagSets[k]; ok {
 		return c
 	}
-	c := make([]string, len(tags))
+	c := tagSet{tags: make([]string, len(tags)), joined: strings.Join(tags, ",")}
 	for i, s := range tags {
-		c[i] = t.intern(s)
+		c.tags[i] = t.intern(s)
 	}
 	t.tagSets[strings.Clone(k)] = c
 	return c
@@ -171,6 +227,7 @@ type alloc struct {
 	addr   uint64
 	bytes  uint64
 	stream uint64
+	step   int64 // -1: none
 	device int32
 	corr   uint32
 	kind   string
@@ -181,8 +238,10 @@ type alloc struct {
 
 // alloc records a; pcs is its stack. pcs is a parameter of its own, not a
 // field of alloc, so that the caller's stack array does not escape with
-// a's strings.
-func (t *table) alloc(a *alloc, pcs []uintptr, now time.Time) {
+// a's strings. With buf (the running session's buffer) it returns the
+// events to write into the trace: the allocation, after the free of the
+// buffer it replaced, if any.
+func (t *table) alloc(a *alloc, pcs []uintptr, now time.Time, buf *recorder.Buffer) (out traceEvents) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if a.bytes == 0 {
@@ -190,13 +249,18 @@ func (t *table) alloc(a *alloc, pcs []uintptr, now time.Time) {
 		return
 	}
 	sp := &t.spaces[a.src]
-	if _, ok := sp.live[a.addr]; ok {
+	if old, ok := sp.live[a.addr]; ok {
 		// The table still holds this address: its free was missed (made
 		// through a path devprof does not see). The old entry goes; the new
 		// one is what the address holds now.
 		t.counts.Replaced++
 		delete(sp.live, a.addr)
 		t.nlive--
+		u := t.usageOf(old.device)
+		u.remove(old.bytes)
+		if buf != nil {
+			out.add(t.traceEvent(buf, event.ActivityFree, a.addr, &old, u))
+		}
 	} else if t.nlive >= t.max {
 		t.counts.Allocs++
 		t.counts.Untracked++
@@ -209,30 +273,48 @@ func (t *table) alloc(a *alloc, pcs []uintptr, now time.Time) {
 	}
 	t.counts.Allocs++
 	t.nlive++
-	sp.live[a.addr] = entry{
+	tags := t.internTags(a.tags)
+	e := entry{
 		bytes:  a.bytes,
 		when:   now.UnixNano(),
 		stream: a.stream,
+		step:   a.step,
 		device: a.device,
 		corr:   a.corr,
 		stack:  t.stackID(pcs),
 		kind:   t.intern(a.kind),
 		api:    a.api, // constant strings from cuptiwrap
 		span:   t.intern(a.span),
-		tags:   t.internTags(a.tags),
+		tags:   tags.tags,
+		joined: tags.joined,
 	}
+	sp.live[a.addr] = e
+	u := t.usageOf(a.device)
+	u.add(a.bytes)
+	if buf != nil {
+		out.add(t.traceEvent(buf, event.ActivityAlloc, a.addr, &e, u))
+	}
+	return out
 }
 
-func (t *table) free(src source, addr uint64) {
+// free records the free of addr. With buf it returns the event to write
+// into the trace; a free of an address the table does not hold writes
+// none.
+func (t *table) free(src source, addr uint64, buf *recorder.Buffer) (out traceEvents) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	sp := &t.spaces[src]
-	if _, ok := sp.live[addr]; ok {
+	if e, ok := sp.live[addr]; ok {
 		delete(sp.live, addr)
 		t.nlive--
 		t.counts.Frees++
 		sp.remember(addr)
-		return
+		u := t.usageOf(e.device)
+		u.remove(e.bytes)
+		if buf != nil {
+			out.add(t.traceEvent(buf, event.ActivityFree, addr, &e, u))
+		}
+		return out
 	}
 	_, again := sp.freed[addr]
 	if _, old := sp.freedOld[addr]; again || old {
@@ -240,6 +322,7 @@ func (t *table) free(src source, addr uint64) {
 		return
 	}
 	t.counts.UnknownFrees++
+	return
 }
 
 // remember notes k as freed. An address freed and then allocated again

@@ -19,7 +19,9 @@
 // activity), the tracks device activity sits on, interned strings, and the
 // session's metadata with structured warnings and per-source drop counts.
 // Snapshot.Layout places the records on properly nested rows, as every
-// timeline format needs.
+// timeline format needs; Snapshot.MemoryTimelines rebuilds each device's
+// memory over time from a memory tracker's allocation and free events
+// (event/memory.go), as the exporters and plots show it.
 //
 // The package imports no other devprof package, and nothing in it can
 // start recording: only a trace session does that.

@@ -28,11 +28,16 @@ type DeviceMemory struct {
 }
 
 // Arguments of the allocations and frees a memory tracker records in a
-// trace: KindActivity instants of ActivityAlloc or ActivityFree on a
-// TrackMemory track. A free carries what its allocation did (bytes, kind,
-// tags, span, API), so the running totals of any tag can be rebuilt from
-// the events alone. Exporters turn them into their formats' vocabulary
-// (xprof's MemoryAllocation stats, Perfetto counter tracks).
+// trace: KindActivity instants (start = end) of ActivityAlloc or
+// ActivityFree on a TrackMemory track, named after their kind ("alloc",
+// "free"). A free carries what its allocation did (bytes, kind, tags,
+// span, API, step), so the running totals of any tag can be rebuilt from
+// the events alone (Snapshot.MemoryTimelines does). The events of one
+// tracker have strictly increasing times in the order the tracker saw
+// them, so sorting by time replays them exactly; an allocation at an
+// address the tracker still held (the old buffer's free was missed) comes
+// after a free of the old buffer. Exporters turn them into their formats'
+// vocabulary (xprof's MemoryAllocation stats, Perfetto counter tracks).
 const (
 	ArgAddress = "address" // uint: the pointer or handle
 	// ArgBytes (uint) is the size allocated or freed; ArgMemoryKind
@@ -47,7 +52,8 @@ const (
 	ArgInUse     = "bytes_in_use"
 	ArgPeakInUse = "peak_bytes_in_use"
 	// ArgStep (int) is the number of the annotate.Step the allocation was
-	// made in, when its context had one.
+	// made in, when its context had one (on a free too: a free has no
+	// context of its own).
 	ArgStep = "step"
 )
 

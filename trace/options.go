@@ -96,7 +96,9 @@ type Options struct {
 
 	// DeviceMemory turns device-memory tracking on for the session when
 	// not nil (see package devmem): CUDA's allocations with the Go stacks
-	// that made them, and the explicit devmem API. Stop writes the buffers
+	// that made them, and the explicit devmem API. The trace holds every
+	// allocation and free the session saw (memory over time: Perfetto
+	// counters, xprof's memory_profile). Stop writes the buffers
 	// still live into <run>/<host>.memory.pb.gz and stops the tracking it
 	// started; tracking the program turned on itself (devmem.Start) is
 	// left running, and its profile is written too. Advanced keys:

@@ -7,6 +7,16 @@
 // threads of the program's process; instants are "i" events; counters are
 // "C" events; process and thread names are "M" metadata events. Times are
 // microseconds with nanosecond precision, relative to the session start.
+//
+// Device activity is on threads of one process per device ("GPU <n>"),
+// with the device's counters. A memory tracker's allocations and frees
+// (event/memory.go) are "i" events with their arguments (the address in
+// hex) on a thread named after their track, in the device's process (the
+// program's for host memory), and the device's memory over time is two
+// counters there: "<track> in use" (bytes) and "<track> by tags", one
+// argument per tag set (event.MemoryTimelines: the top 8 by peak, the
+// other tags, what the trace does not account for), which the trace
+// viewer stacks.
 package chrome
 
 import (
@@ -112,15 +122,37 @@ func (j *jw) write() {
 		}
 		j.meta("process_name", p, 0, name)
 	}
+	// A device whose memory is tracked is a process too.
+	memory := j.s.MemoryTimelines(memoryTopTags)
+	for _, tl := range memory {
+		if _, ok := devicePID[tl.Device]; !ok && tl.Device >= 0 {
+			p := pid + 1 + len(devicePID)
+			devicePID[tl.Device] = p
+			j.meta("process_name", p, 0, "GPU "+strconv.Itoa(tl.Device))
+		}
+	}
 	for i := range l.Rows {
 		row := &l.Rows[i]
 		rowPID := pid
-		if t, ok := j.s.Track(row); ok && t.Kind == event.TrackDeviceStream {
-			rowPID = devicePID[t.Device]
+		memRow := false
+		if t, ok := j.s.Track(row); ok {
+			switch t.Kind {
+			case event.TrackDeviceStream:
+				rowPID = devicePID[t.Device]
+			case event.TrackMemory:
+				memRow = true
+				if p, ok := devicePID[t.Device]; ok {
+					rowPID = p
+				}
+			}
 		}
 		j.meta("thread_name", rowPID, i+1, row.Name)
 		j.sortIndex(rowPID, i+1)
 		for _, sp := range row.Spans {
+			if memRow && sp.End == sp.Start && sp.Finished {
+				j.instant(sp.Record, rowPID, i+1, "t")
+				continue
+			}
 			j.begin()
 			j.b = append(j.b, `{"ph":"X","pid":`...)
 			j.b = strconv.AppendInt(j.b, int64(rowPID), 10)
@@ -151,6 +183,13 @@ func (j *jw) write() {
 		for _, r := range l.DeviceCounters[dev.Device] {
 			j.counter(r, devicePID[dev.Device])
 		}
+	}
+	for i := range memory {
+		p := pid
+		if memory[i].Device >= 0 {
+			p = devicePID[memory[i].Device]
+		}
+		j.memoryCounters(&memory[i], p)
 	}
 	// Warnings, notes and drops as process instants, as in the Perfetto
 	// file: the viewer shows them to people, the reader turns them back
@@ -249,6 +288,51 @@ func (j *jw) flow(r *event.Record) {
 	}
 }
 
+// memoryTopTags is how many tag sets of a memory track get a value of
+// their own in its "by tags" counter, as in the Perfetto file.
+const memoryTopTags = 8
+
+// memoryCounters writes a memory track's counters on process pid: the
+// bytes in use at each event, and its bytes by tag set.
+func (j *jw) memoryCounters(tl *event.MemoryTimeline, pid int) {
+	name := j.s.Tracks[tl.Track-1].Name
+	if name == "" {
+		name = "GPU " + strconv.Itoa(tl.Device) + " memory"
+		if tl.Device < 0 {
+			name = "host memory"
+		}
+	}
+	for i, t := range tl.Times {
+		j.begin()
+		j.b = append(j.b, `{"ph":"C","pid":`...)
+		j.b = strconv.AppendInt(j.b, int64(pid), 10)
+		j.b = append(j.b, `,"ts":`...)
+		j.b = j.us(j.b, t)
+		j.b = append(j.b, `,"name":`...)
+		j.b = appendString(j.b, name+" in use")
+		j.b = append(j.b, `,"args":{"bytes":`...)
+		j.b = strconv.AppendUint(j.b, tl.InUse[i], 10)
+		j.b = append(j.b, "}},\n"...)
+		j.b = append(j.b, `{"ph":"C","pid":`...)
+		j.b = strconv.AppendInt(j.b, int64(pid), 10)
+		j.b = append(j.b, `,"ts":`...)
+		j.b = j.us(j.b, t)
+		j.b = append(j.b, `,"name":`...)
+		j.b = appendString(j.b, name+" by tags")
+		j.b = append(j.b, `,"args":{`...)
+		for k := range tl.Series {
+			if k > 0 {
+				j.b = append(j.b, ',')
+			}
+			j.b = appendString(j.b, tl.Series[k].Key)
+			j.b = append(j.b, ':')
+			j.b = strconv.AppendUint(j.b, tl.Series[k].Bytes[i], 10)
+		}
+		j.b = append(j.b, "}}"...)
+		j.flush()
+	}
+}
+
 // arg appends a (not a flow) as "key":value.
 func (j *jw) arg(a event.Arg) {
 	j.b = appendString(j.b, a.Key)
@@ -284,9 +368,14 @@ func (j *jw) args(r *event.Record, finished bool) {
 		}
 		n++
 	}
+	memory := r.Activity() == event.ActivityAlloc || r.Activity() == event.ActivityFree
 	for _, a := range args {
 		if a.Kind == event.ArgFlow {
 			continue
+		}
+		if memory && a.Key == event.ArgAddress && a.Kind == event.ArgUint {
+			// As people read pointers.
+			a = event.Arg{Key: a.Key, Kind: event.ArgString, Str: "0x" + strconv.FormatUint(a.Num, 16)}
 		}
 		sep()
 		j.arg(a)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/devprof/devprof/annotate"
+	"github.com/devprof/devprof/internal/eventtest"
 )
 
 // fuzzSeeds returns real traces written by the writer (plain and gzip),
@@ -68,6 +69,7 @@ func FuzzRead(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(real)
+	f.Add(encode(f, eventtest.GoldenSnapshot(), false)) // memory events and their counters
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tr, err := Read(bytes.NewReader(data))
 		if err != nil {
@@ -86,6 +88,7 @@ func FuzzRead(f *testing.F) {
 		// its layout, and writing it out again.
 		snap := tr.Snapshot()
 		snap.Layout()
+		snap.MemoryTimelines(MemoryTopTags)
 		if err := Write(io.Discard, snap, WriteOptions{}); err != nil {
 			t.Fatalf("writing the read trace: %v", err)
 		}

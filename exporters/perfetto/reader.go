@@ -147,6 +147,10 @@ type Track struct {
 	Unit string
 	// Labels are a process track's process_labels.
 	Labels []string
+	// Description is the descriptor's description: devprof marks the
+	// tracks it writes for memory events with MemoryEventsDescription and
+	// MemoryCounterDescription.
+	Description string
 }
 
 // Slice is a slice: a BEGIN paired with the END that closed it.
@@ -818,6 +822,7 @@ type descriptor struct {
 	pid, tid             int64
 	procName, threadName string
 	labels               []string
+	description          string
 	unit, ctrType        uint64
 	unitName             string
 	mult                 int64
@@ -833,6 +838,8 @@ func (d *descriptor) field(f *field) error {
 		d.parent = f.u
 	case key(tdName, wireBytes), key(rTdStaticName, wireBytes), key(rTdAtraceName, wireBytes):
 		d.name = string(f.b)
+	case key(tdDescription, wireBytes):
+		d.description = string(f.b)
 	case key(tdProcess, wireBytes):
 		d.process = true
 		return eachField(f.b, d.processField)
@@ -891,7 +898,7 @@ func (d *descriptor) counterField(f *field) error {
 
 // track returns the Track the descriptor describes.
 func (d *descriptor) track() Track {
-	tr := Track{UUID: d.uuid, ParentUUID: d.parent, Name: d.name, PID: d.pid, TID: d.tid}
+	tr := Track{UUID: d.uuid, ParentUUID: d.parent, Name: d.name, PID: d.pid, TID: d.tid, Description: d.description}
 	switch {
 	case d.ctr:
 		tr.Kind = TrackCounter

@@ -31,7 +31,9 @@ var (
 // process named "GPU <n>" (as devprof writes device activity) become
 // device streams again; flows become flow arguments, and the slice
 // nesting the parents. devprof's warning, note and drop instants become
-// the snapshot's metadata again.
+// the snapshot's metadata again, and the threads it marks as memory events
+// (MemoryEventsDescription) memory tracks again, without the counters it
+// derived from them.
 func (t *Trace) Snapshot() *event.Snapshot {
 	c := &converter{t: t, byUUID: map[uint64]*Track{}, procName: map[int64]string{}, procs: map[int64]*Track{}, tracks: map[uint64]uint32{}}
 	meta := c.meta()
@@ -125,6 +127,8 @@ func (c *converter) trackOf(uuid uint64) uint32 {
 		id = c.b.Track(event.Track{Kind: event.TrackHostThread, Name: fmt.Sprintf("track %d", uuid)})
 	case tr.Kind == TrackProcess:
 		id = 0
+	case tr.Description == MemoryEventsDescription:
+		id = c.b.Track(c.memoryTrack(tr))
 	default:
 		id = c.b.Track(c.threadTrack(tr))
 	}
@@ -145,6 +149,17 @@ func (c *converter) threadTrack(tr *Track) event.Track {
 		dev.ID, _ = strconv.ParseInt(sm[1], 10, 64)
 	}
 	return dev
+}
+
+// memoryTrack returns the model's track for a thread that holds memory
+// events: the memory of the device its process stands for, else host
+// memory.
+func (c *converter) memoryTrack(tr *Track) event.Track {
+	t := event.Track{Kind: event.TrackMemory, Device: -1, Name: trimOverflow(tr.Name)}
+	if dev, ok := c.deviceOf(tr.PID); ok {
+		t.Device = dev.Device
+	}
+	return t
 }
 
 // deviceOf returns the device a process stands for (Kind TrackDevice), or
@@ -245,7 +260,12 @@ func (c *converter) instants(marks *metatext.Collector) {
 				args = append(args, event.Arg{Kind: event.ArgFlow, Num: f})
 			}
 		}
-		c.b.Instant(in.Name, in.TS, c.trackOf(in.Track), c.enclosing(in), args)
+		track := c.trackOf(in.Track)
+		if t, ok := c.b.TrackInfo(track); ok && t.Kind == event.TrackMemory {
+			c.b.ActivityOf(memoryKind(in.Name), track, in.Name, in.TS, in.TS, memoryArgs(args))
+			continue
+		}
+		c.b.Instant(in.Name, in.TS, track, c.enclosing(in), args)
 	}
 }
 
@@ -256,6 +276,9 @@ func (c *converter) counters() {
 	for _, cs := range c.t.Counters {
 		tr := c.byUUID[cs.Track]
 		name, unit := "counter", ""
+		if tr != nil && tr.Description == MemoryCounterDescription {
+			continue // derived from the memory events again
+		}
 		if tr != nil {
 			name, unit = tr.Name, tr.Unit
 			if dev, ok := c.deviceOf(tr.PID); ok {
@@ -272,10 +295,38 @@ func (c *converter) counters() {
 	}
 }
 
-// isDevice reports whether a builder track is a device stream.
+// isDevice reports whether a builder track is a device stream or a
+// memory track, whose slices are activity.
 func isDevice(b *event.Builder, id uint32) bool {
 	t, ok := b.TrackInfo(id)
-	return ok && t.Kind == event.TrackDeviceStream
+	return ok && (t.Kind == event.TrackDeviceStream || t.Kind == event.TrackMemory)
+}
+
+// memoryKind is the kind of a memory event, by its name.
+func memoryKind(name string) event.ActivityKind {
+	switch name {
+	case event.ActivityAlloc.String():
+		return event.ActivityAlloc
+	case event.ActivityFree.String():
+		return event.ActivityFree
+	}
+	return event.ActivityUnknown
+}
+
+// memoryArgs gives a memory event's address its model type again (the
+// writer shows it in hex).
+func memoryArgs(args []event.Arg) []event.Arg {
+	for i, a := range args {
+		if a.Key != event.ArgAddress || a.Kind != event.ArgString {
+			continue
+		}
+		if h, ok := strings.CutPrefix(a.Str, "0x"); ok {
+			if v, err := strconv.ParseUint(h, 16, 64); err == nil {
+				args[i] = event.Arg{Key: a.Key, Kind: event.ArgUint, Num: v}
+			}
+		}
+	}
+	return args
 }
 
 // trimOverflow turns the name of an overflow row ("python (2)") back into

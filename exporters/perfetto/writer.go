@@ -17,6 +17,10 @@
 // counters are process counter tracks with units. A span that could not sit
 // under its parent (it overlapped a sibling or outlived its parent) starts
 // its own stack on another row and is linked to its parent by a flow.
+// Each device is a process of its own, with its streams as threads and its
+// counters; a memory tracker's allocations and frees are a thread of their
+// device's process beside counter tracks of its memory over time (see
+// memory.go).
 package perfetto
 
 import (
@@ -90,8 +94,9 @@ const (
 	thTid  = 2
 	thName = 5
 
-	cdUnit     = 3
-	cdUnitName = 6
+	cdUnit          = 3
+	cdUnitName      = 6
+	cdYAxisShareKey = 7
 
 	teDebugAnnotations   = 4
 	teType               = 9
@@ -178,6 +183,12 @@ type writer struct {
 	devicePID   map[int]int64
 	rowUUID     []uint64 // thread track of each layout row
 	counterUUID map[counterKey]uint64
+
+	// memory holds the memory timelines of the TrackMemory tracks, and
+	// memUUID the counter tracks of each: its bytes in use, then its
+	// series.
+	memory  []event.MemoryTimeline
+	memUUID [][]uint64
 }
 
 // counterKey is one counter track: a series of a device (-1: the host).
@@ -279,6 +290,7 @@ func (w *writer) boot(t int64) int64 { return w.m.BootNanos(t) }
 
 func (w *writer) write() {
 	l := w.s.Layout()
+	w.memory = w.s.MemoryTimelines(MemoryTopTags)
 	w.start = w.boot(w.m.Start.Mono)
 	// Sequence 1: clock snapshot, every track descriptor, then
 	// process-level events (loose instants, warnings, drops, counters).
@@ -289,6 +301,7 @@ func (w *writer) write() {
 	tid := w.deviceProcesses(l)
 	w.rowThreads(l, tid)
 	w.counterTracks(l)
+	w.memoryCounterTracks()
 	w.rows(l)
 	w.seq = meta
 	w.processEvents(l)
@@ -338,37 +351,50 @@ func (w *writer) deviceProcesses(l *event.Layout) (lastPID int64) {
 	w.deviceUUID = map[int]uint64{-1: w.procUUID}
 	nextPID := int64(w.m.PID)
 	for _, dev := range l.Devices {
-		d := dev.Device
 		nextPID++
-		w.devicePID[d] = nextPID
-		w.deviceUUID[d] = w.uuid()
-		label := fmt.Sprintf("GPU %d", d)
-		if dev.DeviceName != "" {
-			label += " (" + dev.DeviceName + ")"
+		w.deviceProcess(dev, nextPID)
+	}
+	// A device whose memory is tracked is a process too, with or without
+	// other activity; host memory (-1) is the program's.
+	for _, tl := range w.memory {
+		if _, ok := w.deviceUUID[tl.Device]; !ok && tl.Device >= 0 {
+			nextPID++
+			w.deviceProcess(event.Track{Kind: event.TrackDevice, Device: tl.Device}, nextPID)
 		}
-		w.startPacket(w.start, true)
-		p := w.pkt.Begin(pktTrackDescriptor)
-		w.pkt.Uint(tdUUID, w.deviceUUID[d])
-		q := w.pkt.Begin(tdProcess)
-		w.pkt.Int(pdPid, nextPID)
-		w.pkt.String(pdProcessName, label)
-		// The device's identity as process labels, which the UI lists and
-		// Read gives back (DeviceLabelIndex, DeviceLabelVendor, DeviceLabelUUID).
-		w.pkt.String(pdProcessLabel, DeviceLabelIndex+strconv.Itoa(d))
-		if dev.Vendor != "" {
-			w.pkt.String(pdProcessLabel, DeviceLabelVendor+dev.Vendor)
-		}
-		if dev.UUID != "" {
-			w.pkt.String(pdProcessLabel, DeviceLabelUUID+dev.UUID)
-		}
-		if dev.PCIBusID != "" {
-			w.pkt.String(pdProcessLabel, DeviceLabelPCI+dev.PCIBusID)
-		}
-		w.pkt.End(q)
-		w.pkt.End(p)
-		w.finishPacket()
 	}
 	return nextPID
+}
+
+// deviceProcess declares the process of a device.
+func (w *writer) deviceProcess(dev event.Track, pid int64) {
+	d := dev.Device
+	w.devicePID[d] = pid
+	w.deviceUUID[d] = w.uuid()
+	label := fmt.Sprintf("GPU %d", d)
+	if dev.DeviceName != "" {
+		label += " (" + dev.DeviceName + ")"
+	}
+	w.startPacket(w.start, true)
+	p := w.pkt.Begin(pktTrackDescriptor)
+	w.pkt.Uint(tdUUID, w.deviceUUID[d])
+	q := w.pkt.Begin(tdProcess)
+	w.pkt.Int(pdPid, pid)
+	w.pkt.String(pdProcessName, label)
+	// The device's identity as process labels, which the UI lists and
+	// Read gives back (DeviceLabelIndex, DeviceLabelVendor, DeviceLabelUUID).
+	w.pkt.String(pdProcessLabel, DeviceLabelIndex+strconv.Itoa(d))
+	if dev.Vendor != "" {
+		w.pkt.String(pdProcessLabel, DeviceLabelVendor+dev.Vendor)
+	}
+	if dev.UUID != "" {
+		w.pkt.String(pdProcessLabel, DeviceLabelUUID+dev.UUID)
+	}
+	if dev.PCIBusID != "" {
+		w.pkt.String(pdProcessLabel, DeviceLabelPCI+dev.PCIBusID)
+	}
+	w.pkt.End(q)
+	w.pkt.End(p)
+	w.finishPacket()
 }
 
 // rowThreads declares a thread track per layout row; thread ids start
@@ -378,8 +404,17 @@ func (w *writer) rowThreads(l *event.Layout, tid int64) {
 	for i := range l.Rows {
 		row := &l.Rows[i]
 		pid := int64(w.m.PID)
-		if t, ok := w.s.Track(row); ok && t.Kind == event.TrackDeviceStream {
-			pid = w.devicePID[t.Device]
+		memory := false
+		if t, ok := w.s.Track(row); ok {
+			switch t.Kind {
+			case event.TrackDeviceStream:
+				pid = w.devicePID[t.Device]
+			case event.TrackMemory:
+				memory = true
+				if p, ok := w.devicePID[t.Device]; ok {
+					pid = p
+				}
+			}
 		}
 		w.rowUUID[i] = w.uuid()
 		tid++
@@ -391,6 +426,9 @@ func (w *writer) rowThreads(l *event.Layout, tid int64) {
 		w.pkt.Int(thTid, tid)
 		w.pkt.String(thName, row.Name)
 		w.pkt.End(q)
+		if memory {
+			w.pkt.String(tdDescription, MemoryEventsDescription)
+		}
 		w.pkt.End(p)
 		w.finishPacket()
 	}
@@ -452,6 +490,10 @@ func (w *writer) rows(l *event.Layout) {
 	}
 	for i := range l.Rows {
 		w.rowSequence(w.rowUUID[i])
+		if t, ok := w.s.Track(&l.Rows[i]); ok && t.Kind == event.TrackMemory {
+			w.memoryRow(&l.Rows[i])
+			continue
+		}
 		l.Rows[i].Walk(func(typ event.RowEventType, sp *event.Placed, inst *event.Record) {
 			switch typ {
 			case event.RowBegin:
@@ -530,6 +572,7 @@ func (w *writer) processEvents(l *event.Layout) {
 			w.counterSample(dev.Device, r)
 		}
 	}
+	w.memorySamples()
 }
 
 func (w *writer) counterSample(device int, r *event.Record) {

@@ -81,10 +81,13 @@ func ReadFile(path string) (*event.Snapshot, error) {
 // strings resolved); _r/step_num make a step, correlation_id a flow
 // linking a launch to its kernel. Lines xprof derives from others (Steps,
 // XLA Ops, ... on GPUs) are skipped, as are aggregated events (counted in
-// a warning). A whole-file gzip is undone. XSpace errors and warnings
-// become Meta.Warnings (devprof's with their source and code, other
-// tools' as text), except devprof's drop lines, which become Meta.Drops;
-// devprof's notes on the Task Environment become Meta.Notes.
+// a warning). MemoryAllocation and MemoryDeallocation events (TSL's
+// allocators', devprof's) become the allocations and frees of a
+// TrackMemory track per allocator (see memory.go). A whole-file gzip is
+// undone. XSpace errors and warnings become Meta.Warnings (devprof's with
+// their source and code, other tools' as text), except devprof's drop
+// lines, which become Meta.Drops; devprof's notes on the Task Environment
+// become Meta.Notes.
 //
 // A file that is not an XSpace gives an error
 // "xplane: cannot decode XSpace: ..." (with the file name from ReadFile).
@@ -179,7 +182,13 @@ type reader struct {
 
 	tracks   []*trackData
 	host     map[hostKey]*trackData
+	memory   map[string]*trackData // memory tracks by allocator_name
 	counters []counterSample
+	// producers maps the producer ids (_p) of step events to their step
+	// numbers; consumed holds those a memory event of devprof's links to
+	// (memory.go), whose _p and _pt stats the step spans lose again.
+	producers map[uint64]int64
+	consumed  map[uint64]bool
 
 	warnings                               []event.Warning
 	aggregated, negative, noValue, badMeta int
@@ -200,6 +209,14 @@ type trackData struct {
 	device  bool
 	events  []pending
 	args    []event.Arg // the arguments of all events, which refer to runs of it
+
+	// A memory track (memory.go) holds the allocations and frees of one
+	// allocator, taken from the host tracks in from; a host track counts
+	// the events it gave away in diverted.
+	memory    bool
+	allocator string
+	from      []*trackData
+	diverted  int
 }
 
 // argsOf returns the arguments of one of the track's events.
@@ -214,6 +231,8 @@ type pending struct {
 	step       bool
 	stepNum    int64
 	unfinished bool
+	kind       event.ActivityKind // of a memory track's events
+	consumer   uint64             // a memory event's link to its step's span (_c)
 }
 
 type counterSample struct {
@@ -250,6 +269,7 @@ func (r *reader) read() *event.Snapshot {
 		meta.Program = r.programName(meta.Host)
 	}
 	r.host = map[hostKey]*trackData{}
+	r.memory = map[string]*trackData{}
 	for i := range r.xs.planes {
 		p := &r.xs.planes[i]
 		if len(p.lines) == 0 {
@@ -274,7 +294,11 @@ func (r *reader) read() *event.Snapshot {
 	for _, w := range r.warnings {
 		b.Warn(w)
 	}
+	r.nameMemoryTracks()
 	for _, td := range r.tracks {
+		if len(td.events) == 0 && td.diverted > 0 {
+			continue // a line of memory events alone: it is their track
+		}
 		r.build(b, td)
 	}
 	deviceTrack := map[int]uint32{}
@@ -728,10 +752,17 @@ func (r *reader) lineEvents(pc *planeCtx, l *xline, td *trackData) {
 			}
 		}
 		r.args = args
+		if !td.device && (info.name == MemoryAllocationName || info.name == MemoryDeallocationName) {
+			r.memoryEvent(td, info.name, start, args)
+			continue
+		}
 		ev := pending{name: info.name, start: start, end: end, span: td.device || end > start}
 		ev.args.start = len(td.args)
 		td.args = special(td.args, args, &ev, !td.device)
 		ev.args.end = len(td.args)
+		if ev.step {
+			r.noteProducer(td.argsOf(&ev), ev.stepNum)
+		}
 		td.events = append(td.events, ev)
 	}
 }
@@ -948,6 +979,18 @@ func (r *reader) build(b *event.Builder, td *trackData) {
 		}
 		return cmp.Compare(y.end-y.start, x.end-x.start)
 	})
+	if td.memory {
+		for i := range ev {
+			args := td.argsOf(&ev[i])
+			if n, ok := r.producers[ev[i].consumer]; ok && ev[i].consumer != 0 {
+				// The builder copies the arguments; the scratch is reused.
+				r.devArgs = append(append(r.devArgs[:0], args...), event.Arg{Key: event.ArgStep, Kind: event.ArgInt, Num: uint64(n)})
+				args = r.devArgs
+			}
+			b.ActivityOf(ev[i].kind, id, ev[i].name, ev[i].start, ev[i].end, args)
+		}
+		return
+	}
 	if td.device {
 		for i := range ev {
 			// The builder copies the arguments; the scratch is reused.
@@ -978,8 +1021,12 @@ func (r *reader) build(b *event.Builder, td *trackData) {
 			b.Instant(e.name, e.start, id, parent, td.argsOf(e))
 			continue
 		}
+		args := td.argsOf(e)
+		if e.step && len(r.consumed) > 0 {
+			args = r.dropProducer(args)
+		}
 		sid := b.Span(event.Span{Name: e.name, Start: e.start, End: e.end, Parent: parent, Track: id,
-			Args: td.argsOf(e), Step: e.step, StepNum: e.stepNum, Unfinished: e.unfinished})
+			Args: args, Step: e.step, StepNum: e.stepNum, Unfinished: e.unfinished})
 		stack = append(stack, open{end: e.end, id: sid})
 	}
 }

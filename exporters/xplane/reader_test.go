@@ -948,6 +948,7 @@ func FuzzRead(f *testing.F) {
 	for _, path := range []string{realDevprof, realTSL, realJAX} {
 		f.Add(mustReadFile(f, path))
 	}
+	f.Add(writeXSpace(f, eventtest.GoldenSnapshot())) // memory events linked to their steps
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := xplane.Read(bytes.NewReader(data))
 		if err != nil {
@@ -969,6 +970,7 @@ func FuzzRead(f *testing.F) {
 				t.Fatalf("%s: bad parent %d", s.Name(r), r.Parent)
 			}
 		}
+		s.MemoryTimelines(8)
 		// Whatever was read can be written and read again.
 		var buf bytes.Buffer
 		if err := xplane.Write(&buf, s); err != nil {

@@ -20,7 +20,11 @@
 //     XSpace.hostnames, and dropped-event counts in XSpace.warnings;
 //   - line timestamps relative to the profile start (xprof computes
 //     timestamp_ns*1000+offset_ps in int64, so epoch nanoseconds overflow);
-//   - never a group_id stat: xprof must do its own grouping;
+//   - never a group_id stat: xprof must do its own grouping (memory events
+//     are tied to their steps with context stats instead; see memory.go);
+//   - a memory tracker's allocations and frees (TrackMemory) as the
+//     MemoryAllocation and MemoryDeallocation events of xprof's
+//     memory_profile tool, one /host:CPU line per memory track (memory.go);
 //   - device activity (KindActivity on device-stream tracks) on
 //     /device:GPU:<n> planes (id = ordinal) with Stream #<id>(<kinds>)
 //     lines; a flow id shared by a device event and a host span becomes a
@@ -92,7 +96,7 @@ const (
 
 // Write encodes s as an XSpace to w.
 func Write(w io.Writer, s *event.Snapshot) error {
-	x := &writer{s: s, m: &s.Meta, correlated: map[uint64]bool{}, caps: map[int]event.DeviceCaps{}}
+	x := &writer{s: s, m: &s.Meta, correlated: map[uint64]bool{}, caps: map[int]event.DeviceCaps{}, memorySize: memorySizes(s)}
 	for _, d := range s.Layout().Devices {
 		x.caps[d.Device] = d.Caps
 	}
@@ -109,6 +113,7 @@ func Write(w io.Writer, s *event.Snapshot) error {
 			}
 		}
 	}
+	x.linkSteps()
 	l := s.Layout()
 	// About 22 bytes per event: reserve them so the space does not regrow.
 	space := protoenc.Enc{B: make([]byte, 0, 24*len(s.Events)+4096)}
@@ -139,6 +144,14 @@ type writer struct {
 	argBuf     []event.Arg // reused by args: one record's arguments at a time
 	// caps holds each device's capabilities, for kernels' occupancy.
 	caps map[int]event.DeviceCaps
+	// memorySize holds each device's memory size, for the free bytes of
+	// memory events; extraBuf is their scratch.
+	memorySize map[int]uint64
+	extraBuf   []event.Arg
+	// memStep links memory events to the spans of their steps (record
+	// IDs), and producers holds those spans (memory.go).
+	memStep   map[uint64]uint64
+	producers map[uint64]bool
 }
 
 // plane accumulates one XPlane's lines and interned metadata.
@@ -302,6 +315,11 @@ func (x *writer) args(p *plane, r *event.Record, finished, device bool) {
 	if r.Flags&event.FlagStep != 0 {
 		p.statInt("_r", 1)
 		p.statInt("step_num", r.ID2)
+		if x.producers[r.ID] {
+			// The memory events of this step consume it (memory.go).
+			p.statUint(statProducer, r.ID)
+			p.statInt(statProducerType, contextGeneric)
+		}
 	}
 	if !finished {
 		p.statInt("unfinished", 1)
@@ -433,6 +451,10 @@ func (x *writer) events(p *plane, row *event.Row, device bool) {
 	row.Walk(func(typ event.RowEventType, sp *event.Placed, inst *event.Record) {
 		switch typ {
 		case event.RowBegin:
+			if !device && sp.End == sp.Start && x.isMemoryEvent(sp.Record) {
+				x.memoryEvent(p, sp.Record)
+				return
+			}
 			p.event(x.s.Name(sp.Record), x.rel(sp.Start), sp.End-sp.Start, func(p *plane) { x.args(p, sp.Record, sp.Finished, device) })
 		case event.RowInstant:
 			p.event(x.s.Name(inst), x.rel(inst.Start), 0, func(p *plane) { x.args(p, inst, true, device) })

@@ -15,9 +15,10 @@ import (
 // on every run, that the writers' golden files (testdata/golden at the
 // repository root) are made from: two steps of nested host spans with
 // arguments of every kind, an instant, counters, a device stream with a
-// kernel and a copy linked to their launches by flows, an unfinished span,
-// drops of two sources (the recorder's and cupti's), and a warning and a
-// note with their source (and the warning's code).
+// kernel and a copy linked to their launches by flows, a memory tracker's
+// allocations and frees on the device and in host memory (event/memory.go),
+// an unfinished span, drops of two sources (the recorder's and cupti's),
+// and a warning and a note with their source (and the warning's code).
 func GoldenSnapshot() *event.Snapshot {
 	const wall = 1_795_000_000_000_000_000
 	b := event.NewBuilder(event.Meta{Host: "golden", PID: 4242, Program: "golden.test",
@@ -27,8 +28,34 @@ func GoldenSnapshot() *event.Snapshot {
 	dev := b.Track(event.Track{Kind: event.TrackDeviceStream, Device: 0, DeviceName: "NVIDIA H100 80GB HBM3",
 		ID: 7, Name: "Stream #7(Compute)", Caps: event.DeviceCaps{ClockRateKHz: 1_980_000, Cores: 132,
 			MemoryBytes: 80 << 30, MemoryBandwidth: 3_350_000_000_000, ComputeCapMajor: 9}})
+	gpuMem := b.Track(event.Track{Kind: event.TrackMemory, Device: 0, Name: "GPU 0 memory (devmem)"})
+	hostMem := b.Track(event.Track{Kind: event.TrackMemory, Device: -1, Name: "host memory (devmem)"})
+	const MiB = 1 << 20
+	memory := func(track uint32, kind event.ActivityKind, t int64, addr, bytes uint64, mkind, tags, span, api string, inUse, peak uint64, step int64) {
+		args := []event.Arg{
+			{Key: event.ArgAddress, Kind: event.ArgUint, Num: addr},
+			{Key: event.ArgBytes, Kind: event.ArgUint, Num: bytes},
+			{Key: event.ArgMemoryKind, Kind: event.ArgString, Str: mkind},
+		}
+		for _, a := range [][2]string{{event.ArgTags, tags}, {event.ArgSpan, span}, {event.ArgAPI, api}} {
+			if a[1] != "" {
+				args = append(args, event.Arg{Key: a[0], Kind: event.ArgString, Str: a[1]})
+			}
+		}
+		args = append(args, event.Arg{Key: event.ArgInUse, Kind: event.ArgUint, Num: inUse},
+			event.Arg{Key: event.ArgPeakInUse, Kind: event.ArgUint, Num: peak})
+		if step >= 0 {
+			args = append(args, event.Arg{Key: event.ArgStep, Kind: event.ArgInt, Num: uint64(step)})
+		}
+		b.ActivityOf(kind, track, kind.String(), t, t, args)
+	}
+	memory(gpuMem, event.ActivityAlloc, 1_500, 0x7f0000000000, 64*MiB, "device", "weights", "", "", 64*MiB, 64*MiB, -1)
+	memory(hostMem, event.ActivityAlloc, 1_600, 0x5000, 1*MiB, "pinned", "", "", "cudaMallocHost", 1*MiB, 1*MiB, -1)
 	for i := range int64(2) {
 		t0 := 2_000 + i*40_000
+		addr := 0x7f0004000000 + uint64(i)<<20
+		memory(gpuMem, event.ActivityAlloc, t0+150, addr, 4*MiB, "device", "activations", "train/fwd", "", 68*MiB, 68*MiB, i)
+		memory(gpuMem, event.ActivityFree, t0+25_000, addr, 4*MiB, "device", "activations", "train/fwd", "", 64*MiB, 68*MiB, i)
 		step := b.Span(event.Span{Name: "train", Start: t0, End: t0 + 30_000, Step: true, StepNum: i})
 		fwd := b.Span(event.Span{Name: "fwd", Start: t0 + 100, End: t0 + 9_000, Parent: step, Args: []event.Arg{
 			{Key: "batch", Kind: event.ArgInt, Num: 32},

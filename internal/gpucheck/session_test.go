@@ -67,15 +67,23 @@ func TestCheckOfAFakeSession(t *testing.T) {
 		t.Errorf("a wrong buffer count gave %q", problems)
 	}
 	// The collector and the hooks shared CUPTI: the trace has the
-	// allocations' MEMORY2 records too.
-	allocs := 0
-	for _, r := range s.Snapshot().Events {
-		if r.Activity() == event.ActivityAlloc {
-			allocs++
+	// allocations' MEMORY2 records on their streams, and the tracker's own
+	// allocation and free events on the memory tracks of their devices.
+	allocs := map[event.TrackKind]int{}
+	frees := map[event.TrackKind]int{}
+	snap := s.Snapshot()
+	for _, r := range snap.Events {
+		tr, _ := snap.TrackOf(r)
+		switch r.Activity() {
+		case event.ActivityAlloc:
+			allocs[tr.Kind]++
+		case event.ActivityFree:
+			frees[tr.Kind]++
 		}
 	}
-	if allocs != 6 {
-		t.Errorf("%d allocation records in the trace, want 6 (3 held, 3 freed)", allocs)
+	if allocs[event.TrackDeviceStream] != 6 || allocs[event.TrackMemory] != 6 || frees[event.TrackMemory] != 3 {
+		t.Errorf("allocation records on streams %d, on memory tracks %d (and %d frees); want 6, 6 (3 held, 3 freed) and 3",
+			allocs[event.TrackDeviceStream], allocs[event.TrackMemory], frees[event.TrackMemory])
 	}
 }
 

@@ -121,6 +121,12 @@ func newBuffer(maxRecords int64, level uint8, n int) *Buffer {
 // Level returns the host tracer level of the buffer.
 func (b *Buffer) Level() uint8 { return b.level }
 
+// Epoch identifies the buffer among every buffer of the process, without
+// holding on to it: a source that caches what it registered in a buffer
+// (its tracks) keys the cache by it, so that a stopped session's records
+// are not kept alive by the cache.
+func (b *Buffer) Epoch() uint32 { return b.epoch }
+
 // Owns reports whether c is the context of a span of b (as opposed to one
 // of an older session).
 func (b *Buffer) Owns(c *SpanContext) bool { return c.epoch == b.epoch }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/devprof/devprof/event"
 )
 
 // SpanContext is the context.Context handed to the code inside a span: it
@@ -69,4 +71,17 @@ func (b *Buffer) SpanPath(ctx context.Context, dst []string) []string {
 	}
 	slices.Reverse(dst[n:])
 	return dst
+}
+
+// StepOf returns the number of the innermost step (a span with
+// event.FlagStep, its number in ID2) of this session that ctx carries and
+// that has not ended, and false when there is none. Like SpanPath it is for
+// a memory tracker labelling an allocation; it takes no lock.
+func (b *Buffer) StepOf(ctx context.Context) (int64, bool) {
+	for c := SpanFromContext(ctx); c != nil && c.epoch == b.epoch; c = SpanFromContext(c.parent) {
+		if c.rec.Flags&event.FlagStep != 0 && !c.rec.Ended() {
+			return c.rec.ID2, true
+		}
+	}
+	return 0, false
 }
