@@ -159,6 +159,29 @@ func TestDefaultDictionaryDocumented(t *testing.T) {
 	if want := DefaultDictionary(); !reflect.DeepEqual(got, want) {
 		t.Errorf("the doc lists %q\nDefaultDictionary returns %q", got, want)
 	}
+	// The README lists them too: "Parameters (`weights`, …), Gradients
+	// (…) … and Data (…)".
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, para, ok := strings.Cut(strings.Join(strings.Fields(string(readme)), " "), "The default dictionary is ")
+	para, _, _ = strings.Cut(para, ". ")
+	if !ok {
+		t.Fatal(`README.md does not say "The default dictionary is …"`)
+	}
+	var inReadme Dictionary
+	for _, m := range regexp.MustCompile(`(?:, | and )?([A-Z][a-z]+(?: [a-z]+)*) \(([^)]*)\)`).FindAllStringSubmatch(para, -1) {
+		r := Rule{Category: m[1]}
+		for _, kw := range strings.Split(m[2], ", ") {
+			r.Keywords = append(r.Keywords, strings.Trim(kw, "`"))
+		}
+		inReadme = append(inReadme, r)
+	}
+	if want := DefaultDictionary(); !reflect.DeepEqual(inReadme, want) {
+		t.Errorf("README.md lists %q\nDefaultDictionary returns %q", inReadme, want)
+	}
+
 	d := DefaultDictionary()
 	d[0].Keywords[0] = "changed"
 	if DefaultDictionary()[0].Keywords[0] == "changed" {
