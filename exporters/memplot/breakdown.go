@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -150,9 +151,10 @@ func barPlot(bars []bar, lk map[string]look) *plot.Plot {
 // panel with an axis of its own (so that eight devices' total does not
 // flatten each device's bar) has the bar of all devices. Each bar has its
 // total above it; a negative Untrackable is not drawn, and the bar says
-// it under its total. The title says when the profile was taken; a
-// footnote says how much the bars count more than once when buffers
-// matched several categories. The image is BreakdownWidth ×
+// it under its total. The title says when the profile was taken;
+// footnotes say how much the bars count more than once when buffers
+// matched several categories, and that Untrackable is unknown when no
+// figure was known. The image is BreakdownWidth ×
 // BreakdownHeight (960 × 576 pixels in PNG), BarWidth wider a bar beyond
 // six. A report with nothing to draw (no device memory, no Untrackable)
 // is an error.
@@ -201,10 +203,14 @@ func EncodeBreakdown(w io.Writer, f Format, r *membreakdown.Report) error {
 		panels = append(panels, barPlot([]bar{*allBar}, lk))
 	}
 	title := "Device memory by category at " + when(r)
-	var footer string
+	var notes []string
 	if extra := doubleCounted(r); extra > 0 {
-		footer = "The bars count " + metatext.Bytes(extra) + " more than once: buffers that matched several categories are in each."
+		notes = append(notes, "The bars count "+metatext.Bytes(extra)+" more than once: buffers that matched several categories are in each.")
 	}
+	if r.UntrackableTotal == nil && len(r.Untrackable) == 0 {
+		notes = append(notes, "Untrackable is unknown: the profile carries no NVML figures (an expected sum gives one).")
+	}
+	footer := strings.Join(notes, "\n")
 	width := BreakdownWidth + BarWidth*vg.Length(max(len(all)-6, 0))
 	return render(w, f, width, BreakdownHeight, func(c draw.Canvas) {
 		leg := legendOf(legendNames, lk, map[string]string{membreakdown.UntrackableName: untrackableNote(r)})
