@@ -70,7 +70,7 @@ func flagNames(help string) []string {
 func TestCommandHelpIsComplete(t *testing.T) {
 	_, top, _ := runCLI("-h")
 	for _, c := range commands {
-		code, stdout, help := runCLI(c.name, "-h")
+		code, stdout, help := runCLI(append(strings.Fields(c.name), "-h")...)
 		if code != 0 || stdout != "" {
 			t.Errorf("%s -h: exit %d, stdout %q", c.name, code, stdout)
 		}

@@ -3,7 +3,9 @@
 // It sits at the end of devprof's flow: `demo` runs a built-in workload
 // under a trace session (sources → buffer → exporters), and `serve` and
 // `summary` read the files the exporters wrote. `memory` reads
-// device-memory profiles (exporters/pprof), which are not traces.
+// device-memory profiles (exporters/pprof), which are not traces, and
+// `memory breakdown` breaks them down by category (membreakdown), writing
+// MXNet's CSV and plots (exporters/memplot).
 //
 // Usage:
 //
@@ -11,6 +13,7 @@
 //	devprof serve [-timeout D] FILE
 //	devprof summary [-top N] [-sort KEY] [-json] FILE
 //	devprof memory [-n N] [-bytes] [-stack] [-base BEFORE] [-json] FILE
+//	devprof memory breakdown [-keywords FILE] [-csv OUT] [-plot OUT.svg|OUT.png] [-expected-sum BYTES] [-json] INPUT
 //	devprof convert IN OUT
 //	devprof version
 //
@@ -28,9 +31,13 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 )
 
+// A command is one of devprof's commands; a name of two words
+// ("memory breakdown") is a subcommand, run when both words lead the
+// arguments.
 type command struct {
 	name, args, short string
 	example           string // one command line, shown by -h
@@ -49,8 +56,11 @@ func init() {
 			"devprof serve /tmp/prof/plugins/profile/2025_01_02_03_04_05/host.pftrace", runServe},
 		{"summary", "[-top N] [-sort KEY] [-json] FILE", "print the top spans of a trace (.pftrace, .xplane.pb or .json) by total and self time",
 			"devprof summary /tmp/prof -top 5 -sort self", runSummary},
-		{"memory", "[-n N] [-bytes] [-stack] [-base BEFORE] [-json] FILE", "list who holds device memory in a memory profile (pprof: devprof's or jax.profiler.save_device_memory_profile's), largest first; with -base, what grew since BEFORE, by allocation site",
+		{"memory", "[-n N] [-bytes] [-stack] [-base BEFORE] [-json] FILE", "list who holds device memory in a memory profile (pprof: devprof's or jax.profiler.save_device_memory_profile's), largest first; with -base, what grew since BEFORE, by allocation site (by category: devprof memory breakdown)",
 			"devprof memory -base before.pb.gz after.pb.gz", runMemory},
+		{"memory breakdown", "[-keywords FILE] [-csv OUT] [-plot OUT.svg|OUT.png] [-expected-sum BYTES] [-json] INPUT",
+			"break device memory down by category (MXNet's GPU memory profiler: keyword dictionary, Others, Untrackable against NVML's figures or -expected-sum) from a memory profile, or a run or log directory's newest one",
+			"devprof memory breakdown -keywords keywords.yaml -plot memory.png /tmp/prof", runBreakdown},
 		{"convert", "IN OUT", "convert between .xplane.pb (TensorBoard, JAX, TensorFlow), .pftrace(.gz) (Perfetto) and .json(.gz) (Chrome)",
 			"devprof convert jax-host.xplane.pb jax.pftrace", runConvert},
 		{"version", "", "print devprof's version (the module version it was built at)",
@@ -72,6 +82,20 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// lookup returns the command args name and how many of its words name
+// it: a subcommand before its command.
+func lookup(args []string) (*command, int) {
+	var best *command
+	n := 0
+	for i := range commands {
+		words := strings.Fields(commands[i].name)
+		if len(words) > n && len(args) >= len(words) && slices.Equal(args[:len(words)], words) {
+			best, n = &commands[i], len(words)
+		}
+	}
+	return best, n
+}
+
 // errUsage marks an error already reported with usage text.
 var errUsage = errors.New("usage")
 
@@ -82,28 +106,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		if len(args) > 1 { // devprof help CMD, as go help CMD
-			return run([]string{args[1], "-h"}, stdout, stderr)
+		if len(args) > 1 { // devprof help CMD [SUB], as go help CMD
+			return run(append(slices.Clone(args[1:]), "-h"), stdout, stderr)
 		}
 		usage(stdout)
 		return 0
 	case "-version", "--version":
 		args[0] = "version"
 	}
-	for _, c := range commands {
-		if c.name == args[0] {
-			err := c.run(args[1:], stdout, stderr)
-			switch {
-			case err == nil:
-				return 0
-			case errors.Is(err, flag.ErrHelp):
-				return 0
-			case errors.Is(err, errUsage):
-				return 2
-			}
-			fmt.Fprintf(stderr, "devprof %s: %v\n", c.name, err)
-			return 1
+	if c, n := lookup(args); c != nil {
+		err := c.run(args[n:], stdout, stderr)
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.Is(err, errUsage):
+			return 2
 		}
+		fmt.Fprintf(stderr, "devprof %s: %v\n", c.name, err)
+		return 1
 	}
 	fmt.Fprintf(stderr, "devprof: unknown command %q\n\n", args[0])
 	usage(stderr)

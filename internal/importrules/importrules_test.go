@@ -34,8 +34,10 @@ var layers = []layer{
 	{path: "sources/", may: []string{"event", "internal/recorder", "cuptiwrap", "sources/", "internal/nvmlhook"}, what: "a source"},
 	{path: "cuptiwrap", what: "the cgo layer over libcupti, below the CUPTI source"},
 	{path: "exporters/", may: []string{"event", "exporters/", "internal/intern", "internal/protoenc", "internal/atomicfile", "internal/metatext"}, what: "an exporter: reads the model, never the recorder or a source"},
+	{path: "exporters/memplot", may: []string{"event", "membreakdown", "internal/atomicfile", "internal/metatext"}, what: "an exporter of images: device memory by category (membreakdown's report, per-device timelines) as SVG or PNG"},
 	{path: "perfettolink", what: "a server for a written file"},
 	{path: "spanstats", what: "top-N span statistics for devprof summary"},
+	{path: "membreakdown", may: []string{"event"}, what: "an analysis over the model: device memory by keyword category (MXNet's breakdown) for devprof memory breakdown"},
 	{path: "internal/intern", what: "exporters' string interning"},
 	{path: "internal/protoenc", what: "exporters' protobuf encoding"},
 	{path: "internal/atomicfile", what: "atomic file writes for outputs"},
@@ -158,6 +160,12 @@ func TestRulesCanFail(t *testing.T) {
 		{"exporters/pprof", "internal/metatext", true},
 		{"sources/cupti", "internal/recorder", true},
 		{"trace", "internal/recorder", true},
+		{"membreakdown", "event", true},
+		{"membreakdown", "exporters/pprof", false},
+		{"membreakdown", "internal/atomicfile", false},
+		{"exporters/memplot", "membreakdown", true},
+		{"exporters/memplot", "exporters/pprof", false},
+		{"exporters/perfetto", "membreakdown", false},
 	} {
 		if got := allowed(rowOf(c.from), c.to); got != c.ok {
 			t.Errorf("%s → %s allowed = %v, want %v", c.from, c.to, got, c.ok)
