@@ -127,6 +127,18 @@ type Buffer struct {
 // Total is the bytes the entry stands for: Bytes × Count.
 func (b *Buffer) Total() uint64 { return b.Bytes * uint64(max(b.Count, 1)) }
 
+// OnDevice reports whether the buffer holds device memory, the memory
+// NVML counts as in use on its device: it has a device ordinal and its
+// kind is not host memory ("pinned", "pageable", "host"). Device, array,
+// managed, pool and kinds an explicit API named are device memory.
+func (b *Buffer) OnDevice() bool {
+	switch b.Kind {
+	case "pinned", "pageable", "host":
+		return false
+	}
+	return b.Device >= 0
+}
+
 // Age is how long the buffer had been alive at t.
 func (b *Buffer) Age(t time.Time) time.Duration {
 	if b.Time.IsZero() || t.Before(b.Time) {

@@ -194,18 +194,10 @@ func Text(b *event.Buffer) string {
 	return tags
 }
 
-// hostKinds are the memory kinds that live in host memory whatever device
-// the allocation was made on (cudaMallocHost and cudaHostAlloc report the
-// current device).
-var hostKinds = map[string]bool{"pinned": true, "pageable": true, "host": true}
-
-// OnDevice reports whether a buffer holds device memory: it has a device
-// ordinal and its kind is not host memory ("pinned", "pageable", "host").
-// Device, array, managed, device_static, managed_static, pool and kinds
-// an explicit API named are device memory.
-func OnDevice(b *event.Buffer) bool {
-	return b.Device >= 0 && !hostKinds[b.Kind]
-}
+// OnDevice reports whether a buffer holds device memory (see
+// event.Buffer.OnDevice): only such buffers are broken down and counted
+// against NVML's figures.
+func OnDevice(b *event.Buffer) bool { return b.OnDevice() }
 
 // truncate cuts a text as MXNet does inside keyword categories, by
 // characters.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/pprof"
 	"github.com/devprof/devprof/membreakdown"
 )
 
@@ -386,5 +387,30 @@ func TestMemoryStillReadsFiles(t *testing.T) {
 	}
 	if code, _, help := runCLI("help", "memory", "breakdown"); code != 0 || !strings.HasPrefix(help, "Usage: devprof memory breakdown ") {
 		t.Errorf("help memory breakdown: exit %d\n%s", code, help)
+	}
+}
+
+// TestBreakdownNVMLFromProfile: the NVML figures a profile carries (as
+// trace.SaveDeviceMemoryProfile writes them) reach Untrackable through
+// the file.
+func TestBreakdownNVMLFromProfile(t *testing.T) {
+	m := breakdownMemory()
+	m.Devices = []event.DeviceUsage{{Device: 0, Total: 80 << 30, Used: 3 << 30, Process: 2 << 30}, {Device: 1, Total: 80 << 30, Used: 8 << 20}}
+	path := filepath.Join(t.TempDir(), "m.pb.gz")
+	if err := pprof.WriteFile(path, m); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI("memory", "breakdown", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	t0 := uint64(3*6<<20 + 2*2<<20 + 5000)
+	for _, want := range []string{
+		"gpu:0 +" + size(2<<30-t0, false) + " = 2.0 GiB (NVML at capture, this process) − " + size(t0, false) + " tracked",
+		"gpu:1 -2.0 MiB = 8.0 MiB (NVML at capture, all processes) − 10.0 MiB tracked; negative: more tracked than the figure says",
+	} {
+		if !hasLine(out, want) {
+			t.Errorf("output lacks the line %q:\n%s", want, out)
+		}
 	}
 }

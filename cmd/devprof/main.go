@@ -5,7 +5,8 @@
 // `summary` read the files the exporters wrote. `memory` reads
 // device-memory profiles (exporters/pprof), which are not traces, and
 // `memory breakdown` breaks them down by category (membreakdown), writing
-// MXNet's CSV and plots (exporters/memplot).
+// MXNet's CSV and plots (exporters/memplot); `memory timeline` draws a
+// device's memory over a trace that recorded device-memory tracking.
 //
 // Usage:
 //
@@ -14,6 +15,7 @@
 //	devprof summary [-top N] [-sort KEY] [-json] FILE
 //	devprof memory [-n N] [-bytes] [-stack] [-base BEFORE] [-json] FILE
 //	devprof memory breakdown [-keywords FILE] [-csv OUT] [-plot OUT.svg|OUT.png] [-expected-sum BYTES] [-json] INPUT
+//	devprof memory timeline [-keywords FILE] [-tags] [-top N] [-plot OUT.svg|OUT.png] [-json] INPUT
 //	devprof convert IN OUT
 //	devprof version
 //
@@ -61,6 +63,9 @@ func init() {
 		{"memory breakdown", "[-keywords FILE] [-csv OUT] [-plot OUT.svg|OUT.png] [-expected-sum BYTES] [-json] INPUT",
 			"break device memory down by category (MXNet's GPU memory profiler: keyword dictionary, Others, Untrackable against NVML's figures or -expected-sum) from a memory profile, or a run or log directory's newest one",
 			"devprof memory breakdown -keywords keywords.yaml -plot memory.png /tmp/prof", runBreakdown},
+		{"memory timeline", "[-keywords FILE] [-tags] [-top N] [-plot OUT.svg|OUT.png] [-json] INPUT",
+			"device memory over a trace recorded with device-memory tracking, per device, stacked by category (or by tag set): the split at each device's peak, and with -plot the whole timeline",
+			"devprof memory timeline -plot timeline.png /tmp/prof", runTimeline},
 		{"convert", "IN OUT", "convert between .xplane.pb (TensorBoard, JAX, TensorFlow), .pftrace(.gz) (Perfetto) and .json(.gz) (Chrome)",
 			"devprof convert jax-host.xplane.pb jax.pftrace", runConvert},
 		{"version", "", "print devprof's version (the module version it was built at)",

@@ -16,6 +16,7 @@ import (
 	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/exporters/pprof"
 	"github.com/devprof/devprof/internal/metatext"
+	"github.com/devprof/devprof/membreakdown"
 )
 
 func runMemory(args []string, stdout, stderr io.Writer) error {
@@ -161,6 +162,19 @@ func header(w io.Writer, path string, m *event.DeviceMemory, exact bool, warnPre
 	}
 	if c := countsLine(m.Counts); c != "" {
 		fmt.Fprintln(w, c)
+	}
+	for _, u := range m.Devices {
+		var tracked uint64
+		for i := range m.Buffers {
+			if b := &m.Buffers[i]; b.Device == u.Device && membreakdown.OnDevice(b) {
+				tracked += b.Total()
+			}
+		}
+		line := fmt.Sprintf("%s: NVML at capture: %s in use of %s", deviceName(u.Device), bytesWord(u.Used, exact), bytesWord(u.Total, exact))
+		if u.Process > 0 {
+			line += ", this process " + bytesWord(u.Process, exact)
+		}
+		fmt.Fprintf(w, "%s; tracked here %s (devprof memory breakdown tells the rest)\n", line, bytesWord(tracked, exact))
 	}
 }
 

@@ -167,15 +167,27 @@ func niceTicks(min, max float64) []plot.Tick {
 			break
 		}
 	}
+	// Labels keep the step's decimals, no more: 3×0.05 is 0.15000000000000002
+	// in float64.
+	dec := int(-math.Floor(math.Log10(step))) + 1
+	if dec < 0 {
+		dec = 0
+	}
 	var ticks []plot.Tick
 	for i := math.Ceil(min / step); i*step <= max+step*1e-9; i++ {
 		v := i * step
-		ticks = append(ticks, plot.Tick{Value: v, Label: formatTick(v)})
+		ticks = append(ticks, plot.Tick{Value: v, Label: formatTick(roundTo(v, dec))})
 		if half := v + step/2; half <= max {
 			ticks = append(ticks, plot.Tick{Value: half})
 		}
 	}
 	return ticks
+}
+
+// roundTo rounds v to dec decimals.
+func roundTo(v float64, dec int) float64 {
+	p := math.Pow(10, float64(dec))
+	return math.Round(v*p) / p
 }
 
 // formatTick writes a tick's value without trailing zeros.

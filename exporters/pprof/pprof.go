@@ -319,7 +319,7 @@ func usageLines(m *event.DeviceMemory) []string {
 	for _, u := range m.Devices {
 		var tracked uint64
 		for i := range m.Buffers {
-			if b := &m.Buffers[i]; b.Device == u.Device && onDevice(b.Kind) {
+			if b := &m.Buffers[i]; b.Device == u.Device && b.OnDevice() {
 				tracked += b.Total()
 			}
 		}
@@ -331,17 +331,6 @@ func usageLines(m *event.DeviceMemory) []string {
 			fmt.Sprintf("%s device=%d total=%d used=%d process=%d", devicePrefix, u.Device, u.Total, u.Used, u.Process))
 	}
 	return out
-}
-
-// onDevice reports whether memory of kind lives in device memory, so that
-// it counts against what NVML says is in use there (pinned and pageable
-// host memory do not).
-func onDevice(kind string) bool {
-	switch kind {
-	case "pinned", "pageable", "host":
-		return false
-	}
-	return true
 }
 
 // countFields name MemoryCounts' fields in the counts line, in order.
