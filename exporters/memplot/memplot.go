@@ -25,6 +25,7 @@ package memplot
 import (
 	"bytes"
 	"fmt"
+	"hash/fnv"
 	"image/color"
 	"io"
 	"math"
@@ -254,27 +255,39 @@ type look struct {
 	dashed bool // a dashed outline
 }
 
-// looks assigns each name its look: reserved names theirs, the others
-// the palette in order. Untrackable is hatched in bars; areas, which
-// cannot be hatched cheaply, give it a dashed edge instead (hatch false).
+// looks assigns each name its look: reserved names theirs; the default
+// dictionary's categories the first colours of the palette, in its order,
+// and any other name one of the rest picked by the name itself — so a
+// category has the same colour in every plot, whatever else is drawn
+// beside it. Untrackable is hatched in bars; areas, which cannot be
+// hatched cheaply, give it a dashed edge instead (hatch false).
 func looks(names []string, hatch bool) map[string]look {
 	out := map[string]look{}
-	i := 0
 	for _, n := range names {
-		if _, done := out[n]; done {
-			continue
-		}
 		switch n {
 		case membreakdown.Others:
 			out[n] = look{fill: othersColor}
 		case membreakdown.UntrackableName:
 			out[n] = look{fill: untrackableColor, hatch: hatch, dashed: !hatch}
 		default:
-			out[n] = look{fill: palette[i%len(palette)]}
-			i++
+			out[n] = look{fill: colorOf(n)}
 		}
 	}
 	return out
+}
+
+// colorOf is a category's palette colour (see looks).
+func colorOf(name string) color.RGBA {
+	fixed := membreakdown.DefaultDictionary()
+	for i, r := range fixed {
+		if r.Category == name && i < len(palette) {
+			return palette[i]
+		}
+	}
+	rest := palette[min(len(fixed), len(palette)-1):]
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return rest[h.Sum32()%uint32(len(rest))]
 }
 
 // fillRect fills a rectangle with a look and outlines it.

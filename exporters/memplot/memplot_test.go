@@ -266,8 +266,8 @@ func TestBreakdownStacking(t *testing.T) {
 		t.Fatal(err)
 	}
 	img := decodePNG(t, path, 10*DPI, 6*DPI)
-	below(t, img, palette[0], palette[1], "Parameters (8 GiB) under Gradients (2 GiB)")
-	below(t, img, palette[1], othersColor, "Gradients under Others")
+	below(t, img, colorOf("Parameters"), colorOf("Gradients"), "Parameters (8 GiB) under Gradients (2 GiB)")
+	below(t, img, colorOf("Gradients"), othersColor, "Gradients under Others")
 	below(t, img, othersColor, untrackableColor, "Others under Untrackable")
 }
 
@@ -332,8 +332,8 @@ func TestTimelineFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	img := decodePNG(t, pngPath, 10*DPI, int((0.5+3)*DPI))
-	below(t, img, palette[0], palette[1], "Parameters under Activations")
-	below(t, img, palette[1], othersColor, "Activations under Others")
+	below(t, img, colorOf("Parameters"), colorOf("Activations"), "Parameters under Activations")
+	below(t, img, colorOf("Activations"), othersColor, "Activations under Others")
 	if text := svgText(t, svgPath, "720pt", "252pt"); !strings.Contains(text, "Device memory (MiB)") {
 		t.Errorf("MiB timeline:\n%s", text)
 	}
@@ -391,5 +391,20 @@ func TestNiceTicks(t *testing.T) {
 		if strings.Join(got, " ") != strings.Join(c.labels, " ") {
 			t.Errorf("niceTicks(%v, %v) labels %q, want %q", c.min, c.max, got, c.labels)
 		}
+	}
+}
+
+// TestColorsStable: a category has one colour whatever else is drawn, so
+// the breakdown and the timeline agree.
+func TestColorsStable(t *testing.T) {
+	a := looks([]string{"Parameters", "Activations", "KV cache"}, true)
+	b := looks([]string{"KV cache", "Workspace", "Activations"}, false)
+	for _, n := range []string{"Activations", "KV cache"} {
+		if a[n].fill != b[n].fill {
+			t.Errorf("%s is %v in one plot, %v in another", n, a[n].fill, b[n].fill)
+		}
+	}
+	if a["Parameters"].fill == a["Activations"].fill {
+		t.Error("two default categories share a colour")
 	}
 }
