@@ -226,6 +226,9 @@ func spansOf(s *event.Snapshot) []spanstats.Span {
 	for ri := range l.Rows {
 		var stack []int // indexes into out
 		for _, p := range l.Rows[ri].Spans {
+			if t, ok := s.TrackOf(p.Record); ok && t.Kind == event.TrackMemory {
+				break // a memory track's allocations and frees are instants, not work (memory timeline reads them)
+			}
 			for len(stack) > 0 && out[stack[len(stack)-1]].Start+out[stack[len(stack)-1]].Dur <= p.Start {
 				stack = stack[:len(stack)-1]
 			}

@@ -142,3 +142,22 @@ func TestMemoryTimelineNeedsMemoryEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestSummarySkipsMemoryEvents: allocations and frees are instants of a
+// memory track, not spans: summary leaves them to memory timeline.
+func TestSummarySkipsMemoryEvents(t *testing.T) {
+	logdir := recordMemory(t)
+	code, out, errOut := runCLI("summary", "-top", "0", logdir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && (f[0] == "alloc" || f[0] == "free") {
+			t.Errorf("summary lists a memory event: %q\n%s", line, out)
+		}
+	}
+	if !strings.Contains(out, "train") {
+		t.Errorf("summary lacks the steps:\n%s", out)
+	}
+}
