@@ -14,6 +14,7 @@ type Builder struct {
 	segs   []segment
 	nextID uint64
 	tracks []Track
+	procs  []Process
 	strs   []string
 	ids    map[string]uint32
 	lanes  map[uint64]uint32 // span ID -> lane, so children share their root's lane
@@ -152,7 +153,7 @@ func (b *Builder) Note(n Note) { b.meta.Notes = append(b.meta.Notes, n) }
 
 // Snapshot returns the built snapshot. The builder must not be used after.
 func (b *Builder) Snapshot() *Snapshot {
-	s := &Snapshot{Meta: b.meta, Events: b.events, Tracks: slices.Clone(b.tracks), segs: b.segs, strs: b.strs}
+	s := &Snapshot{Meta: b.meta, Events: b.events, Tracks: slices.Clone(b.tracks), Processes: slices.Clone(b.procs), segs: b.segs, strs: b.strs}
 	s.validUTF8()
 	return s
 }

@@ -17,6 +17,11 @@ type Snapshot struct {
 	// Tracks lists registered tracks; KindActivity and FlagOnTrack records
 	// refer to Tracks[Lane-1].
 	Tracks []Track
+	// Processes lists the processes other than the recording program
+	// (Meta.PID, Meta.Program) that tracks belong to (Track.Process): a
+	// session's trace has none, a trace of several processes read from a
+	// file has one each.
+	Processes []Process
 
 	segs []segment // sorted by base, for Lookup
 	strs []string  // string table: id -> string

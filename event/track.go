@@ -44,6 +44,15 @@ type Track struct {
 	// Caps describes the device of a device track, when the source knows
 	// it; zero fields are unknown.
 	Caps DeviceCaps
+	// Process is the process a host-thread track belongs to: 0 for the
+	// recording program (Meta), n for Snapshot.Processes[n-1] (see
+	// Snapshot.ProcessOf). Device tracks stay devices: their process is
+	// their device's.
+	Process int
+	// SortIndex orders the track among its process's threads in viewers
+	// that honour it (Chrome's thread_sort_index), when Sorted.
+	SortIndex int64
+	Sorted    bool
 }
 
 // DeviceCaps are a device's capabilities, as TensorBoard's profile plugin

@@ -1,0 +1,44 @@
+package event
+
+// Process is one process of a trace besides the program that recorded it
+// (which Meta describes: PID, Program). Traces other tools wrote hold
+// several: a browser and its renderers, a PyTorch process and one process
+// per GPU, string "pids" such as Kineto's "Spans". Tracks name the process
+// they belong to (Track.Process); a reader keeps each as the file said it,
+// so that a conversion writes the same processes back.
+type Process struct {
+	// PID is the process id. A file's string pid gets a number past every
+	// numeric pid of that file, in order of first use, and Label keeps the
+	// string; 0 is a real pid (some traces use it), not "absent".
+	PID int64
+	// Label is the pid as the file wrote it when it was not a number
+	// ("Spans", ""), so that a writer of the same format can write it
+	// again; "" for numeric pids. IsLabel says which.
+	Label   string
+	IsLabel bool
+	// Name is the process's name (Chrome's process_name metadata,
+	// Perfetto's ProcessDescriptor.process_name); "" if none.
+	Name string
+	// Labels are extra labels of the process (Chrome's process_labels).
+	Labels []string
+	// SortIndex orders processes in viewers that honour it (Chrome's
+	// process_sort_index), when Sorted.
+	SortIndex int64
+	Sorted    bool
+}
+
+// ProcessOf returns the process a track belongs to: Processes[t.Process-1],
+// or, for Process 0, the recording program as Meta describes it.
+func (s *Snapshot) ProcessOf(t Track) Process {
+	if t.Process > 0 && t.Process <= len(s.Processes) {
+		return s.Processes[t.Process-1]
+	}
+	return Process{PID: int64(s.Meta.PID), Name: s.Meta.Program}
+}
+
+// Process registers a process and returns its number for Track.Process
+// (non-zero).
+func (b *Builder) Process(p Process) int {
+	b.procs = append(b.procs, p)
+	return len(b.procs)
+}
