@@ -151,6 +151,10 @@ type Track struct {
 	// tracks it writes for memory events with MemoryEventsDescription and
 	// MemoryCounterDescription.
 	Description string
+	// Rank is the descriptor's sibling_order_rank, when Ranked: the order
+	// of a process or thread among its siblings in the UI.
+	Rank   int64
+	Ranked bool
 }
 
 // Slice is a slice: a BEGIN paired with the END that closed it.
@@ -827,6 +831,8 @@ type descriptor struct {
 	unitName             string
 	mult                 int64
 	incremental          bool
+	rank                 int64
+	ranked               bool
 }
 
 // field stores one TrackDescriptor field.
@@ -840,6 +846,8 @@ func (d *descriptor) field(f *field) error {
 		d.name = string(f.b)
 	case key(tdDescription, wireBytes):
 		d.description = string(f.b)
+	case key(tdSiblingOrderRank, wireVarint):
+		d.rank, d.ranked = int64(int32(f.u)), true
 	case key(tdProcess, wireBytes):
 		d.process = true
 		return eachField(f.b, d.processField)
@@ -898,7 +906,7 @@ func (d *descriptor) counterField(f *field) error {
 
 // track returns the Track the descriptor describes.
 func (d *descriptor) track() Track {
-	tr := Track{UUID: d.uuid, ParentUUID: d.parent, Name: d.name, PID: d.pid, TID: d.tid, Description: d.description}
+	tr := Track{UUID: d.uuid, ParentUUID: d.parent, Name: d.name, PID: d.pid, TID: d.tid, Description: d.description, Rank: d.rank, Ranked: d.ranked}
 	switch {
 	case d.ctr:
 		tr.Kind = TrackCounter

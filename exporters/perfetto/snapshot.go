@@ -27,7 +27,11 @@ var (
 )
 
 // Snapshot converts a decoded trace to the event model. Times stay on the
-// trace clock (ns). Threads become host-thread tracks; the threads of a
+// trace clock (ns). The first process that is not a GPU is the program
+// (Meta); every other process that is not a GPU becomes an event.Process
+// (name, labels, rank as sort index; devprof's ProcessLabel* labels give
+// back a string pid, a moved pid and the lack of a name). Threads become
+// host-thread tracks of their process, with their ranks; the threads of a
 // process named "GPU <n>" (as devprof writes device activity) become
 // device streams again; flows become flow arguments, and the slice
 // nesting the parents. devprof's warning, note and drop instants become
@@ -39,6 +43,7 @@ func (t *Trace) Snapshot() *event.Snapshot {
 	meta := c.meta()
 	c.pid = meta.PID
 	c.b = event.NewBuilder(meta)
+	c.processes()
 	c.ids = make([]uint64, len(t.Slices))
 	for i := range t.Slices {
 		c.slice(i)
@@ -62,6 +67,8 @@ type converter struct {
 	tracks   map[uint64]uint32 // track uuid -> builder track (0: the process level)
 	ids      []uint64          // builder IDs of t.Slices, 0 until added
 	byTrack  map[uint64][]int  // indices of t.Slices by track uuid, in start order
+	progUUID uint64            // the program's process track (Meta), 0 if none
+	procNum  map[int64]int     // pid of another host process -> its Track.Process
 }
 
 // timeSpan returns the first and last time of any slice, instant or
@@ -107,11 +114,62 @@ func (c *converter) meta() event.Meta {
 			if meta.Program == "perfetto" || meta.PID == 0 {
 				if !gpuProcess.MatchString(tr.Name) {
 					meta.Program, meta.PID = tr.Name, int(tr.PID)
+					c.progUUID = tr.UUID
 				}
 			}
 		}
 	}
 	return meta
+}
+
+// processes registers every process track other than the program's and
+// the devices' as an event.Process, in the order of the file, with the
+// pid, string pid and name devprof's labels (ProcessLabelStringPID, …)
+// kept, and its rank as its sort index.
+func (c *converter) processes() {
+	c.procNum = map[int64]int{}
+	for i := range c.t.Tracks {
+		tr := &c.t.Tracks[i]
+		if tr.Kind != TrackProcess || tr.UUID == c.progUUID || tr.PID == int64(c.pid) {
+			continue
+		}
+		if _, dup := c.procNum[tr.PID]; dup {
+			continue
+		}
+		if _, dev := c.deviceOf(tr.PID); dev {
+			continue
+		}
+		p := event.Process{PID: tr.PID, Name: tr.Name, SortIndex: tr.Rank, Sorted: tr.Ranked}
+		for _, l := range tr.Labels {
+			if v, ok := strings.CutPrefix(l, ProcessLabelStringPID); ok {
+				p.Label, p.IsLabel = v, true
+			} else if v, ok := strings.CutPrefix(l, ProcessLabelPID); ok {
+				if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+					p.PID = n
+				}
+			} else if l == ProcessLabelUnnamed {
+				p.Name = ""
+			} else {
+				p.Labels = append(p.Labels, l)
+			}
+		}
+		c.procNum[tr.PID] = c.b.Process(p)
+	}
+}
+
+// processOf returns the Track.Process of a host thread of pid: 0 for the
+// program's, else its process, registered on first use when the file
+// described none.
+func (c *converter) processOf(pid int64) int {
+	if pid == int64(c.pid) {
+		return 0
+	}
+	n, ok := c.procNum[pid]
+	if !ok {
+		n = c.b.Process(event.Process{PID: pid})
+		c.procNum[pid] = n
+	}
+	return n
 }
 
 // trackOf returns the builder track of a track uuid, adding it on first
@@ -142,7 +200,11 @@ func (c *converter) trackOf(uuid uint64) uint32 {
 func (c *converter) threadTrack(tr *Track) event.Track {
 	dev, ok := c.deviceOf(tr.PID)
 	if !ok {
-		return event.Track{Kind: event.TrackHostThread, ID: tr.TID, Name: trimOverflow(tr.Name)}
+		t := event.Track{Kind: event.TrackHostThread, ID: tr.TID, Name: trimOverflow(tr.Name), SortIndex: tr.Rank, Sorted: tr.Ranked}
+		if tr.Kind == TrackThread {
+			t.Process = c.processOf(tr.PID)
+		}
+		return t
 	}
 	dev.Kind, dev.ID, dev.Name = event.TrackDeviceStream, tr.TID, trimOverflow(tr.Name)
 	if sm := streamTrack.FindStringSubmatch(tr.Name); sm != nil {

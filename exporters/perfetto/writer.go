@@ -20,7 +20,10 @@
 // Each device is a process of its own, with its streams as threads and its
 // counters; a memory tracker's allocations and frees are a thread of their
 // device's process beside counter tracks of its memory over time (see
-// memory.go).
+// memory.go). The snapshot's other processes (event.Process: traces other
+// tools wrote) are processes too, with their pids, names and labels, and
+// their host threads under them with their tids; sort indices become
+// sibling_order_rank under explicit process and thread ordering.
 package perfetto
 
 import (
@@ -29,6 +32,7 @@ import (
 	"github.com/devprof/devprof/internal/intern"
 	"github.com/devprof/devprof/internal/metatext"
 	"io"
+	"math"
 	"strconv"
 
 	"github.com/devprof/devprof/event"
@@ -85,6 +89,13 @@ const (
 	tdParentUUID  = 5
 	tdCounter     = 8
 	tdDescription = 14
+	// Ordering of processes and threads (reference/perfetto.md §1.5, §2.9):
+	// sibling_order_rank on each process or thread track, honoured when the
+	// uuid 0 descriptor sets process_ordering / thread_ordering EXPLICIT.
+	tdSiblingOrderRank = 12
+	tdProcessOrdering  = 19
+	tdThreadOrdering   = 20
+	orderingExplicit   = 1
 
 	pdPid          = 1
 	pdProcessName  = 6
@@ -177,10 +188,16 @@ type writer struct {
 
 	// What write's steps share: the trace's start on the BOOTTIME clock,
 	// and the uuids and pids of the tracks the descriptors declared.
-	start       int64
-	procUUID    uint64
-	deviceUUID  map[int]uint64 // device -> its process track; -1: the program's
-	devicePID   map[int]int64
+	start      int64
+	procUUID   uint64
+	deviceUUID map[int]uint64 // device -> its process track; -1: the program's
+	devicePID  map[int]int64
+	// procPID and procUUIDs are the pid and process track of each of the
+	// snapshot's other processes (event.Process, index Track.Process-1);
+	// usedPID holds every pid taken, so devices get pids of their own.
+	procPID     []int64
+	procUUIDs   []uint64
+	usedPID     map[int64]bool
 	rowUUID     []uint64 // thread track of each layout row
 	counterUUID map[counterKey]uint64
 
@@ -297,7 +314,9 @@ func (w *writer) write() {
 	meta := w.newSequence()
 	w.seq = meta
 	w.clockSnapshot()
+	w.ordering(l)
 	w.programProcess()
+	w.otherProcesses()
 	tid := w.deviceProcesses(l)
 	w.rowThreads(l, tid)
 	w.counterTracks(l)
@@ -342,6 +361,113 @@ func (w *writer) programProcess() {
 	w.finishPacket()
 }
 
+// Process labels devprof adds to a process of event.Snapshot.Processes so
+// that Read gives it back as it was: the pid as its source wrote it when
+// that was a string (Kineto's "Spans"), the model's pid when the file's
+// had to differ (it collided with another or did not fit Perfetto's
+// int32), and the mark of a process that had no name (the file names it
+// after its pid, as a process track must have a name).
+const (
+	ProcessLabelStringPID = "devprof pid_label="
+	ProcessLabelPID       = "devprof pid="
+	ProcessLabelUnnamed   = "devprof unnamed"
+)
+
+// ordering declares the default track (uuid 0) with explicit process and
+// thread ordering when any process or host thread has a sort index, so
+// that the UI orders them by sibling_order_rank; without sort indices it
+// writes nothing and the UI keeps its own order.
+func (w *writer) ordering(l *event.Layout) {
+	procs, threads := false, false
+	for _, p := range w.s.Processes {
+		procs = procs || p.Sorted
+	}
+	for i := range l.Rows {
+		if t, ok := w.s.Track(&l.Rows[i]); ok && t.Kind == event.TrackHostThread && t.Sorted {
+			threads = true
+		}
+	}
+	if !procs && !threads {
+		return
+	}
+	w.startPacket(w.start, true)
+	p := w.pkt.Begin(pktTrackDescriptor)
+	w.pkt.Uint(tdUUID, 0)
+	if procs {
+		w.pkt.Uint(tdProcessOrdering, orderingExplicit)
+	}
+	if threads {
+		w.pkt.Uint(tdThreadOrdering, orderingExplicit)
+	}
+	w.pkt.End(p)
+	w.finishPacket()
+}
+
+// rank returns a sort index as a sibling_order_rank (an int32).
+func rank(i int64) int64 { return min(max(i, math.MinInt32), math.MaxInt32) }
+
+// otherProcesses declares a process track for each of the snapshot's
+// other processes (event.Process), under its own pid where that pid is
+// free and fits, else under a fresh one (labelled with the model's pid).
+func (w *writer) otherProcesses() {
+	w.usedPID = map[int64]bool{int64(w.m.PID): true}
+	n := len(w.s.Processes)
+	w.procPID = make([]int64, n)
+	w.procUUIDs = make([]uint64, n)
+	fits := func(pid int64) bool { return pid >= 0 && pid <= math.MaxInt32 }
+	// Processes keep their pids first come, first served; the rest take
+	// fresh pids past every pid wanted.
+	fresh := int64(w.m.PID)
+	for _, p := range w.s.Processes {
+		if fits(p.PID) {
+			fresh = max(fresh, p.PID)
+		}
+	}
+	for i, p := range w.s.Processes {
+		if fits(p.PID) && !w.usedPID[p.PID] {
+			w.procPID[i] = p.PID
+		} else {
+			fresh++
+			w.procPID[i] = fresh
+		}
+		w.usedPID[w.procPID[i]] = true
+	}
+	for i, p := range w.s.Processes {
+		w.procUUIDs[i] = w.uuid()
+		name := p.Name
+		if name == "" {
+			name = fmt.Sprintf("Process %d", p.PID)
+			if p.IsLabel && p.Label != "" {
+				name = p.Label
+			}
+		}
+		w.startPacket(w.start, true)
+		q := w.pkt.Begin(pktTrackDescriptor)
+		w.pkt.Uint(tdUUID, w.procUUIDs[i])
+		d := w.pkt.Begin(tdProcess)
+		w.pkt.Int(pdPid, w.procPID[i])
+		w.pkt.String(pdProcessName, name)
+		for _, lb := range p.Labels {
+			w.pkt.String(pdProcessLabel, lb)
+		}
+		if p.IsLabel {
+			w.pkt.String(pdProcessLabel, ProcessLabelStringPID+p.Label)
+		}
+		if w.procPID[i] != p.PID {
+			w.pkt.String(pdProcessLabel, ProcessLabelPID+strconv.FormatInt(p.PID, 10))
+		}
+		if p.Name == "" {
+			w.pkt.String(pdProcessLabel, ProcessLabelUnnamed)
+		}
+		w.pkt.End(d)
+		if p.Sorted {
+			w.pkt.Int(tdSiblingOrderRank, rank(p.SortIndex))
+		}
+		w.pkt.End(q)
+		w.finishPacket()
+	}
+}
+
 // deviceProcesses declares one process per device: its streams are its
 // threads and its counters its counter tracks; everything else (lanes,
 // threads read from files) belongs to the program. It returns the last
@@ -350,16 +476,22 @@ func (w *writer) deviceProcesses(l *event.Layout) (lastPID int64) {
 	w.devicePID = map[int]int64{}
 	w.deviceUUID = map[int]uint64{-1: w.procUUID}
 	nextPID := int64(w.m.PID)
-	for _, dev := range l.Devices {
+	next := func() int64 {
 		nextPID++
-		w.deviceProcess(dev, nextPID)
+		for w.usedPID[nextPID] {
+			nextPID++
+		}
+		w.usedPID[nextPID] = true
+		return nextPID
+	}
+	for _, dev := range l.Devices {
+		w.deviceProcess(dev, next())
 	}
 	// A device whose memory is tracked is a process too, with or without
 	// other activity; host memory (-1) is the program's.
 	for _, tl := range w.memory {
 		if _, ok := w.deviceUUID[tl.Device]; !ok && tl.Device >= 0 {
-			nextPID++
-			w.deviceProcess(event.Track{Kind: event.TrackDevice, Device: tl.Device}, nextPID)
+			w.deviceProcess(event.Track{Kind: event.TrackDevice, Device: tl.Device}, next())
 		}
 	}
 	return nextPID
@@ -398,13 +530,39 @@ func (w *writer) deviceProcess(dev event.Track, pid int64) {
 }
 
 // rowThreads declares a thread track per layout row; thread ids start
-// past every pid, so no thread is taken for a process's main thread.
+// past every pid, so no thread is taken for a process's main thread. A
+// host thread of another process (Track.Process) is a thread of that
+// process, under its own tid where the file can keep it (its first row,
+// a positive tid not taken in that process) and with its sort index as
+// its rank.
 func (w *writer) rowThreads(l *event.Layout, tid int64) {
 	w.rowUUID = make([]uint64, len(l.Rows))
+	type threadKey struct{ pid, tid int64 }
+	used := map[threadKey]bool{}
+	// The tids other processes' threads keep, first come, first served.
+	own := make([]int64, len(l.Rows))
+	maxTID := tid
+	for i := range l.Rows {
+		if t, ok := w.s.Track(&l.Rows[i]); ok && t.Kind == event.TrackHostThread && t.Process > 0 && t.Process <= len(w.procPID) {
+			k := threadKey{w.procPID[t.Process-1], t.ID}
+			if l.Rows[i].Sub == 0 && t.ID > 0 && !used[k] {
+				used[k], own[i] = true, t.ID
+				maxTID = max(maxTID, t.ID)
+			}
+		}
+	}
+	// Spare tids start past the program's row tids too.
+	spare := max(maxTID, tid+int64(len(l.Rows)+len(w.usedPID)))
 	for i := range l.Rows {
 		row := &l.Rows[i]
 		pid := int64(w.m.PID)
 		memory := false
+		var ranked *event.Track
+		tid++
+		for w.usedPID[tid] {
+			tid++
+		}
+		thread := tid
 		if t, ok := w.s.Track(row); ok {
 			switch t.Kind {
 			case event.TrackDeviceStream:
@@ -414,20 +572,37 @@ func (w *writer) rowThreads(l *event.Layout, tid int64) {
 				if p, ok := w.devicePID[t.Device]; ok {
 					pid = p
 				}
+			case event.TrackHostThread:
+				if t.Sorted {
+					ranked = &t
+				}
+				if t.Process > 0 && t.Process <= len(w.procPID) {
+					pid = w.procPID[t.Process-1]
+					if thread = own[i]; thread == 0 {
+						// A tid past every tid kept and every pid.
+						spare++
+						for w.usedPID[spare] {
+							spare++
+						}
+						thread = spare
+					}
+				}
 			}
 		}
 		w.rowUUID[i] = w.uuid()
-		tid++
 		w.startPacket(w.start, true)
 		p := w.pkt.Begin(pktTrackDescriptor)
 		w.pkt.Uint(tdUUID, w.rowUUID[i])
 		q := w.pkt.Begin(tdThread)
 		w.pkt.Int(thPid, pid)
-		w.pkt.Int(thTid, tid)
+		w.pkt.Int(thTid, thread)
 		w.pkt.String(thName, row.Name)
 		w.pkt.End(q)
 		if memory {
 			w.pkt.String(tdDescription, MemoryEventsDescription)
+		}
+		if ranked != nil {
+			w.pkt.Int(tdSiblingOrderRank, rank(ranked.SortIndex))
 		}
 		w.pkt.End(p)
 		w.finishPacket()
