@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/devprof/devprof/internal/metatext"
@@ -181,6 +182,7 @@ type reader struct {
 	lastEnd   int64
 
 	tracks   []*trackData
+	procs    []event.Process // of the "/host:CPU [<pid>]" planes, for Track.Process
 	host     map[hostKey]*trackData
 	memory   map[string]*trackData // memory tracks by allocator_name
 	counters []counterSample
@@ -288,6 +290,10 @@ func (r *reader) read() *event.Snapshot {
 	r.timeSpan(&meta)
 
 	b := event.NewBuilder(meta)
+	r.numberProcesses(meta.PID)
+	for _, proc := range r.procs {
+		b.Process(proc)
+	}
 	for _, w := range warns { // the file's warnings first, then the reader's own
 		b.Warn(w)
 	}
@@ -402,6 +408,9 @@ func (r *reader) timeBase(meta *event.Meta) {
 		stats := statsOf(p)
 		if p.name == TaskEnvPlaneName {
 			r.taskEnv(p, stats, meta)
+		}
+		if strings.HasPrefix(p.name, ProcessPlanePrefix) {
+			continue // another process's plane (processPlane)
 		}
 		if st := stats["process_id"]; st != nil && !havePID {
 			if v, ok := intStat(st); ok && v > 0 && v <= math.MaxInt32 {
@@ -597,8 +606,62 @@ func lineLabel(l *xline) string {
 	return l.name
 }
 
+// processPlane registers the process of a "/host:CPU [<pid>]" plane (one
+// per process besides the program, as devprof writes them and as JAX
+// names a subprocess's planes) and returns its Track.Process: its pid
+// from the process_id stat, else from the name, else a string pid; its
+// name, labels and sort index from devprof's stats.
+func (r *reader) processPlane(p *xplane) int {
+	stats := statsOf(p)
+	inner := strings.TrimSuffix(strings.TrimPrefix(p.name, ProcessPlanePrefix), "]")
+	proc := event.Process{}
+	if v, ok := intStat(stats["process_id"]); ok {
+		proc.PID = v
+	} else if v, err := strconv.ParseInt(inner, 10, 64); err == nil {
+		proc.PID = v
+	} else {
+		proc.Label, proc.IsLabel, proc.PID = inner, true, -1 // numbered in numberProcesses
+	}
+	if st := stats[StatPIDLabel]; st != nil {
+		proc.Label, proc.IsLabel = r.strStat(p, st), true
+	}
+	if st := stats["process_name"]; st != nil {
+		proc.Name = r.strStat(p, st)
+	}
+	if st := stats[StatProcessLabels]; st != nil {
+		var labels []string
+		if json.Unmarshal([]byte(r.strStat(p, st)), &labels) == nil {
+			proc.Labels = labels
+		}
+	}
+	if v, ok := intStat(stats[StatSortIndex]); ok {
+		proc.SortIndex, proc.Sorted = v, true
+	}
+	r.procs = append(r.procs, proc)
+	return len(r.procs)
+}
+
+// numberProcesses gives the processes known only by a string pid numbers
+// past every numeric pid, in order of first use.
+func (r *reader) numberProcesses(program int) {
+	next := int64(program)
+	for _, p := range r.procs {
+		next = max(next, p.PID)
+	}
+	for i := range r.procs {
+		if r.procs[i].PID < 0 && r.procs[i].IsLabel {
+			next++
+			r.procs[i].PID = next
+		}
+	}
+}
+
 func (r *reader) hostPlane(p *xplane) {
 	pc := &planeCtx{p: p, events: map[int64]*eventInfo{}}
+	proc := 0
+	if strings.HasPrefix(p.name, ProcessPlanePrefix) {
+		proc = r.processPlane(p)
+	}
 	group, primary := p.name, true
 	if g, ok := hostGroups[group]; ok {
 		group, primary = g, false
@@ -619,7 +682,7 @@ func (r *reader) hostPlane(p *xplane) {
 			name = "Thread " + strconv.FormatInt(l.id, 10)
 		}
 		if td == nil {
-			td = &trackData{track: event.Track{Kind: event.TrackHostThread, ID: l.id, Name: name}, primary: primary}
+			td = &trackData{track: event.Track{Kind: event.TrackHostThread, ID: l.id, Name: name, Process: proc}, primary: primary}
 			r.host[key] = td
 			r.tracks = append(r.tracks, td)
 		} else if primary && !td.primary && lineLabel(l) != "" {

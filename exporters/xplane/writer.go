@@ -25,6 +25,11 @@
 //   - a memory tracker's allocations and frees (TrackMemory) as the
 //     MemoryAllocation and MemoryDeallocation events of xprof's
 //     memory_profile tool, one /host:CPU line per memory track (memory.go);
+//   - each of the snapshot's other processes (event.Process) as a
+//     "/host:CPU [<pid>]" plane (JAX's name for a subprocess's planes,
+//     which xprof's trace viewer shows as a process of its own), with
+//     process_id, process_name, labels and sort index as plane stats and
+//     its host threads as lines (tids as line ids);
 //   - device activity (KindActivity on device-stream tracks) on
 //     /device:GPU:<n> planes (id = ordinal) with Stream #<id>(<kinds>)
 //     lines; a flow id shared by a device event and a host span becomes a
@@ -33,6 +38,7 @@ package xplane
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"github.com/devprof/devprof/internal/intern"
 	"github.com/devprof/devprof/internal/metatext"
@@ -118,6 +124,7 @@ func Write(w io.Writer, s *event.Snapshot) error {
 	// About 22 bytes per event: reserve them so the space does not regrow.
 	space := protoenc.Enc{B: make([]byte, 0, 24*len(s.Events)+4096)}
 	x.hostPlane(&space, l)
+	x.processPlanes(&space, l)
 	x.devicePlanes(&space, l)
 	x.taskEnvPlane(&space)
 	// xprof shows XSpace warnings as they are: one line per source's
@@ -408,7 +415,7 @@ func (x *writer) hostPlane(space *protoenc.Enc, l *event.Layout) {
 	next := int64(1)
 	for i := range l.Rows {
 		row := &l.Rows[i]
-		if t, ok := x.s.Track(row); ok && t.Kind == event.TrackDeviceStream {
+		if t, ok := x.s.Track(row); ok && (t.Kind == event.TrackDeviceStream || x.otherProcess(t)) {
 			continue
 		}
 		p.beginLine(next, row.Name, total)
@@ -430,6 +437,90 @@ func (x *writer) hostPlane(space *protoenc.Enc, l *event.Layout) {
 		p.endLine()
 	}
 	p.finish()
+}
+
+// ProcessPlanePrefix begins the name of the host plane of a process other
+// than the recording program, "/host:CPU [<pid>]": the name JAX gives the
+// planes of a subprocess, which xprof's trace viewer shows as a process
+// of its own beside /host:CPU.
+const ProcessPlanePrefix = HostPlaneName + " ["
+
+// Plane stats of a process plane besides TSL's process_id, and devprof's
+// process_name: the pid as its source wrote it when that was a string
+// (event.Process.Label), the process's labels (a JSON array of strings)
+// and its sort index.
+const (
+	StatPIDLabel      = "pid_label"
+	StatProcessLabels = "process_labels"
+	StatSortIndex     = "sort_index"
+)
+
+// otherProcess reports whether t is a host thread of one of the snapshot's
+// other processes, which has a plane of its own.
+func (x *writer) otherProcess(t event.Track) bool {
+	return t.Kind == event.TrackHostThread && t.Process > 0 && t.Process <= len(x.s.Processes)
+}
+
+// processPlanes writes a "/host:CPU [<pid>]" plane for each of the
+// snapshot's other processes that has host threads: the process's
+// identity as plane stats, and a line per row of its threads, with the
+// thread's id as the line id where it is free (line ids must be unique in
+// a plane and stay out of xprof's derived range).
+func (x *writer) processPlanes(space *protoenc.Enc, l *event.Layout) {
+	rows := make([][]*event.Row, len(x.s.Processes))
+	for i := range l.Rows {
+		if t, ok := x.s.Track(&l.Rows[i]); ok && x.otherProcess(t) {
+			rows[t.Process-1] = append(rows[t.Process-1], &l.Rows[i])
+		}
+	}
+	total := x.rel(x.m.Stop.Mono) * 1000
+	for i, proc := range x.s.Processes {
+		if len(rows[i]) == 0 {
+			continue
+		}
+		pid := strconv.FormatInt(proc.PID, 10)
+		if proc.IsLabel {
+			pid = proc.Label
+		}
+		p := newPlane(space, int64(i+1), ProcessPlanePrefix+pid+"]")
+		p.planeStatInt("process_id", proc.PID)
+		if proc.Name != "" {
+			p.planeStatString("process_name", proc.Name)
+		}
+		if proc.IsLabel {
+			p.planeStatString(StatPIDLabel, proc.Label)
+		}
+		if len(proc.Labels) > 0 {
+			js, _ := json.Marshal(proc.Labels)
+			p.planeStatString(StatProcessLabels, string(js))
+		}
+		if proc.Sorted {
+			p.planeStatInt(StatSortIndex, proc.SortIndex)
+		}
+		used := map[int64]bool{}
+		for _, row := range rows[i] {
+			if t, _ := x.s.Track(row); row.Sub == 0 && t.ID > 0 && !isDerivedID(t.ID) {
+				used[t.ID] = true
+			}
+		}
+		next := int64(overflowLineIDs)
+		taken := map[int64]bool{}
+		for _, row := range rows[i] {
+			t, _ := x.s.Track(row)
+			id := t.ID
+			if row.Sub != 0 || id <= 0 || isDerivedID(id) || taken[id] {
+				for used[next] || taken[next] {
+					next++
+				}
+				id = next
+			}
+			taken[id] = true
+			p.beginLine(id, row.Name, total)
+			x.events(p, row, false)
+			p.endLine()
+		}
+		p.finish()
+	}
 }
 
 // counters writes counter samples as the events of a _counters_ line,
