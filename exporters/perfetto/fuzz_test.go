@@ -69,7 +69,8 @@ func FuzzRead(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(real)
-	f.Add(encode(f, eventtest.GoldenSnapshot(), false)) // memory events and their counters
+	f.Add(encode(f, eventtest.GoldenSnapshot(), false))       // memory events and their counters
+	f.Add(encode(f, eventtest.MultiProcessSnapshot(), false)) // other processes, ranks, devprof's process labels
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tr, err := Read(bytes.NewReader(data))
 		if err != nil {
