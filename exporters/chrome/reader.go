@@ -54,8 +54,13 @@ func ReadFile(path string) (*event.Snapshot, error) {
 // the JSON Object Format ({"traceEvents": [...], ...}), and streams the
 // events one at a time. Times are microseconds in the file and become
 // ticks (ns, rounded) relative to the earliest event, or to the session
-// start for a file devprof wrote (otherData.start_unix_ns). Each (pid, tid)
-// becomes a host-thread track named by its thread_name metadata; async
+// start for a file devprof wrote (otherData.start_unix_ns). Every pid of
+// the file becomes an event.Process (numbered as emitProcesses says) with
+// its process_name, process_labels and process_sort_index metadata, and
+// each (pid, tid) a host-thread track of its process named by its
+// thread_name metadata, ordered by thread_sort_index; a file devprof wrote
+// keeps its recording program's threads in the program's process (Meta).
+// Async
 // events get a track per (pid, cat, name, id); flows become event.ArgFlow
 // arguments. Within a track, a span's parent is the latest-starting span
 // that contains it. devprof's own markers (step_num, unfinished, the
@@ -119,14 +124,15 @@ type skipValue struct{}
 func (*skipValue) UnmarshalJSON([]byte) error { return nil }
 
 // procID is a pid or tid: a number, or a string (a non-standard hack that
-// Perfetto accepts and interns).
+// Perfetto accepts and interns; Kineto writes "Spans", "Traces" and "").
 type procID struct {
-	n int64
-	s string // non-empty for a string id
+	n   int64
+	s   string
+	str bool // a string id, s ("" is a string id, distinct from 0)
 }
 
 func (id procID) String() string {
-	if id.s != "" {
+	if id.str {
 		return id.s
 	}
 	return strconv.FormatInt(id.n, 10)
@@ -136,15 +142,21 @@ type threadKey struct{ pid, tid procID }
 
 type threadInfo struct {
 	threadKey
-	name  string // thread_name metadata
-	first int    // seq of the first event that names the thread
-	lane  int    // index into parser.lanes, -1 until something is placed on it
+	name   string // thread_name metadata
+	first  int    // seq of the first event that names the thread
+	lane   int    // index into parser.lanes, -1 until something is placed on it
+	sort   int64  // thread_sort_index metadata, when sorted
+	sorted bool
 }
 
 type procInfo struct {
-	name   string // process_name metadata
+	name   string   // process_name metadata
+	labels []string // process_labels metadata, split at commas
+	sort   int64    // process_sort_index metadata, when sorted
+	sorted bool
 	events int
 	first  int
+	num    int // the event.Process number (Track.Process); 0 for the program
 }
 
 // Event flag bits.
@@ -176,6 +188,11 @@ type otherData struct {
 	dropped    int64
 	startNS    int64
 	hasStartNS bool
+	// programPIDs are the pids devprof's writer wrote the recording
+	// program's threads under (its own and its devices'), first the
+	// program's; the file's other pids are processes of their own.
+	programPIDs    []procID
+	hasProgramPIDs bool
 }
 
 type parser struct {
@@ -801,10 +818,7 @@ func (p *parser) idField(field string, v []byte, off int64) (procID, error) {
 		if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
 			return procID{n: n}, nil
 		}
-		if s == "" {
-			return procID{}, nil
-		}
-		return procID{s: p.internStr(truncate(s, maxName))}, nil
+		return procID{s: p.internStr(truncate(s, maxName)), str: true}, nil
 	case len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9'):
 		if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
 			return procID{n: n}, nil
@@ -812,7 +826,7 @@ func (p *parser) idField(field string, v []byte, off int64) (procID, error) {
 		if f, err := strconv.ParseFloat(string(v), 64); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<63 {
 			return procID{n: int64(f)}, nil
 		}
-		return procID{s: p.internStr(truncate(string(v), maxName))}, nil
+		return procID{s: p.internStr(truncate(string(v), maxName)), str: true}, nil
 	}
 	return procID{}, fieldError(field, v, "a number or a string", off)
 }
@@ -856,10 +870,19 @@ func (p *parser) thread(pid, tid procID) int32 {
 	i := int32(len(p.threads))
 	p.threads = append(p.threads, threadInfo{threadKey: k, first: p.seq, lane: -1})
 	p.thrIdx[k] = i
-	if p.procs[pid] == nil {
-		p.procs[pid] = &procInfo{first: p.seq}
-	}
+	p.proc(pid)
 	return i
+}
+
+// proc returns the process pid, adding it if new: any event names its
+// process, even one of a phase Read skips.
+func (p *parser) proc(pid procID) *procInfo {
+	pi := p.procs[pid]
+	if pi == nil {
+		pi = &procInfo{first: p.seq}
+		p.procs[pid] = pi
+	}
+	return pi
 }
 
 // evFields is what the members of one event object say, before the event
@@ -869,7 +892,7 @@ type evFields struct {
 	phase              string
 	hasPh, hasTS, full bool
 	pid, tid           procID
-	hasTid             bool
+	hasTid, hasPid     bool
 	argsRaw            []byte
 	argsOff            int64
 	scope              string
@@ -905,9 +928,12 @@ func (p *parser) event(raw []byte, start int64) error {
 	if !f.hasTid {
 		f.tid = f.pid // a process-level event: its main thread
 	}
+	if f.hasPid {
+		p.proc(f.pid)
+	}
 	if f.phase == "M" {
 		p.metadata(&f)
-		return nil // sort indexes, labels and other metadata are not kept
+		return nil
 	}
 	return p.keep(&f)
 }
@@ -963,6 +989,7 @@ func (f *evFields) valueMember(p *parser, key, v []byte, off int64) error {
 		f.e.dur, err = timeField("dur", v, off)
 	case "pid":
 		f.pid, err = p.idField("pid", v, off)
+		f.hasPid = err == nil
 	case "tid":
 		f.tid, err = p.idField("tid", v, off)
 		f.hasTid = err == nil
@@ -990,14 +1017,30 @@ func (f *evFields) valueMember(p *parser, key, v []byte, off int64) error {
 	return err
 }
 
-// metadata applies an M event: process and thread names.
+// metadata applies an M event: process names, labels and sort indexes,
+// thread names and sort indexes. Other metadata is not kept.
 func (p *parser) metadata(f *evFields) {
-	var name string
+	var name, labels string
+	var sort int64
+	hasSort := false
 	if f.argsRaw != nil {
 		it := objIter{b: f.argsRaw}
 		for it.next() {
-			if unquote(it.key) == "name" && it.val[0] == '"' {
-				name = truncate(unquote(it.val), maxName)
+			switch unquote(it.key) {
+			case "name":
+				if it.val[0] == '"' {
+					name = truncate(unquote(it.val), maxName)
+				}
+			case "labels":
+				if it.val[0] == '"' {
+					labels = truncate(unquote(it.val), maxString)
+				}
+			case "sort_index":
+				if n, ok := argInt(p.arg("", it.val)); ok {
+					sort, hasSort = n, true
+				} else if a := p.arg("", it.val); a.Kind == event.ArgFloat && a.Float() == math.Trunc(a.Float()) && math.Abs(a.Float()) < 1<<62 {
+					sort, hasSort = int64(a.Float()), true
+				}
 			}
 		}
 	}
@@ -1005,8 +1048,27 @@ func (p *parser) metadata(f *evFields) {
 	case "process_name":
 		p.thread(f.pid, f.tid)
 		p.procs[f.pid].name = name
+	case "process_labels":
+		// As the Chrome trace viewer does: split at commas, each label
+		// once.
+		pi := p.proc(f.pid)
+		for _, l := range strings.Split(labels, ",") {
+			if !slices.Contains(pi.labels, l) && len(pi.labels) < maxArgs {
+				pi.labels = append(pi.labels, truncate(l, maxName))
+			}
+		}
+	case "process_sort_index":
+		if hasSort {
+			pi := p.proc(f.pid)
+			pi.sort, pi.sorted = sort, true
+		}
 	case "thread_name":
 		p.threads[p.thread(f.pid, f.tid)].name = name
+	case "thread_sort_index":
+		if hasSort {
+			t := &p.threads[p.thread(f.pid, f.tid)]
+			t.sort, t.sorted = sort, true
+		}
 	}
 }
 
@@ -1107,6 +1169,16 @@ func (p *parser) otherData(v []byte) {
 			if n, err := strconv.ParseInt(string(val), 10, 64); err == nil && n > 0 {
 				p.other.dropped = n
 			}
+		case "program_pids":
+			var elems []json.RawMessage
+			if val[0] == '[' && json.Unmarshal(val, &elems) == nil {
+				p.other.programPIDs, p.other.hasProgramPIDs = nil, true
+				for _, e := range elems {
+					if id, err := p.idField("program_pids", e, 0); err == nil && len(p.other.programPIDs) < 1<<10 {
+						p.other.programPIDs = append(p.other.programPIDs, id)
+					}
+				}
+			}
 		case "start_unix_ns":
 			if val[0] == '"' {
 				val = val[1 : len(val)-1]
@@ -1125,6 +1197,8 @@ func (p *parser) otherData(v []byte) {
 // track of async events with one (pid, cat, name, id).
 type lane struct {
 	name     string
+	pid      procID // the process it belongs to
+	thread   int    // index into parser.threads; -1 for async lanes
 	tid      int64
 	first    int
 	async    bool
@@ -1202,6 +1276,7 @@ type builder struct {
 	strIDs    map[string]int64
 	nextID    int64
 	marks     metatext.Collector // devprof's warnings, notes and drops
+	pids      []procID           // the file's pids in order of first use
 }
 
 func (b *builder) rel(ts int64) int64 { return ts - b.origin }
@@ -1209,7 +1284,7 @@ func (b *builder) rel(ts int64) int64 { return ts - b.origin }
 // num returns the number of a pid or tid: a string one gets a number past
 // every numeric id of the file, in order of first use.
 func (b *builder) num(id procID) int64 {
-	if id.s == "" {
+	if !id.str {
 		return id.n
 	}
 	if n, ok := b.strIDs[id.s]; ok {
@@ -1217,12 +1292,17 @@ func (b *builder) num(id procID) int64 {
 	}
 	if b.strIDs == nil {
 		b.strIDs = map[string]int64{}
-		for _, t := range b.p.threads {
-			for _, x := range []procID{t.pid, t.tid} {
-				if x.s == "" && x.n >= b.nextID && x.n < math.MaxInt64 {
-					b.nextID = x.n + 1
-				}
+		next := func(x procID) {
+			if !x.str && x.n >= b.nextID && x.n < math.MaxInt64 {
+				b.nextID = x.n + 1
 			}
+		}
+		for _, t := range b.p.threads {
+			next(t.pid)
+			next(t.tid)
+		}
+		for pid := range b.p.procs {
+			next(pid)
 		}
 		b.nextID = max(b.nextID, 1)
 	}
@@ -1247,13 +1327,13 @@ func (b *builder) threadLane(ti int32) int {
 		t.lane = len(b.lanes)
 		name := t.name
 		if name == "" {
-			if t.tid.s != "" {
+			if t.tid.str && t.tid.s != "" {
 				name = t.tid.s
 			} else {
 				name = "tid " + t.tid.String()
 			}
 		}
-		b.lanes = append(b.lanes, lane{name: name, tid: b.num(t.tid), first: t.first})
+		b.lanes = append(b.lanes, lane{name: name, pid: t.pid, thread: int(ti), tid: b.num(t.tid), first: t.first})
 	}
 	return t.lane
 }
@@ -1267,7 +1347,7 @@ func (b *builder) asyncLane(e *ev) int {
 	li, ok := b.asyncs[k]
 	if !ok {
 		li = len(b.lanes)
-		b.lanes = append(b.lanes, lane{name: e.name, first: e.seq, async: true})
+		b.lanes = append(b.lanes, lane{name: e.name, pid: b.p.threads[e.thread].pid, thread: -1, first: e.seq, async: true})
 		b.asyncs[k] = li
 	}
 	if e.ph == 'b' {
@@ -1399,6 +1479,19 @@ func (p *parser) build() *event.Snapshot {
 		asyncs:    map[asyncKey]int{},
 		lastAsync: map[asyncID]int{},
 		flowNums:  map[string]uint64{},
+	}
+	b.pids = make([]procID, 0, len(p.procs))
+	for id := range p.procs {
+		b.pids = append(b.pids, id)
+	}
+	slices.SortFunc(b.pids, func(x, y procID) int {
+		if c := cmp.Compare(p.procs[x].first, p.procs[y].first); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(x.n, y.n), cmp.Compare(x.s, y.s), cmp.Compare(boolInt(x.str), boolInt(y.str)))
+	})
+	for _, id := range b.pids { // string pids are numbered first, in order of first use
+		b.num(id)
 	}
 	if len(p.events) > 0 {
 		b.origin = p.minTS
@@ -1629,6 +1722,7 @@ func readerWarning(code, text string) event.Warning {
 
 func (b *builder) emit() *event.Snapshot {
 	bl := event.NewBuilder(b.meta())
+	b.emitProcesses(bl)
 	b.emitMarks(bl)
 	b.emitSpans(bl)
 	b.emitInstants(bl)
@@ -1649,11 +1743,18 @@ func (b *builder) meta() event.Meta {
 			best, bestID = pi, id
 		}
 	}
+	if b.p.other.hasProgramPIDs && len(b.p.other.programPIDs) > 0 {
+		bestID = b.p.other.programPIDs[0]
+		best = p.procs[bestID]
+		if best == nil {
+			best = &procInfo{}
+		}
+	}
 	if best != nil {
 		meta.PID, meta.Program = int(b.num(bestID)), best.name
 		switch {
 		case meta.Program != "":
-		case bestID.s != "":
+		case bestID.str && bestID.s != "":
 			meta.Program = bestID.s
 		default:
 			meta.Program = "pid " + bestID.String()
@@ -1663,6 +1764,32 @@ func (b *builder) meta() event.Meta {
 	meta.Start = event.ClockAnchor{Mono: 0, Boot: start, Wall: start}
 	meta.Stop = event.ClockAnchor{Mono: b.stop, Boot: satAdd(start, b.stop), Wall: satAdd(start, b.stop)}
 	return meta
+}
+
+// emitProcesses adds the file's processes, in the order they first
+// appear. A file devprof wrote keeps the recording program's threads (its
+// own and its devices') in the program's process, Meta; any other file has
+// every pid as a process of its own, pid 0 included, and a string pid
+// numbered past every numeric one with its string as the label.
+func (b *builder) emitProcesses(bl *event.Builder) {
+	p := b.p
+	for _, id := range b.pids {
+		pi := p.procs[id]
+		if p.other.hasStartNS && (!p.other.hasProgramPIDs || slices.Contains(p.other.programPIDs, id)) {
+			continue // the program's
+		}
+		pi.num = bl.Process(event.Process{
+			PID: b.num(id), Label: id.s, IsLabel: id.str,
+			Name: pi.name, Labels: pi.labels, SortIndex: pi.sort, Sorted: pi.sorted,
+		})
+	}
+}
+
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // emitMarks adds the warnings, notes and drops devprof's marker instants
@@ -1691,7 +1818,12 @@ func (b *builder) emitSpans(bl *event.Builder) {
 	}
 	for _, li := range order {
 		if l := &b.lanes[li]; len(l.spans) > 0 || used[li] {
-			l.track = bl.Track(event.Track{Kind: event.TrackHostThread, ID: l.tid, Name: l.name})
+			tk := event.Track{Kind: event.TrackHostThread, ID: l.tid, Name: l.name, Process: b.p.proc(l.pid).num}
+			if l.thread >= 0 {
+				t := &b.p.threads[l.thread]
+				tk.SortIndex, tk.Sorted = t.sort, t.sorted
+			}
+			l.track = bl.Track(tk)
 		}
 	}
 	for _, li := range order {

@@ -499,9 +499,9 @@ span T1 "x" 500..1500 parent="b"@0
 	  {"ph":"X","name":"a","pid":"renderer","tid":"main","ts":1,"dur":1},
 	  {"ph":"X","name":"b","pid":"renderer","tid":"io","ts":1,"dur":1},
 	  {"ph":"X","name":"c","pid":"7","tid":"8","ts":1,"dur":1}]`,
-	want: `meta host="" pid=11 program="renderer" dropped=0 max=0 wall=0 stop=1000
-track 1 "CrRendererMain" tid=9
-track 2 "io" tid=10
+	want: `meta host="" pid=9 program="renderer" dropped=0 max=0 wall=0 stop=1000
+track 1 "CrRendererMain" tid=10
+track 2 "io" tid=11
 track 3 "tid 8" tid=8
 span T1 "a" 0..1000
 span T2 "b" 0..1000
@@ -678,7 +678,7 @@ warn chrome: the event array has no closing bracket (the trace may have been cut
 	  {"ph":"X","name":"no-ts","pid":1,"tid":1},
 	  {"ph":"XX","ts":1},
 	  {"name":"no phase"}]`,
-	want: `meta host="" pid=0 program="" dropped=0 max=0 wall=0 stop=0
+	want: `meta host="" pid=1 program="pid 1" dropped=0 max=0 wall=0 stop=0
 warn chrome: skipped 5 events with unsupported phases: "(none)" ×1, "O" ×2, "P" ×1, "XX" ×1
 warn chrome: skipped 1 events without a timestamp
 `,

@@ -1,0 +1,97 @@
+package chrome
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/devprof/devprof/event"
+)
+
+// dumpProcs describes the processes of a snapshot and the threads under
+// each, one line each.
+func dumpProcs(s *event.Snapshot) string {
+	var b strings.Builder
+	for i, p := range s.Processes {
+		fmt.Fprintf(&b, "proc %d pid=%d", i+1, p.PID)
+		if p.IsLabel {
+			fmt.Fprintf(&b, " label=%q", p.Label)
+		}
+		fmt.Fprintf(&b, " name=%q", p.Name)
+		if len(p.Labels) > 0 {
+			fmt.Fprintf(&b, " labels=%q", p.Labels)
+		}
+		if p.Sorted {
+			fmt.Fprintf(&b, " sort=%d", p.SortIndex)
+		}
+		b.WriteString("\n")
+	}
+	for i, t := range s.Tracks {
+		fmt.Fprintf(&b, "track %d proc=%d %q tid=%d", i+1, t.Process, t.Name, t.ID)
+		if t.Sorted {
+			fmt.Fprintf(&b, " sort=%d", t.SortIndex)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func TestReadProcesses(t *testing.T) {
+	for _, c := range []struct{ name, in, want string }{{
+		name: "numeric, zero and string pids",
+		in: `[{"ph":"M","name":"process_name","pid":7,"args":{"name":"browser"}},
+		  {"ph":"M","name":"process_labels","pid":7,"args":{"labels":"a,b,a"}},
+		  {"ph":"M","name":"process_labels","pid":7,"args":{"labels":"c"}},
+		  {"ph":"M","name":"process_sort_index","pid":7,"args":{"sort_index":-3}},
+		  {"ph":"M","name":"thread_name","pid":7,"tid":2,"args":{"name":"main"}},
+		  {"ph":"M","name":"thread_sort_index","pid":7,"tid":2,"args":{"sort_index":5}},
+		  {"ph":"X","name":"a","pid":7,"tid":2,"ts":0,"dur":1},
+		  {"ph":"X","name":"k","pid":0,"tid":13,"ts":0,"dur":1},
+		  {"ph":"X","name":"s","pid":"Spans","tid":"PyTorch Profiler","ts":0,"dur":1},
+		  {"ph":"i","s":"g","name":"g","pid":"","tid":"","ts":1},
+		  {"ph":"i","name":"t","pid":"","tid":3,"ts":1},
+		  {"ph":"O","name":"snapshot","pid":9,"id":1,"ts":1},
+		  {"ph":"M","name":"process_name","pid":9,"args":{"name":"only snapshots"}}]`,
+		want: `proc 1 pid=7 name="browser" labels=["a" "b" "c"] sort=-3
+proc 2 pid=0 name=""
+proc 3 pid=14 label="Spans" name=""
+proc 4 pid=15 label="" name=""
+proc 5 pid=9 name="only snapshots"
+track 1 proc=1 "main" tid=2 sort=5
+track 2 proc=2 "tid 13" tid=13
+track 3 proc=3 "PyTorch Profiler" tid=16
+track 4 proc=4 "tid 3" tid=3
+`,
+	}, {
+		name: "devprof's own file keeps its program as Meta",
+		in: `{"traceEvents":[{"ph":"M","name":"process_name","pid":42,"tid":0,"args":{"name":"prog"}},
+		  {"ph":"M","name":"process_name","pid":43,"tid":0,"args":{"name":"GPU 0"}},
+		  {"ph":"X","pid":42,"tid":1,"ts":5,"dur":1,"name":"train"},
+		  {"ph":"X","pid":43,"tid":2,"ts":5,"dur":1,"name":"kernel"}],
+		  "otherData":{"host":"h1","start_unix_ns":1700000000000000000}}`,
+		want: `track 1 proc=0 "tid 1" tid=1
+track 2 proc=0 "tid 2" tid=2
+`,
+	}, {
+		name: "devprof's file naming its program's pids",
+		in: `{"traceEvents":[{"ph":"M","name":"process_name","pid":42,"tid":0,"args":{"name":"prog"}},
+		  {"ph":"M","name":"process_name","pid":43,"tid":0,"args":{"name":"GPU 0"}},
+		  {"ph":"M","name":"process_name","pid":"x","tid":0,"args":{"name":"other"}},
+		  {"ph":"X","pid":42,"tid":1,"ts":5,"dur":1,"name":"train"},
+		  {"ph":"X","pid":43,"tid":2,"ts":5,"dur":1,"name":"kernel"},
+		  {"ph":"X","pid":"x","tid":3,"ts":5,"dur":1,"name":"elsewhere"}],
+		  "otherData":{"host":"h1","start_unix_ns":1700000000000000000,"program_pids":[42,43]}}`,
+		want: `proc 1 pid=44 label="x" name="other"
+track 1 proc=0 "tid 1" tid=1
+track 2 proc=0 "tid 2" tid=2
+track 3 proc=1 "tid 3" tid=3
+`,
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := mustRead(t, []byte(c.in))
+			if got := dumpProcs(s); got != c.want {
+				t.Errorf("got\n%s\nwant\n%s", got, c.want)
+			}
+		})
+	}
+}
