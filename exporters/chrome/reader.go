@@ -60,9 +60,12 @@ func ReadFile(path string) (*event.Snapshot, error) {
 // each (pid, tid) a host-thread track of its process named by its
 // thread_name metadata, ordered by thread_sort_index; a file devprof wrote
 // keeps its recording program's threads in the program's process (Meta).
-// Async
-// events get a track per (pid, cat, name, id); flows become event.ArgFlow
-// arguments. Within a track, a span's parent is the latest-starting span
+// Async events get a track per (pid, cat, name, id). Flows become
+// event.ArgFlow arguments of the slices they bind to by the format's rules
+// (v1 s/t/f keyed by id, cat and name, an id free again after its f; v2
+// bind_id with flow_in/flow_out); a flow with fewer than two ends bound is
+// dropped and counted under DropsFlows, except in a file devprof wrote.
+// Within a track, a span's parent is the latest-starting span
 // that contains it. devprof's own markers (step_num, unfinished, the
 // warning, note and dropped-events instants, otherData) are turned back
 // into what they mark.
@@ -1277,6 +1280,7 @@ type builder struct {
 	nextID    int64
 	marks     metatext.Collector // devprof's warnings, notes and drops
 	pids      []procID           // the file's pids in order of first use
+	oneEnded  int64              // flows dropped for having fewer than two ends
 }
 
 func (b *builder) rel(ts int64) int64 { return ts - b.origin }
@@ -1371,24 +1375,25 @@ func (b *builder) endLane(e *ev) int {
 	return -1
 }
 
-func (b *builder) flowNum(key string, fresh bool) uint64 {
-	if n, ok := b.flowNums[key]; ok && !fresh {
-		return n
-	}
+// freshFlow returns the number of a new flow.
+func (b *builder) freshFlow() uint64 {
 	b.nextFlow++
-	if len(b.flowNums) < 1<<20 {
-		b.flowNums[key] = b.nextFlow
-	}
 	return b.nextFlow
+}
+
+// setFlow makes n the open flow of key (a bound on the map's size keeps a
+// hostile file from costing much: past it, flows get one end).
+func (b *builder) setFlow(key string, n uint64) {
+	if _, ok := b.flowNums[key]; ok || len(b.flowNums) < 1<<20 {
+		b.flowNums[key] = n
+	}
 }
 
 // begin adds a span (from X, B or b) to lane li.
 func (b *builder) begin(e *ev, li int, end int64, open bool) int {
 	s := span{name: e.name, start: b.rel(e.ts), end: end, lane: li, parent: -1, seq: e.seq, open: open}
 	s.args = b.spanArgs(&s, e.args)
-	if e.flags&fHasBind != 0 && e.flags&(fFlowIn|fFlowOut) != 0 {
-		addFlow(&s, b.flowNum("v2\x00"+e.bindID, false))
-	}
+	b.flowV2(&s, e)
 	b.spans = append(b.spans, s)
 	return len(b.spans) - 1
 }
@@ -1457,8 +1462,28 @@ func (b *builder) end(e *ev, li int) {
 			s.args = append(s.args, a)
 		}
 	}
-	if e.flags&fHasBind != 0 && e.flags&(fFlowIn|fFlowOut) != 0 {
-		addFlow(s, b.flowNum("v2\x00"+e.bindID, false))
+	b.flowV2(s, e)
+}
+
+// flowV2 binds span s to the flow of e's bind_id, if e has one (flow v2).
+// flow_in continues the flow whose last slice had flow_out; without one
+// it begins a flow of its own (which has one end unless a later flow_in
+// takes it on). A flow_out without flow_in begins a new flow, so ids can
+// be reused once their flow has ended.
+func (b *builder) flowV2(s *span, e *ev) {
+	if e.flags&fHasBind == 0 || e.flags&(fFlowIn|fFlowOut) == 0 {
+		return
+	}
+	key := "v2\x00" + e.bindID
+	n, open := b.flowNums[key]
+	if e.flags&fFlowIn == 0 || !open {
+		n = b.freshFlow()
+	}
+	addFlow(s, n)
+	if e.flags&fFlowOut != 0 {
+		b.setFlow(key, n)
+	} else {
+		delete(b.flowNums, key)
 	}
 }
 
@@ -1516,6 +1541,9 @@ func (p *parser) build() *event.Snapshot {
 	}
 	b.nest()
 	b.bindFlows()
+	if !p.other.hasStartNS {
+		b.dropOneEnded()
+	}
 	b.bindInstants()
 	return b.emit()
 }
@@ -1580,12 +1608,24 @@ func (b *builder) add(e *ev) {
 	case 'C':
 		b.counter(e, t)
 	case 's', 't', 'f':
+		// Flow v1: keyed by (id, cat, name). s begins a flow, t and f
+		// continue the open one, and f ends it, so that an id can be
+		// used again; a t or f with no open flow has a flow of its own.
 		key := "v1\x00" + e.id + "\x00" + e.cat + "\x00" + e.name
+		n, open := b.flowNums[key]
+		if e.ph == 's' || !open {
+			n = b.freshFlow()
+		}
+		if e.ph == 'f' {
+			delete(b.flowNums, key)
+		} else {
+			b.setFlow(key, n)
+		}
 		b.flows = append(b.flows, flow{
 			lane: b.threadLane(e.thread),
 			t:    t,
 			next: e.ph == 'f' && e.flags&fBindEnclosing == 0,
-			num:  b.flowNum(key, e.ph == 's'),
+			num:  n,
 		})
 	}
 }
@@ -1706,6 +1746,37 @@ func (b *builder) bindFlows() {
 	}
 }
 
+// dropOneEnded takes out the flows bound to fewer than two slices, which
+// no viewer could draw, and counts them (builder.oneEnded). A file devprof
+// wrote keeps them: there a flow with one end is the recording's own, its
+// other end perhaps in another trace.
+func (b *builder) dropOneEnded() {
+	ends := make(map[uint64]int, b.nextFlow)
+	for i := range b.spans {
+		for _, a := range b.spans[i].args {
+			if a.Kind == event.ArgFlow {
+				ends[a.Num]++
+			}
+		}
+	}
+	complete := 0
+	for _, n := range ends {
+		if n >= 2 {
+			complete++
+		}
+	}
+	b.oneEnded = int64(b.nextFlow) - int64(complete)
+	if b.oneEnded == 0 {
+		return
+	}
+	for i := range b.spans {
+		s := &b.spans[i]
+		if slices.ContainsFunc(s.args, func(a event.Arg) bool { return a.Kind == event.ArgFlow && ends[a.Num] < 2 }) {
+			s.args = slices.DeleteFunc(s.args, func(a event.Arg) bool { return a.Kind == event.ArgFlow && ends[a.Num] < 2 })
+		}
+	}
+}
+
 func (b *builder) bindInstants() {
 	for i := range b.instants {
 		in := &b.instants[i]
@@ -1714,6 +1785,11 @@ func (b *builder) bindInstants() {
 		}
 	}
 }
+
+// DropsFlows is the drop source (event.Meta.AddDrops) under which Read
+// counts the flows of a file that it dropped for having fewer than two
+// ends bound to slices: flows whose other end the file does not hold.
+const DropsFlows = "chrome flows"
 
 // readerWarning is a warning of the reader's own.
 func readerWarning(code, text string) event.Warning {
@@ -1903,6 +1979,10 @@ func (b *builder) warn(bl *event.Builder) {
 	warn(b.tooDeep, "too_deep", fmt.Sprintf("chrome: ignored %%d slices nested more than %d deep", maxOpen))
 	warn(b.noValue, "counter_without_value", "chrome: skipped %d counter events without numeric values")
 	warn(b.unbound, "unbound_flow", "chrome: %d flow events had no slice to bind to")
+	if b.oneEnded > 0 {
+		bl.AddDrops(DropsFlows, b.oneEnded)
+		bl.Warn(readerWarning("one_ended_flows", fmt.Sprintf("chrome: dropped %d flows with fewer than two ends bound to slices (of %d in the file)", b.oneEnded, b.nextFlow)))
+	}
 	warn(p.argsLost, "args_lost", fmt.Sprintf("chrome: dropped %%d arguments beyond %d on one event", maxArgs))
 	if p.missingBracket {
 		bl.Warn(readerWarning("truncated", "chrome: the event array has no closing bracket (the trace may have been cut short)"))

@@ -231,3 +231,47 @@ func TestReadKinetoProcesses(t *testing.T) {
 		t.Errorf("%d tracks, want 4", len(s.Tracks))
 	}
 }
+
+// TestReadKinetoFlows checks PyTorch's flows (v1, "s" and "f" with "bp":"e",
+// from a CPU launch to its GPU kernel): the file holds 2,500 ids with both
+// ends and 5,501 with one (5,000 "f" alone, 501 "s" alone, counted from the
+// file with a script); the reader keeps the first, each bound to one slice
+// of the Python process and one of the GPU's, and drops and counts the
+// rest.
+func TestReadKinetoFlows(t *testing.T) {
+	s, err := ReadFile(realKineto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends := map[uint64][]int64{} // flow → PIDs of the slices it binds
+	for _, r := range s.Events {
+		for _, a := range s.Args(r) {
+			if a.Kind == event.ArgFlow {
+				tk, _ := s.TrackOf(r)
+				ends[a.Num] = append(ends[a.Num], s.ProcessOf(tk).PID)
+			}
+		}
+	}
+	if len(ends) != 2500 {
+		t.Errorf("%d flows, want 2500", len(ends))
+	}
+	for n, pids := range ends {
+		if len(pids) != 2 || pids[0] == pids[1] {
+			t.Errorf("flow %d binds slices of pids %v, want one of 620 and one of 0", n, pids)
+			break
+		}
+	}
+	if got := s.Meta.Dropped(); got != 5501 {
+		t.Errorf("%d dropped, want 5501 one-ended flows", got)
+	}
+	if len(s.Meta.Drops) != 1 || s.Meta.Drops[0].Source != DropsFlows {
+		t.Errorf("drops %+v, want one source %q", s.Meta.Drops, DropsFlows)
+	}
+	found := false
+	for _, w := range s.Meta.Warnings {
+		found = found || w.Code == "one_ended_flows" && strings.Contains(w.Text, "dropped 5501 flows")
+	}
+	if !found {
+		t.Errorf("no warning for the one-ended flows: %+v", s.Meta.Warnings)
+	}
+}
