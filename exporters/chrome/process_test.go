@@ -2,6 +2,8 @@ package chrome
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,5 +95,80 @@ track 3 proc=1 "tid 3" tid=3
 				t.Errorf("got\n%s\nwant\n%s", got, c.want)
 			}
 		})
+	}
+}
+
+// shape summarizes what a round trip must keep: the processes (pid or
+// label, name, labels, order), the threads of each by name and order,
+// and the number of flows with two ends or more.
+func shape(s *event.Snapshot) (procs []string, threads map[string]int, flows int) {
+	for _, p := range s.Processes {
+		procs = append(procs, procKey(p)+fmt.Sprintf(" %q %q %v/%d", p.Name, p.Labels, p.Sorted, p.SortIndex))
+	}
+	threads = map[string]int{}
+	for _, t := range s.Tracks {
+		key := procKey(s.ProcessOf(t)) + "/" + t.Name
+		if t.Sorted {
+			key += fmt.Sprintf(" sort %d", t.SortIndex)
+		}
+		threads[key]++
+	}
+	ends := map[uint64]int{}
+	for _, r := range s.Events {
+		for _, a := range s.Args(r) {
+			if a.Kind == event.ArgFlow {
+				ends[a.Num]++
+			}
+		}
+	}
+	for _, n := range ends {
+		if n >= 2 {
+			flows++
+		}
+	}
+	return procs, threads, flows
+}
+
+func procKey(p event.Process) string {
+	if p.IsLabel {
+		return fmt.Sprintf("%q", p.Label)
+	}
+	return fmt.Sprint(p.PID)
+}
+
+// checkRoundTrip writes s as Chrome JSON, reads it back and checks that
+// the processes, threads and flows are the same.
+func checkRoundTrip(t *testing.T, s *event.Snapshot) *event.Snapshot {
+	t.Helper()
+	got := mustRead(t, encode(t, s))
+	wp, wt, wf := shape(s)
+	gp, gt, gf := shape(got)
+	if !slices.Equal(gp, wp) {
+		t.Errorf("processes\n%q\nwant\n%q", gp, wp)
+	}
+	if !maps.Equal(gt, wt) {
+		t.Errorf("threads\n%v\nwant\n%v", gt, wt)
+	}
+	if gf != wf {
+		t.Errorf("%d flows, want %d", gf, wf)
+	}
+	if got.Meta.PID != s.Meta.PID || got.Meta.Program != s.Meta.Program {
+		t.Errorf("meta pid %d program %q, want %d %q", got.Meta.PID, got.Meta.Program, s.Meta.PID, s.Meta.Program)
+	}
+	return got
+}
+
+// TestRoundTripKineto converts PyTorch's trace to Chrome JSON and back.
+func TestRoundTripKineto(t *testing.T) {
+	s, err := ReadFile(realKineto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := checkRoundTrip(t, s)
+	if len(got.Processes) != 21 {
+		t.Errorf("%d processes, want 21", len(got.Processes))
+	}
+	if _, _, f := shape(got); f != 2500 {
+		t.Errorf("%d flows, want 2500", f)
 	}
 }

@@ -196,6 +196,10 @@ type otherData struct {
 	// program's; the file's other pids are processes of their own.
 	programPIDs    []procID
 	hasProgramPIDs bool
+	// pid and program are Meta's, as devprof's writer wrote them.
+	pid     int64
+	program string
+	hasPID  bool
 }
 
 type parser struct {
@@ -1172,6 +1176,14 @@ func (p *parser) otherData(v []byte) {
 			if n, err := strconv.ParseInt(string(val), 10, 64); err == nil && n > 0 {
 				p.other.dropped = n
 			}
+		case "pid":
+			if n, err := strconv.ParseInt(string(val), 10, 64); err == nil {
+				p.other.pid, p.other.hasPID = n, true
+			}
+		case "program":
+			if val[0] == '"' {
+				p.other.program = truncate(unquote(val), maxName)
+			}
 		case "program_pids":
 			var elems []json.RawMessage
 			if val[0] == '[' && json.Unmarshal(val, &elems) == nil {
@@ -1819,14 +1831,9 @@ func (b *builder) meta() event.Meta {
 			best, bestID = pi, id
 		}
 	}
-	if b.p.other.hasProgramPIDs && len(b.p.other.programPIDs) > 0 {
-		bestID = b.p.other.programPIDs[0]
-		best = p.procs[bestID]
-		if best == nil {
-			best = &procInfo{}
-		}
-	}
-	if best != nil {
+	if p.other.hasPID && p.other.hasStartNS {
+		meta.PID, meta.Program = int(p.other.pid), p.other.program
+	} else if best != nil {
 		meta.PID, meta.Program = int(b.num(bestID)), best.name
 		switch {
 		case meta.Program != "":
