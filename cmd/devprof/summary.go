@@ -39,9 +39,16 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	table := spanstats.Compute(spansOf(s))
+	table := spanstats.Compute(spansOf(s, -1))
 	if err := table.Sort(*sortBy); err != nil {
 		return err
+	}
+	groups := processGroups(s)
+	for i := range groups {
+		groups[i].table = spanstats.Compute(spansOf(s, groups[i].process))
+		if err := groups[i].table.Sort(*sortBy); err != nil {
+			return err
+		}
 	}
 	instants, counters := 0, 0
 	for _, r := range s.Events {
@@ -53,7 +60,7 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *asJSON {
-		return writeJSON(stdout, path, f, s, table, instants, counters)
+		return writeJSON(stdout, path, f, s, table, groups, instants, counters)
 	}
 	fmt.Fprintf(stdout, "%s (%s): %s on %s, %s, %s\n", path, f.Display, plural(int64(table.Spans), "span"), plural(int64(table.Tracks), "row"),
 		plural(int64(instants), "instant"), plural(int64(counters), "counter sample"))
@@ -67,10 +74,81 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "note: %s\n", n.Text)
 	}
 	fmt.Fprintln(stdout)
-	if err := table.Write(stdout, *top); err != nil {
-		return err
+	if len(groups) < 2 {
+		if err := table.Write(stdout, *top); err != nil {
+			return err
+		}
+	}
+	for i, g := range groups {
+		if len(groups) < 2 {
+			break
+		}
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		fmt.Fprintf(stdout, "process %s: %s on %s\n", g.label, plural(int64(g.table.Spans), "span"), plural(int64(g.table.Tracks), "row"))
+		if err := g.table.Write(stdout, *top); err != nil {
+			return err
+		}
 	}
 	return writeDeviceCounters(stdout, s)
+}
+
+// procGroup is one process's share of a summary: its spans' table.
+type procGroup struct {
+	process int // Track.Process: 0 for the recording program
+	pid     int64
+	pidText string // the pid as the trace wrote it (a number or a quoted label)
+	name    string
+	label   string // how the text summary names it: pid and name
+	table   *spanstats.Table
+}
+
+// processGroups returns the processes whose rows hold spans, the
+// program's first and then in Snapshot.Processes order, when there are
+// several; a trace of one process gives one group or none.
+func processGroups(s *event.Snapshot) []procGroup {
+	l := s.Layout()
+	seen := map[int]bool{}
+	for ri := range l.Rows {
+		if len(l.Rows[ri].Spans) > 0 {
+			seen[rowProcess(s, &l.Rows[ri])] = true
+		}
+	}
+	var out []procGroup
+	for n := 0; n <= len(s.Processes); n++ {
+		if !seen[n] {
+			continue
+		}
+		var p event.Process
+		if n == 0 {
+			p = event.Process{PID: int64(s.Meta.PID), Name: s.Meta.Program}
+		} else {
+			p = s.Processes[n-1]
+		}
+		g := procGroup{process: n, pid: p.PID, pidText: fmt.Sprint(p.PID), name: p.Name}
+		if p.IsLabel {
+			g.pidText = fmt.Sprintf("%q", p.Label)
+		}
+		g.label = g.pidText
+		if p.Name != "" {
+			g.label += " (" + p.Name + ")"
+		}
+		if len(p.Labels) > 0 {
+			g.label += " [" + strings.Join(p.Labels, ", ") + "]"
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// rowProcess returns the process a layout row belongs to (Track.Process):
+// 0, the program's, for lanes and device tracks.
+func rowProcess(s *event.Snapshot, row *event.Row) int {
+	if t, ok := s.Track(row); ok && t.Kind == event.TrackHostThread {
+		return t.Process
+	}
+	return 0
 }
 
 // jsonSummary is what summary -json prints: a stable shape for scripts,
@@ -90,6 +168,18 @@ type jsonSummary struct {
 	Notes          []jsonWarning `json:"notes"` // notes have no code
 	Table          []jsonRow     `json:"table"`
 	DeviceCounters []jsonCounter `json:"device_counters"`
+	// Processes splits the table by process when the trace has several.
+	Processes []jsonProcess `json:"processes,omitempty"`
+}
+
+// jsonProcess is one process's part of summary -json.
+type jsonProcess struct {
+	PID   int64     `json:"pid"`
+	Label *string   `json:"label,omitempty"` // a string pid as the trace wrote it
+	Name  string    `json:"name"`
+	Spans int       `json:"spans"`
+	Rows  int       `json:"rows"`
+	Table []jsonRow `json:"table"`
 }
 
 type jsonDrops struct {
@@ -124,7 +214,7 @@ type jsonCounter struct {
 	Max        float64 `json:"max"`
 }
 
-func writeJSON(w io.Writer, path string, f *formats.Format, s *event.Snapshot, t *spanstats.Table, instants, counters int) error {
+func writeJSON(w io.Writer, path string, f *formats.Format, s *event.Snapshot, t *spanstats.Table, groups []procGroup, instants, counters int) error {
 	// Empty lists print as [], not null, so scripts can iterate them as
 	// they are.
 	out := jsonSummary{
@@ -143,8 +233,16 @@ func writeJSON(w io.Writer, path string, f *formats.Format, s *event.Snapshot, t
 	for _, x := range s.Meta.Notes {
 		out.Notes = append(out.Notes, jsonWarning{Source: x.Source, Text: x.Text})
 	}
-	for _, r := range t.Rows {
-		out.Table = append(out.Table, jsonRow{r.Name, r.Count, int64(r.Total), int64(r.Self), int64(r.Mean), int64(r.Min), int64(r.Max)})
+	out.Table = jsonRows(t)
+	for _, g := range groups {
+		if len(groups) < 2 {
+			break
+		}
+		jp := jsonProcess{PID: g.pid, Name: g.name, Spans: g.table.Spans, Rows: g.table.Tracks, Table: jsonRows(g.table)}
+		if g.process > 0 && s.Processes[g.process-1].IsLabel {
+			jp.Label = &s.Processes[g.process-1].Label
+		}
+		out.Processes = append(out.Processes, jp)
 	}
 	for _, c := range deviceCounters(s) {
 		out.DeviceCounters = append(out.DeviceCounters, jsonCounter{c.device, c.deviceName, c.name, c.unit, c.n, c.min, c.mean, c.max})
@@ -152,6 +250,15 @@ func writeJSON(w io.Writer, path string, f *formats.Format, s *event.Snapshot, t
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// jsonRows returns the rows of a table for -json ([] when empty).
+func jsonRows(t *spanstats.Table) []jsonRow {
+	out := []jsonRow{}
+	for _, r := range t.Rows {
+		out = append(out, jsonRow{r.Name, r.Count, int64(r.Total), int64(r.Self), int64(r.Mean), int64(r.Min), int64(r.Max)})
+	}
+	return out
 }
 
 // counterStat is one device counter series over the trace.
@@ -219,11 +326,15 @@ func number(v float64) string {
 
 // spansOf flattens the layout of s for spanstats: a span's track is its
 // row, and its parent the span directly above it on that row, so self time
-// subtracts only nested work, not work running beside it.
-func spansOf(s *event.Snapshot) []spanstats.Span {
+// subtracts only nested work, not work running beside it. With process
+// >= 0, only the rows of that process (Track.Process) count.
+func spansOf(s *event.Snapshot, process int) []spanstats.Span {
 	l := s.Layout()
 	var out []spanstats.Span
 	for ri := range l.Rows {
+		if process >= 0 && rowProcess(s, &l.Rows[ri]) != process {
+			continue
+		}
 		var stack []int // indexes into out
 		for _, p := range l.Rows[ri].Spans {
 			if t, ok := s.TrackOf(p.Record); ok && t.Kind == event.TrackMemory {

@@ -4,8 +4,11 @@
 // streams <host>.trace.json.gz.
 //
 // Spans are complete ("X") events on the rows of the host layout, shown as
-// threads of the program's process; instants are "i" events; counters are
-// "C" events; process and thread names are "M" metadata events. Times are
+// threads of the program's process, or of their own process
+// (event.Process: its pid, numeric or the string label the source had,
+// with process_name, process_labels and process_sort_index metadata);
+// instants are "i" events; counters are "C" events; process and thread
+// names and sort indexes are "M" metadata events. Times are
 // microseconds with nanosecond precision, relative to the session start.
 //
 // Device activity is on threads of one process per device ("GPU <n>"),
@@ -25,6 +28,7 @@ import (
 	"encoding/json"
 	"io"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/devprof/devprof/event"
@@ -84,10 +88,10 @@ func (j *jw) begin() {
 }
 
 // counter writes one counter sample ("C") on process pid.
-func (j *jw) counter(r *event.Record, pid int) {
+func (j *jw) counter(r *event.Record, pid pidTok) {
 	j.begin()
 	j.b = append(j.b, `{"ph":"C","pid":`...)
-	j.b = strconv.AppendInt(j.b, int64(pid), 10)
+	j.b = append(j.b, pid...)
 	j.b = append(j.b, `,"ts":`...)
 	j.b = j.us(j.b, r.Start)
 	j.b = append(j.b, `,"name":`...)
@@ -104,18 +108,56 @@ func (j *jw) counter(r *event.Record, pid int) {
 	j.flush()
 }
 
+// pidTok is a pid as JSON text: a number, or a quoted string label.
+type pidTok string
+
+func numPID(n int64) pidTok { return pidTok(strconv.FormatInt(n, 10)) }
+
+// processPIDs returns the pid of each of s's processes (Snapshot.Processes),
+// numeric or its label, and the greatest numeric pid of the program and
+// those processes; it tells whether the program's pid is one of theirs.
+func processPIDs(s *event.Snapshot) (pids []pidTok, maxPID int64, shared bool) {
+	maxPID = int64(s.Meta.PID)
+	for _, p := range s.Processes {
+		if p.IsLabel {
+			pids = append(pids, pidTok(appendString(nil, p.Label)))
+			continue
+		}
+		pids = append(pids, numPID(p.PID))
+		maxPID = max(maxPID, p.PID)
+		shared = shared || p.PID == int64(s.Meta.PID)
+	}
+	return pids, maxPID, shared
+}
+
 func (j *jw) write() {
 	l := j.s.Layout()
-	pid := j.m.PID
+	pid := numPID(int64(j.m.PID))
+	procPIDs, maxPID, shared := processPIDs(j.s)
+	var programPIDs []pidTok // the pids of the program's threads, for the reader
 	j.b = append(j.b, `{"displayTimeUnit":"ns","traceEvents":[`...)
 	j.first = true
-	j.meta("process_name", pid, 0, j.m.Program)
+	if !shared {
+		j.meta("process_name", pid, 0, j.m.Program)
+		programPIDs = append(programPIDs, pid)
+	}
+	// Every other process with its own pid, name, labels and order.
+	for k, p := range j.s.Processes {
+		j.meta("process_name", procPIDs[k], 0, p.Name)
+		if len(p.Labels) > 0 {
+			j.metaArg("process_labels", procPIDs[k], "labels", appendString(nil, strings.Join(p.Labels, ",")))
+		}
+		if p.Sorted {
+			j.metaArg("process_sort_index", procPIDs[k], "sort_index", strconv.AppendInt(nil, p.SortIndex, 10))
+		}
+	}
 	// Device streams are threads, and device counters counters, of one
-	// process per device.
-	devicePID := map[int]int{}
+	// process per device, numbered past every other pid.
+	devicePID := map[int]pidTok{}
 	for k, dev := range l.Devices {
-		p := pid + 1 + k
+		p := numPID(maxPID + 1 + int64(k))
 		devicePID[dev.Device] = p
+		programPIDs = append(programPIDs, p)
 		name := "GPU " + strconv.Itoa(dev.Device)
 		if dev.DeviceName != "" {
 			name += " (" + dev.DeviceName + ")"
@@ -126,8 +168,9 @@ func (j *jw) write() {
 	memory := j.s.MemoryTimelines(memoryTopTags)
 	for _, tl := range memory {
 		if _, ok := devicePID[tl.Device]; !ok && tl.Device >= 0 {
-			p := pid + 1 + len(devicePID)
+			p := numPID(maxPID + 1 + int64(len(devicePID)))
 			devicePID[tl.Device] = p
+			programPIDs = append(programPIDs, p)
 			j.meta("process_name", p, 0, "GPU "+strconv.Itoa(tl.Device))
 		}
 	}
@@ -135,6 +178,7 @@ func (j *jw) write() {
 		row := &l.Rows[i]
 		rowPID := pid
 		memRow := false
+		sortIndex, sorted := int64(i+1), true
 		if t, ok := j.s.Track(row); ok {
 			switch t.Kind {
 			case event.TrackDeviceStream:
@@ -144,10 +188,21 @@ func (j *jw) write() {
 				if p, ok := devicePID[t.Device]; ok {
 					rowPID = p
 				}
+			case event.TrackHostThread:
+				if t.Process > 0 && t.Process <= len(procPIDs) {
+					// A thread of another process keeps its order
+					// only if the source gave one.
+					rowPID, sorted = procPIDs[t.Process-1], false
+				}
+			}
+			if t.Sorted {
+				sortIndex, sorted = t.SortIndex, true
 			}
 		}
 		j.meta("thread_name", rowPID, i+1, row.Name)
-		j.sortIndex(rowPID, i+1)
+		if sorted {
+			j.sortIndex(rowPID, i+1, sortIndex)
+		}
 		for _, sp := range row.Spans {
 			if memRow && sp.End == sp.Start && sp.Finished {
 				j.instant(sp.Record, rowPID, i+1, "t")
@@ -155,7 +210,7 @@ func (j *jw) write() {
 			}
 			j.begin()
 			j.b = append(j.b, `{"ph":"X","pid":`...)
-			j.b = strconv.AppendInt(j.b, int64(rowPID), 10)
+			j.b = append(j.b, rowPID...)
 			j.b = append(j.b, `,"tid":`...)
 			j.b = strconv.AppendInt(j.b, int64(i+1), 10)
 			j.b = append(j.b, `,"ts":`...)
@@ -201,7 +256,7 @@ func (j *jw) write() {
 		}
 		j.begin()
 		j.b = append(j.b, `{"ph":"i","s":"p","pid":`...)
-		j.b = strconv.AppendInt(j.b, int64(pid), 10)
+		j.b = append(j.b, pid...)
 		j.b = append(j.b, `,"ts":`...)
 		j.b = j.us(j.b, at)
 		j.b = append(j.b, `,"name":`...)
@@ -223,16 +278,32 @@ func (j *jw) write() {
 	j.b = strconv.AppendInt(j.b, j.m.Dropped(), 10)
 	j.b = append(j.b, `,"start_unix_ns":`...)
 	j.b = strconv.AppendInt(j.b, j.m.Start.Wall, 10)
+	if len(j.s.Processes) > 0 {
+		// Which pids hold the program's threads, and which process
+		// Meta describes, so that the reader keeps the rest apart.
+		j.b = append(j.b, `,"pid":`...)
+		j.b = strconv.AppendInt(j.b, int64(j.m.PID), 10)
+		j.b = append(j.b, `,"program":`...)
+		j.b = appendString(j.b, j.m.Program)
+		j.b = append(j.b, `,"program_pids":[`...)
+		for k, p := range programPIDs {
+			if k > 0 {
+				j.b = append(j.b, ',')
+			}
+			j.b = append(j.b, p...)
+		}
+		j.b = append(j.b, ']')
+	}
 	j.b = append(j.b, "}}\n"...)
 	j.flush()
 }
 
-func (j *jw) meta(name string, pid, tid int, value string) {
+func (j *jw) meta(name string, pid pidTok, tid int, value string) {
 	j.begin()
 	j.b = append(j.b, `{"ph":"M","name":"`...)
 	j.b = append(j.b, name...)
 	j.b = append(j.b, `","pid":`...)
-	j.b = strconv.AppendInt(j.b, int64(pid), 10)
+	j.b = append(j.b, pid...)
 	j.b = append(j.b, `,"tid":`...)
 	j.b = strconv.AppendInt(j.b, int64(tid), 10)
 	j.b = append(j.b, `,"args":{"name":`...)
@@ -241,24 +312,40 @@ func (j *jw) meta(name string, pid, tid int, value string) {
 	j.flush()
 }
 
-func (j *jw) sortIndex(pid, tid int) {
+// metaArg writes a process metadata event whose one argument, key, has
+// the JSON value v.
+func (j *jw) metaArg(name string, pid pidTok, key string, v []byte) {
 	j.begin()
-	j.b = append(j.b, `{"ph":"M","name":"thread_sort_index","pid":`...)
-	j.b = strconv.AppendInt(j.b, int64(pid), 10)
-	j.b = append(j.b, `,"tid":`...)
-	j.b = strconv.AppendInt(j.b, int64(tid), 10)
-	j.b = append(j.b, `,"args":{"sort_index":`...)
-	j.b = strconv.AppendInt(j.b, int64(tid), 10)
+	j.b = append(j.b, `{"ph":"M","name":"`...)
+	j.b = append(j.b, name...)
+	j.b = append(j.b, `","pid":`...)
+	j.b = append(j.b, pid...)
+	j.b = append(j.b, `,"tid":0,"args":{`...)
+	j.b = appendString(j.b, key)
+	j.b = append(j.b, ':')
+	j.b = append(j.b, v...)
 	j.b = append(j.b, "}}"...)
 	j.flush()
 }
 
-func (j *jw) instant(r *event.Record, pid, tid int, scope string) {
+func (j *jw) sortIndex(pid pidTok, tid int, index int64) {
+	j.begin()
+	j.b = append(j.b, `{"ph":"M","name":"thread_sort_index","pid":`...)
+	j.b = append(j.b, pid...)
+	j.b = append(j.b, `,"tid":`...)
+	j.b = strconv.AppendInt(j.b, int64(tid), 10)
+	j.b = append(j.b, `,"args":{"sort_index":`...)
+	j.b = strconv.AppendInt(j.b, index, 10)
+	j.b = append(j.b, "}}"...)
+	j.flush()
+}
+
+func (j *jw) instant(r *event.Record, pid pidTok, tid int, scope string) {
 	j.begin()
 	j.b = append(j.b, `{"ph":"i","s":"`...)
 	j.b = append(j.b, scope...)
 	j.b = append(j.b, `","pid":`...)
-	j.b = strconv.AppendInt(j.b, int64(pid), 10)
+	j.b = append(j.b, pid...)
 	if scope == "t" {
 		j.b = append(j.b, `,"tid":`...)
 		j.b = strconv.AppendInt(j.b, int64(tid), 10)
@@ -294,7 +381,7 @@ const memoryTopTags = 8
 
 // memoryCounters writes a memory track's counters on process pid: the
 // bytes in use at each event, and its bytes by tag set.
-func (j *jw) memoryCounters(tl *event.MemoryTimeline, pid int) {
+func (j *jw) memoryCounters(tl *event.MemoryTimeline, pid pidTok) {
 	name := j.s.Tracks[tl.Track-1].Name
 	if name == "" {
 		name = "GPU " + strconv.Itoa(tl.Device) + " memory"
@@ -305,7 +392,7 @@ func (j *jw) memoryCounters(tl *event.MemoryTimeline, pid int) {
 	for i, t := range tl.Times {
 		j.begin()
 		j.b = append(j.b, `{"ph":"C","pid":`...)
-		j.b = strconv.AppendInt(j.b, int64(pid), 10)
+		j.b = append(j.b, pid...)
 		j.b = append(j.b, `,"ts":`...)
 		j.b = j.us(j.b, t)
 		j.b = append(j.b, `,"name":`...)
@@ -314,7 +401,7 @@ func (j *jw) memoryCounters(tl *event.MemoryTimeline, pid int) {
 		j.b = strconv.AppendUint(j.b, tl.InUse[i], 10)
 		j.b = append(j.b, "}},\n"...)
 		j.b = append(j.b, `{"ph":"C","pid":`...)
-		j.b = strconv.AppendInt(j.b, int64(pid), 10)
+		j.b = append(j.b, pid...)
 		j.b = append(j.b, `,"ts":`...)
 		j.b = j.us(j.b, t)
 		j.b = append(j.b, `,"name":`...)

@@ -54,10 +54,18 @@ func ReadFile(path string) (*event.Snapshot, error) {
 // the JSON Object Format ({"traceEvents": [...], ...}), and streams the
 // events one at a time. Times are microseconds in the file and become
 // ticks (ns, rounded) relative to the earliest event, or to the session
-// start for a file devprof wrote (otherData.start_unix_ns). Each (pid, tid)
-// becomes a host-thread track named by its thread_name metadata; async
-// events get a track per (pid, cat, name, id); flows become event.ArgFlow
-// arguments. Within a track, a span's parent is the latest-starting span
+// start for a file devprof wrote (otherData.start_unix_ns). Every pid of
+// the file becomes an event.Process (numbered as emitProcesses says) with
+// its process_name, process_labels and process_sort_index metadata, and
+// each (pid, tid) a host-thread track of its process named by its
+// thread_name metadata, ordered by thread_sort_index; a file devprof wrote
+// keeps its recording program's threads in the program's process (Meta).
+// Async events get a track per (pid, cat, name, id). Flows become
+// event.ArgFlow arguments of the slices they bind to by the format's rules
+// (v1 s/t/f keyed by id, cat and name, an id free again after its f; v2
+// bind_id with flow_in/flow_out); a flow with fewer than two ends bound is
+// dropped and counted under DropsFlows, except in a file devprof wrote.
+// Within a track, a span's parent is the latest-starting span
 // that contains it. devprof's own markers (step_num, unfinished, the
 // warning, note and dropped-events instants, otherData) are turned back
 // into what they mark.
@@ -119,14 +127,15 @@ type skipValue struct{}
 func (*skipValue) UnmarshalJSON([]byte) error { return nil }
 
 // procID is a pid or tid: a number, or a string (a non-standard hack that
-// Perfetto accepts and interns).
+// Perfetto accepts and interns; Kineto writes "Spans", "Traces" and "").
 type procID struct {
-	n int64
-	s string // non-empty for a string id
+	n   int64
+	s   string
+	str bool // a string id, s ("" is a string id, distinct from 0)
 }
 
 func (id procID) String() string {
-	if id.s != "" {
+	if id.str {
 		return id.s
 	}
 	return strconv.FormatInt(id.n, 10)
@@ -136,15 +145,21 @@ type threadKey struct{ pid, tid procID }
 
 type threadInfo struct {
 	threadKey
-	name  string // thread_name metadata
-	first int    // seq of the first event that names the thread
-	lane  int    // index into parser.lanes, -1 until something is placed on it
+	name   string // thread_name metadata
+	first  int    // seq of the first event that names the thread
+	lane   int    // index into parser.lanes, -1 until something is placed on it
+	sort   int64  // thread_sort_index metadata, when sorted
+	sorted bool
 }
 
 type procInfo struct {
-	name   string // process_name metadata
+	name   string   // process_name metadata
+	labels []string // process_labels metadata, split at commas
+	sort   int64    // process_sort_index metadata, when sorted
+	sorted bool
 	events int
 	first  int
+	num    int // the event.Process number (Track.Process); 0 for the program
 }
 
 // Event flag bits.
@@ -176,6 +191,15 @@ type otherData struct {
 	dropped    int64
 	startNS    int64
 	hasStartNS bool
+	// programPIDs are the pids devprof's writer wrote the recording
+	// program's threads under (its own and its devices'), first the
+	// program's; the file's other pids are processes of their own.
+	programPIDs    []procID
+	hasProgramPIDs bool
+	// pid and program are Meta's, as devprof's writer wrote them.
+	pid     int64
+	program string
+	hasPID  bool
 }
 
 type parser struct {
@@ -801,10 +825,7 @@ func (p *parser) idField(field string, v []byte, off int64) (procID, error) {
 		if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
 			return procID{n: n}, nil
 		}
-		if s == "" {
-			return procID{}, nil
-		}
-		return procID{s: p.internStr(truncate(s, maxName))}, nil
+		return procID{s: p.internStr(truncate(s, maxName)), str: true}, nil
 	case len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9'):
 		if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
 			return procID{n: n}, nil
@@ -812,7 +833,7 @@ func (p *parser) idField(field string, v []byte, off int64) (procID, error) {
 		if f, err := strconv.ParseFloat(string(v), 64); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<63 {
 			return procID{n: int64(f)}, nil
 		}
-		return procID{s: p.internStr(truncate(string(v), maxName))}, nil
+		return procID{s: p.internStr(truncate(string(v), maxName)), str: true}, nil
 	}
 	return procID{}, fieldError(field, v, "a number or a string", off)
 }
@@ -856,10 +877,19 @@ func (p *parser) thread(pid, tid procID) int32 {
 	i := int32(len(p.threads))
 	p.threads = append(p.threads, threadInfo{threadKey: k, first: p.seq, lane: -1})
 	p.thrIdx[k] = i
-	if p.procs[pid] == nil {
-		p.procs[pid] = &procInfo{first: p.seq}
-	}
+	p.proc(pid)
 	return i
+}
+
+// proc returns the process pid, adding it if new: any event names its
+// process, even one of a phase Read skips.
+func (p *parser) proc(pid procID) *procInfo {
+	pi := p.procs[pid]
+	if pi == nil {
+		pi = &procInfo{first: p.seq}
+		p.procs[pid] = pi
+	}
+	return pi
 }
 
 // evFields is what the members of one event object say, before the event
@@ -869,7 +899,7 @@ type evFields struct {
 	phase              string
 	hasPh, hasTS, full bool
 	pid, tid           procID
-	hasTid             bool
+	hasTid, hasPid     bool
 	argsRaw            []byte
 	argsOff            int64
 	scope              string
@@ -905,9 +935,12 @@ func (p *parser) event(raw []byte, start int64) error {
 	if !f.hasTid {
 		f.tid = f.pid // a process-level event: its main thread
 	}
+	if f.hasPid {
+		p.proc(f.pid)
+	}
 	if f.phase == "M" {
 		p.metadata(&f)
-		return nil // sort indexes, labels and other metadata are not kept
+		return nil
 	}
 	return p.keep(&f)
 }
@@ -963,6 +996,7 @@ func (f *evFields) valueMember(p *parser, key, v []byte, off int64) error {
 		f.e.dur, err = timeField("dur", v, off)
 	case "pid":
 		f.pid, err = p.idField("pid", v, off)
+		f.hasPid = err == nil
 	case "tid":
 		f.tid, err = p.idField("tid", v, off)
 		f.hasTid = err == nil
@@ -990,14 +1024,30 @@ func (f *evFields) valueMember(p *parser, key, v []byte, off int64) error {
 	return err
 }
 
-// metadata applies an M event: process and thread names.
+// metadata applies an M event: process names, labels and sort indexes,
+// thread names and sort indexes. Other metadata is not kept.
 func (p *parser) metadata(f *evFields) {
-	var name string
+	var name, labels string
+	var sort int64
+	hasSort := false
 	if f.argsRaw != nil {
 		it := objIter{b: f.argsRaw}
 		for it.next() {
-			if unquote(it.key) == "name" && it.val[0] == '"' {
-				name = truncate(unquote(it.val), maxName)
+			switch unquote(it.key) {
+			case "name":
+				if it.val[0] == '"' {
+					name = truncate(unquote(it.val), maxName)
+				}
+			case "labels":
+				if it.val[0] == '"' {
+					labels = truncate(unquote(it.val), maxString)
+				}
+			case "sort_index":
+				if n, ok := argInt(p.arg("", it.val)); ok {
+					sort, hasSort = n, true
+				} else if a := p.arg("", it.val); a.Kind == event.ArgFloat && a.Float() == math.Trunc(a.Float()) && math.Abs(a.Float()) < 1<<62 {
+					sort, hasSort = int64(a.Float()), true
+				}
 			}
 		}
 	}
@@ -1005,8 +1055,27 @@ func (p *parser) metadata(f *evFields) {
 	case "process_name":
 		p.thread(f.pid, f.tid)
 		p.procs[f.pid].name = name
+	case "process_labels":
+		// As the Chrome trace viewer does: split at commas, each label
+		// once.
+		pi := p.proc(f.pid)
+		for _, l := range strings.Split(labels, ",") {
+			if !slices.Contains(pi.labels, l) && len(pi.labels) < maxArgs {
+				pi.labels = append(pi.labels, truncate(l, maxName))
+			}
+		}
+	case "process_sort_index":
+		if hasSort {
+			pi := p.proc(f.pid)
+			pi.sort, pi.sorted = sort, true
+		}
 	case "thread_name":
 		p.threads[p.thread(f.pid, f.tid)].name = name
+	case "thread_sort_index":
+		if hasSort {
+			t := &p.threads[p.thread(f.pid, f.tid)]
+			t.sort, t.sorted = sort, true
+		}
 	}
 }
 
@@ -1107,6 +1176,24 @@ func (p *parser) otherData(v []byte) {
 			if n, err := strconv.ParseInt(string(val), 10, 64); err == nil && n > 0 {
 				p.other.dropped = n
 			}
+		case "pid":
+			if n, err := strconv.ParseInt(string(val), 10, 64); err == nil {
+				p.other.pid, p.other.hasPID = n, true
+			}
+		case "program":
+			if val[0] == '"' {
+				p.other.program = truncate(unquote(val), maxName)
+			}
+		case "program_pids":
+			var elems []json.RawMessage
+			if val[0] == '[' && json.Unmarshal(val, &elems) == nil {
+				p.other.programPIDs, p.other.hasProgramPIDs = nil, true
+				for _, e := range elems {
+					if id, err := p.idField("program_pids", e, 0); err == nil && len(p.other.programPIDs) < 1<<10 {
+						p.other.programPIDs = append(p.other.programPIDs, id)
+					}
+				}
+			}
 		case "start_unix_ns":
 			if val[0] == '"' {
 				val = val[1 : len(val)-1]
@@ -1125,6 +1212,8 @@ func (p *parser) otherData(v []byte) {
 // track of async events with one (pid, cat, name, id).
 type lane struct {
 	name     string
+	pid      procID // the process it belongs to
+	thread   int    // index into parser.threads; -1 for async lanes
 	tid      int64
 	first    int
 	async    bool
@@ -1202,6 +1291,8 @@ type builder struct {
 	strIDs    map[string]int64
 	nextID    int64
 	marks     metatext.Collector // devprof's warnings, notes and drops
+	pids      []procID           // the file's pids in order of first use
+	oneEnded  int64              // flows dropped for having fewer than two ends
 }
 
 func (b *builder) rel(ts int64) int64 { return ts - b.origin }
@@ -1209,7 +1300,7 @@ func (b *builder) rel(ts int64) int64 { return ts - b.origin }
 // num returns the number of a pid or tid: a string one gets a number past
 // every numeric id of the file, in order of first use.
 func (b *builder) num(id procID) int64 {
-	if id.s == "" {
+	if !id.str {
 		return id.n
 	}
 	if n, ok := b.strIDs[id.s]; ok {
@@ -1217,12 +1308,17 @@ func (b *builder) num(id procID) int64 {
 	}
 	if b.strIDs == nil {
 		b.strIDs = map[string]int64{}
-		for _, t := range b.p.threads {
-			for _, x := range []procID{t.pid, t.tid} {
-				if x.s == "" && x.n >= b.nextID && x.n < math.MaxInt64 {
-					b.nextID = x.n + 1
-				}
+		next := func(x procID) {
+			if !x.str && x.n >= b.nextID && x.n < math.MaxInt64 {
+				b.nextID = x.n + 1
 			}
+		}
+		for _, t := range b.p.threads {
+			next(t.pid)
+			next(t.tid)
+		}
+		for pid := range b.p.procs {
+			next(pid)
 		}
 		b.nextID = max(b.nextID, 1)
 	}
@@ -1247,13 +1343,13 @@ func (b *builder) threadLane(ti int32) int {
 		t.lane = len(b.lanes)
 		name := t.name
 		if name == "" {
-			if t.tid.s != "" {
+			if t.tid.str && t.tid.s != "" {
 				name = t.tid.s
 			} else {
 				name = "tid " + t.tid.String()
 			}
 		}
-		b.lanes = append(b.lanes, lane{name: name, tid: b.num(t.tid), first: t.first})
+		b.lanes = append(b.lanes, lane{name: name, pid: t.pid, thread: int(ti), tid: b.num(t.tid), first: t.first})
 	}
 	return t.lane
 }
@@ -1267,7 +1363,7 @@ func (b *builder) asyncLane(e *ev) int {
 	li, ok := b.asyncs[k]
 	if !ok {
 		li = len(b.lanes)
-		b.lanes = append(b.lanes, lane{name: e.name, first: e.seq, async: true})
+		b.lanes = append(b.lanes, lane{name: e.name, pid: b.p.threads[e.thread].pid, thread: -1, first: e.seq, async: true})
 		b.asyncs[k] = li
 	}
 	if e.ph == 'b' {
@@ -1291,24 +1387,25 @@ func (b *builder) endLane(e *ev) int {
 	return -1
 }
 
-func (b *builder) flowNum(key string, fresh bool) uint64 {
-	if n, ok := b.flowNums[key]; ok && !fresh {
-		return n
-	}
+// freshFlow returns the number of a new flow.
+func (b *builder) freshFlow() uint64 {
 	b.nextFlow++
-	if len(b.flowNums) < 1<<20 {
-		b.flowNums[key] = b.nextFlow
-	}
 	return b.nextFlow
+}
+
+// setFlow makes n the open flow of key (a bound on the map's size keeps a
+// hostile file from costing much: past it, flows get one end).
+func (b *builder) setFlow(key string, n uint64) {
+	if _, ok := b.flowNums[key]; ok || len(b.flowNums) < 1<<20 {
+		b.flowNums[key] = n
+	}
 }
 
 // begin adds a span (from X, B or b) to lane li.
 func (b *builder) begin(e *ev, li int, end int64, open bool) int {
 	s := span{name: e.name, start: b.rel(e.ts), end: end, lane: li, parent: -1, seq: e.seq, open: open}
 	s.args = b.spanArgs(&s, e.args)
-	if e.flags&fHasBind != 0 && e.flags&(fFlowIn|fFlowOut) != 0 {
-		addFlow(&s, b.flowNum("v2\x00"+e.bindID, false))
-	}
+	b.flowV2(&s, e)
 	b.spans = append(b.spans, s)
 	return len(b.spans) - 1
 }
@@ -1377,8 +1474,28 @@ func (b *builder) end(e *ev, li int) {
 			s.args = append(s.args, a)
 		}
 	}
-	if e.flags&fHasBind != 0 && e.flags&(fFlowIn|fFlowOut) != 0 {
-		addFlow(s, b.flowNum("v2\x00"+e.bindID, false))
+	b.flowV2(s, e)
+}
+
+// flowV2 binds span s to the flow of e's bind_id, if e has one (flow v2).
+// flow_in continues the flow whose last slice had flow_out; without one
+// it begins a flow of its own (which has one end unless a later flow_in
+// takes it on). A flow_out without flow_in begins a new flow, so ids can
+// be reused once their flow has ended.
+func (b *builder) flowV2(s *span, e *ev) {
+	if e.flags&fHasBind == 0 || e.flags&(fFlowIn|fFlowOut) == 0 {
+		return
+	}
+	key := "v2\x00" + e.bindID
+	n, open := b.flowNums[key]
+	if e.flags&fFlowIn == 0 || !open {
+		n = b.freshFlow()
+	}
+	addFlow(s, n)
+	if e.flags&fFlowOut != 0 {
+		b.setFlow(key, n)
+	} else {
+		delete(b.flowNums, key)
 	}
 }
 
@@ -1399,6 +1516,19 @@ func (p *parser) build() *event.Snapshot {
 		asyncs:    map[asyncKey]int{},
 		lastAsync: map[asyncID]int{},
 		flowNums:  map[string]uint64{},
+	}
+	b.pids = make([]procID, 0, len(p.procs))
+	for id := range p.procs {
+		b.pids = append(b.pids, id)
+	}
+	slices.SortFunc(b.pids, func(x, y procID) int {
+		if c := cmp.Compare(p.procs[x].first, p.procs[y].first); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(x.n, y.n), cmp.Compare(x.s, y.s), cmp.Compare(boolInt(x.str), boolInt(y.str)))
+	})
+	for _, id := range b.pids { // string pids are numbered first, in order of first use
+		b.num(id)
 	}
 	if len(p.events) > 0 {
 		b.origin = p.minTS
@@ -1423,6 +1553,9 @@ func (p *parser) build() *event.Snapshot {
 	}
 	b.nest()
 	b.bindFlows()
+	if !p.other.hasStartNS {
+		b.dropOneEnded()
+	}
 	b.bindInstants()
 	return b.emit()
 }
@@ -1487,12 +1620,24 @@ func (b *builder) add(e *ev) {
 	case 'C':
 		b.counter(e, t)
 	case 's', 't', 'f':
+		// Flow v1: keyed by (id, cat, name). s begins a flow, t and f
+		// continue the open one, and f ends it, so that an id can be
+		// used again; a t or f with no open flow has a flow of its own.
 		key := "v1\x00" + e.id + "\x00" + e.cat + "\x00" + e.name
+		n, open := b.flowNums[key]
+		if e.ph == 's' || !open {
+			n = b.freshFlow()
+		}
+		if e.ph == 'f' {
+			delete(b.flowNums, key)
+		} else {
+			b.setFlow(key, n)
+		}
 		b.flows = append(b.flows, flow{
 			lane: b.threadLane(e.thread),
 			t:    t,
 			next: e.ph == 'f' && e.flags&fBindEnclosing == 0,
-			num:  b.flowNum(key, e.ph == 's'),
+			num:  n,
 		})
 	}
 }
@@ -1613,6 +1758,37 @@ func (b *builder) bindFlows() {
 	}
 }
 
+// dropOneEnded takes out the flows bound to fewer than two slices, which
+// no viewer could draw, and counts them (builder.oneEnded). A file devprof
+// wrote keeps them: there a flow with one end is the recording's own, its
+// other end perhaps in another trace.
+func (b *builder) dropOneEnded() {
+	ends := make(map[uint64]int, b.nextFlow)
+	for i := range b.spans {
+		for _, a := range b.spans[i].args {
+			if a.Kind == event.ArgFlow {
+				ends[a.Num]++
+			}
+		}
+	}
+	complete := 0
+	for _, n := range ends {
+		if n >= 2 {
+			complete++
+		}
+	}
+	b.oneEnded = int64(b.nextFlow) - int64(complete)
+	if b.oneEnded == 0 {
+		return
+	}
+	for i := range b.spans {
+		s := &b.spans[i]
+		if slices.ContainsFunc(s.args, func(a event.Arg) bool { return a.Kind == event.ArgFlow && ends[a.Num] < 2 }) {
+			s.args = slices.DeleteFunc(s.args, func(a event.Arg) bool { return a.Kind == event.ArgFlow && ends[a.Num] < 2 })
+		}
+	}
+}
+
 func (b *builder) bindInstants() {
 	for i := range b.instants {
 		in := &b.instants[i]
@@ -1622,6 +1798,11 @@ func (b *builder) bindInstants() {
 	}
 }
 
+// DropsFlows is the drop source (event.Meta.AddDrops) under which Read
+// counts the flows of a file that it dropped for having fewer than two
+// ends bound to slices: flows whose other end the file does not hold.
+const DropsFlows = "chrome flows"
+
 // readerWarning is a warning of the reader's own.
 func readerWarning(code, text string) event.Warning {
 	return event.Warning{Source: "chrome", Code: code, Text: text}
@@ -1629,6 +1810,7 @@ func readerWarning(code, text string) event.Warning {
 
 func (b *builder) emit() *event.Snapshot {
 	bl := event.NewBuilder(b.meta())
+	b.emitProcesses(bl)
 	b.emitMarks(bl)
 	b.emitSpans(bl)
 	b.emitInstants(bl)
@@ -1649,11 +1831,13 @@ func (b *builder) meta() event.Meta {
 			best, bestID = pi, id
 		}
 	}
-	if best != nil {
+	if p.other.hasPID && p.other.hasStartNS {
+		meta.PID, meta.Program = int(p.other.pid), p.other.program
+	} else if best != nil {
 		meta.PID, meta.Program = int(b.num(bestID)), best.name
 		switch {
 		case meta.Program != "":
-		case bestID.s != "":
+		case bestID.str && bestID.s != "":
 			meta.Program = bestID.s
 		default:
 			meta.Program = "pid " + bestID.String()
@@ -1663,6 +1847,32 @@ func (b *builder) meta() event.Meta {
 	meta.Start = event.ClockAnchor{Mono: 0, Boot: start, Wall: start}
 	meta.Stop = event.ClockAnchor{Mono: b.stop, Boot: satAdd(start, b.stop), Wall: satAdd(start, b.stop)}
 	return meta
+}
+
+// emitProcesses adds the file's processes, in the order they first
+// appear. A file devprof wrote keeps the recording program's threads (its
+// own and its devices') in the program's process, Meta; any other file has
+// every pid as a process of its own, pid 0 included, and a string pid
+// numbered past every numeric one with its string as the label.
+func (b *builder) emitProcesses(bl *event.Builder) {
+	p := b.p
+	for _, id := range b.pids {
+		pi := p.procs[id]
+		if p.other.hasStartNS && (!p.other.hasProgramPIDs || slices.Contains(p.other.programPIDs, id)) {
+			continue // the program's
+		}
+		pi.num = bl.Process(event.Process{
+			PID: b.num(id), Label: id.s, IsLabel: id.str,
+			Name: pi.name, Labels: pi.labels, SortIndex: pi.sort, Sorted: pi.sorted,
+		})
+	}
+}
+
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // emitMarks adds the warnings, notes and drops devprof's marker instants
@@ -1691,7 +1901,12 @@ func (b *builder) emitSpans(bl *event.Builder) {
 	}
 	for _, li := range order {
 		if l := &b.lanes[li]; len(l.spans) > 0 || used[li] {
-			l.track = bl.Track(event.Track{Kind: event.TrackHostThread, ID: l.tid, Name: l.name})
+			tk := event.Track{Kind: event.TrackHostThread, ID: l.tid, Name: l.name, Process: b.p.proc(l.pid).num}
+			if l.thread >= 0 {
+				t := &b.p.threads[l.thread]
+				tk.SortIndex, tk.Sorted = t.sort, t.sorted
+			}
+			l.track = bl.Track(tk)
 		}
 	}
 	for _, li := range order {
@@ -1771,6 +1986,10 @@ func (b *builder) warn(bl *event.Builder) {
 	warn(b.tooDeep, "too_deep", fmt.Sprintf("chrome: ignored %%d slices nested more than %d deep", maxOpen))
 	warn(b.noValue, "counter_without_value", "chrome: skipped %d counter events without numeric values")
 	warn(b.unbound, "unbound_flow", "chrome: %d flow events had no slice to bind to")
+	if b.oneEnded > 0 {
+		bl.AddDrops(DropsFlows, b.oneEnded)
+		bl.Warn(readerWarning("one_ended_flows", fmt.Sprintf("chrome: dropped %d flows with fewer than two ends bound to slices (of %d in the file)", b.oneEnded, b.nextFlow)))
+	}
 	warn(p.argsLost, "args_lost", fmt.Sprintf("chrome: dropped %%d arguments beyond %d on one event", maxArgs))
 	if p.missingBracket {
 		bl.Warn(readerWarning("truncated", "chrome: the event array has no closing bracket (the trace may have been cut short)"))

@@ -499,9 +499,9 @@ span T1 "x" 500..1500 parent="b"@0
 	  {"ph":"X","name":"a","pid":"renderer","tid":"main","ts":1,"dur":1},
 	  {"ph":"X","name":"b","pid":"renderer","tid":"io","ts":1,"dur":1},
 	  {"ph":"X","name":"c","pid":"7","tid":"8","ts":1,"dur":1}]`,
-	want: `meta host="" pid=11 program="renderer" dropped=0 max=0 wall=0 stop=1000
-track 1 "CrRendererMain" tid=9
-track 2 "io" tid=10
+	want: `meta host="" pid=9 program="renderer" dropped=0 max=0 wall=0 stop=1000
+track 1 "CrRendererMain" tid=10
+track 2 "io" tid=11
 track 3 "tid 8" tid=8
 span T1 "a" 0..1000
 span T2 "b" 0..1000
@@ -598,7 +598,7 @@ span T3 "sweep" 2000..3000
 	  {"ph":"X","name":"v2-out","pid":1,"tid":5,"ts":50,"dur":1,"bind_id":"0xa","flow_out":true},
 	  {"ph":"B","name":"v2-in","pid":1,"tid":6,"ts":52,"bind_id":"0xa","flow_in":true},
 	  {"ph":"E","pid":1,"tid":6,"ts":53}]`,
-	want: `meta host="" pid=1 program="pid 1" dropped=0 max=0 wall=0 stop=53000
+	want: `meta host="" pid=1 program="pid 1" dropped=1 max=0 wall=0 stop=53000
 track 1 "tid 1" tid=1
 track 2 "tid 2" tid=2
 track 3 "tid 3" tid=3
@@ -607,10 +607,51 @@ track 5 "tid 6" tid=6
 span T1 "inner" 2000..4000 parent="send"@0 flow=2
 span T1 "send" 0..10000
 span T2 "recv" 20000..30000 flow=2
-span T3 "done" 40000..41000 flow=2 flow=1
+span T3 "done" 40000..41000 flow=2
 span T4 "v2-out" 50000..51000 flow=3
 span T5 "v2-in" 52000..53000 flow=3
 warn chrome: 1 flow events had no slice to bind to
+warn chrome: dropped 1 flows with fewer than two ends bound to slices (of 3 in the file)
+`,
+}, {
+	name: "flow ids reused",
+	in: `[{"ph":"X","name":"a","pid":1,"tid":1,"ts":0,"dur":1},
+	  {"ph":"s","name":"m","id":1,"pid":1,"tid":1,"ts":0.5},
+	  {"ph":"f","name":"m","id":1,"pid":1,"tid":2,"ts":1,"bp":"e"},
+	  {"ph":"X","name":"b","pid":1,"tid":2,"ts":1,"dur":1},
+	  {"ph":"f","name":"m","id":1,"pid":1,"tid":2,"ts":1.5},
+	  {"ph":"X","name":"c","pid":1,"tid":2,"ts":3,"dur":1},
+	  {"ph":"s","name":"m","id":1,"pid":1,"tid":1,"ts":5},
+	  {"ph":"X","name":"d","pid":1,"tid":1,"ts":5,"dur":1},
+	  {"ph":"s","name":"m","id":1,"pid":1,"tid":1,"ts":7},
+	  {"ph":"X","name":"e","pid":1,"tid":1,"ts":7,"dur":1},
+	  {"ph":"f","name":"m","id":1,"pid":1,"tid":2,"ts":8},
+	  {"ph":"X","name":"f","pid":1,"tid":2,"ts":9,"dur":1},
+	  {"ph":"X","name":"g","pid":1,"tid":3,"ts":20,"dur":1,"bind_id":7,"flow_out":true},
+	  {"ph":"X","name":"h","pid":1,"tid":3,"ts":22,"dur":1,"bind_id":7,"flow_in":true,"flow_out":true},
+	  {"ph":"X","name":"i","pid":1,"tid":3,"ts":24,"dur":1,"bind_id":7,"flow_in":true},
+	  {"ph":"X","name":"j","pid":1,"tid":3,"ts":26,"dur":1,"bind_id":7,"flow_in":true},
+	  {"ph":"X","name":"k","pid":1,"tid":3,"ts":28,"dur":1,"bind_id":7,"flow_out":true},
+	  {"ph":"X","name":"l","pid":1,"tid":3,"ts":30,"dur":1,"bind_id":7,"flow_out":true},
+	  {"ph":"X","name":"m","pid":1,"tid":3,"ts":32,"dur":1,"bind_id":7,"flow_in":true}]`,
+	want: `meta host="" pid=1 program="pid 1" dropped=4 max=0 wall=0 stop=33000
+track 1 "tid 1" tid=1
+track 2 "tid 2" tid=2
+track 3 "tid 3" tid=3
+span T1 "a" 0..1000 flow=1
+span T1 "d" 5000..6000
+span T1 "e" 7000..8000 flow=4
+span T2 "b" 1000..2000 flow=1
+span T2 "c" 3000..4000
+span T2 "f" 9000..10000 flow=4
+span T3 "g" 20000..21000 flow=5
+span T3 "h" 22000..23000 flow=5
+span T3 "i" 24000..25000 flow=5
+span T3 "j" 26000..27000
+span T3 "k" 28000..29000
+span T3 "l" 30000..31000 flow=8
+span T3 "m" 32000..33000 flow=8
+warn chrome: dropped 4 flows with fewer than two ends bound to slices (of 8 in the file)
 `,
 }, {
 	name: "instants and scopes",
@@ -678,7 +719,7 @@ warn chrome: the event array has no closing bracket (the trace may have been cut
 	  {"ph":"X","name":"no-ts","pid":1,"tid":1},
 	  {"ph":"XX","ts":1},
 	  {"name":"no phase"}]`,
-	want: `meta host="" pid=0 program="" dropped=0 max=0 wall=0 stop=0
+	want: `meta host="" pid=1 program="pid 1" dropped=0 max=0 wall=0 stop=0
 warn chrome: skipped 5 events with unsupported phases: "(none)" ×1, "O" ×2, "P" ×1, "XX" ×1
 warn chrome: skipped 1 events without a timestamp
 `,

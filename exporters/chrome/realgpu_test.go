@@ -3,9 +3,14 @@ package chrome
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/devprof/devprof/event"
 )
 
 // Real Chrome JSON traces from an H100 (testdata/README.md).
@@ -150,5 +155,123 @@ func walkTokens(b *testing.B, data []byte) int {
 			b.Fatal(err)
 		}
 		n++
+	}
+}
+
+// TestReadKinetoProcesses checks that PyTorch's trace keeps its
+// processes: the Python process (pid 620), the GPU (pid 0, whose stream
+// is a thread of its own), the string pids "Spans", "Traces" and "", and
+// the processes 1-15 that only metadata names.
+func TestReadKinetoProcesses(t *testing.T) {
+	s, err := ReadFile(realKineto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPID := map[string]int{} // pid as the file wrote it → index into Processes
+	for i, p := range s.Processes {
+		key := strconv.FormatInt(p.PID, 10)
+		if p.IsLabel {
+			key = strconv.Quote(p.Label)
+		}
+		if _, dup := byPID[key]; dup {
+			t.Errorf("pid %s twice", key)
+		}
+		byPID[key] = i
+	}
+	if len(s.Processes) != 21 {
+		t.Errorf("%d processes, want 21 (620, 0-15, -1, \"Spans\", \"Traces\", \"\")", len(s.Processes))
+	}
+	for _, c := range []struct {
+		pid, name, labels string
+		sort              int64
+		sorted            bool
+	}{
+		{"620", "python3", "CPU", 620, true},
+		{"0", "python3", "GPU 0", 5000000, true},
+		{"15", "python3", "GPU 15", 5000015, true},
+		{`"Spans"`, "", "", 536870912, true},
+		{`"Traces"`, "", "", 0, false},
+		{`""`, "", "", 0, false},
+		{"-1", "", "", 0, false},
+	} {
+		i, ok := byPID[c.pid]
+		if !ok {
+			t.Errorf("no process %s", c.pid)
+			continue
+		}
+		p := s.Processes[i]
+		if p.Name != c.name || strings.Join(p.Labels, ",") != c.labels || p.Sorted != c.sorted || p.SortIndex != c.sort {
+			t.Errorf("process %s: %+v, want name %q labels %q sort %d/%v", c.pid, p, c.name, c.labels, c.sort, c.sorted)
+		}
+		if p.IsLabel && p.PID <= 1909984960 { // past every numeric pid and tid of the file
+			t.Errorf("string pid %s numbered %d", c.pid, p.PID)
+		}
+	}
+	if s.Meta.PID != 620 || s.Meta.Program != "python3" {
+		t.Errorf("meta pid %d program %q, want 620 python3", s.Meta.PID, s.Meta.Program)
+	}
+	threads := map[string]event.Track{}
+	for _, tk := range s.Tracks {
+		p := s.ProcessOf(tk)
+		threads[fmt.Sprintf("%d/%s", p.PID, tk.Name)] = tk
+	}
+	for _, name := range []string{"620/tid 1909984960", "-1/tid 0"} {
+		if _, ok := threads[name]; !ok {
+			t.Errorf("no thread %s in %v", name, threads)
+		}
+	}
+	if st, ok := threads["0/stream 13 "]; !ok || st.ID != 13 || !st.Sorted || st.SortIndex != 13 || st.Kind != event.TrackHostThread {
+		t.Errorf("GPU stream thread %+v (found %v), want tid 13 sorted 13 under pid 0", st, ok)
+	}
+	spans := s.Processes[byPID[`"Spans"`]]
+	if tk, ok := threads[fmt.Sprintf("%d/PyTorch Profiler", spans.PID)]; !ok || s.ProcessOf(tk).Label != "Spans" {
+		t.Errorf("no thread \"PyTorch Profiler\" under \"Spans\": %v", threads)
+	}
+	if len(s.Tracks) != 4 {
+		t.Errorf("%d tracks, want 4", len(s.Tracks))
+	}
+}
+
+// TestReadKinetoFlows checks PyTorch's flows (v1, "s" and "f" with "bp":"e",
+// from a CPU launch to its GPU kernel): the file holds 2,500 ids with both
+// ends and 5,501 with one (5,000 "f" alone, 501 "s" alone, counted from the
+// file with a script); the reader keeps the first, each bound to one slice
+// of the Python process and one of the GPU's, and drops and counts the
+// rest.
+func TestReadKinetoFlows(t *testing.T) {
+	s, err := ReadFile(realKineto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends := map[uint64][]int64{} // flow → PIDs of the slices it binds
+	for _, r := range s.Events {
+		for _, a := range s.Args(r) {
+			if a.Kind == event.ArgFlow {
+				tk, _ := s.TrackOf(r)
+				ends[a.Num] = append(ends[a.Num], s.ProcessOf(tk).PID)
+			}
+		}
+	}
+	if len(ends) != 2500 {
+		t.Errorf("%d flows, want 2500", len(ends))
+	}
+	for n, pids := range ends {
+		if len(pids) != 2 || pids[0] == pids[1] {
+			t.Errorf("flow %d binds slices of pids %v, want one of 620 and one of 0", n, pids)
+			break
+		}
+	}
+	if got := s.Meta.Dropped(); got != 5501 {
+		t.Errorf("%d dropped, want 5501 one-ended flows", got)
+	}
+	if len(s.Meta.Drops) != 1 || s.Meta.Drops[0].Source != DropsFlows {
+		t.Errorf("drops %+v, want one source %q", s.Meta.Drops, DropsFlows)
+	}
+	found := false
+	for _, w := range s.Meta.Warnings {
+		found = found || w.Code == "one_ended_flows" && strings.Contains(w.Text, "dropped 5501 flows")
+	}
+	if !found {
+		t.Errorf("no warning for the one-ended flows: %+v", s.Meta.Warnings)
 	}
 }

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestSummaryByProcess checks that summary splits its table by process
+// for PyTorch's trace, whose spans are in four processes (the Python
+// process 620, the GPU as pid 0, pid -1 and the string pid "Spans").
+func TestSummaryByProcess(t *testing.T) {
+	const kineto = "../../testdata/real-gpu/kineto-h100-libwork.json.gz"
+	code, stdout, stderr := runCLI("summary", "-top", "2", kineto)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		"\nprocess 620 (python3) [CPU]: 8001 spans on 1 row\n",
+		"\nprocess 0 (python3) [GPU 0]: 2500 spans on 1 row\n",
+		"\nprocess \"Spans\": 1 span on 1 row\n",
+		"\nprocess -1: 1 span on 1 row\n",
+		"dropped 5501 flows",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("no %q in\n%s", want, stdout)
+		}
+	}
+	if strings.Count(stdout, "\nprocess ") != 4 {
+		t.Errorf("want 4 process sections:\n%s", stdout)
+	}
+
+	code, stdout, stderr = runCLI("summary", "-json", kineto)
+	if code != 0 {
+		t.Fatalf("-json: exit %d: %s", code, stderr)
+	}
+	var out jsonSummary
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	spans := map[string]int{}
+	for _, p := range out.Processes {
+		key := p.Name
+		if p.Label != nil {
+			key = "label:" + *p.Label
+		}
+		spans[key] += p.Spans
+		if len(p.Table) == 0 {
+			t.Errorf("process %d has no table", p.PID)
+		}
+	}
+	if len(out.Processes) != 4 || spans["python3"] != 10501 || spans["label:Spans"] != 1 || out.Spans != 10503 {
+		t.Errorf("processes %+v (spans %v), want 4 holding all 10503 spans", out.Processes, spans)
+	}
+}
