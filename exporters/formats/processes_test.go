@@ -1,0 +1,142 @@
+package formats_test
+
+import (
+	"bytes"
+	"path/filepath"
+	"testing"
+
+	"cmp"
+	"fmt"
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/formats"
+	"slices"
+	"strings"
+)
+
+// TestKinetoThroughEveryFormat: the real PyTorch profiler trace keeps its
+// processes, threads, spans and two-ended flows through Perfetto and back
+// to Chrome JSON (issue 19), and its processes, threads and spans through
+// XSpace, which has no place for flows between host threads.
+func TestKinetoThroughEveryFormat(t *testing.T) {
+	src, err := formats.Chrome.ReadFile(filepath.Join("..", "..", "testdata", "real-gpu", "kineto-h100-libwork.json.gz"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs, threads, spans, flows := facts(src, false)
+	if len(procs) != 21 || len(flows) != 2500 {
+		t.Fatalf("the fixture reads as %d processes and %d flows, want its 21 processes and 2,500 two-ended flows", len(procs), len(flows))
+	}
+	through := func(s *event.Snapshot, f *formats.Format) *event.Snapshot {
+		t.Helper()
+		var buf bytes.Buffer
+		if err := f.Write(&buf, s, false); err != nil {
+			t.Fatalf("%s: %v", f.Name, err)
+		}
+		out, err := f.Decode(bytes.NewReader(buf.Bytes()), "kineto"+f.SessionExt)
+		if err != nil {
+			t.Fatalf("%s: %v", f.Name, err)
+		}
+		return out
+	}
+	same := func(what string, got, want []string) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Errorf("%s: %d, want %d", what, len(got), len(want))
+			return
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Errorf("%s: %q, want %q", what, got[i], want[i])
+				return
+			}
+		}
+	}
+	pf := through(src, formats.Perfetto)
+	back := through(pf, formats.Chrome)
+	for name, s := range map[string]*event.Snapshot{"Perfetto": pf, "Perfetto → Chrome JSON": back} {
+		p, th, sp, fl := facts(s, false)
+		same(name+" processes", p, procs)
+		same(name+" threads", th, threads)
+		same(name+" spans", sp, spans)
+		same(name+" flows", fl, flows)
+		if s.Meta.Dropped() != src.Meta.Dropped() {
+			t.Errorf("%s: %d dropped, want the source's %d (its one-ended flows)", name, s.Meta.Dropped(), src.Meta.Dropped())
+		}
+	}
+	// XSpace has a plane for each process with threads, none for a
+	// process that is only named (Kineto's python3 "GPU n" metadata).
+	xs := through(src, formats.XPlane)
+	withThreads, _, _, _ := facts(src, true)
+	p, th, sp, _ := facts(xs, true)
+	same("XSpace processes", p, withThreads)
+	same("XSpace threads", th, threads)
+	same("XSpace spans", sp, spans)
+}
+
+// facts lists a snapshot's processes, threads, spans and flows in terms a
+// conversion must keep: a process by its numeric pid, or by the string it
+// had in place of one (the number a reader gives a string pid depends on
+// the other ids of the file), with its name and labels; a thread by its
+// process and name (Perfetto gives tid 0, the idle task's there, a tid of
+// its own); a span by its thread, name, duration and parent; a flow by
+// its slices' names in time order. withThreads leaves out the processes
+// that hold no thread.
+func facts(s *event.Snapshot, withThreads bool) (procs, threads, spans, flows []string) {
+	key := func(p event.Process) string {
+		if p.IsLabel {
+			return fmt.Sprintf("label %q name %q labels %q", p.Label, p.Name, p.Labels)
+		}
+		return fmt.Sprintf("pid %d name %q labels %q", p.PID, p.Name, p.Labels)
+	}
+	threadOf := map[uint32]string{}
+	hasThreads := map[int]bool{}
+	for i, t := range s.Tracks {
+		if t.Kind != event.TrackHostThread || t.Process == 0 {
+			continue
+		}
+		d := key(s.ProcessOf(t)) + " / " + t.Name
+		threadOf[uint32(i+1)] = d
+		hasThreads[t.Process] = true
+		if !slices.Contains(threads, d) {
+			threads = append(threads, d)
+		}
+	}
+	for i, p := range s.Processes {
+		if !withThreads || hasThreads[i+1] {
+			procs = append(procs, key(p))
+		}
+	}
+	byFlow := map[uint64][]*event.Record{}
+	for _, r := range s.Events {
+		for _, a := range s.Args(r) {
+			if a.Kind == event.ArgFlow {
+				byFlow[a.Num] = append(byFlow[a.Num], r)
+			}
+		}
+		if r.Kind != event.KindSpan {
+			continue
+		}
+		where := "program"
+		if d, ok := threadOf[r.Lane]; ok && r.Flags&event.FlagOnTrack != 0 {
+			where = d
+		}
+		parent := ""
+		if p := s.Lookup(r.Parent); p != nil {
+			parent = s.Name(p)
+		}
+		end, _ := s.EndOf(r)
+		spans = append(spans, fmt.Sprintf("%s: %s %d parent=%q", where, s.Name(r), end-r.Start, parent))
+	}
+	for _, rs := range byFlow {
+		slices.SortStableFunc(rs, func(a, b *event.Record) int { return cmp.Compare(a.Start, b.Start) })
+		names := make([]string, len(rs))
+		for i, r := range rs {
+			names[i] = s.Name(r)
+		}
+		flows = append(flows, strings.Join(names, " -> "))
+	}
+	for _, l := range [][]string{procs, threads, spans, flows} {
+		slices.Sort(l)
+	}
+	return procs, threads, spans, flows
+}
