@@ -7,6 +7,7 @@ import (
 
 	"cmp"
 	"fmt"
+	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
 	"slices"
@@ -51,6 +52,13 @@ func TestKinetoThroughEveryFormat(t *testing.T) {
 			}
 		}
 	}
+	// The converted file goes to the Perfetto checker too (scripts/test):
+	// the official schema and trace_processor's rules, every slice and flow.
+	pfPath := filepath.Join(t.TempDir(), "kineto.pftrace")
+	if err := formats.WriteFile(pfPath, formats.Perfetto, src); err != nil {
+		t.Fatal(err)
+	}
+	conformance.Export(t, "kineto-converted", pfPath, src)
 	pf := through(src, formats.Perfetto)
 	back := through(pf, formats.Chrome)
 	for name, s := range map[string]*event.Snapshot{"Perfetto": pf, "Perfetto → Chrome JSON": back} {
