@@ -231,6 +231,14 @@ func ConfigKeys() []ConfigKey {
 	return keys
 }
 
+// Validate checks the options, advanced configuration included, as
+// starting a session does, without starting one: the error names what is
+// wrong (an unknown key, a value of the wrong type or out of range).
+func (o *Options) Validate() error {
+	_, err := o.resolve()
+	return err
+}
+
 // config is Options resolved and validated.
 type config struct {
 	hostLevel, deviceLevel int

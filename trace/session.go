@@ -61,6 +61,9 @@ type Session struct {
 	stopOnce sync.Once
 	stopErr  error
 	out      Outputs
+	// capture marks a session that writes no files (Capture): Stop only
+	// snapshots it.
+	capture bool
 }
 
 // Outputs lists the files a stopped session wrote. Empty fields were not
@@ -133,6 +136,12 @@ func shellQuote(p string) string {
 // the defaults. It fails if the options are invalid, the log directory
 // cannot be written, or another session is running.
 func StartSession(logdir string, opts *Options) (*Session, error) {
+	return startSession(logdir, opts, false)
+}
+
+// startSession starts a session; a capture session (capture true) has no
+// log directory and Stop writes nothing (see Capture).
+func startSession(logdir string, opts *Options, capture bool) (*Session, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
@@ -140,12 +149,15 @@ func StartSession(logdir string, opts *Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{cfg: cfg, logdir: logdir}
+	s := &Session{cfg: cfg, logdir: logdir, capture: capture}
 	if disabled() {
+		if capture {
+			return nil, ErrDisabled
+		}
 		s.out = Outputs{}
 		return s, nil
 	}
-	if logdir == "" {
+	if logdir == "" && !capture {
 		return nil, errors.New("no log directory given")
 	}
 	s.meta = event.Meta{
@@ -169,19 +181,21 @@ func StartSession(logdir string, opts *Options) (*Session, error) {
 	running.Lock()
 	defer running.Unlock()
 	if current != nil {
-		return nil, fmt.Errorf("%w (started %s, writing to %s)", ErrAlreadyStarted, time.Unix(0, current.meta.Start.Wall).Format(time.TimeOnly), current.logdir)
+		return nil, fmt.Errorf("%w (%s)", ErrAlreadyStarted, current.describe())
 	}
-	// The run is named at Start (its start time, as JAX names runs) but
-	// its directory is made at Stop, when there is something to write: a
-	// program that exits without stopping leaves no empty run for
-	// TensorBoard to list. Start checks that it could be written.
-	base, err := checkProfileDir(logdir)
-	if err != nil {
-		return nil, err
-	}
-	s.profileDir, s.runName = base, cfg.sessionID
-	if s.runName == "" {
-		s.runName = time.Now().Format("2006_01_02_15_04_05")
+	if !capture {
+		// The run is named at Start (its start time, as JAX names runs) but
+		// its directory is made at Stop, when there is something to write: a
+		// program that exits without stopping leaves no empty run for
+		// TensorBoard to list. Start checks that it could be written.
+		base, err := checkProfileDir(logdir)
+		if err != nil {
+			return nil, err
+		}
+		s.profileDir, s.runName = base, cfg.sessionID
+		if s.runName == "" {
+			s.runName = time.Now().Format("2006_01_02_15_04_05")
+		}
 	}
 	s.buf = recorder.NewBuffer(cfg.maxEvents, uint8(cfg.hostLevel))
 	if !recorder.Activate(s.buf) {
@@ -287,8 +301,12 @@ func (s *Session) stop() error {
 	close(s.calStop)
 	s.meta.Stop = recorder.ReadClocks()
 	// The buffers live at Stop, taken before the memory source stops the
-	// tracking this session started.
-	mem, _ := devmem.Snapshot()
+	// tracking this session started. A capture writes no files, so no
+	// memory profile either.
+	var mem *event.DeviceMemory
+	if !s.capture {
+		mem, _ = devmem.Snapshot()
+	}
 	if mem != nil {
 		addUsage(mem, s.cfg.gpuMetrics)
 	}
@@ -302,6 +320,9 @@ func (s *Session) stop() error {
 	snap := s.buf.Snapshot(s.meta)
 	s.snap = snap
 	s.out = Outputs{Events: len(snap.Events), Dropped: snap.Meta.Dropped()}
+	if s.capture {
+		return nil // the caller takes the snapshot (Capture)
+	}
 	if !s.cfg.perfetto && !s.cfg.xplane && !s.cfg.chrome && mem == nil {
 		return nil // no output asked for: no run directory either
 	}

@@ -50,6 +50,8 @@ var layers = []layer{
 	{path: "conformance", may: []string{"event", "internal/metatext"}, what: "test helper: hands traces to the Python checkers"},
 	{path: "internal/gpucheck", may: []string{"event"}, what: "checks a real-GPU trace against the workload that made it"},
 	{path: "internal/gpucheck/cmd/", cmdOK: true, what: "the real-GPU check's driver (scripts/gpu-check)"},
+	{path: "profileserver", may: []string{"trace", "event", "profileserver/profilerpb"}, what: "a server: remote capture (tensorflow.ProfilerService) over trace.Capture"},
+	{path: "profileserver/profilerpb", what: "generated code of our profiler-service .proto subset"},
 	{path: "trace", cmdOK: true, what: "sessions: wires sources, recorder and exporters together"},
 	{path: "cmd/", cmdOK: true, what: "the CLI"},
 	{path: "internal/importrules", what: "this test"},

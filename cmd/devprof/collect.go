@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/devprof/devprof/exporters/formats"
+	"github.com/devprof/devprof/internal/atomicfile"
+	pb "github.com/devprof/devprof/profileserver/profilerpb"
+)
+
+// collectConcurrency bounds how many hosts devprof collect captures at
+// once.
+const collectConcurrency = 16
+
+// collectInterrupt is the signal that ends a capture early; tests replace
+// it with their own channel.
+var collectInterrupt = func(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt)
+}
+
+// runCollect captures a profile from running profile servers
+// (tensorflow.ProfilerService: package profileserver, jax.profiler.start_server),
+// with jax.collect_profile's flags, and writes one run directory with one
+// <host>.xplane.pb per host.
+func runCollect(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("collect", stderr)
+	logdir := fs.String("log_dir", "", "log directory; the run goes to `DIR`/plugins/profile/<run> (default: a new temporary directory)")
+	hostLevel := fs.Uint("host_tracer_level", 2, "host tracer level: 0 off, 1 user annotations, 2 also expensive runtime work, 3 also verbose")
+	deviceLevel := fs.Uint("device_tracer_level", 1, "device tracer level: 0 off, 1 on")
+	pythonLevel := fs.Uint("python_tracer_level", 1, "Python tracer level, for JAX servers: 0 off, 1 on (a Go server ignores it)")
+	_ = fs.Bool("no_perfetto_link", false, "accepted for jax.collect_profile's command lines; devprof collect serves no link yet")
+	timeout := fs.Duration("timeout", 0, "per-host limit on the whole capture (default: 2 × the duration + 60s, as TSL's client)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		fmt.Fprintf(stderr, "devprof collect: want ADDR[,ADDR…] and DURATION_MS, got %d arguments\n", fs.NArg())
+		fs.Usage()
+		return errUsage
+	}
+	addrs, err := collectAddrs(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	ms, err := strconv.ParseUint(fs.Arg(1), 10, 32)
+	if err != nil || ms == 0 {
+		return fmt.Errorf("DURATION_MS %q: want a positive number of milliseconds", fs.Arg(1))
+	}
+	d := time.Duration(ms) * time.Millisecond
+	if *timeout <= 0 {
+		*timeout = 2*d + time.Minute
+	}
+	if *logdir == "" {
+		if *logdir, err = os.MkdirTemp("", "devprof-collect-"); err != nil {
+			return err
+		}
+	}
+	run := time.Now().Format("2006_01_02_15_04_05")
+	runDir := filepath.Join(*logdir, "plugins", "profile", run)
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return fmt.Errorf("cannot create the run directory: %w", err)
+	}
+
+	ctx, stop := collectInterrupt(context.Background())
+	defer stop()
+	opts := &pb.ProfileOptions{
+		Version: 1, HostTracerLevel: uint32(*hostLevel), DeviceTracerLevel: uint32(*deviceLevel),
+		PythonTracerLevel: uint32(*pythonLevel), IncludeDatasetOps: true, EnableHloProto: true,
+		DurationMs: ms, RepositoryPath: *logdir, SessionId: run,
+	}
+	fmt.Fprintf(stderr, "devprof collect: capturing %v from %d host(s); Ctrl-C ends it early and keeps what was recorded\n", d, len(addrs))
+	results := make([]error, len(addrs))
+	sem := make(chan struct{}, collectConcurrency)
+	var wg sync.WaitGroup
+	for i, addr := range addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			results[i] = collectOne(ctx, addr, opts, runDir, *timeout)
+		}()
+	}
+	wg.Wait()
+	var errs []error
+	wrote := 0
+	for i, err := range results {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", addrs[i], err))
+			continue
+		}
+		wrote++
+	}
+	for _, err := range errs {
+		fmt.Fprintf(stderr, "devprof collect: %v\n", err)
+	}
+	if wrote == 0 {
+		os.Remove(runDir) // only if empty: TensorBoard would list it as a run
+		return fmt.Errorf("no host returned a trace")
+	}
+	fmt.Fprintf(stdout, "%s\n", runDir)
+	fmt.Fprintf(stderr, "devprof collect: wrote %d of %d host(s) to %s; open with xprof --logdir %s, or devprof summary %s\n",
+		wrote, len(addrs), runDir, *logdir, runDir)
+	if len(errs) > 0 {
+		return fmt.Errorf("%d of %d host(s) failed", len(errs), len(addrs))
+	}
+	return nil
+}
+
+// collectAddrs splits ADDR[,ADDR…], strips grpc:// prefixes and checks
+// each is HOST:PORT, as TSL's client does.
+func collectAddrs(s string) ([]string, error) {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		a = strings.TrimPrefix(strings.TrimSpace(a), "grpc://")
+		host, port, err := net.SplitHostPort(a)
+		if err != nil || host == "" || strings.Contains(host, "/") {
+			return nil, fmt.Errorf("address %q: want HOST:PORT", a)
+		}
+		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			return nil, fmt.Errorf("address %q: port %q is not a number", a, port)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// collectOne captures one host and writes <host>.xplane.pb. When ctx
+// ends (Ctrl-C) it sends Terminate, so the server answers with what it
+// recorded.
+func collectOne(ctx context.Context, addr string, opts *pb.ProfileOptions, runDir string, timeout time.Duration) error {
+	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<31-1)))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	c := pb.NewProfilerServiceClient(conn)
+	rpcCtx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			tctx, tcancel := context.WithTimeout(rpcCtx, 5*time.Second)
+			defer tcancel()
+			c.Terminate(tctx, &pb.TerminateRequest{SessionId: opts.GetSessionId()})
+		case <-done:
+		}
+	}()
+	resp, err := c.Profile(rpcCtx, &pb.ProfileRequest{
+		DurationMs: opts.GetDurationMs(), MaxEvents: 1_000_000, Opts: opts,
+		RepositoryRoot: filepath.Dir(runDir), SessionId: opts.GetSessionId(), HostName: addr,
+	})
+	if err != nil {
+		return err
+	}
+	if resp.GetEmptyTrace() {
+		return errors.New("no trace event was collected (the server recorded nothing in the window)")
+	}
+	for _, td := range resp.GetToolData() {
+		if td.GetName() != strings.TrimPrefix(formats.XPlane.SessionExt, ".") {
+			continue
+		}
+		return writeFileAtomic(filepath.Join(runDir, fileHostName(addr)+formats.XPlane.SessionExt), td.GetData())
+	}
+	if x := resp.GetXspace(); len(x) > 0 {
+		return writeFileAtomic(filepath.Join(runDir, fileHostName(addr)+formats.XPlane.SessionExt), x)
+	}
+	return errors.New("the answer holds no xplane.pb")
+}
+
+// fileHostName names a host's file as TSL's client does (':' → '_').
+func fileHostName(addr string) string {
+	return strings.NewReplacer(":", "_", "/", "_", `\`, "_").Replace(addr)
+}
+
+func writeFileAtomic(path string, b []byte) error {
+	f, err := atomicfile.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Abort()
+		return err
+	}
+	return f.Commit()
+}
