@@ -65,7 +65,11 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "%s (%s): %s on %s, %s, %s\n", path, f.Display, plural(int64(table.Spans), "span"), plural(int64(table.Tracks), "row"),
 		plural(int64(instants), "instant"), plural(int64(counters), "counter sample"))
 	if s.Meta.Dropped() > 0 {
-		fmt.Fprintf(stdout, "warning: %s; totals are low\n", strings.TrimPrefix(metatext.DropSummary(&s.Meta), "devprof: "))
+		low := "; totals are low"
+		if onlyFlows(&s.Meta) {
+			low = "; every span is counted: only flows (arrows) are missing"
+		}
+		fmt.Fprintf(stdout, "warning: %s%s\n", strings.TrimPrefix(metatext.DropSummary(&s.Meta), "devprof: "), low)
 	}
 	for _, w := range s.Meta.Warnings {
 		fmt.Fprintf(stdout, "warning: %s\n", w.Text)
@@ -322,6 +326,18 @@ func number(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.4g", v)
+}
+
+// onlyFlows reports whether everything a trace lost is flows a reader
+// dropped for lack of a second end (sources named "… flows", as
+// chrome.DropsFlows): the span totals are then whole.
+func onlyFlows(m *event.Meta) bool {
+	for _, d := range m.Drops {
+		if d.Events > 0 && !strings.HasSuffix(d.Source, " flows") {
+			return false
+		}
+	}
+	return true
 }
 
 // spansOf flattens the layout of s for spanstats: a span's track is its

@@ -161,3 +161,16 @@ func TestSummarySkipsMemoryEvents(t *testing.T) {
 		t.Errorf("summary lacks the steps:\n%s", out)
 	}
 }
+
+// TestSummaryFlowDropsAreNotLowTotals: flows a reader dropped for lack of
+// a second end cost no span, and summary says so instead of "totals are
+// low".
+func TestSummaryFlowDropsAreNotLowTotals(t *testing.T) {
+	code, out, errOut := runCLI("summary", "../../testdata/real-gpu/kineto-h100-libwork.json.gz")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "(chrome flows: 5501); every span is counted") || strings.Contains(out, "totals are low") {
+		t.Errorf("summary of the Kineto trace:\n%s", out)
+	}
+}
