@@ -27,6 +27,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -174,8 +175,10 @@ func (j *jw) write() {
 			j.meta("process_name", p, 0, "GPU "+strconv.Itoa(tl.Device))
 		}
 	}
+	tids := rowTIDs(j.s, l.Rows)
 	for i := range l.Rows {
 		row := &l.Rows[i]
+		tid := tids[i]
 		rowPID := pid
 		memRow := false
 		sortIndex, sorted := int64(i+1), true
@@ -199,20 +202,20 @@ func (j *jw) write() {
 				sortIndex, sorted = t.SortIndex, true
 			}
 		}
-		j.meta("thread_name", rowPID, i+1, row.Name)
+		j.meta("thread_name", rowPID, tid, row.Name)
 		if sorted {
-			j.sortIndex(rowPID, i+1, sortIndex)
+			j.sortIndex(rowPID, tid, sortIndex)
 		}
 		for _, sp := range row.Spans {
 			if memRow && sp.End == sp.Start && sp.Finished {
-				j.instant(sp.Record, rowPID, i+1, "t")
+				j.instant(sp.Record, rowPID, tid, "t")
 				continue
 			}
 			j.begin()
 			j.b = append(j.b, `{"ph":"X","pid":`...)
 			j.b = append(j.b, rowPID...)
 			j.b = append(j.b, `,"tid":`...)
-			j.b = strconv.AppendInt(j.b, int64(i+1), 10)
+			j.b = strconv.AppendInt(j.b, int64(tid), 10)
 			j.b = append(j.b, `,"ts":`...)
 			j.b = j.us(j.b, sp.Start)
 			j.b = append(j.b, `,"dur":`...)
@@ -225,7 +228,7 @@ func (j *jw) write() {
 			j.flush()
 		}
 		for _, r := range row.Instants {
-			j.instant(r, rowPID, i+1, "t")
+			j.instant(r, rowPID, tid, "t")
 		}
 	}
 	for _, r := range l.Loose {
@@ -373,6 +376,50 @@ func (j *jw) flow(r *event.Record) {
 			return
 		}
 	}
+}
+
+// rowTIDs gives each row its tid. A thread of another process that a
+// reader brought in (Track.Process > 0) keeps its own tid on its first
+// row, so that a conversion writes the tids the source had (Kineto's GPU
+// "stream 13" is tid 13); every other row is numbered by its place, as
+// devprof's own lanes always were, skipping the tids kept in its process.
+func rowTIDs(s *event.Snapshot, rows []event.Row) []int {
+	type key struct {
+		proc int
+		tid  int64
+	}
+	kept := map[key]bool{}
+	tids := make([]int, len(rows))
+	own := make([]bool, len(rows)) // the row keeps its thread's tid (which may be 0)
+	for i := range rows {
+		t, ok := s.Track(&rows[i])
+		if !ok || t.Kind != event.TrackHostThread || t.Process <= 0 || rows[i].Sub != 0 ||
+			t.ID < 0 || t.ID > math.MaxInt32 || kept[key{t.Process, t.ID}] {
+			continue
+		}
+		kept[key{t.Process, t.ID}] = true
+		tids[i], own[i] = int(t.ID), true
+	}
+	for i := range rows {
+		if own[i] {
+			continue
+		}
+		p, n := procOf(s, &rows[i]), int64(i+1)
+		for kept[key{p, n}] {
+			n += int64(len(rows))
+		}
+		kept[key{p, n}] = true
+		tids[i] = int(n)
+	}
+	return tids
+}
+
+// procOf is the process a row's thread belongs to (0: the program's).
+func procOf(s *event.Snapshot, row *event.Row) int {
+	if t, ok := s.Track(row); ok && t.Kind == event.TrackHostThread {
+		return t.Process
+	}
+	return 0
 }
 
 // memoryTopTags is how many tag sets of a memory track get a value of

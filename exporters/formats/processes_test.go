@@ -61,6 +61,21 @@ func TestKinetoThroughEveryFormat(t *testing.T) {
 	conformance.Export(t, "kineto-converted", pfPath, src)
 	pf := through(src, formats.Perfetto)
 	back := through(pf, formats.Chrome)
+	// Threads keep their tids: the GPU's "stream 13 " is tid 13 under pid 0.
+	for name, s := range map[string]*event.Snapshot{"source": src, "Perfetto": pf, "Perfetto → Chrome JSON": back, "Chrome JSON": through(src, formats.Chrome)} {
+		found := false
+		for _, tr := range s.Tracks {
+			if tr.Kind == event.TrackHostThread && tr.Name == "stream 13 " {
+				found = true
+				if tr.ID != 13 || s.ProcessOf(tr).PID != 0 {
+					t.Errorf("%s: stream 13 is tid %d of pid %d, want tid 13 of pid 0", name, tr.ID, s.ProcessOf(tr).PID)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: no thread \"stream 13 \"", name)
+		}
+	}
 	for name, s := range map[string]*event.Snapshot{"Perfetto": pf, "Perfetto → Chrome JSON": back} {
 		p, th, sp, fl := facts(s, false)
 		same(name+" processes", p, procs)
