@@ -24,10 +24,12 @@ package chrome
 
 import (
 	"bufio"
+	"cmp"
 	"compress/gzip"
 	"encoding/json"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -60,6 +62,11 @@ func WritePlain(w io.Writer, s *event.Snapshot) error {
 
 type jw struct {
 	argBuf []event.Arg // reused: one record's arguments at a time
+	// v1 are the flows written in the v1 form (s/t/f events) because some
+	// slice is in it and another flow at once (an event has one bind_id);
+	// v1Ends collects their slices as they are written.
+	v1     map[uint64]bool
+	v1Ends map[uint64][]flowEnd
 	w      *bufio.Writer
 	s      *event.Snapshot
 	m      *event.Meta
@@ -175,6 +182,7 @@ func (j *jw) write() {
 			j.meta("process_name", p, 0, "GPU "+strconv.Itoa(tl.Device))
 		}
 	}
+	j.planV1()
 	tids := rowTIDs(j.s, l.Rows)
 	for i := range l.Rows {
 		row := &l.Rows[i]
@@ -222,7 +230,7 @@ func (j *jw) write() {
 			j.b = strconv.AppendFloat(j.b, float64(sp.End-sp.Start)/1e3, 'f', -1, 64)
 			j.b = append(j.b, `,"name":`...)
 			j.b = appendString(j.b, j.s.Name(sp.Record))
-			j.flow(sp.Record)
+			j.flow(sp.Record, rowPID, tid)
 			j.args(sp.Record, sp.Finished)
 			j.b = append(j.b, '}')
 			j.flush()
@@ -231,6 +239,7 @@ func (j *jw) write() {
 			j.instant(r, rowPID, tid, "t")
 		}
 	}
+	j.writeV1()
 	for _, r := range l.Loose {
 		j.instant(r, pid, 0, "p")
 	}
@@ -357,23 +366,127 @@ func (j *jw) instant(r *event.Record, pid pidTok, tid int, scope string) {
 	j.b = j.us(j.b, r.Start)
 	j.b = append(j.b, `,"name":`...)
 	j.b = appendString(j.b, j.s.Name(r))
-	j.flow(r)
+	j.flow(r, pid, tid)
 	j.args(r, true)
 	j.b = append(j.b, '}')
 	j.flush()
 }
 
-// flow links the event to the others that carry its (first) flow id, in the
-// "flow v2" form: bind_id with flow_in and flow_out, which the Perfetto
-// importer chains in time order.
-func (j *jw) flow(r *event.Record) {
+// flow links the event to the others that carry its flow id, in the "flow
+// v2" form: bind_id with flow_in and flow_out, which the Perfetto importer
+// chains in time order. An event has one bind_id: the flows planV1 put in
+// the v1 form are noted for writeV1 instead.
+func (j *jw) flow(r *event.Record, pid pidTok, tid int) {
 	j.argBuf = j.s.AppendArgs(j.argBuf[:0], r)
+	bound := false
 	for _, a := range j.argBuf {
-		if a.Kind == event.ArgFlow {
+		if a.Kind != event.ArgFlow {
+			continue
+		}
+		if j.v1[a.Num] {
+			j.v1Ends[a.Num] = append(j.v1Ends[a.Num], flowEnd{t: r.Start, id: r.ID, pid: pid, tid: tid})
+			continue
+		}
+		if !bound {
 			j.b = append(j.b, `,"bind_id":`...)
 			j.b = strconv.AppendUint(j.b, a.Num, 10)
 			j.b = append(j.b, `,"flow_in":true,"flow_out":true`...)
-			return
+			bound = true
+		}
+	}
+}
+
+// flowEnd is a slice of a v1 flow: where and when to bind it.
+type flowEnd struct {
+	t   int64
+	id  uint64
+	pid pidTok
+	tid int
+}
+
+// planV1 picks the flows to write in the v1 form: a slice may carry one
+// v2 flow (its bind_id); any other flow through it, and so every slice of
+// that flow, goes v1, until each slice has at most one v2 flow left.
+func (j *jw) planV1() {
+	var multi [][]uint64
+	for _, r := range j.s.Events {
+		if r.Kind != event.KindSpan && r.Kind != event.KindActivity {
+			continue
+		}
+		var ids []uint64
+		for _, a := range j.s.Args(r) {
+			if a.Kind == event.ArgFlow {
+				ids = append(ids, a.Num)
+			}
+		}
+		if len(ids) > 1 {
+			multi = append(multi, ids)
+		}
+	}
+	if len(multi) == 0 {
+		return
+	}
+	j.v1, j.v1Ends = map[uint64]bool{}, map[uint64][]flowEnd{}
+	for changed := true; changed; {
+		changed = false
+		for _, ids := range multi {
+			kept := false
+			for _, id := range ids {
+				switch {
+				case j.v1[id]:
+				case !kept:
+					kept = true
+				default:
+					j.v1[id], changed = true, true
+				}
+			}
+		}
+	}
+}
+
+// writeV1 writes the v1 flows: for each, in time order, an "s" at its
+// first slice, "t" at the middle ones and an "f" (bound to the enclosing
+// slice, "bp":"e") at its last, each at its slice's start on its thread,
+// so that a reader binds it to that slice (or, where a child starts with
+// its parent, to the child: the JSON format cannot tell them apart).
+func (j *jw) writeV1() {
+	ids := make([]uint64, 0, len(j.v1Ends))
+	for id := range j.v1Ends {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		ends := j.v1Ends[id]
+		if len(ends) < 2 {
+			continue
+		}
+		slices.SortFunc(ends, func(a, b flowEnd) int {
+			if c := cmp.Compare(a.t, b.t); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.id, b.id)
+		})
+		for k, e := range ends {
+			ph := `"t"`
+			switch k {
+			case 0:
+				ph = `"s"`
+			case len(ends) - 1:
+				ph = `"f","bp":"e"`
+			}
+			j.begin()
+			j.b = append(j.b, `{"ph":`...)
+			j.b = append(j.b, ph...)
+			j.b = append(j.b, `,"id":`...)
+			j.b = strconv.AppendUint(j.b, id, 10)
+			j.b = append(j.b, `,"cat":"devprof","name":"flow","pid":`...)
+			j.b = append(j.b, e.pid...)
+			j.b = append(j.b, `,"tid":`...)
+			j.b = strconv.AppendInt(j.b, int64(e.tid), 10)
+			j.b = append(j.b, `,"ts":`...)
+			j.b = j.us(j.b, e.t)
+			j.b = append(j.b, '}')
+			j.flush()
 		}
 	}
 }
