@@ -100,6 +100,34 @@ type Trace struct {
 	// Packets counts the TracePackets read, including those inside
 	// compressed_packets.
 	Packets int
+	// Drops counts what the reader could not place and left out (an event
+	// without a usable timestamp, a counter value on a track that is not a
+	// counter track, an END on a track nothing describes, ...), one entry
+	// per kind in order of first occurrence, as trace_processor counts its
+	// stats: the rest of the trace loads.
+	Drops []Drop
+}
+
+// Drop counts the events of one kind the reader dropped.
+type Drop struct {
+	// Stat names the kind, after the trace_processor stat that counts it
+	// where there is one ("track_event_missing_timestamp",
+	// "clock_sync_failure_no_path", ...).
+	Stat string
+	// Events is how many were dropped.
+	Events int64
+	// First says where the first one was and why: "packet N (offset O):
+	// ...".
+	First string
+}
+
+// Dropped returns the total of Drops.
+func (t *Trace) Dropped() int64 {
+	var n int64
+	for _, d := range t.Drops {
+		n += d.Events
+	}
+	return n
 }
 
 // TrackKind says what a Track stands for.
@@ -233,12 +261,15 @@ var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 // (categories, legacy and typed Chrome fields, other data sources) is
 // skipped.
 //
-// A malformed file, or one whose events cannot be interpreted (an iid that
-// no interned data defines, an END on a track nothing describes, a counter
-// value on a track that is not a counter track, a timestamp no clock
-// snapshot converts), gives an error "perfetto: packet N (offset O): ...",
-// where N counts packets from 1 and O is the packet's byte offset in the
-// (decompressed) file.
+// An event that cannot be placed (an iid that no interned data defines, an
+// END on a track nothing describes, a counter value on a track that is not
+// a counter track, a timestamp missing, negative or that no clock snapshot
+// converts) is dropped and counted in Trace.Drops, as trace_processor
+// drops it and counts it in its stats; the rest of the trace loads. A
+// malformed file (a packet that is not a well-formed protobuf message)
+// gives an error "perfetto: packet N (offset O): ...", where N counts
+// packets from 1 and O is the packet's byte offset in the (decompressed)
+// file.
 func Read(r io.Reader) (*Trace, error) {
 	br := bufio.NewReader(r)
 	head, _ := br.Peek(4)
@@ -282,6 +313,47 @@ func decode(data []byte) (*Trace, error) {
 		return nil, err
 	}
 	return r.t, nil
+}
+
+// dropError is an error that costs only the event (or descriptor) it is
+// about: the reader counts it under stat and goes on.
+type dropError struct {
+	stat string
+	err  error
+}
+
+func (e *dropError) Error() string { return e.err.Error() }
+func (e *dropError) Unwrap() error { return e.err }
+
+// dropf returns a dropError counted under stat.
+func dropf(stat, format string, args ...any) error {
+	return &dropError{stat: stat, err: fmt.Errorf(format, args...)}
+}
+
+// asDrop returns err as a dropError under stat unless it already is one.
+func asDrop(stat string, err error) error {
+	if _, ok := errors.AsType[*dropError](err); ok {
+		return err
+	}
+	return &dropError{stat: stat, err: err}
+}
+
+// drop counts one event dropped for err under stat, in the packet being
+// read.
+func (r *reader) drop(stat string, err error) {
+	r.dropAt(stat, r.where, err)
+}
+
+// dropAt counts one event dropped for err under stat; where names its
+// packet.
+func (r *reader) dropAt(stat, where string, err error) {
+	for i := range r.t.Drops {
+		if r.t.Drops[i].Stat == stat {
+			r.t.Drops[i].Events++
+			return
+		}
+	}
+	r.t.Drops = append(r.t.Drops, Drop{Stat: stat, Events: 1, First: where + ": " + err.Error()})
 }
 
 // readError locates an error in the file.
@@ -443,9 +515,10 @@ type reader struct {
 	events   []pendingEvent
 	counters []pendingCounter
 
-	pkt, off   int  // top-level packet being read, for errors found at the end
-	wallSet    bool // WallStart was taken from a snapshot
-	nameBudget int  // bytes left for flattened annotation names
+	pkt, off   int    // top-level packet being read, for errors found at the end
+	where      string // the packet being read, for drops
+	wallSet    bool   // WallStart was taken from a snapshot
+	nameBudget int    // bytes left for flattened annotation names
 }
 
 // seqState is the incremental state of one packet sequence.
@@ -525,8 +598,16 @@ func (r *reader) packets(data []byte, nested bool) error {
 			if !nested {
 				r.pkt, r.off = n, off
 			}
+			r.where = fmt.Sprintf("packet %d (offset %d)", n, off)
+			if nested {
+				r.where = fmt.Sprintf("packet %d (offset %d): compressed packet %d (offset %d)", r.pkt, r.off, n, off)
+			}
 			if err := r.packet(f.b, nested); err != nil {
-				return r.wrap(nested, n, off, err)
+				if d, ok := errors.AsType[*dropError](err); ok {
+					r.drop(d.stat, err)
+				} else {
+					return r.wrap(nested, n, off, err)
+				}
 			}
 		}
 		off += size
@@ -606,7 +687,7 @@ func (r *reader) packet(b []byte, nested bool) error {
 	}
 	if p.flags&seqNeedsIncrementalState != 0 {
 		if p.seq == 0 {
-			return errors.New("packet needs incremental state but has no trusted_packet_sequence_id")
+			return dropf("packet_needs_incremental_state_missing_sequence_id", "packet needs incremental state but has no trusted_packet_sequence_id")
 		}
 		if !seq.valid {
 			return nil // skipped, as trace_processor does after data loss
@@ -620,22 +701,30 @@ func (r *reader) packet(b []byte, nested bool) error {
 	// whatever the packet holds (with no sequence, the clock is the
 	// packet's own).
 	if tsErr != nil && p.seq == 0 && p.clockID >= rFirstSeqClock && p.clockID < rFirstGlobalClock {
-		return tsErr
+		return asDrop("clock_sync_failure_unknown_source_clock", tsErr)
 	}
 	for _, d := range p.descriptors {
 		if err := r.trackDescriptor(d); err != nil {
-			return fmt.Errorf("track_descriptor: %w", err)
+			err = fmt.Errorf("track_descriptor: %w", err)
+			d, ok := errors.AsType[*dropError](err)
+			if !ok {
+				return err
+			}
+			r.drop(d.stat, err) // the packet's event may still load
 		}
 	}
-	if len(p.events) > 0 && p.seq != 0 { // trace_processor drops events without a sequence
+	if len(p.events) > 0 {
+		if p.seq == 0 {
+			return dropf("track_event_missing_sequence_id", "track event without a trusted_packet_sequence_id")
+		}
 		if !p.hasTS {
-			return errors.New("track event without a timestamp")
+			return dropf("track_event_missing_timestamp", "track event without a timestamp")
 		}
 		if tsErr != nil {
-			return tsErr
+			return asDrop("clock_sync_failure_unknown_source_clock", tsErr)
 		}
 		if err := r.trackEvent(seq.gen, p.events, at); err != nil {
-			return fmt.Errorf("track_event: %w", err)
+			return asDrop("track_event_parser_errors", fmt.Errorf("track_event: %w", err))
 		}
 	}
 	return nil
@@ -938,7 +1027,7 @@ func (r *reader) trackDescriptor(b []byte) error {
 		return err
 	}
 	if !d.hasUUID {
-		return errors.New("descriptor without a uuid")
+		return dropf("track_descriptor_missing_uuid", "descriptor without a uuid")
 	}
 	tr := d.track()
 	ti := r.tracks[d.uuid]
@@ -955,7 +1044,7 @@ func (r *reader) trackDescriptor(b []byte) error {
 		}
 	default: // used by events before its description
 		if tr.Kind == TrackCounter && ti.sliced {
-			return fmt.Errorf("track %d is described as a counter track after slice events used it", d.uuid)
+			return dropf("track_descriptor_conflicting_reservation", "track %d is described as a counter track after slice events used it", d.uuid)
 		}
 		if tr.Name == "" {
 			tr.Name = r.t.Tracks[ti.idx].Name
@@ -995,7 +1084,7 @@ func (r *reader) sliceTrack(uuid uint64, name string) (*trackInfo, error) {
 		r.t.Tracks = append(r.t.Tracks, Track{UUID: uuid, Name: name, Kind: TrackPlain})
 	}
 	if r.t.Tracks[ti.idx].Kind == TrackCounter {
-		return nil, fmt.Errorf("slice event on counter track %d", uuid)
+		return nil, dropf("track_event_slice_on_counter_track", "slice event on counter track %d", uuid)
 	}
 	ti.sliced = true
 	return ti, nil
@@ -1006,10 +1095,10 @@ func (r *reader) sliceTrack(uuid uint64, name string) (*trackInfo, error) {
 func (r *reader) counterTrack(uuid uint64) (*trackInfo, error) {
 	ti := r.tracks[uuid]
 	if ti == nil || !ti.described {
-		return nil, fmt.Errorf("counter value on track %d, which no earlier descriptor describes", uuid)
+		return nil, dropf("track_event_counter_invalid_track_uuid", "counter value on track %d, which no earlier descriptor describes", uuid)
 	}
 	if k := r.t.Tracks[ti.idx].Kind; k != TrackCounter {
-		return nil, fmt.Errorf("counter value on %s track %d, which is not a counter track", k, uuid)
+		return nil, dropf("track_event_counter_invalid_track_uuid", "counter value on %s track %d, which is not a counter track", k, uuid)
 	}
 	return ti, nil
 }
@@ -1116,6 +1205,14 @@ func (r *reader) trackEvent(g *generation, parts [][]byte, at timestamp) error {
 	if !e.hasTrack && g.hasTrack {
 		track = g.track
 	}
+	// trace_processor drops the whole event when it has more extra counter
+	// values than tracks.
+	if err := extraMismatch(len(e.extra), len(g.extra), len(e.extraVals)); err != nil {
+		return err
+	}
+	if err := extraMismatch(len(e.extraDbl), len(g.extraDbl), len(e.extraDblVals)); err != nil {
+		return err
+	}
 	switch e.typ {
 	case typeSliceBegin, typeSliceEnd, typeInstant:
 		if err := r.sliceEvent(&e, track, name, args, at); err != nil {
@@ -1127,7 +1224,7 @@ func (r *reader) trackEvent(g *generation, parts [][]byte, at timestamp) error {
 			return err
 		}
 		if !e.hasValue {
-			return fmt.Errorf("counter event on track %d without a value", track)
+			return dropf("track_event_counter_missing_value", "counter event on track %d without a value", track)
 		}
 		r.addCounter(g, ti, track, at, e.value)
 	}
@@ -1146,13 +1243,13 @@ func (e *trackEvent) resolveName(g *generation) (string, error) {
 	if e.nameIID != 0 {
 		s, ok := g.names[e.nameIID]
 		if !ok {
-			return "", fmt.Errorf("event name iid %d is not defined on this sequence", e.nameIID)
+			return "", dropf("interned_data_tokenizer_errors", "event name iid %d is not defined on this sequence", e.nameIID)
 		}
 		name, e.hasName = s, true
 	}
 	for _, c := range e.cats {
 		if _, ok := g.cats[c]; !ok {
-			return "", fmt.Errorf("category iid %d is not defined on this sequence", c)
+			return "", dropf("interned_data_tokenizer_errors", "category iid %d is not defined on this sequence", c)
 		}
 	}
 	return name, nil
@@ -1165,13 +1262,25 @@ func (r *reader) sliceEvent(e *trackEvent, track uint64, name string, args []Arg
 			return err
 		}
 	} else if ti := r.tracks[track]; ti != nil && r.t.Tracks[ti.idx].Kind == TrackCounter {
-		return fmt.Errorf("slice event on counter track %d", track)
+		return dropf("track_event_slice_on_counter_track", "slice event on counter track %d", track)
 	}
 	r.events = append(r.events, pendingEvent{
 		kind: uint8(e.typ), track: track, at: at, order: len(r.events) + len(r.counters),
 		name: name, hasName: e.hasName && name != "",
 		args: args, flows: e.flows, terms: e.terms, pkt: r.pkt, off: r.off,
 	})
+	return nil
+}
+
+// extraMismatch returns the drop of an event with n extra counter values
+// but fewer track uuids (its own, else the sequence's defaults).
+func extraMismatch(uuids, defaults, n int) error {
+	if uuids == 0 {
+		uuids = defaults
+	}
+	if n > uuids {
+		return dropf("track_event_extra_counter_track_uuid_mismatch", "%d extra counter values but %d counter track uuids", n, uuids)
+	}
 	return nil
 }
 
@@ -1185,7 +1294,7 @@ func (r *reader) extraCounters(g *generation, uuids, defaults []uint64, n int, a
 		uuids = defaults
 	}
 	if n > len(uuids) {
-		return fmt.Errorf("%d extra counter values but %d counter track uuids", n, len(uuids))
+		return dropf("track_event_extra_counter_track_uuid_mismatch", "%d extra counter values but %d counter track uuids", n, len(uuids))
 	}
 	for i := range n {
 		ti, err := r.counterTrack(uuids[i])
@@ -1229,7 +1338,7 @@ func (a *debugAnnotation) field(f *field) error {
 	case key(daNameIID, wireVarint):
 		s, ok := a.g.argNames[f.u]
 		if !ok {
-			return fmt.Errorf("name iid %d is not defined on this sequence", f.u)
+			return dropf("interned_data_tokenizer_errors", "name iid %d is not defined on this sequence", f.u)
 		}
 		a.name, a.hasName = s, true
 	case key(rDaName, wireBytes):
@@ -1247,7 +1356,7 @@ func (a *debugAnnotation) field(f *field) error {
 	case key(daStringValueIID, wireVarint):
 		s, ok := a.g.strs[f.u]
 		if !ok {
-			return fmt.Errorf("string value iid %d is not defined on this sequence", f.u)
+			return dropf("interned_data_tokenizer_errors", "string value iid %d is not defined on this sequence", f.u)
 		}
 		a.value = s
 	case key(rDaDictEntries, wireBytes), key(rDaArrayValues, wireBytes):
@@ -1495,7 +1604,7 @@ func (c *clockState) resolve(raw uint64, id, seq uint32) (timestamp, error) {
 		return timestamp{ts: int64(raw), ok: true}, nil
 	}
 	if id >= rFirstSeqClock && id < rFirstGlobalClock && seq == 0 {
-		return timestamp{}, fmt.Errorf("timestamp on sequence-scoped clock %d but no trusted_packet_sequence_id", id)
+		return timestamp{}, dropf("clock_sync_failure_unknown_source_clock", "timestamp on sequence-scoped clock %d but no trusted_packet_sequence_id", id)
 	}
 	k := makeClockKey(id, seq)
 	d := c.domains[k]
@@ -1505,7 +1614,7 @@ func (c *clockState) resolve(raw uint64, id, seq uint32) (timestamp, error) {
 	}
 	if d == nil {
 		if k>>32 != 0 {
-			return timestamp{}, fmt.Errorf("timestamp on clock %s, which no clock snapshot of the sequence defines yet", k)
+			return timestamp{}, dropf("clock_sync_failure_unknown_source_clock", "timestamp on clock %s, which no clock snapshot of the sequence defines yet", k)
 		}
 		return timestamp{clock: k, ns: int64(raw), unscaled: true}, nil
 	}
@@ -1555,7 +1664,7 @@ func (c *clockState) finish(t *timestamp) error {
 			return nil
 		}
 		if d == nil {
-			return fmt.Errorf("timestamp on clock %s, which no clock snapshot defines", t.clock)
+			return dropf("clock_sync_failure_unknown_source_clock", "timestamp on clock %s, which no clock snapshot defines", t.clock)
 		}
 		ns *= d.mult
 	}
@@ -1565,7 +1674,7 @@ func (c *clockState) finish(t *timestamp) error {
 	for k := t.clock; k != c.trace; {
 		next, ok := c.next[k]
 		if !ok {
-			return fmt.Errorf("no clock snapshot path converts clock %s to the trace clock %s", t.clock, c.trace)
+			return dropf("clock_sync_failure_no_path", "no clock snapshot path converts clock %s to the trace clock %s", t.clock, c.trace)
 		}
 		ns = hop(c.edge(k, next), ns)
 		k = next
@@ -1643,9 +1752,7 @@ func (c *clockState) reading(snap int, k clockKey) (int64, bool) {
 // End of file: pair slices and sort.
 
 func (r *reader) finish() error {
-	if err := r.resolveTimes(); err != nil {
-		return err
-	}
+	r.resolveTimes()
 	bs := r.pairSlices()
 	parentFlows(bs)
 	r.orderSlices(bs)
@@ -1659,31 +1766,50 @@ func (r *reader) finish() error {
 func (r *reader) trackIdx(uuid uint64) int { return r.tracks[uuid].idx }
 
 // resolveTimes converts every pending timestamp to the trace clock, now
-// that all clock snapshots are known.
-func (r *reader) resolveTimes() error {
-	for i := range r.events {
-		e := &r.events[i]
-		if err := r.clocks.finish(&e.at); err != nil {
-			return &readError{e.pkt, e.off, err}
-		}
-		if e.at.ts < 0 {
-			return &readError{e.pkt, e.off, fmt.Errorf("negative trace time %d", e.at.ts)}
+// that all clock snapshots are known, and drops (and counts) the events
+// whose time cannot be converted or is negative, and ENDs on tracks
+// nothing else uses.
+func (r *reader) resolveTimes() {
+	evs := r.events[:0]
+	for _, e := range r.events {
+		if r.settle(&e.at, e.pkt, e.off) {
+			continue
 		}
 		if r.tracks[e.track] == nil { // only an END can name a track nothing else uses
-			return &readError{e.pkt, e.off, fmt.Errorf("slice end on unknown track %d", e.track)}
+			r.dropAt("track_event_end_on_unknown_track", pktWhere(e.pkt, e.off), fmt.Errorf("slice end on unknown track %d", e.track))
+			continue
+		}
+		evs = append(evs, e)
+	}
+	r.events = evs
+	cs := r.counters[:0]
+	for _, c := range r.counters {
+		if !r.settle(&c.at, c.pkt, c.off) {
+			cs = append(cs, c)
 		}
 	}
-	for i := range r.counters {
-		c := &r.counters[i]
-		if err := r.clocks.finish(&c.at); err != nil {
-			return &readError{c.pkt, c.off, err}
-		}
-		if c.at.ts < 0 {
-			return &readError{c.pkt, c.off, fmt.Errorf("negative trace time %d", c.at.ts)}
-		}
-	}
-	return nil
+	r.counters = cs
 }
+
+// settle converts a deferred timestamp, and reports (after counting it)
+// whether its event is to be dropped.
+func (r *reader) settle(at *timestamp, pkt, off int) bool {
+	if err := r.clocks.finish(at); err != nil {
+		stat := "clock_sync_failure_no_path"
+		if d, ok := errors.AsType[*dropError](err); ok {
+			stat = d.stat
+		}
+		r.dropAt(stat, pktWhere(pkt, off), err)
+		return true
+	}
+	if at.ts < 0 {
+		r.dropAt("track_event_invalid_timestamp", pktWhere(pkt, off), fmt.Errorf("negative trace time %d", at.ts))
+		return true
+	}
+	return false
+}
+
+func pktWhere(pkt, off int) string { return fmt.Sprintf("packet %d (offset %d)", pkt, off) }
 
 // building is a slice being paired, in the order its BEGIN came.
 type building struct {

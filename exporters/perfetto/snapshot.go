@@ -53,7 +53,29 @@ func (t *Trace) Snapshot() *event.Snapshot {
 	c.instants(&marks)
 	c.counters()
 	marks.Apply(c.b)
+	c.drops()
 	return c.b.Snapshot()
+}
+
+// DropsReader is the drop source (event.Meta.AddDrops) under which
+// Snapshot counts the events Read dropped (Trace.Drops).
+const DropsReader = "perfetto reader"
+
+// drops counts the events the reader dropped in the snapshot's drops and
+// says, in one warning per kind, what and how many.
+func (c *converter) drops() {
+	for _, d := range c.t.Drops {
+		c.b.AddDrops(DropsReader, d.Events)
+		c.b.Warn(event.Warning{Source: DropsReader, Code: d.Stat,
+			Text: fmt.Sprintf("perfetto reader dropped %d %s (%s); the first at %s", d.Events, plural(d.Events, "event", "events"), d.Stat, d.First)})
+	}
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // converter holds what Snapshot builds as it goes.
