@@ -9,11 +9,13 @@ import (
 	"compress/zlib"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -58,6 +60,22 @@ const (
 	rDaArrayValues  = 12
 
 	rIdEventCategories = 1
+
+	rTeLegacyEvent  = 6 // TrackEvent.legacy_event
+	rLeNameIID      = 1 // LegacyEvent fields
+	rLePhase        = 2
+	rLeDurationUS   = 3
+	rLeUnscopedID   = 6
+	rLeIDScope      = 7
+	rLeBindID       = 8
+	rLeLocalID      = 10
+	rLeGlobalID     = 11
+	rLeFlowDir      = 13
+	rLeInstantScope = 14
+
+	rFlowIn, rFlowOut, rFlowInOut                = 1, 2, 3 // LegacyEvent.FlowDirection
+	rScopeGlobal, rScopeProcess                  = 1, 2    // LegacyEvent.InstantEventScope
+	rLegacyUnscoped, rLegacyLocal, rLegacyGlobal = 1, 2, 3 // which id a legacy event has
 
 	rCounterThreadTimeNS    = 1 // CounterDescriptor.BuiltinCounterType
 	rCounterThreadInstCount = 2
@@ -515,10 +533,11 @@ type reader struct {
 	events   []pendingEvent
 	counters []pendingCounter
 
-	pkt, off   int    // top-level packet being read, for errors found at the end
-	where      string // the packet being read, for drops
-	wallSet    bool   // WallStart was taken from a snapshot
-	nameBudget int    // bytes left for flattened annotation names
+	pkt, off   int               // top-level packet being read, for errors found at the end
+	where      string            // the packet being read, for drops
+	synthetic  map[string]uint64 // tracks the reader made, by key
+	wallSet    bool              // WallStart was taken from a snapshot
+	nameBudget int               // bytes left for flattened annotation names
 }
 
 // seqState is the incremental state of one packet sequence.
@@ -573,6 +592,8 @@ type pendingEvent struct {
 	args     []Arg
 	flows    []uint64
 	terms    []uint64
+	complete bool  // a legacy X event: a BEGIN whose END is dur later
+	dur      int64 // ns
 	pkt, off int
 }
 
@@ -1120,7 +1141,57 @@ type trackEvent struct {
 	extra, extraDbl []uint64
 	extraVals       []uint64
 	extraDblVals    []uint64
-	flows, terms    []uint64
+	flows, terms    []uint64 // flow_ids, terminating_flow_ids
+	complete        bool     // a legacy X: a BEGIN with its duration
+	dur             int64
+	oldFlows        []uint64 // the deprecated varint forms, read when the
+	oldTerms        []uint64 // fixed64 ones are absent (as trace_processor)
+	catNames        []string // categories (strings)
+	legacy          legacyEvent
+	hasLegacy       bool
+}
+
+// legacyEvent is what one TrackEvent.LegacyEvent holds that the reader
+// uses.
+type legacyEvent struct {
+	nameIID      uint64
+	phase        int32
+	hasPhase     bool
+	durUS        int64
+	id           uint64
+	idKind       int // rLegacyUnscoped, rLegacyLocal, rLegacyGlobal; 0 none
+	idScope      string
+	bindID       uint64
+	hasBind      bool
+	flowDir      uint64
+	instantScope uint64
+}
+
+// field stores one LegacyEvent field.
+func (l *legacyEvent) field(f *field) error {
+	switch f.key() {
+	case key(rLeNameIID, wireVarint):
+		l.nameIID = f.u
+	case key(rLePhase, wireVarint):
+		l.phase, l.hasPhase = int32(f.u), true
+	case key(rLeDurationUS, wireVarint):
+		l.durUS = f.int64()
+	case key(rLeUnscopedID, wireVarint):
+		l.id, l.idKind = f.u, rLegacyUnscoped
+	case key(rLeLocalID, wireVarint):
+		l.id, l.idKind = f.u, rLegacyLocal
+	case key(rLeGlobalID, wireVarint):
+		l.id, l.idKind = f.u, rLegacyGlobal
+	case key(rLeIDScope, wireBytes):
+		l.idScope = string(f.b)
+	case key(rLeBindID, wireVarint):
+		l.bindID, l.hasBind = f.u, true
+	case key(rLeFlowDir, wireVarint):
+		l.flowDir = f.u
+	case key(rLeInstantScope, wireVarint):
+		l.instantScope = f.u
+	}
+	return nil
 }
 
 // decodeTrackEvent collects the fields of a TrackEvent the reader uses;
@@ -1131,6 +1202,12 @@ func decodeTrackEvent(parts [][]byte) (trackEvent, error) {
 		if err := eachField(b, e.field); err != nil {
 			return e, err
 		}
+	}
+	if len(e.flows) == 0 {
+		e.flows = e.oldFlows
+	}
+	if len(e.terms) == 0 {
+		e.terms = e.oldTerms
 	}
 	return e, nil
 }
@@ -1151,6 +1228,11 @@ func (e *trackEvent) field(f *field) error {
 		e.cats, err = appendVarints(e.cats, f)
 	case key(teDebugAnnotations, wireBytes):
 		e.annotations = append(e.annotations, f.b)
+	case key(rTeCategories, wireBytes):
+		e.catNames = append(e.catNames, string(f.b))
+	case key(rTeLegacyEvent, wireBytes):
+		e.hasLegacy = true
+		return eachField(f.b, e.legacy.field)
 	case key(teCounterValue, wireVarint):
 		e.value, e.hasValue = float64(f.int64()), true
 	case key(teDoubleCounterValue, wireI64):
@@ -1178,9 +1260,9 @@ func (e *trackEvent) listField(f *field) error {
 	case key(teTerminatingFlowIDs, wireI64), key(teTerminatingFlowIDs, wireBytes):
 		e.terms, err = appendFixed64s(e.terms, f)
 	case key(rTeFlowIDsOld, wireVarint), key(rTeFlowIDsOld, wireBytes):
-		e.flows, err = appendVarints(e.flows, f)
+		e.oldFlows, err = appendVarints(e.oldFlows, f)
 	case key(rTeTermFlowIDsOld, wireVarint), key(rTeTermFlowIDsOld, wireBytes):
-		e.terms, err = appendVarints(e.terms, f)
+		e.oldTerms, err = appendVarints(e.oldTerms, f)
 	}
 	return err
 }
@@ -1213,6 +1295,16 @@ func (r *reader) trackEvent(g *generation, parts [][]byte, at timestamp) error {
 	if err := extraMismatch(len(e.extraDbl), len(g.extraDbl), len(e.extraDblVals)); err != nil {
 		return err
 	}
+	if e.hasLegacy {
+		if err := e.legacyFlow(); err != nil {
+			r.drop("flow_without_direction", err) // the event itself loads
+		}
+		if e.legacy.hasPhase {
+			if track, err = r.legacyPhase(g, &e, track, name); err != nil {
+				return err
+			}
+		}
+	}
 	switch e.typ {
 	case typeSliceBegin, typeSliceEnd, typeInstant:
 		if err := r.sliceEvent(&e, track, name, args, at); err != nil {
@@ -1236,10 +1328,169 @@ func (r *reader) trackEvent(g *generation, parts [][]byte, at timestamp) error {
 	return r.extraCounters(g, e.extraDbl, g.extraDbl, len(e.extraDblVals), at, func(i int) float64 { return math.Float64frombits(e.extraDblVals[i]) })
 }
 
+// legacyFlow adds a legacy bind_id to the event's flows: trace_processor
+// binds it, whatever its flow_direction (in, out or inout), to the
+// event's slice, in the same id space as flow_ids.
+func (e *trackEvent) legacyFlow() error {
+	l := &e.legacy
+	if !l.hasBind {
+		return nil
+	}
+	switch l.flowDir {
+	case rFlowIn, rFlowOut, rFlowInOut:
+		e.flows = append(e.flows, l.bindID)
+		return nil
+	}
+	return dropf("flow_without_direction", "legacy bind_id %d without a flow_direction", l.bindID)
+}
+
+// legacyPhase gives a legacy event (TYPE_UNSPECIFIED with a phase; the
+// phase wins over a type, as in trace_processor) its type and returns its
+// track: B, E and I/i/R (instants of thread scope) stay on the event's
+// track; X is a slice of duration_us; a global or process-scoped instant
+// goes on a track of the trace or of the event's process; async events
+// (b/e/n, and the older S/F/T/p) go on a track per id, id scope and
+// category (name for the older ones), process-scoped for a local_id.
+func (r *reader) legacyPhase(g *generation, e *trackEvent, track uint64, name string) (uint64, error) {
+	l := &e.legacy
+	switch l.phase {
+	case 'B':
+		e.typ = typeSliceBegin
+	case 'E':
+		e.typ = typeSliceEnd
+	case 'X':
+		if l.durUS < 0 || l.durUS > math.MaxInt64/1000 {
+			return 0, dropf("track_event_parser_errors", "complete event with duration_us %d", l.durUS)
+		}
+		e.typ, e.complete, e.dur = typeSliceBegin, true, l.durUS*1000
+	case 'I', 'i', 'R':
+		e.typ = typeInstant
+		switch l.instantScope {
+		case rScopeGlobal:
+			return r.syntheticTrack("global instants", 0, "Global legacy instants"), nil
+		case rScopeProcess:
+			pid, proc := r.processOfTrack(track)
+			if proc != 0 {
+				return proc, nil
+			}
+			return r.syntheticTrack("process instants/"+strconv.FormatInt(pid, 10), pid, "Process legacy instants"), nil
+		}
+	case 'b', 'e', 'n', 'S', 'F', 'T', 'p':
+		if l.idKind == 0 {
+			return 0, dropf("track_event_parser_errors", "async legacy event %q without an id", rune(l.phase))
+		}
+		switch l.phase {
+		case 'b', 'S':
+			e.typ = typeSliceBegin
+		case 'e', 'F':
+			e.typ = typeSliceEnd
+		default:
+			e.typ = typeInstant
+		}
+		scope := e.category(g)
+		if l.phase == 'S' || l.phase == 'F' || l.phase == 'T' || l.phase == 'p' {
+			scope = name
+		}
+		if l.idScope != "" {
+			scope = e.category(g) + ":" + l.idScope
+		}
+		var pid int64
+		proc := uint64(0)
+		if l.idKind == rLegacyLocal {
+			pid, proc = r.processOfTrack(track)
+		}
+		key := fmt.Sprintf("async/%t/%d/%d/%s", l.idKind == rLegacyLocal, pid, l.id, scope)
+		uuid := r.syntheticTrack(key, pid, name)
+		if ti := r.tracks[uuid]; ti != nil && proc != 0 && r.t.Tracks[ti.idx].ParentUUID == 0 {
+			r.t.Tracks[ti.idx].ParentUUID = proc
+		}
+		return uuid, nil
+	default:
+		return 0, dropf("legacy_event_phase_unsupported", "legacy event phase %q", rune(l.phase))
+	}
+	return track, nil
+}
+
+// category returns the event's categories, comma-separated.
+func (e *trackEvent) category(g *generation) string {
+	var cats []string
+	for _, c := range e.cats {
+		cats = append(cats, g.cats[c])
+	}
+	cats = append(cats, e.catNames...)
+	return strings.Join(cats, ",")
+}
+
+// processOfTrack returns the pid of a track's process and the uuid of its
+// process track (0 if no descriptor describes one).
+func (r *reader) processOfTrack(uuid uint64) (int64, uint64) {
+	ti := r.tracks[uuid]
+	if ti == nil {
+		return 0, 0
+	}
+	tr := &r.t.Tracks[ti.idx]
+	pid := tr.PID
+	if tr.Kind == TrackProcess {
+		return pid, uuid
+	}
+	if tr.Kind != TrackThread && pid == 0 {
+		pid = r.inheritedPID(tr)
+	}
+	for i := range r.t.Tracks {
+		if p := &r.t.Tracks[i]; p.Kind == TrackProcess && p.PID == pid {
+			return pid, p.UUID
+		}
+	}
+	return pid, 0
+}
+
+// inheritedPID returns the pid of the nearest process or thread ancestor
+// of a track (0 if none).
+func (r *reader) inheritedPID(tr *Track) int64 {
+	p := tr.ParentUUID
+	for range maxTrackAncestors {
+		ti := r.tracks[p]
+		if p == 0 || ti == nil {
+			break
+		}
+		if a := r.t.Tracks[ti.idx]; a.Kind == TrackProcess || a.Kind == TrackThread {
+			return a.PID
+		}
+		p = r.t.Tracks[ti.idx].ParentUUID
+	}
+	return 0
+}
+
+// syntheticTrack returns the uuid of the track the reader makes for key
+// (legacy async ids, scoped instants), adding it, named name, on first
+// use. Its uuid is a hash of the key, moved on past any uuid the file
+// uses.
+func (r *reader) syntheticTrack(key string, pid int64, name string) uint64 {
+	if u, ok := r.synthetic[key]; ok {
+		return u
+	}
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	u := h.Sum64() | 1<<63
+	for r.tracks[u] != nil {
+		u++
+	}
+	if r.synthetic == nil {
+		r.synthetic = map[string]uint64{}
+	}
+	r.synthetic[key] = u
+	r.tracks[u] = &trackInfo{idx: len(r.t.Tracks), described: true, sliced: true}
+	r.t.Tracks = append(r.t.Tracks, Track{UUID: u, Name: name, Kind: TrackPlain, PID: pid})
+	return u
+}
+
 // resolveName returns the event's name, interned or inline, and checks
 // its category iids.
 func (e *trackEvent) resolveName(g *generation) (string, error) {
 	name := e.name
+	if e.nameIID == 0 && e.hasLegacy && e.legacy.nameIID != 0 {
+		e.nameIID = e.legacy.nameIID
+	}
 	if e.nameIID != 0 {
 		s, ok := g.names[e.nameIID]
 		if !ok {
@@ -1267,7 +1518,7 @@ func (r *reader) sliceEvent(e *trackEvent, track uint64, name string, args []Arg
 	r.events = append(r.events, pendingEvent{
 		kind: uint8(e.typ), track: track, at: at, order: len(r.events) + len(r.counters),
 		name: name, hasName: e.hasName && name != "",
-		args: args, flows: e.flows, terms: e.terms, pkt: r.pkt, off: r.off,
+		args: args, flows: e.flows, terms: e.terms, complete: e.complete, dur: e.dur, pkt: r.pkt, off: r.off,
 	})
 	return nil
 }
@@ -1818,6 +2069,7 @@ type building struct {
 	order      int
 	beginFlows int // FlowIDs[:beginFlows] came with the BEGIN
 	beginTerms int
+	complete   bool // a legacy X event, which an END does not close
 }
 
 // pairSlices sorts the events per track in (timestamp, file order), as
@@ -1836,16 +2088,24 @@ func (r *reader) pairSlices() []building {
 		if ti := r.trackIdx(e.track); ti != cur {
 			cur, stack = ti, stack[:0]
 		}
+		// Complete events that ended by now leave the stack, as
+		// trace_processor's slice tracker pops them.
+		for n := len(stack); n > 0 && bs[stack[n-1]].complete && bs[stack[n-1]].s.Start+bs[stack[n-1]].s.Dur <= e.at.ts; n-- {
+			stack = stack[:n-1]
+		}
 		switch e.kind {
 		case evBegin:
 			s := Slice{Track: e.track, Name: e.name, Start: e.at.ts, Dur: -1, Parent: -1,
 				Args: e.args, FlowIDs: e.flows, TerminatingFlowIDs: e.terms}
+			if e.complete {
+				s.Dur = e.dur
+			}
 			if n := len(stack); n > 0 {
 				s.Parent = stack[n-1]
 				s.Depth = bs[s.Parent].s.Depth + 1
 			}
 			stack = append(stack, len(bs))
-			bs = append(bs, building{s: s, track: cur, order: e.order, beginFlows: len(e.flows), beginTerms: len(e.terms)})
+			bs = append(bs, building{s: s, track: cur, order: e.order, beginFlows: len(e.flows), beginTerms: len(e.terms), complete: e.complete})
 		case evEnd:
 			stack = closeSlice(bs, stack, e)
 		case evInst:
@@ -1866,8 +2126,11 @@ func (r *reader) pairSlices() []building {
 // began before the trace).
 func closeSlice(bs []building, stack []int, e *pendingEvent) []int {
 	k := len(stack) - 1
+	for k >= 0 && bs[stack[k]].complete { // an END never closes a complete event
+		k--
+	}
 	if e.hasName {
-		for lim := max(len(stack)-maxEndSearch, 0); k >= lim && bs[stack[k]].s.Name != e.name; k-- {
+		for lim := max(len(stack)-maxEndSearch, 0); k >= lim && (bs[stack[k]].complete || bs[stack[k]].s.Name != e.name); k-- {
 		}
 		if k < len(stack)-maxEndSearch {
 			k = -1

@@ -1,0 +1,188 @@
+package perfetto
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/devprof/devprof/conformance"
+	pf "github.com/devprof/devprof/internal/pftest"
+)
+
+// Tracks of foreignForms.
+const (
+	ffProc    = 100 // process 10 "app"
+	ffThread  = 101 // thread 11 of process 10
+	ffQueue   = 102 // custom track under the process
+	ffUnnamed = 103 // custom root track without a name
+	ffCPU     = 104 // counter under the thread
+	ffMem     = 105 // incremental counter under the process
+)
+
+// foreignForms is a trace in the forms other writers than devprof emit,
+// one event per rule of trace_processor's import (the comments say what
+// each becomes); its expectations are in TestReadForeignForms.
+func foreignForms() []byte {
+	t := &pf.Trace{}
+	at := func(ts uint64, f ...pf.Field) { t.Packet(append([]pf.Field{pf.TS(ts), pf.Seq(1)}, f...)...) }
+	legacy := func(track uint64, name string, f ...pf.Field) pf.Field {
+		return pf.Event(pf.Unspecified, track, name, pf.Legacy(f...))
+	}
+	t.Packet(pf.Seq(1), pf.Cleared(),
+		pf.Track(ffProc, 0, "", pf.Process(10, "app")),
+		pf.Track(ffThread, ffProc, "", pf.Thread(10, 11, "main")),
+		pf.Track(ffQueue, ffProc, "queue"),
+		pf.Track(ffUnnamed, 0, ""),
+		pf.Track(ffCPU, ffThread, "cpu", pf.Counter(0, false)),
+		pf.Track(ffMem, ffProc, "mem", pf.Counter(1024, true)))
+	// pf.Legacy phases on the thread: B/E, X with duration_us (nested by
+	// their spans), instants of thread, global and process scope.
+	at(1000, legacy(ffThread, "outer", pf.Phase('B')))
+	at(2000, legacy(ffThread, "work", pf.Phase('X'), pf.DurationUS(2), pf.BindID(7), pf.FlowDirection(pf.FlowOut)))
+	at(2000, legacy(ffThread, "inner", pf.Phase('X'), pf.DurationUS(1)))
+	at(2500, legacy(ffThread, "mark-t", pf.Phase('I'), pf.InstantScope(pf.ScopeThread)))
+	at(2600, legacy(ffThread, "mark-g", pf.Phase('i'), pf.InstantScope(pf.ScopeGlobal)))
+	at(2700, legacy(ffThread, "mark-p", pf.Phase('I'), pf.InstantScope(pf.ScopeProcess)))
+	at(9000, legacy(ffThread, "", pf.Phase('E')))
+	// Async events: a local id is the process's, a global one the trace's.
+	at(5000, pf.Event(pf.Unspecified, ffThread, "req", pf.Category("net"), pf.Legacy(pf.Phase('b'), pf.LocalID(5))))
+	at(6000, pf.Event(pf.Unspecified, ffThread, "step", pf.Category("net"), pf.Legacy(pf.Phase('n'), pf.LocalID(5))))
+	at(7000, pf.Event(pf.Unspecified, ffThread, "req", pf.Category("net"), pf.Legacy(pf.Phase('e'), pf.LocalID(5))))
+	at(5000, pf.Event(pf.Unspecified, ffThread, "gx", pf.Category("net"), pf.Legacy(pf.Phase('b'), pf.GlobalID(5))))
+	at(8000, pf.Event(pf.Unspecified, ffThread, "gx", pf.Category("net"), pf.Legacy(pf.Phase('e'), pf.GlobalID(5))))
+	// Slices on a process track and on custom tracks; flows v1 (bind_id
+	// in) and v2 (flow_ids, terminating_flow_ids, and the varint _old
+	// forms, which the fixed64 ones override).
+	at(3000, pf.Event(pf.Begin, ffProc, "p-slice"))
+	at(3500, pf.Event(pf.End, ffProc, ""))
+	at(3000, pf.Event(pf.Begin, ffQueue, "q", pf.Legacy(pf.BindID(7), pf.FlowDirection(pf.FlowIn))))
+	at(3200, pf.Event(pf.End, ffQueue, ""))
+	at(4000, pf.Event(pf.Begin, ffUnnamed, "first-name", pf.FlowID(9), pf.FlowIDOld(99)))
+	at(4100, pf.Event(pf.End, ffUnnamed, ""))
+	at(4200, pf.Event(pf.Instant, ffQueue, "qi", pf.TerminatingFlowID(9)))
+	at(4300, pf.Event(pf.Instant, ffQueue, "old-a", pf.FlowIDOld(11)))
+	at(4400, pf.Event(pf.Instant, ffUnnamed, "old-b", pf.TerminatingFlowIDOld(11)))
+	at(4500, pf.Event(pf.Instant, ffQueue, "lone", pf.FlowID(13))) // a flow with one end
+	// Counters on thread and process tracks: int and double; incremental
+	// and scaled by unit_multiplier.
+	at(1000, pf.Event(pf.CounterType, ffCPU, "", pf.CounterValue(5)))
+	at(2000, pf.Event(pf.CounterType, ffCPU, "", pf.DoubleCounterValue(2.5)))
+	at(1000, pf.Event(pf.CounterType, ffMem, "", pf.CounterValue(3)))
+	at(2000, pf.Event(pf.CounterType, ffMem, "", pf.CounterValue(4)))
+	// Dropped and counted: a legacy counter phase, a bind_id without a
+	// direction (its event stays), a packet whose timestamp overflows.
+	at(9500, legacy(ffThread, "legacy-counter", pf.Phase('C')))
+	at(9600, pf.Event(pf.Instant, ffThread, "no-direction", pf.Legacy(pf.BindID(21))))
+	at(1<<63+5, pf.Event(pf.Instant, ffThread, "overflow"))
+	return t.Bytes()
+}
+
+func TestReadForeignForms(t *testing.T) {
+	tr := mustRead(t, foreignForms())
+	uuidOf := func(name string) uint64 {
+		for _, k := range tr.Tracks {
+			if k.Name == name {
+				return k.UUID
+			}
+		}
+		t.Fatalf("no track %q in %+v", name, tr.Tracks)
+		return 0
+	}
+	async, global := uuidOf("req"), uuidOf("gx")
+	if p := trackOf(t, tr, async); p.ParentUUID != ffProc || p.PID != 10 {
+		t.Errorf("local-id async track %+v: want it under process 10", p)
+	}
+	if g := trackOf(t, tr, global); g.ParentUUID != 0 || async == global {
+		t.Errorf("global-id async track %+v", g)
+	}
+	if n := trackOf(t, tr, ffUnnamed).Name; n != "first-name" {
+		t.Errorf("unnamed track named %q, want its first event's name", n)
+	}
+	type sl struct {
+		track       uint64
+		name        string
+		start, dur  int64
+		depth       int
+		flows, term []uint64
+	}
+	want := []sl{
+		{ffThread, "outer", 1000, 8000, 0, nil, nil},
+		{ffThread, "work", 2000, 2000, 1, []uint64{7}, nil},
+		{ffThread, "inner", 2000, 1000, 2, nil, nil},
+		{ffProc, "p-slice", 3000, 500, 0, nil, nil},
+		{ffQueue, "q", 3000, 200, 0, []uint64{7}, nil},
+		{ffUnnamed, "first-name", 4000, 100, 0, []uint64{9}, nil},
+		{async, "req", 5000, 2000, 0, nil, nil},
+		{global, "gx", 5000, 3000, 0, nil, nil},
+	}
+	var got []sl
+	for _, s := range tr.Slices {
+		got = append(got, sl{s.Track, s.Name, s.Start, s.Dur, s.Depth, s.FlowIDs, s.TerminatingFlowIDs})
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("slices\n got %+v\nwant %+v", got, want)
+	}
+	type in struct {
+		track uint64
+		name  string
+		ts    int64
+		flows []uint64
+	}
+	wantIn := []in{
+		{ffThread, "mark-t", 2500, nil},
+		{uuidOf("Global legacy instants"), "mark-g", 2600, nil},
+		{ffProc, "mark-p", 2700, nil},
+		{ffQueue, "qi", 4200, []uint64{9}},
+		{ffQueue, "old-a", 4300, []uint64{11}},
+		{ffUnnamed, "old-b", 4400, []uint64{11}},
+		{ffQueue, "lone", 4500, []uint64{13}},
+		{async, "step", 6000, nil},
+		{ffThread, "no-direction", 9600, nil},
+	}
+	var gotIn []in
+	for _, i := range tr.Instants {
+		gotIn = append(gotIn, in{i.Track, i.Name, i.TS, i.FlowIDs})
+	}
+	if !reflect.DeepEqual(gotIn, wantIn) {
+		t.Errorf("instants\n got %+v\nwant %+v", gotIn, wantIn)
+	}
+	wantC := []CounterSample{{ffCPU, 1000, 5}, {ffMem, 1000, 3 * 1024}, {ffCPU, 2000, 2.5}, {ffMem, 2000, 7 * 1024}}
+	if !reflect.DeepEqual(tr.Counters, wantC) {
+		t.Errorf("counters\n got %+v\nwant %+v", tr.Counters, wantC)
+	}
+	if c, m := trackOf(t, tr, ffCPU), trackOf(t, tr, ffMem); c.PID != 10 || c.TID != 11 || m.PID != 10 || m.TID != 0 {
+		t.Errorf("counter tracks %+v, %+v: want them under their thread and process", c, m)
+	}
+	stats := map[string]int64{}
+	for _, d := range tr.Drops {
+		stats[d.Stat] = d.Events
+	}
+	wantStats := map[string]int64{"legacy_event_phase_unsupported": 1, "flow_without_direction": 1, "track_event_invalid_timestamp": 1}
+	if !reflect.DeepEqual(stats, wantStats) {
+		t.Errorf("drops %+v, want %v", tr.Drops, wantStats)
+	}
+
+	// The model: every slice a span of its own track, the flows with two
+	// ends (7, 9, 11) kept and the one with one end (13) dropped and
+	// counted with the reader's drops.
+	s := tr.Snapshot()
+	if got := s.Meta.Dropped(); got != 4 {
+		t.Errorf("snapshot drops %+v, want 4 (3 events and a one-ended flow)", s.Meta.Drops)
+	}
+	// The converted output passes the Perfetto checker.
+	var buf bytes.Buffer
+	if err := Write(&buf, s, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "foreign.pftrace")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	conformance.Export(t, "foreign-forms", path, s)
+	back := mustRead(t, buf.Bytes())
+	if len(back.Slices) != len(tr.Slices) || len(back.Counters) != len(tr.Counters) {
+		t.Errorf("written back: %d slices, %d counters; want %d, %d", len(back.Slices), len(back.Counters), len(tr.Slices), len(tr.Counters))
+	}
+}
