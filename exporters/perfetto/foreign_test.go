@@ -11,73 +11,17 @@ import (
 	pf "github.com/devprof/devprof/internal/pftest"
 )
 
-// Tracks of foreignForms.
+// Tracks of pf.ForeignForms.
 const (
-	ffProc    = 100 // process 10 "app"
-	ffThread  = 101 // thread 11 of process 10
-	ffQueue   = 102 // custom track under the process
-	ffUnnamed = 103 // custom root track without a name
-	ffCPU     = 104 // counter under the thread
-	ffMem     = 105 // incremental counter under the process
+	ffProc    = pf.ForeignProc
+	ffThread  = pf.ForeignThread
+	ffQueue   = pf.ForeignQueue
+	ffUnnamed = pf.ForeignUnnamed
+	ffCPU     = pf.ForeignCPU
+	ffMem     = pf.ForeignMem
 )
 
-// foreignForms is a trace in the forms other writers than devprof emit,
-// one event per rule of trace_processor's import (the comments say what
-// each becomes); its expectations are in TestReadForeignForms.
-func foreignForms() []byte {
-	t := &pf.Trace{}
-	at := func(ts uint64, f ...pf.Field) { t.Packet(append([]pf.Field{pf.TS(ts), pf.Seq(1)}, f...)...) }
-	legacy := func(track uint64, name string, f ...pf.Field) pf.Field {
-		return pf.Event(pf.Unspecified, track, name, pf.Legacy(f...))
-	}
-	t.Packet(pf.Seq(1), pf.Cleared(),
-		pf.Track(ffProc, 0, "", pf.Process(10, "app")),
-		pf.Track(ffThread, ffProc, "", pf.Thread(10, 11, "main")),
-		pf.Track(ffQueue, ffProc, "queue"),
-		pf.Track(ffUnnamed, 0, ""),
-		pf.Track(ffCPU, ffThread, "cpu", pf.Counter(0, false)),
-		pf.Track(ffMem, ffProc, "mem", pf.Counter(1024, true)))
-	// pf.Legacy phases on the thread: B/E, X with duration_us (nested by
-	// their spans), instants of thread, global and process scope.
-	at(1000, legacy(ffThread, "outer", pf.Phase('B')))
-	at(2000, legacy(ffThread, "work", pf.Phase('X'), pf.DurationUS(2), pf.BindID(7), pf.FlowDirection(pf.FlowOut)))
-	at(2000, legacy(ffThread, "inner", pf.Phase('X'), pf.DurationUS(1)))
-	at(2500, legacy(ffThread, "mark-t", pf.Phase('I'), pf.InstantScope(pf.ScopeThread)))
-	at(2600, legacy(ffThread, "mark-g", pf.Phase('i'), pf.InstantScope(pf.ScopeGlobal)))
-	at(2700, legacy(ffThread, "mark-p", pf.Phase('I'), pf.InstantScope(pf.ScopeProcess)))
-	at(9000, legacy(ffThread, "", pf.Phase('E')))
-	// Async events: a local id is the process's, a global one the trace's.
-	at(5000, pf.Event(pf.Unspecified, ffThread, "req", pf.Category("net"), pf.Legacy(pf.Phase('b'), pf.LocalID(5))))
-	at(6000, pf.Event(pf.Unspecified, ffThread, "step", pf.Category("net"), pf.Legacy(pf.Phase('n'), pf.LocalID(5))))
-	at(7000, pf.Event(pf.Unspecified, ffThread, "req", pf.Category("net"), pf.Legacy(pf.Phase('e'), pf.LocalID(5))))
-	at(5000, pf.Event(pf.Unspecified, ffThread, "gx", pf.Category("net"), pf.Legacy(pf.Phase('b'), pf.GlobalID(5))))
-	at(8000, pf.Event(pf.Unspecified, ffThread, "gx", pf.Category("net"), pf.Legacy(pf.Phase('e'), pf.GlobalID(5))))
-	// Slices on a process track and on custom tracks; flows v1 (bind_id
-	// in) and v2 (flow_ids, terminating_flow_ids, and the varint _old
-	// forms, which the fixed64 ones override).
-	at(3000, pf.Event(pf.Begin, ffProc, "p-slice"))
-	at(3500, pf.Event(pf.End, ffProc, ""))
-	at(3000, pf.Event(pf.Begin, ffQueue, "q", pf.Legacy(pf.BindID(7), pf.FlowDirection(pf.FlowIn))))
-	at(3200, pf.Event(pf.End, ffQueue, ""))
-	at(4000, pf.Event(pf.Begin, ffUnnamed, "first-name", pf.FlowID(9), pf.FlowIDOld(99)))
-	at(4100, pf.Event(pf.End, ffUnnamed, ""))
-	at(4200, pf.Event(pf.Instant, ffQueue, "qi", pf.TerminatingFlowID(9)))
-	at(4300, pf.Event(pf.Instant, ffQueue, "old-a", pf.FlowIDOld(11)))
-	at(4400, pf.Event(pf.Instant, ffUnnamed, "old-b", pf.TerminatingFlowIDOld(11)))
-	at(4500, pf.Event(pf.Instant, ffQueue, "lone", pf.FlowID(13))) // a flow with one end
-	// Counters on thread and process tracks: int and double; incremental
-	// and scaled by unit_multiplier.
-	at(1000, pf.Event(pf.CounterType, ffCPU, "", pf.CounterValue(5)))
-	at(2000, pf.Event(pf.CounterType, ffCPU, "", pf.DoubleCounterValue(2.5)))
-	at(1000, pf.Event(pf.CounterType, ffMem, "", pf.CounterValue(3)))
-	at(2000, pf.Event(pf.CounterType, ffMem, "", pf.CounterValue(4)))
-	// Dropped and counted: a legacy counter phase, a bind_id without a
-	// direction (its event stays), a packet whose timestamp overflows.
-	at(9500, legacy(ffThread, "legacy-counter", pf.Phase('C')))
-	at(9600, pf.Event(pf.Instant, ffThread, "no-direction", pf.Legacy(pf.BindID(21))))
-	at(1<<63+5, pf.Event(pf.Instant, ffThread, "overflow"))
-	return t.Bytes()
-}
+func foreignForms() []byte { return pf.ForeignForms() }
 
 func TestReadForeignForms(t *testing.T) {
 	tr := mustRead(t, foreignForms())

@@ -275,9 +275,12 @@ var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 // skipped while it is invalid; timestamps converted to the trace clock
 // through clock snapshots (sequence-scoped and incremental clocks
 // included); track events sorted by (timestamp, file order) per track
-// before BEGIN/END are paired as a stack. What it does not model
-// (categories, legacy and typed Chrome fields, other data sources) is
-// skipped.
+// before BEGIN/END are paired as a stack. Legacy events
+// (TrackEvent.legacy_event) are placed by their phase as trace_processor
+// places them (see legacyPhase), and flows read in both forms: flow_ids
+// and terminating_flow_ids (the varint _old fields when those are absent)
+// and a legacy bind_id with its flow_direction. What it does not model
+// (typed Chrome fields, other data sources) is skipped.
 //
 // An event that cannot be placed (an iid that no interned data defines, an
 // END on a track nothing describes, a counter value on a track that is not
