@@ -130,3 +130,24 @@ func TestReadForeignForms(t *testing.T) {
 		t.Errorf("written back: %d slices, %d counters; want %d, %d", len(back.Slices), len(back.Counters), len(tr.Slices), len(tr.Counters))
 	}
 }
+
+// TestReadTrackRenamed: a descriptor re-sent with another name for the
+// same uuid keeps the first name on a track that merges with its
+// siblings by name (the default), and gives the last one on a track that
+// merges with none (SIBLING_MERGE_BEHAVIOR_NONE, field 15 = 2), as
+// trace_processor names them; an unnamed track takes a later
+// description's name before its first event's.
+func TestReadTrackRenamed(t *testing.T) {
+	none := pf.Varint(15, 2)
+	tr := mustRead(t, (&pf.Trace{}).
+		Packet(pf.Seq(1), pf.Cleared(), pf.Track(1, 0, "first"), pf.Track(2, 0, "first", none), pf.Track(3, 0, "")).
+		Packet(pf.TS(10), pf.Seq(1), pf.Event(pf.Instant, 3, "event-name")).
+		Packet(pf.Seq(1), pf.Track(1, 0, "second"), pf.Track(2, 0, "second", none), pf.Track(3, 0, "described")).
+		Packet(pf.Seq(1), pf.Track(1, 0, ""), pf.Track(2, 0, "", none)).
+		Bytes())
+	for uuid, want := range map[uint64]string{1: "first", 2: "second", 3: "described"} {
+		if got := trackOf(t, tr, uuid).Name; got != want {
+			t.Errorf("track %d named %q, want %q", uuid, got, want)
+		}
+	}
+}

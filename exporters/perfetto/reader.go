@@ -37,11 +37,13 @@ const (
 	rFirstSeqClock    = 64
 	rFirstGlobalClock = 128
 
-	rTdStaticName = 10
-	rTdAtraceName = 13
-	rCdType       = 1
-	rCdUnitMult   = 4
-	rCdIncrement  = 5
+	rTdStaticName    = 10
+	rTdMergeBehavior = 15 // TrackDescriptor.sibling_merge_behavior
+	rMergeNone       = 2  // SIBLING_MERGE_BEHAVIOR_NONE
+	rTdAtraceName    = 13
+	rCdType          = 1
+	rCdUnitMult      = 4
+	rCdIncrement     = 5
 
 	rTeCategoryIIDs     = 3
 	rTeExtraCounterVals = 12
@@ -182,7 +184,10 @@ type Track struct {
 	UUID, ParentUUID uint64
 	// Name is the thread_name or process_name for thread and process
 	// tracks (else the descriptor's name); an unnamed plain track takes the
-	// name of its first event, as in trace_processor.
+	// name of its first event, as in trace_processor. Of the names
+	// descriptors re-sent for the same uuid give, the first wins, or the
+	// last on a track described with SIBLING_MERGE_BEHAVIOR_NONE, also as
+	// in trace_processor.
 	Name string
 	Kind TrackKind
 	// PID and TID come from the descriptor, or for a track parented to a
@@ -576,6 +581,7 @@ type trackInfo struct {
 	sliced    bool  // slice events use it
 	mult      int64 // counter unit_multiplier (0: none)
 	increment bool  // counter is_incremental
+	mergeNone bool  // described with SIBLING_MERGE_BEHAVIOR_NONE
 }
 
 const (
@@ -946,6 +952,7 @@ type descriptor struct {
 	incremental          bool
 	rank                 int64
 	ranked               bool
+	mergeNone            bool // sibling_merge_behavior NONE
 }
 
 // field stores one TrackDescriptor field.
@@ -961,6 +968,8 @@ func (d *descriptor) field(f *field) error {
 		d.description = string(f.b)
 	case key(tdSiblingOrderRank, wireVarint):
 		d.rank, d.ranked = int64(int32(f.u)), true
+	case key(rTdMergeBehavior, wireVarint):
+		d.mergeNone = f.u == rMergeNone
 	case key(tdProcess, wireBytes):
 		d.process = true
 		return eachField(f.b, d.processField)
@@ -1057,13 +1066,16 @@ func (r *reader) trackDescriptor(b []byte) error {
 	ti := r.tracks[d.uuid]
 	switch {
 	case ti == nil:
-		r.tracks[d.uuid] = &trackInfo{idx: len(r.t.Tracks), described: true, mult: d.mult, increment: d.incremental}
+		r.tracks[d.uuid] = &trackInfo{idx: len(r.t.Tracks), described: true, mult: d.mult, increment: d.incremental, mergeNone: d.mergeNone}
 		r.t.Tracks = append(r.t.Tracks, tr)
 	case ti.described:
 		// A repeated description (SDKs re-emit them after each clear) may
-		// name a track that had no name; anything else in it is ignored,
-		// as trace_processor ignores conflicting re-descriptions.
-		if old := &r.t.Tracks[ti.idx]; old.Name == "" && old.Kind == tr.Kind {
+		// name a track that had no name; on a track that merges with no
+		// sibling (SIBLING_MERGE_BEHAVIOR_NONE) the last name given wins,
+		// as in trace_processor. Anything else in it is ignored, as
+		// trace_processor ignores conflicting re-descriptions.
+		old := &r.t.Tracks[ti.idx]
+		if old.Kind == tr.Kind && tr.Name != "" && (old.Name == "" || ti.mergeNone || d.mergeNone) {
 			old.Name = tr.Name
 		}
 	default: // used by events before its description
@@ -1074,7 +1086,7 @@ func (r *reader) trackDescriptor(b []byte) error {
 			tr.Name = r.t.Tracks[ti.idx].Name
 		}
 		r.t.Tracks[ti.idx] = tr
-		ti.described, ti.mult, ti.increment = true, d.mult, d.incremental
+		ti.described, ti.mult, ti.increment, ti.mergeNone = true, d.mult, d.incremental, d.mergeNone
 	}
 	return nil
 }
