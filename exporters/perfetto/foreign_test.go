@@ -2,6 +2,7 @@ package perfetto
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -149,5 +150,38 @@ func TestReadTrackRenamed(t *testing.T) {
 		if got := trackOf(t, tr, uuid).Name; got != want {
 			t.Errorf("track %d named %q, want %q", uuid, got, want)
 		}
+	}
+}
+
+// TestReadLegacyTimestamps: TrackEvent.timestamp_delta_us adds to the
+// running time a legacy ThreadDescriptor (TracePacket.thread_descriptor,
+// 44) starts with reference_timestamp_us (6); timestamp_absolute_us is a
+// one-off that does not move it; both are µs on CLOCK_MONOTONIC,
+// converted to the trace clock (BOOTTIME) by the snapshot. A delta on a
+// sequence without a baseline is dropped and counted.
+func TestReadLegacyTimestamps(t *testing.T) {
+	delta := func(us int64) pf.Field { return pf.Int(1, us) }
+	abs := func(us int64) pf.Field { return pf.Int(16, us) }
+	ev := func(name string, ts pf.Field) pf.Field { return pf.Event(pf.Instant, 1, name, ts) }
+	tr := mustRead(t, (&pf.Trace{}).
+		Packet(pf.ClockSnapshot(pf.Clock{ID: clockBoottime, TS: 1000}, pf.Clock{ID: clockMonotonic, TS: 500})).
+		Packet(pf.Seq(1), pf.Cleared(), pf.Track(1, 0, "t"), pf.Msg(44, pf.Int(1, 10), pf.Int(2, 11), pf.Int(6, 10))).
+		Packet(pf.Seq(1), ev("a", delta(2))). // 10+2 µs → 12000 ns monotonic
+		Packet(pf.Seq(1), ev("b", delta(3))). // 15000
+		Packet(pf.Seq(1), ev("c", abs(20))).  // 20000, the running time stays 15000
+		Packet(pf.Seq(1), ev("d", delta(1))). // 16000
+		Packet(pf.Seq(2), pf.Cleared()).
+		Packet(pf.Seq(2), ev("no-baseline", delta(1))).
+		Bytes())
+	var got []string
+	for _, in := range tr.Instants {
+		got = append(got, fmt.Sprintf("%s@%d", in.Name, in.TS))
+	}
+	want := []string{"a@12500", "b@15500", "d@16500", "c@20500"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("instants %v, want %v", got, want)
+	}
+	if len(tr.Drops) != 1 || tr.Drops[0].Stat != "track_event_skipped_timestamp_delta_without_valid_state" || tr.Drops[0].Events != 1 {
+		t.Errorf("drops %+v", tr.Drops)
 	}
 }

@@ -26,6 +26,10 @@ const (
 	rPktStateCleared     = 41 // TracePacket.incremental_state_cleared (deprecated)
 	rPktPreviousDropped  = 42 // TracePacket.previous_packet_dropped
 	rPktCompressed       = 50 // TracePacket.compressed_packets
+	rPktThreadDesc       = 44 // TracePacket.thread_descriptor (legacy)
+	rLtdRefTimestampUS   = 6  // ThreadDescriptor.reference_timestamp_us
+	rTeTimestampDeltaUS  = 1  // TrackEvent.timestamp_delta_us (legacy)
+	rTeTimestampAbsUS    = 16 // TrackEvent.timestamp_absolute_us (legacy)
 	rDefClockID          = 58 // TracePacketDefaults.timestamp_clock_id
 	rTedExtraCounters    = 31 // TrackEventDefaults.extra_counter_track_uuids
 	rTedExtraDblCounters = 45 // TrackEventDefaults.extra_double_counter_track_uuids
@@ -564,6 +568,12 @@ type generation struct {
 	extra, extraDbl []uint64 // default extra counter track uuids
 
 	counterSums map[uint64]float64 // is_incremental counter values
+
+	// legacyNS is the running time (CLOCK_MONOTONIC ns) that legacy
+	// timestamp_delta_us values add to, from a legacy ThreadDescriptor's
+	// reference_timestamp_us; hasLegacy says one was given.
+	legacyNS  int64
+	hasLegacy bool
 }
 
 func newGeneration() *generation {
@@ -664,6 +674,7 @@ type packet struct {
 	dropped  bool
 
 	interned, defaults, snapshots, events, descriptors, compressed [][]byte
+	threadDescs                                                    [][]byte
 }
 
 // decodePacket collects the fields of one TracePacket the reader uses.
@@ -695,6 +706,8 @@ func decodePacket(b []byte) (packet, error) {
 			p.descriptors = append(p.descriptors, f.b)
 		case key(rPktCompressed, wireBytes):
 			p.compressed = append(p.compressed, f.b)
+		case key(rPktThreadDesc, wireBytes):
+			p.threadDescs = append(p.threadDescs, f.b)
 		}
 		return nil
 	})
@@ -747,6 +760,9 @@ func (r *reader) packet(b []byte, nested bool) error {
 		if p.seq == 0 {
 			return dropf("track_event_missing_sequence_id", "track event without a trusted_packet_sequence_id")
 		}
+		if err := r.legacyTime(&p, seq, &at, &tsErr); err != nil {
+			return err
+		}
 		if !p.hasTS {
 			return dropf("track_event_missing_timestamp", "track event without a timestamp")
 		}
@@ -757,6 +773,56 @@ func (r *reader) packet(b []byte, nested bool) error {
 			return asDrop("track_event_parser_errors", fmt.Errorf("track_event: %w", err))
 		}
 	}
+	return nil
+}
+
+// legacyTime applies a TrackEvent's legacy timestamp: timestamp_delta_us
+// adds to the sequence's running time, which a legacy ThreadDescriptor's
+// reference_timestamp_us starts (without one the event is dropped, as
+// trace_processor drops it); timestamp_absolute_us is a one-off. Both are
+// µs on CLOCK_MONOTONIC and replace the packet's timestamp.
+func (r *reader) legacyTime(p *packet, seq *seqState, at *timestamp, tsErr *error) error {
+	var delta, abs int64
+	var hasDelta, hasAbs bool
+	for _, b := range p.events {
+		err := eachField(b, func(f *field) error {
+			switch f.key() {
+			case key(rTeTimestampDeltaUS, wireVarint):
+				delta, hasDelta, hasAbs = f.int64(), true, false
+			case key(rTeTimestampAbsUS, wireVarint):
+				abs, hasAbs, hasDelta = f.int64(), true, false
+			}
+			return nil
+		})
+		if err != nil {
+			return asDrop("track_event_parser_errors", fmt.Errorf("track_event: %w", err))
+		}
+	}
+	var ns int64
+	switch {
+	case hasDelta:
+		g := seq.gen
+		if !g.hasLegacy {
+			return dropf("track_event_skipped_timestamp_delta_without_valid_state", "timestamp_delta_us without a legacy thread_descriptor's reference_timestamp_us on the sequence")
+		}
+		if (delta > 0 && g.legacyNS > math.MaxInt64-delta*1000) || delta > math.MaxInt64/1000 || delta < math.MinInt64/1000 {
+			return dropf("track_event_invalid_timestamp", "timestamp_delta_us %d overflows", delta)
+		}
+		g.legacyNS += delta * 1000
+		ns = g.legacyNS
+	case hasAbs:
+		if abs > math.MaxInt64/1000 || abs < 0 {
+			return dropf("track_event_invalid_timestamp", "timestamp_absolute_us %d out of range", abs)
+		}
+		ns = abs * 1000
+	default:
+		return nil
+	}
+	if ns < 0 {
+		return dropf("track_event_invalid_timestamp", "negative legacy time %d ns", ns)
+	}
+	p.ts, p.hasTS = uint64(ns), true
+	*at, *tsErr = r.clocks.resolve(p.ts, clockMonotonic, p.seq)
 	return nil
 }
 
@@ -786,6 +852,17 @@ func (r *reader) sequence(p *packet) (*seqState, error) {
 		seq.gen = newGeneration()
 	} else if p.dropped {
 		seq.valid = false
+	}
+	for _, d := range p.threadDescs {
+		err := eachField(d, func(f *field) error {
+			if f.key() == key(rLtdRefTimestampUS, wireVarint) {
+				seq.gen.legacyNS, seq.gen.hasLegacy = f.int64()*1000, true
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("thread_descriptor: %w", err)
+		}
 	}
 	for _, d := range p.defaults {
 		if err := parseDefaults(seq.gen, d); err != nil {
