@@ -153,17 +153,13 @@ func TestReadTrackRenamed(t *testing.T) {
 	}
 }
 
-// TestReadLegacyTimestamps: TrackEvent.timestamp_delta_us adds to the
-// running time a legacy ThreadDescriptor (TracePacket.thread_descriptor,
-// 44) starts with reference_timestamp_us (6); timestamp_absolute_us is a
-// one-off that does not move it; both are µs on CLOCK_MONOTONIC,
-// converted to the trace clock (BOOTTIME) by the snapshot. A delta on a
-// sequence without a baseline is dropped and counted.
-func TestReadLegacyTimestamps(t *testing.T) {
+// legacyTimestampsTrace stamps instants with legacy timestamps; see
+// TestReadLegacyTimestamps.
+func legacyTimestampsTrace() []byte {
 	delta := func(us int64) pf.Field { return pf.Int(1, us) }
 	abs := func(us int64) pf.Field { return pf.Int(16, us) }
 	ev := func(name string, ts pf.Field) pf.Field { return pf.Event(pf.Instant, 1, name, ts) }
-	tr := mustRead(t, (&pf.Trace{}).
+	return (&pf.Trace{}).
 		Packet(pf.ClockSnapshot(pf.Clock{ID: clockBoottime, TS: 1000}, pf.Clock{ID: clockMonotonic, TS: 500})).
 		Packet(pf.Seq(1), pf.Cleared(), pf.Track(1, 0, "t"), pf.Msg(44, pf.Int(1, 10), pf.Int(2, 11), pf.Int(6, 10))).
 		Packet(pf.Seq(1), ev("a", delta(2))). // 10+2 µs → 12000 ns monotonic
@@ -172,7 +168,17 @@ func TestReadLegacyTimestamps(t *testing.T) {
 		Packet(pf.Seq(1), ev("d", delta(1))). // 16000
 		Packet(pf.Seq(2), pf.Cleared()).
 		Packet(pf.Seq(2), ev("no-baseline", delta(1))).
-		Bytes())
+		Bytes()
+}
+
+// TestReadLegacyTimestamps: TrackEvent.timestamp_delta_us adds to the
+// running time a legacy ThreadDescriptor (TracePacket.thread_descriptor,
+// 44) starts with reference_timestamp_us (6); timestamp_absolute_us is a
+// one-off that does not move it; both are µs on CLOCK_MONOTONIC,
+// converted to the trace clock (BOOTTIME) by the snapshot. A delta on a
+// sequence without a baseline is dropped and counted.
+func TestReadLegacyTimestamps(t *testing.T) {
+	tr := mustRead(t, legacyTimestampsTrace())
 	var got []string
 	for _, in := range tr.Instants {
 		got = append(got, fmt.Sprintf("%s@%d", in.Name, in.TS))

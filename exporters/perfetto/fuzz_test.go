@@ -50,6 +50,7 @@ func fuzzSeeds(t testing.TB) [][]byte {
 		clockConversionTrace(),
 		foreignTrace(),
 		foreignForms(),
+		legacyTimestampsTrace(),
 		plain[:len(plain)-1],
 		plain[:len(plain)/2],
 	}
