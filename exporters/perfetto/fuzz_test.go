@@ -49,6 +49,8 @@ func fuzzSeeds(t testing.TB) [][]byte {
 		incrementalClockTrace(),
 		clockConversionTrace(),
 		foreignTrace(),
+		foreignForms(),
+		legacyTimestampsTrace(),
 		plain[:len(plain)-1],
 		plain[:len(plain)/2],
 	}
@@ -112,6 +114,11 @@ func FuzzRead(f *testing.F) {
 
 // checkTrace checks the invariants Read promises.
 func checkTrace(tr *Trace) error {
+	for _, d := range tr.Drops {
+		if d.Stat == "" || d.Events < 1 || !strings.HasPrefix(d.First, "packet ") {
+			return fmt.Errorf("drop %+v", d)
+		}
+	}
 	idx := map[uint64]int{}
 	for i, tk := range tr.Tracks {
 		if _, dup := idx[tk.UUID]; dup {

@@ -9,11 +9,13 @@ import (
 	"compress/zlib"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -24,6 +26,10 @@ const (
 	rPktStateCleared     = 41 // TracePacket.incremental_state_cleared (deprecated)
 	rPktPreviousDropped  = 42 // TracePacket.previous_packet_dropped
 	rPktCompressed       = 50 // TracePacket.compressed_packets
+	rPktThreadDesc       = 44 // TracePacket.thread_descriptor (legacy)
+	rLtdRefTimestampUS   = 6  // ThreadDescriptor.reference_timestamp_us
+	rTeTimestampDeltaUS  = 1  // TrackEvent.timestamp_delta_us (legacy)
+	rTeTimestampAbsUS    = 16 // TrackEvent.timestamp_absolute_us (legacy)
 	rDefClockID          = 58 // TracePacketDefaults.timestamp_clock_id
 	rTedExtraCounters    = 31 // TrackEventDefaults.extra_counter_track_uuids
 	rTedExtraDblCounters = 45 // TrackEventDefaults.extra_double_counter_track_uuids
@@ -35,11 +41,13 @@ const (
 	rFirstSeqClock    = 64
 	rFirstGlobalClock = 128
 
-	rTdStaticName = 10
-	rTdAtraceName = 13
-	rCdType       = 1
-	rCdUnitMult   = 4
-	rCdIncrement  = 5
+	rTdStaticName    = 10
+	rTdMergeBehavior = 15 // TrackDescriptor.sibling_merge_behavior
+	rMergeNone       = 2  // SIBLING_MERGE_BEHAVIOR_NONE
+	rTdAtraceName    = 13
+	rCdType          = 1
+	rCdUnitMult      = 4
+	rCdIncrement     = 5
 
 	rTeCategoryIIDs     = 3
 	rTeExtraCounterVals = 12
@@ -58,6 +66,22 @@ const (
 	rDaArrayValues  = 12
 
 	rIdEventCategories = 1
+
+	rTeLegacyEvent  = 6 // TrackEvent.legacy_event
+	rLeNameIID      = 1 // LegacyEvent fields
+	rLePhase        = 2
+	rLeDurationUS   = 3
+	rLeUnscopedID   = 6
+	rLeIDScope      = 7
+	rLeBindID       = 8
+	rLeLocalID      = 10
+	rLeGlobalID     = 11
+	rLeFlowDir      = 13
+	rLeInstantScope = 14
+
+	rFlowIn, rFlowOut, rFlowInOut                = 1, 2, 3 // LegacyEvent.FlowDirection
+	rScopeGlobal, rScopeProcess                  = 1, 2    // LegacyEvent.InstantEventScope
+	rLegacyUnscoped, rLegacyLocal, rLegacyGlobal = 1, 2, 3 // which id a legacy event has
 
 	rCounterThreadTimeNS    = 1 // CounterDescriptor.BuiltinCounterType
 	rCounterThreadInstCount = 2
@@ -100,6 +124,34 @@ type Trace struct {
 	// Packets counts the TracePackets read, including those inside
 	// compressed_packets.
 	Packets int
+	// Drops counts what the reader could not place and left out (an event
+	// without a usable timestamp, a counter value on a track that is not a
+	// counter track, an END on a track nothing describes, ...), one entry
+	// per kind in order of first occurrence, as trace_processor counts its
+	// stats: the rest of the trace loads.
+	Drops []Drop
+}
+
+// Drop counts the events of one kind the reader dropped.
+type Drop struct {
+	// Stat names the kind, after the trace_processor stat that counts it
+	// where there is one ("track_event_missing_timestamp",
+	// "clock_sync_failure_no_path", ...).
+	Stat string
+	// Events is how many were dropped.
+	Events int64
+	// First says where the first one was and why: "packet N (offset O):
+	// ...".
+	First string
+}
+
+// Dropped returns the total of Drops.
+func (t *Trace) Dropped() int64 {
+	var n int64
+	for _, d := range t.Drops {
+		n += d.Events
+	}
+	return n
 }
 
 // TrackKind says what a Track stands for.
@@ -136,7 +188,10 @@ type Track struct {
 	UUID, ParentUUID uint64
 	// Name is the thread_name or process_name for thread and process
 	// tracks (else the descriptor's name); an unnamed plain track takes the
-	// name of its first event, as in trace_processor.
+	// name of its first event, as in trace_processor. Of the names
+	// descriptors re-sent for the same uuid give, the first wins, or the
+	// last on a track described with SIBLING_MERGE_BEHAVIOR_NONE, also as
+	// in trace_processor.
 	Name string
 	Kind TrackKind
 	// PID and TID come from the descriptor, or for a track parented to a
@@ -229,16 +284,22 @@ var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 // skipped while it is invalid; timestamps converted to the trace clock
 // through clock snapshots (sequence-scoped and incremental clocks
 // included); track events sorted by (timestamp, file order) per track
-// before BEGIN/END are paired as a stack. What it does not model
-// (categories, legacy and typed Chrome fields, other data sources) is
-// skipped.
+// before BEGIN/END are paired as a stack. Legacy events
+// (TrackEvent.legacy_event) are placed by their phase as trace_processor
+// places them (see legacyPhase), and flows read in both forms: flow_ids
+// and terminating_flow_ids (the varint _old fields when those are absent)
+// and a legacy bind_id with its flow_direction. What it does not model
+// (typed Chrome fields, other data sources) is skipped.
 //
-// A malformed file, or one whose events cannot be interpreted (an iid that
-// no interned data defines, an END on a track nothing describes, a counter
-// value on a track that is not a counter track, a timestamp no clock
-// snapshot converts), gives an error "perfetto: packet N (offset O): ...",
-// where N counts packets from 1 and O is the packet's byte offset in the
-// (decompressed) file.
+// An event that cannot be placed (an iid that no interned data defines, an
+// END on a track nothing describes, a counter value on a track that is not
+// a counter track, a timestamp missing, negative or that no clock snapshot
+// converts) is dropped and counted in Trace.Drops, as trace_processor
+// drops it and counts it in its stats; the rest of the trace loads. A
+// malformed file (a packet that is not a well-formed protobuf message)
+// gives an error "perfetto: packet N (offset O): ...", where N counts
+// packets from 1 and O is the packet's byte offset in the (decompressed)
+// file.
 func Read(r io.Reader) (*Trace, error) {
 	br := bufio.NewReader(r)
 	head, _ := br.Peek(4)
@@ -282,6 +343,47 @@ func decode(data []byte) (*Trace, error) {
 		return nil, err
 	}
 	return r.t, nil
+}
+
+// dropError is an error that costs only the event (or descriptor) it is
+// about: the reader counts it under stat and goes on.
+type dropError struct {
+	stat string
+	err  error
+}
+
+func (e *dropError) Error() string { return e.err.Error() }
+func (e *dropError) Unwrap() error { return e.err }
+
+// dropf returns a dropError counted under stat.
+func dropf(stat, format string, args ...any) error {
+	return &dropError{stat: stat, err: fmt.Errorf(format, args...)}
+}
+
+// asDrop returns err as a dropError under stat unless it already is one.
+func asDrop(stat string, err error) error {
+	if _, ok := errors.AsType[*dropError](err); ok {
+		return err
+	}
+	return &dropError{stat: stat, err: err}
+}
+
+// drop counts one event dropped for err under stat, in the packet being
+// read.
+func (r *reader) drop(stat string, err error) {
+	r.dropAt(stat, r.where, err)
+}
+
+// dropAt counts one event dropped for err under stat; where names its
+// packet.
+func (r *reader) dropAt(stat, where string, err error) {
+	for i := range r.t.Drops {
+		if r.t.Drops[i].Stat == stat {
+			r.t.Drops[i].Events++
+			return
+		}
+	}
+	r.t.Drops = append(r.t.Drops, Drop{Stat: stat, Events: 1, First: where + ": " + err.Error()})
 }
 
 // readError locates an error in the file.
@@ -443,9 +545,11 @@ type reader struct {
 	events   []pendingEvent
 	counters []pendingCounter
 
-	pkt, off   int  // top-level packet being read, for errors found at the end
-	wallSet    bool // WallStart was taken from a snapshot
-	nameBudget int  // bytes left for flattened annotation names
+	pkt, off   int               // top-level packet being read, for errors found at the end
+	where      string            // the packet being read, for drops
+	synthetic  map[string]uint64 // tracks the reader made, by key
+	wallSet    bool              // WallStart was taken from a snapshot
+	nameBudget int               // bytes left for flattened annotation names
 }
 
 // seqState is the incremental state of one packet sequence.
@@ -464,6 +568,12 @@ type generation struct {
 	extra, extraDbl []uint64 // default extra counter track uuids
 
 	counterSums map[uint64]float64 // is_incremental counter values
+
+	// legacyNS is the running time (CLOCK_MONOTONIC ns) that legacy
+	// timestamp_delta_us values add to, from a legacy ThreadDescriptor's
+	// reference_timestamp_us; hasLegacy says one was given.
+	legacyNS  int64
+	hasLegacy bool
 }
 
 func newGeneration() *generation {
@@ -481,6 +591,7 @@ type trackInfo struct {
 	sliced    bool  // slice events use it
 	mult      int64 // counter unit_multiplier (0: none)
 	increment bool  // counter is_incremental
+	mergeNone bool  // described with SIBLING_MERGE_BEHAVIOR_NONE
 }
 
 const (
@@ -500,6 +611,8 @@ type pendingEvent struct {
 	args     []Arg
 	flows    []uint64
 	terms    []uint64
+	complete bool  // a legacy X event: a BEGIN whose END is dur later
+	dur      int64 // ns
 	pkt, off int
 }
 
@@ -525,8 +638,16 @@ func (r *reader) packets(data []byte, nested bool) error {
 			if !nested {
 				r.pkt, r.off = n, off
 			}
+			r.where = fmt.Sprintf("packet %d (offset %d)", n, off)
+			if nested {
+				r.where = fmt.Sprintf("packet %d (offset %d): compressed packet %d (offset %d)", r.pkt, r.off, n, off)
+			}
 			if err := r.packet(f.b, nested); err != nil {
-				return r.wrap(nested, n, off, err)
+				if d, ok := errors.AsType[*dropError](err); ok {
+					r.drop(d.stat, err)
+				} else {
+					return r.wrap(nested, n, off, err)
+				}
 			}
 		}
 		off += size
@@ -553,6 +674,7 @@ type packet struct {
 	dropped  bool
 
 	interned, defaults, snapshots, events, descriptors, compressed [][]byte
+	threadDescs                                                    [][]byte
 }
 
 // decodePacket collects the fields of one TracePacket the reader uses.
@@ -584,6 +706,8 @@ func decodePacket(b []byte) (packet, error) {
 			p.descriptors = append(p.descriptors, f.b)
 		case key(rPktCompressed, wireBytes):
 			p.compressed = append(p.compressed, f.b)
+		case key(rPktThreadDesc, wireBytes):
+			p.threadDescs = append(p.threadDescs, f.b)
 		}
 		return nil
 	})
@@ -606,7 +730,7 @@ func (r *reader) packet(b []byte, nested bool) error {
 	}
 	if p.flags&seqNeedsIncrementalState != 0 {
 		if p.seq == 0 {
-			return errors.New("packet needs incremental state but has no trusted_packet_sequence_id")
+			return dropf("packet_needs_incremental_state_missing_sequence_id", "packet needs incremental state but has no trusted_packet_sequence_id")
 		}
 		if !seq.valid {
 			return nil // skipped, as trace_processor does after data loss
@@ -620,24 +744,85 @@ func (r *reader) packet(b []byte, nested bool) error {
 	// whatever the packet holds (with no sequence, the clock is the
 	// packet's own).
 	if tsErr != nil && p.seq == 0 && p.clockID >= rFirstSeqClock && p.clockID < rFirstGlobalClock {
-		return tsErr
+		return asDrop("clock_sync_failure_unknown_source_clock", tsErr)
 	}
 	for _, d := range p.descriptors {
 		if err := r.trackDescriptor(d); err != nil {
-			return fmt.Errorf("track_descriptor: %w", err)
+			err = fmt.Errorf("track_descriptor: %w", err)
+			d, ok := errors.AsType[*dropError](err)
+			if !ok {
+				return err
+			}
+			r.drop(d.stat, err) // the packet's event may still load
 		}
 	}
-	if len(p.events) > 0 && p.seq != 0 { // trace_processor drops events without a sequence
+	if len(p.events) > 0 {
+		if p.seq == 0 {
+			return dropf("track_event_missing_sequence_id", "track event without a trusted_packet_sequence_id")
+		}
+		if err := r.legacyTime(&p, seq, &at, &tsErr); err != nil {
+			return err
+		}
 		if !p.hasTS {
-			return errors.New("track event without a timestamp")
+			return dropf("track_event_missing_timestamp", "track event without a timestamp")
 		}
 		if tsErr != nil {
-			return tsErr
+			return asDrop("clock_sync_failure_unknown_source_clock", tsErr)
 		}
 		if err := r.trackEvent(seq.gen, p.events, at); err != nil {
-			return fmt.Errorf("track_event: %w", err)
+			return asDrop("track_event_parser_errors", fmt.Errorf("track_event: %w", err))
 		}
 	}
+	return nil
+}
+
+// legacyTime applies a TrackEvent's legacy timestamp: timestamp_delta_us
+// adds to the sequence's running time, which a legacy ThreadDescriptor's
+// reference_timestamp_us starts (without one the event is dropped, as
+// trace_processor drops it); timestamp_absolute_us is a one-off. Both are
+// µs on CLOCK_MONOTONIC and replace the packet's timestamp.
+func (r *reader) legacyTime(p *packet, seq *seqState, at *timestamp, tsErr *error) error {
+	var delta, abs int64
+	var hasDelta, hasAbs bool
+	for _, b := range p.events {
+		err := eachField(b, func(f *field) error {
+			switch f.key() {
+			case key(rTeTimestampDeltaUS, wireVarint):
+				delta, hasDelta, hasAbs = f.int64(), true, false
+			case key(rTeTimestampAbsUS, wireVarint):
+				abs, hasAbs, hasDelta = f.int64(), true, false
+			}
+			return nil
+		})
+		if err != nil {
+			return asDrop("track_event_parser_errors", fmt.Errorf("track_event: %w", err))
+		}
+	}
+	var ns int64
+	switch {
+	case hasDelta:
+		g := seq.gen
+		if !g.hasLegacy {
+			return dropf("track_event_skipped_timestamp_delta_without_valid_state", "timestamp_delta_us without a legacy thread_descriptor's reference_timestamp_us on the sequence")
+		}
+		if (delta > 0 && g.legacyNS > math.MaxInt64-delta*1000) || delta > math.MaxInt64/1000 || delta < math.MinInt64/1000 {
+			return dropf("track_event_invalid_timestamp", "timestamp_delta_us %d overflows", delta)
+		}
+		g.legacyNS += delta * 1000
+		ns = g.legacyNS
+	case hasAbs:
+		if abs > math.MaxInt64/1000 || abs < 0 {
+			return dropf("track_event_invalid_timestamp", "timestamp_absolute_us %d out of range", abs)
+		}
+		ns = abs * 1000
+	default:
+		return nil
+	}
+	if ns < 0 {
+		return dropf("track_event_invalid_timestamp", "negative legacy time %d ns", ns)
+	}
+	p.ts, p.hasTS = uint64(ns), true
+	*at, *tsErr = r.clocks.resolve(p.ts, clockMonotonic, p.seq)
 	return nil
 }
 
@@ -667,6 +852,17 @@ func (r *reader) sequence(p *packet) (*seqState, error) {
 		seq.gen = newGeneration()
 	} else if p.dropped {
 		seq.valid = false
+	}
+	for _, d := range p.threadDescs {
+		err := eachField(d, func(f *field) error {
+			if f.key() == key(rLtdRefTimestampUS, wireVarint) {
+				seq.gen.legacyNS, seq.gen.hasLegacy = f.int64()*1000, true
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("thread_descriptor: %w", err)
+		}
 	}
 	for _, d := range p.defaults {
 		if err := parseDefaults(seq.gen, d); err != nil {
@@ -833,6 +1029,7 @@ type descriptor struct {
 	incremental          bool
 	rank                 int64
 	ranked               bool
+	mergeNone            bool // sibling_merge_behavior NONE
 }
 
 // field stores one TrackDescriptor field.
@@ -848,6 +1045,8 @@ func (d *descriptor) field(f *field) error {
 		d.description = string(f.b)
 	case key(tdSiblingOrderRank, wireVarint):
 		d.rank, d.ranked = int64(int32(f.u)), true
+	case key(rTdMergeBehavior, wireVarint):
+		d.mergeNone = f.u == rMergeNone
 	case key(tdProcess, wireBytes):
 		d.process = true
 		return eachField(f.b, d.processField)
@@ -938,30 +1137,33 @@ func (r *reader) trackDescriptor(b []byte) error {
 		return err
 	}
 	if !d.hasUUID {
-		return errors.New("descriptor without a uuid")
+		return dropf("track_descriptor_missing_uuid", "descriptor without a uuid")
 	}
 	tr := d.track()
 	ti := r.tracks[d.uuid]
 	switch {
 	case ti == nil:
-		r.tracks[d.uuid] = &trackInfo{idx: len(r.t.Tracks), described: true, mult: d.mult, increment: d.incremental}
+		r.tracks[d.uuid] = &trackInfo{idx: len(r.t.Tracks), described: true, mult: d.mult, increment: d.incremental, mergeNone: d.mergeNone}
 		r.t.Tracks = append(r.t.Tracks, tr)
 	case ti.described:
 		// A repeated description (SDKs re-emit them after each clear) may
-		// name a track that had no name; anything else in it is ignored,
-		// as trace_processor ignores conflicting re-descriptions.
-		if old := &r.t.Tracks[ti.idx]; old.Name == "" && old.Kind == tr.Kind {
+		// name a track that had no name; on a track that merges with no
+		// sibling (SIBLING_MERGE_BEHAVIOR_NONE) the last name given wins,
+		// as in trace_processor. Anything else in it is ignored, as
+		// trace_processor ignores conflicting re-descriptions.
+		old := &r.t.Tracks[ti.idx]
+		if old.Kind == tr.Kind && tr.Name != "" && (old.Name == "" || ti.mergeNone || d.mergeNone) {
 			old.Name = tr.Name
 		}
 	default: // used by events before its description
 		if tr.Kind == TrackCounter && ti.sliced {
-			return fmt.Errorf("track %d is described as a counter track after slice events used it", d.uuid)
+			return dropf("track_descriptor_conflicting_reservation", "track %d is described as a counter track after slice events used it", d.uuid)
 		}
 		if tr.Name == "" {
 			tr.Name = r.t.Tracks[ti.idx].Name
 		}
 		r.t.Tracks[ti.idx] = tr
-		ti.described, ti.mult, ti.increment = true, d.mult, d.incremental
+		ti.described, ti.mult, ti.increment, ti.mergeNone = true, d.mult, d.incremental, d.mergeNone
 	}
 	return nil
 }
@@ -995,7 +1197,7 @@ func (r *reader) sliceTrack(uuid uint64, name string) (*trackInfo, error) {
 		r.t.Tracks = append(r.t.Tracks, Track{UUID: uuid, Name: name, Kind: TrackPlain})
 	}
 	if r.t.Tracks[ti.idx].Kind == TrackCounter {
-		return nil, fmt.Errorf("slice event on counter track %d", uuid)
+		return nil, dropf("track_event_slice_on_counter_track", "slice event on counter track %d", uuid)
 	}
 	ti.sliced = true
 	return ti, nil
@@ -1006,10 +1208,10 @@ func (r *reader) sliceTrack(uuid uint64, name string) (*trackInfo, error) {
 func (r *reader) counterTrack(uuid uint64) (*trackInfo, error) {
 	ti := r.tracks[uuid]
 	if ti == nil || !ti.described {
-		return nil, fmt.Errorf("counter value on track %d, which no earlier descriptor describes", uuid)
+		return nil, dropf("track_event_counter_invalid_track_uuid", "counter value on track %d, which no earlier descriptor describes", uuid)
 	}
 	if k := r.t.Tracks[ti.idx].Kind; k != TrackCounter {
-		return nil, fmt.Errorf("counter value on %s track %d, which is not a counter track", k, uuid)
+		return nil, dropf("track_event_counter_invalid_track_uuid", "counter value on %s track %d, which is not a counter track", k, uuid)
 	}
 	return ti, nil
 }
@@ -1031,7 +1233,57 @@ type trackEvent struct {
 	extra, extraDbl []uint64
 	extraVals       []uint64
 	extraDblVals    []uint64
-	flows, terms    []uint64
+	flows, terms    []uint64 // flow_ids, terminating_flow_ids
+	complete        bool     // a legacy X: a BEGIN with its duration
+	dur             int64
+	oldFlows        []uint64 // the deprecated varint forms, read when the
+	oldTerms        []uint64 // fixed64 ones are absent (as trace_processor)
+	catNames        []string // categories (strings)
+	legacy          legacyEvent
+	hasLegacy       bool
+}
+
+// legacyEvent is what one TrackEvent.LegacyEvent holds that the reader
+// uses.
+type legacyEvent struct {
+	nameIID      uint64
+	phase        int32
+	hasPhase     bool
+	durUS        int64
+	id           uint64
+	idKind       int // rLegacyUnscoped, rLegacyLocal, rLegacyGlobal; 0 none
+	idScope      string
+	bindID       uint64
+	hasBind      bool
+	flowDir      uint64
+	instantScope uint64
+}
+
+// field stores one LegacyEvent field.
+func (l *legacyEvent) field(f *field) error {
+	switch f.key() {
+	case key(rLeNameIID, wireVarint):
+		l.nameIID = f.u
+	case key(rLePhase, wireVarint):
+		l.phase, l.hasPhase = int32(f.u), true
+	case key(rLeDurationUS, wireVarint):
+		l.durUS = f.int64()
+	case key(rLeUnscopedID, wireVarint):
+		l.id, l.idKind = f.u, rLegacyUnscoped
+	case key(rLeLocalID, wireVarint):
+		l.id, l.idKind = f.u, rLegacyLocal
+	case key(rLeGlobalID, wireVarint):
+		l.id, l.idKind = f.u, rLegacyGlobal
+	case key(rLeIDScope, wireBytes):
+		l.idScope = string(f.b)
+	case key(rLeBindID, wireVarint):
+		l.bindID, l.hasBind = f.u, true
+	case key(rLeFlowDir, wireVarint):
+		l.flowDir = f.u
+	case key(rLeInstantScope, wireVarint):
+		l.instantScope = f.u
+	}
+	return nil
 }
 
 // decodeTrackEvent collects the fields of a TrackEvent the reader uses;
@@ -1042,6 +1294,12 @@ func decodeTrackEvent(parts [][]byte) (trackEvent, error) {
 		if err := eachField(b, e.field); err != nil {
 			return e, err
 		}
+	}
+	if len(e.flows) == 0 {
+		e.flows = e.oldFlows
+	}
+	if len(e.terms) == 0 {
+		e.terms = e.oldTerms
 	}
 	return e, nil
 }
@@ -1062,6 +1320,11 @@ func (e *trackEvent) field(f *field) error {
 		e.cats, err = appendVarints(e.cats, f)
 	case key(teDebugAnnotations, wireBytes):
 		e.annotations = append(e.annotations, f.b)
+	case key(rTeCategories, wireBytes):
+		e.catNames = append(e.catNames, string(f.b))
+	case key(rTeLegacyEvent, wireBytes):
+		e.hasLegacy = true
+		return eachField(f.b, e.legacy.field)
 	case key(teCounterValue, wireVarint):
 		e.value, e.hasValue = float64(f.int64()), true
 	case key(teDoubleCounterValue, wireI64):
@@ -1089,9 +1352,9 @@ func (e *trackEvent) listField(f *field) error {
 	case key(teTerminatingFlowIDs, wireI64), key(teTerminatingFlowIDs, wireBytes):
 		e.terms, err = appendFixed64s(e.terms, f)
 	case key(rTeFlowIDsOld, wireVarint), key(rTeFlowIDsOld, wireBytes):
-		e.flows, err = appendVarints(e.flows, f)
+		e.oldFlows, err = appendVarints(e.oldFlows, f)
 	case key(rTeTermFlowIDsOld, wireVarint), key(rTeTermFlowIDsOld, wireBytes):
-		e.terms, err = appendVarints(e.terms, f)
+		e.oldTerms, err = appendVarints(e.oldTerms, f)
 	}
 	return err
 }
@@ -1116,6 +1379,24 @@ func (r *reader) trackEvent(g *generation, parts [][]byte, at timestamp) error {
 	if !e.hasTrack && g.hasTrack {
 		track = g.track
 	}
+	// trace_processor drops the whole event when it has more extra counter
+	// values than tracks.
+	if err := extraMismatch(len(e.extra), len(g.extra), len(e.extraVals)); err != nil {
+		return err
+	}
+	if err := extraMismatch(len(e.extraDbl), len(g.extraDbl), len(e.extraDblVals)); err != nil {
+		return err
+	}
+	if e.hasLegacy {
+		if err := e.legacyFlow(); err != nil {
+			r.drop("flow_without_direction", err) // the event itself loads
+		}
+		if e.legacy.hasPhase {
+			if track, err = r.legacyPhase(g, &e, track, name); err != nil {
+				return err
+			}
+		}
+	}
 	switch e.typ {
 	case typeSliceBegin, typeSliceEnd, typeInstant:
 		if err := r.sliceEvent(&e, track, name, args, at); err != nil {
@@ -1127,7 +1408,7 @@ func (r *reader) trackEvent(g *generation, parts [][]byte, at timestamp) error {
 			return err
 		}
 		if !e.hasValue {
-			return fmt.Errorf("counter event on track %d without a value", track)
+			return dropf("track_event_counter_missing_value", "counter event on track %d without a value", track)
 		}
 		r.addCounter(g, ti, track, at, e.value)
 	}
@@ -1139,20 +1420,179 @@ func (r *reader) trackEvent(g *generation, parts [][]byte, at timestamp) error {
 	return r.extraCounters(g, e.extraDbl, g.extraDbl, len(e.extraDblVals), at, func(i int) float64 { return math.Float64frombits(e.extraDblVals[i]) })
 }
 
+// legacyFlow adds a legacy bind_id to the event's flows: trace_processor
+// binds it, whatever its flow_direction (in, out or inout), to the
+// event's slice, in the same id space as flow_ids.
+func (e *trackEvent) legacyFlow() error {
+	l := &e.legacy
+	if !l.hasBind {
+		return nil
+	}
+	switch l.flowDir {
+	case rFlowIn, rFlowOut, rFlowInOut:
+		e.flows = append(e.flows, l.bindID)
+		return nil
+	}
+	return dropf("flow_without_direction", "legacy bind_id %d without a flow_direction", l.bindID)
+}
+
+// legacyPhase gives a legacy event (TYPE_UNSPECIFIED with a phase; the
+// phase wins over a type, as in trace_processor) its type and returns its
+// track: B, E and I/i/R (instants of thread scope) stay on the event's
+// track; X is a slice of duration_us; a global or process-scoped instant
+// goes on a track of the trace or of the event's process; async events
+// (b/e/n, and the older S/F/T/p) go on a track per id, id scope and
+// category (name for the older ones), process-scoped for a local_id.
+func (r *reader) legacyPhase(g *generation, e *trackEvent, track uint64, name string) (uint64, error) {
+	l := &e.legacy
+	switch l.phase {
+	case 'B':
+		e.typ = typeSliceBegin
+	case 'E':
+		e.typ = typeSliceEnd
+	case 'X':
+		if l.durUS < 0 || l.durUS > math.MaxInt64/1000 {
+			return 0, dropf("track_event_parser_errors", "complete event with duration_us %d", l.durUS)
+		}
+		e.typ, e.complete, e.dur = typeSliceBegin, true, l.durUS*1000
+	case 'I', 'i', 'R':
+		e.typ = typeInstant
+		switch l.instantScope {
+		case rScopeGlobal:
+			return r.syntheticTrack("global instants", 0, "Global legacy instants"), nil
+		case rScopeProcess:
+			pid, proc := r.processOfTrack(track)
+			if proc != 0 {
+				return proc, nil
+			}
+			return r.syntheticTrack("process instants/"+strconv.FormatInt(pid, 10), pid, "Process legacy instants"), nil
+		}
+	case 'b', 'e', 'n', 'S', 'F', 'T', 'p':
+		if l.idKind == 0 {
+			return 0, dropf("track_event_parser_errors", "async legacy event %q without an id", rune(l.phase))
+		}
+		switch l.phase {
+		case 'b', 'S':
+			e.typ = typeSliceBegin
+		case 'e', 'F':
+			e.typ = typeSliceEnd
+		default:
+			e.typ = typeInstant
+		}
+		scope := e.category(g)
+		if l.phase == 'S' || l.phase == 'F' || l.phase == 'T' || l.phase == 'p' {
+			scope = name
+		}
+		if l.idScope != "" {
+			scope = e.category(g) + ":" + l.idScope
+		}
+		var pid int64
+		proc := uint64(0)
+		if l.idKind == rLegacyLocal {
+			pid, proc = r.processOfTrack(track)
+		}
+		key := fmt.Sprintf("async/%t/%d/%d/%s", l.idKind == rLegacyLocal, pid, l.id, scope)
+		uuid := r.syntheticTrack(key, pid, name)
+		if ti := r.tracks[uuid]; ti != nil && proc != 0 && r.t.Tracks[ti.idx].ParentUUID == 0 {
+			r.t.Tracks[ti.idx].ParentUUID = proc
+		}
+		return uuid, nil
+	default:
+		return 0, dropf("legacy_event_phase_unsupported", "legacy event phase %q", rune(l.phase))
+	}
+	return track, nil
+}
+
+// category returns the event's categories, comma-separated.
+func (e *trackEvent) category(g *generation) string {
+	var cats []string
+	for _, c := range e.cats {
+		cats = append(cats, g.cats[c])
+	}
+	cats = append(cats, e.catNames...)
+	return strings.Join(cats, ",")
+}
+
+// processOfTrack returns the pid of a track's process and the uuid of its
+// process track (0 if no descriptor describes one).
+func (r *reader) processOfTrack(uuid uint64) (int64, uint64) {
+	ti := r.tracks[uuid]
+	if ti == nil {
+		return 0, 0
+	}
+	tr := &r.t.Tracks[ti.idx]
+	pid := tr.PID
+	if tr.Kind == TrackProcess {
+		return pid, uuid
+	}
+	if tr.Kind != TrackThread && pid == 0 {
+		pid = r.inheritedPID(tr)
+	}
+	for i := range r.t.Tracks {
+		if p := &r.t.Tracks[i]; p.Kind == TrackProcess && p.PID == pid {
+			return pid, p.UUID
+		}
+	}
+	return pid, 0
+}
+
+// inheritedPID returns the pid of the nearest process or thread ancestor
+// of a track (0 if none).
+func (r *reader) inheritedPID(tr *Track) int64 {
+	p := tr.ParentUUID
+	for range maxTrackAncestors {
+		ti := r.tracks[p]
+		if p == 0 || ti == nil {
+			break
+		}
+		if a := r.t.Tracks[ti.idx]; a.Kind == TrackProcess || a.Kind == TrackThread {
+			return a.PID
+		}
+		p = r.t.Tracks[ti.idx].ParentUUID
+	}
+	return 0
+}
+
+// syntheticTrack returns the uuid of the track the reader makes for key
+// (legacy async ids, scoped instants), adding it, named name, on first
+// use. Its uuid is a hash of the key, moved on past any uuid the file
+// uses.
+func (r *reader) syntheticTrack(key string, pid int64, name string) uint64 {
+	if u, ok := r.synthetic[key]; ok {
+		return u
+	}
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	u := h.Sum64() | 1<<63
+	for r.tracks[u] != nil {
+		u++
+	}
+	if r.synthetic == nil {
+		r.synthetic = map[string]uint64{}
+	}
+	r.synthetic[key] = u
+	r.tracks[u] = &trackInfo{idx: len(r.t.Tracks), described: true, sliced: true}
+	r.t.Tracks = append(r.t.Tracks, Track{UUID: u, Name: name, Kind: TrackPlain, PID: pid})
+	return u
+}
+
 // resolveName returns the event's name, interned or inline, and checks
 // its category iids.
 func (e *trackEvent) resolveName(g *generation) (string, error) {
 	name := e.name
+	if e.nameIID == 0 && e.hasLegacy && e.legacy.nameIID != 0 {
+		e.nameIID = e.legacy.nameIID
+	}
 	if e.nameIID != 0 {
 		s, ok := g.names[e.nameIID]
 		if !ok {
-			return "", fmt.Errorf("event name iid %d is not defined on this sequence", e.nameIID)
+			return "", dropf("interned_data_tokenizer_errors", "event name iid %d is not defined on this sequence", e.nameIID)
 		}
 		name, e.hasName = s, true
 	}
 	for _, c := range e.cats {
 		if _, ok := g.cats[c]; !ok {
-			return "", fmt.Errorf("category iid %d is not defined on this sequence", c)
+			return "", dropf("interned_data_tokenizer_errors", "category iid %d is not defined on this sequence", c)
 		}
 	}
 	return name, nil
@@ -1165,13 +1605,25 @@ func (r *reader) sliceEvent(e *trackEvent, track uint64, name string, args []Arg
 			return err
 		}
 	} else if ti := r.tracks[track]; ti != nil && r.t.Tracks[ti.idx].Kind == TrackCounter {
-		return fmt.Errorf("slice event on counter track %d", track)
+		return dropf("track_event_slice_on_counter_track", "slice event on counter track %d", track)
 	}
 	r.events = append(r.events, pendingEvent{
 		kind: uint8(e.typ), track: track, at: at, order: len(r.events) + len(r.counters),
 		name: name, hasName: e.hasName && name != "",
-		args: args, flows: e.flows, terms: e.terms, pkt: r.pkt, off: r.off,
+		args: args, flows: e.flows, terms: e.terms, complete: e.complete, dur: e.dur, pkt: r.pkt, off: r.off,
 	})
+	return nil
+}
+
+// extraMismatch returns the drop of an event with n extra counter values
+// but fewer track uuids (its own, else the sequence's defaults).
+func extraMismatch(uuids, defaults, n int) error {
+	if uuids == 0 {
+		uuids = defaults
+	}
+	if n > uuids {
+		return dropf("track_event_extra_counter_track_uuid_mismatch", "%d extra counter values but %d counter track uuids", n, uuids)
+	}
 	return nil
 }
 
@@ -1185,7 +1637,7 @@ func (r *reader) extraCounters(g *generation, uuids, defaults []uint64, n int, a
 		uuids = defaults
 	}
 	if n > len(uuids) {
-		return fmt.Errorf("%d extra counter values but %d counter track uuids", n, len(uuids))
+		return dropf("track_event_extra_counter_track_uuid_mismatch", "%d extra counter values but %d counter track uuids", n, len(uuids))
 	}
 	for i := range n {
 		ti, err := r.counterTrack(uuids[i])
@@ -1229,7 +1681,7 @@ func (a *debugAnnotation) field(f *field) error {
 	case key(daNameIID, wireVarint):
 		s, ok := a.g.argNames[f.u]
 		if !ok {
-			return fmt.Errorf("name iid %d is not defined on this sequence", f.u)
+			return dropf("interned_data_tokenizer_errors", "name iid %d is not defined on this sequence", f.u)
 		}
 		a.name, a.hasName = s, true
 	case key(rDaName, wireBytes):
@@ -1247,7 +1699,7 @@ func (a *debugAnnotation) field(f *field) error {
 	case key(daStringValueIID, wireVarint):
 		s, ok := a.g.strs[f.u]
 		if !ok {
-			return fmt.Errorf("string value iid %d is not defined on this sequence", f.u)
+			return dropf("interned_data_tokenizer_errors", "string value iid %d is not defined on this sequence", f.u)
 		}
 		a.value = s
 	case key(rDaDictEntries, wireBytes), key(rDaArrayValues, wireBytes):
@@ -1495,7 +1947,7 @@ func (c *clockState) resolve(raw uint64, id, seq uint32) (timestamp, error) {
 		return timestamp{ts: int64(raw), ok: true}, nil
 	}
 	if id >= rFirstSeqClock && id < rFirstGlobalClock && seq == 0 {
-		return timestamp{}, fmt.Errorf("timestamp on sequence-scoped clock %d but no trusted_packet_sequence_id", id)
+		return timestamp{}, dropf("clock_sync_failure_unknown_source_clock", "timestamp on sequence-scoped clock %d but no trusted_packet_sequence_id", id)
 	}
 	k := makeClockKey(id, seq)
 	d := c.domains[k]
@@ -1505,7 +1957,7 @@ func (c *clockState) resolve(raw uint64, id, seq uint32) (timestamp, error) {
 	}
 	if d == nil {
 		if k>>32 != 0 {
-			return timestamp{}, fmt.Errorf("timestamp on clock %s, which no clock snapshot of the sequence defines yet", k)
+			return timestamp{}, dropf("clock_sync_failure_unknown_source_clock", "timestamp on clock %s, which no clock snapshot of the sequence defines yet", k)
 		}
 		return timestamp{clock: k, ns: int64(raw), unscaled: true}, nil
 	}
@@ -1555,7 +2007,7 @@ func (c *clockState) finish(t *timestamp) error {
 			return nil
 		}
 		if d == nil {
-			return fmt.Errorf("timestamp on clock %s, which no clock snapshot defines", t.clock)
+			return dropf("clock_sync_failure_unknown_source_clock", "timestamp on clock %s, which no clock snapshot defines", t.clock)
 		}
 		ns *= d.mult
 	}
@@ -1565,7 +2017,7 @@ func (c *clockState) finish(t *timestamp) error {
 	for k := t.clock; k != c.trace; {
 		next, ok := c.next[k]
 		if !ok {
-			return fmt.Errorf("no clock snapshot path converts clock %s to the trace clock %s", t.clock, c.trace)
+			return dropf("clock_sync_failure_no_path", "no clock snapshot path converts clock %s to the trace clock %s", t.clock, c.trace)
 		}
 		ns = hop(c.edge(k, next), ns)
 		k = next
@@ -1643,9 +2095,7 @@ func (c *clockState) reading(snap int, k clockKey) (int64, bool) {
 // End of file: pair slices and sort.
 
 func (r *reader) finish() error {
-	if err := r.resolveTimes(); err != nil {
-		return err
-	}
+	r.resolveTimes()
 	bs := r.pairSlices()
 	parentFlows(bs)
 	r.orderSlices(bs)
@@ -1659,31 +2109,50 @@ func (r *reader) finish() error {
 func (r *reader) trackIdx(uuid uint64) int { return r.tracks[uuid].idx }
 
 // resolveTimes converts every pending timestamp to the trace clock, now
-// that all clock snapshots are known.
-func (r *reader) resolveTimes() error {
-	for i := range r.events {
-		e := &r.events[i]
-		if err := r.clocks.finish(&e.at); err != nil {
-			return &readError{e.pkt, e.off, err}
-		}
-		if e.at.ts < 0 {
-			return &readError{e.pkt, e.off, fmt.Errorf("negative trace time %d", e.at.ts)}
+// that all clock snapshots are known, and drops (and counts) the events
+// whose time cannot be converted or is negative, and ENDs on tracks
+// nothing else uses.
+func (r *reader) resolveTimes() {
+	evs := r.events[:0]
+	for _, e := range r.events {
+		if r.settle(&e.at, e.pkt, e.off) {
+			continue
 		}
 		if r.tracks[e.track] == nil { // only an END can name a track nothing else uses
-			return &readError{e.pkt, e.off, fmt.Errorf("slice end on unknown track %d", e.track)}
+			r.dropAt("track_event_end_on_unknown_track", pktWhere(e.pkt, e.off), fmt.Errorf("slice end on unknown track %d", e.track))
+			continue
+		}
+		evs = append(evs, e)
+	}
+	r.events = evs
+	cs := r.counters[:0]
+	for _, c := range r.counters {
+		if !r.settle(&c.at, c.pkt, c.off) {
+			cs = append(cs, c)
 		}
 	}
-	for i := range r.counters {
-		c := &r.counters[i]
-		if err := r.clocks.finish(&c.at); err != nil {
-			return &readError{c.pkt, c.off, err}
-		}
-		if c.at.ts < 0 {
-			return &readError{c.pkt, c.off, fmt.Errorf("negative trace time %d", c.at.ts)}
-		}
-	}
-	return nil
+	r.counters = cs
 }
+
+// settle converts a deferred timestamp, and reports (after counting it)
+// whether its event is to be dropped.
+func (r *reader) settle(at *timestamp, pkt, off int) bool {
+	if err := r.clocks.finish(at); err != nil {
+		stat := "clock_sync_failure_no_path"
+		if d, ok := errors.AsType[*dropError](err); ok {
+			stat = d.stat
+		}
+		r.dropAt(stat, pktWhere(pkt, off), err)
+		return true
+	}
+	if at.ts < 0 {
+		r.dropAt("track_event_invalid_timestamp", pktWhere(pkt, off), fmt.Errorf("negative trace time %d", at.ts))
+		return true
+	}
+	return false
+}
+
+func pktWhere(pkt, off int) string { return fmt.Sprintf("packet %d (offset %d)", pkt, off) }
 
 // building is a slice being paired, in the order its BEGIN came.
 type building struct {
@@ -1692,6 +2161,7 @@ type building struct {
 	order      int
 	beginFlows int // FlowIDs[:beginFlows] came with the BEGIN
 	beginTerms int
+	complete   bool // a legacy X event, which an END does not close
 }
 
 // pairSlices sorts the events per track in (timestamp, file order), as
@@ -1710,16 +2180,24 @@ func (r *reader) pairSlices() []building {
 		if ti := r.trackIdx(e.track); ti != cur {
 			cur, stack = ti, stack[:0]
 		}
+		// Complete events that ended by now leave the stack, as
+		// trace_processor's slice tracker pops them.
+		for n := len(stack); n > 0 && bs[stack[n-1]].complete && bs[stack[n-1]].s.Start+bs[stack[n-1]].s.Dur <= e.at.ts; n-- {
+			stack = stack[:n-1]
+		}
 		switch e.kind {
 		case evBegin:
 			s := Slice{Track: e.track, Name: e.name, Start: e.at.ts, Dur: -1, Parent: -1,
 				Args: e.args, FlowIDs: e.flows, TerminatingFlowIDs: e.terms}
+			if e.complete {
+				s.Dur = e.dur
+			}
 			if n := len(stack); n > 0 {
 				s.Parent = stack[n-1]
 				s.Depth = bs[s.Parent].s.Depth + 1
 			}
 			stack = append(stack, len(bs))
-			bs = append(bs, building{s: s, track: cur, order: e.order, beginFlows: len(e.flows), beginTerms: len(e.terms)})
+			bs = append(bs, building{s: s, track: cur, order: e.order, beginFlows: len(e.flows), beginTerms: len(e.terms), complete: e.complete})
 		case evEnd:
 			stack = closeSlice(bs, stack, e)
 		case evInst:
@@ -1740,8 +2218,11 @@ func (r *reader) pairSlices() []building {
 // began before the trace).
 func closeSlice(bs []building, stack []int, e *pendingEvent) []int {
 	k := len(stack) - 1
+	for k >= 0 && bs[stack[k]].complete { // an END never closes a complete event
+		k--
+	}
 	if e.hasName {
-		for lim := max(len(stack)-maxEndSearch, 0); k >= lim && bs[stack[k]].s.Name != e.name; k-- {
+		for lim := max(len(stack)-maxEndSearch, 0); k >= lim && (bs[stack[k]].complete || bs[stack[k]].s.Name != e.name); k-- {
 		}
 		if k < len(stack)-maxEndSearch {
 			k = -1

@@ -963,128 +963,9 @@ func TestReadErrors(t *testing.T) {
 		{"json", []byte(` {"traceEvents": []}`), "perfetto: this is a JSON trace, not a Perfetto protobuf trace"},
 		{"zstd", []byte{0x28, 0xb5, 0x2f, 0xfd, 0, 0}, "perfetto: zstd-compressed traces are not supported (decompress the file first)"},
 		{"bad gzip", []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff, 1, 2, 3}, "perfetto: reading gzip: "},
-		{"end on unknown track", simple(func(b *tb) {
-			b.packet(func(e *pb) { e.uint(pktTimestamp, 1); seq(e, 1, 0); ev(e, typeSliceEnd, 5, "") })
-		}), "perfetto: packet 2 (offset 14): slice end on unknown track 5"},
-		{"undefined name iid", simple(func(b *tb) {
-			b.packet(func(e *pb) {
-				e.uint(pktTimestamp, 1)
-				seq(e, 1, 0)
-				msg(e, pktTrackEvent, func() { e.uint(teType, typeSliceBegin); e.uint(teTrackUUID, 1); e.uint(teNameIID, 3) })
-			})
-		}), "perfetto: packet 2 (offset 14): track_event: event name iid 3 is not defined on this sequence"},
-		{"undefined annotation name", simple(func(b *tb) {
-			b.packet(func(e *pb) {
-				e.uint(pktTimestamp, 1)
-				seq(e, 1, 0)
-				ev(e, typeInstant, 1, "x", func() { msg(e, teDebugAnnotations, func() { e.uint(daNameIID, 2); e.int(daIntValue, 1) }) })
-			})
-		}), "track_event: debug annotation: name iid 2 is not defined on this sequence"},
-		{"undefined string value", simple(func(b *tb) {
-			b.packet(func(e *pb) {
-				e.uint(pktTimestamp, 1)
-				seq(e, 1, 0)
-				ev(e, typeInstant, 1, "x", func() { msg(e, teDebugAnnotations, func() { e.string(rDaName, "k"); e.uint(daStringValueIID, 2) }) })
-			})
-		}), "string value iid 2 is not defined"},
-		{"undefined category", simple(func(b *tb) {
-			b.packet(func(e *pb) {
-				e.uint(pktTimestamp, 1)
-				seq(e, 1, 0)
-				ev(e, typeInstant, 1, "x", func() { e.uint(rTeCategoryIIDs, 4) })
-			})
-		}), "category iid 4 is not defined"},
-		{"counter on a plain track", simple(func(b *tb) {
-			b.packet(func(e *pb) {
-				e.uint(pktTimestamp, 1)
-				seq(e, 1, 0)
-				ev(e, typeCounter, 1, "", func() { e.int(teCounterValue, 1) })
-			})
-		}), "perfetto: packet 2 (offset 14): track_event: counter value on plain track 1, which is not a counter track"},
-		{"counter on an undescribed track", simple(func(b *tb) {
-			b.packet(func(e *pb) {
-				e.uint(pktTimestamp, 1)
-				seq(e, 1, 0)
-				ev(e, typeCounter, 8, "", func() { e.int(teCounterValue, 1) })
-			})
-		}), "counter value on track 8, which no earlier descriptor describes"},
-		{"counter described too late", simple(func(b *tb) {
-			b.packet(func(e *pb) {
-				e.uint(pktTimestamp, 1)
-				seq(e, 1, 0)
-				ev(e, typeCounter, 8, "", func() { e.int(teCounterValue, 1) })
-			})
-			b.packet(func(e *pb) { counterTrack(e, 8, "c") })
-		}), "counter value on track 8, which no earlier descriptor describes"},
-		{"counter without value", simple(func(b *tb) {
-			b.packet(func(e *pb) { counterTrack(e, 8, "c") })
-			b.packet(func(e *pb) { e.uint(pktTimestamp, 1); seq(e, 1, 0); ev(e, typeCounter, 8, "") })
-		}), "counter event on track 8 without a value"},
-		{"slice on a counter track", simple(func(b *tb) {
-			b.packet(func(e *pb) { counterTrack(e, 8, "c") })
-			b.packet(func(e *pb) { e.uint(pktTimestamp, 1); seq(e, 1, 0); ev(e, typeSliceBegin, 8, "x") })
-		}), "slice event on counter track 8"},
-		{"extra counter mismatch", simple(func(b *tb) {
-			b.packet(func(e *pb) { counterTrack(e, 8, "c") })
-			b.packet(func(e *pb) {
-				e.uint(pktTimestamp, 1)
-				seq(e, 1, 0)
-				ev(e, typeInstant, 1, "x", func() { e.uint(rTeExtraCounters, 8); e.uint(rTeExtraCounterVals, 1); e.uint(rTeExtraCounterVals, 2) })
-			})
-		}), "2 extra counter values but 1 counter track uuids"},
-		{"no timestamp", simple(func(b *tb) {
-			b.packet(func(e *pb) { seq(e, 1, 0); ev(e, typeInstant, 1, "x") })
-		}), "perfetto: packet 2 (offset 14): track event without a timestamp"},
-		{"negative time", simple(func(b *tb) {
-			b.packet(func(e *pb) { e.uint(pktTimestamp, 1<<63); seq(e, 1, 0); ev(e, typeInstant, 1, "x") })
-		}), "perfetto: packet 2 (offset 14): negative trace time -9223372036854775808"},
-		{"incremental clock before its snapshot", simple(func(b *tb) {
-			b.packet(func(e *pb) {
-				e.uint(pktTimestamp, 1)
-				e.uint(rPktClockID, 64)
-				seq(e, 1, 0)
-				ev(e, typeInstant, 1, "x")
-			})
-		}), "timestamp on clock 64 of sequence 1, which no clock snapshot of the sequence defines yet"},
-		{"sequence clock without sequence", simple(func(b *tb) {
-			b.packet(func(e *pb) { e.uint(pktTimestamp, 1); e.uint(rPktClockID, 64); plainTrack(e, 3, "") })
-		}), "timestamp on sequence-scoped clock 64 but no trusted_packet_sequence_id"},
 		{"sequence clock in an unsequenced snapshot", simple(func(b *tb) {
 			b.packet(func(e *pb) { snapshot(e, clk{id: 6, ts: 1}, clk{id: 70, ts: 1}) })
 		}), "clock_snapshot: sequence-scoped clock 70 in a snapshot without trusted_packet_sequence_id"},
-		{"unconvertible clock", simple(func(b *tb) {
-			b.packet(func(e *pb) { seq(e, 1, 0); snapshot(e, clk{id: clockMonotonic, ts: 1}, clk{id: clockRealtime, ts: 1}) })
-			b.packet(func(e *pb) {
-				e.uint(pktTimestamp, 1)
-				e.uint(rPktClockID, clockMonotonic)
-				seq(e, 1, 0)
-				ev(e, typeInstant, 1, "x")
-			})
-		}), "no clock snapshot path converts clock 3 to the trace clock 6"},
-		{"clock going backwards", simple(func(b *tb) {
-			b.packet(func(e *pb) {
-				seq(e, 1, 0)
-				snapshot(e, clk{id: clockBoottime, ts: 100}, clk{id: clockRealtime, ts: 1000})
-			})
-			b.packet(func(e *pb) {
-				seq(e, 1, 0)
-				snapshot(e, clk{id: clockBoottime, ts: 200}, clk{id: clockRealtime, ts: 500})
-			})
-			b.packet(func(e *pb) {
-				e.uint(pktTimestamp, 600)
-				e.uint(rPktClockID, clockRealtime)
-				seq(e, 1, 0)
-				ev(e, typeInstant, 1, "x")
-			})
-		}), "no clock snapshot path converts clock 1 to the trace clock 6"},
-		{"undefined clock", simple(func(b *tb) {
-			b.packet(func(e *pb) {
-				e.uint(pktTimestamp, 1)
-				e.uint(rPktClockID, 300)
-				seq(e, 1, 0)
-				ev(e, typeInstant, 1, "x")
-			})
-		}), "timestamp on clock 300, which no clock snapshot defines"},
 		{"too many clocks", simple(func(b *tb) {
 			b.packet(func(e *pb) {
 				var cs []clk
@@ -1094,48 +975,6 @@ func TestReadErrors(t *testing.T) {
 				snapshot(e, cs...)
 			})
 		}), "clock_snapshot: more than 64 clocks"},
-		{"needs state without sequence", simple(func(b *tb) {
-			b.packet(func(e *pb) { e.uint(pktSequenceFlags, seqNeedsIncrementalState) })
-		}), "packet needs incremental state but has no trusted_packet_sequence_id"},
-		{"descriptor without uuid", simple(func(b *tb) {
-			b.packet(func(e *pb) { msg(e, pktTrackDescriptor, func() { e.string(tdName, "x") }) })
-		}), "track_descriptor: descriptor without a uuid"},
-		{"deep annotation", simple(func(b *tb) {
-			b.packet(func(e *pb) {
-				e.uint(pktTimestamp, 1)
-				seq(e, 1, 0)
-				ev(e, typeInstant, 1, "x", func() {
-					var nest func(n int)
-					nest = func(n int) {
-						if n > 0 {
-							msg(e, rDaDictEntries, func() { e.string(rDaName, "d"); nest(n - 1) })
-						}
-					}
-					msg(e, teDebugAnnotations, func() { nest(70) })
-				})
-			})
-		}), "debug annotation: nested more than 64 deep"},
-		{"annotation name bomb", simple(func(b *tb) {
-			b.packet(func(e *pb) {
-				e.uint(pktTimestamp, 1)
-				seq(e, 1, 0)
-				ev(e, typeInstant, 1, "x", func() {
-					msg(e, teDebugAnnotations, func() {
-						e.string(rDaName, strings.Repeat("n", 1<<16))
-						for range 1 << 12 {
-							msg(e, rDaArrayValues, func() { e.bool(daBoolValue, true) })
-						}
-					})
-				})
-			})
-		}), "debug annotation: flattened names of nested annotations take more memory than the file warrants"},
-		{"bad packed flows", simple(func(b *tb) {
-			b.packet(func(e *pb) {
-				e.uint(pktTimestamp, 1)
-				seq(e, 1, 0)
-				ev(e, typeInstant, 1, "x", func() { e.string(teFlowIDs, "1234567") })
-			})
-		}), "packed fixed64 field 47 has 7 bytes, not a multiple of 8"},
 		{"corrupt compressed packets", simple(func(b *tb) {
 			b.packet(func(e *pb) { seq(e, 1, 0); e.string(rPktCompressed, "\x78\x9cgarbage") })
 		}), "perfetto: packet 2 (offset 14): compressed_packets: "},
@@ -1160,6 +999,209 @@ func TestReadErrors(t *testing.T) {
 				}
 			} else if !strings.Contains(msg, tc.want) || !errForm.MatchString(msg) {
 				t.Fatalf("error %q\n  want one with %q", msg, tc.want)
+			}
+		})
+	}
+}
+
+// Events the reader cannot place are dropped and counted, as
+// trace_processor counts them in its stats; an instant after them on the
+// same sequence still loads.
+func TestReadDrops(t *testing.T) {
+	tests := []struct {
+		name  string
+		data  []byte
+		stat  string
+		first string // a part of Drop.First
+	}{
+		{"end on unknown track", simple(func(b *tb) {
+			b.packet(func(e *pb) { e.uint(pktTimestamp, 1); seq(e, 1, 0); ev(e, typeSliceEnd, 5, "") })
+		}), "track_event_end_on_unknown_track", "packet 2 (offset 14): slice end on unknown track 5"},
+		{"undefined name iid", simple(func(b *tb) {
+			b.packet(func(e *pb) {
+				e.uint(pktTimestamp, 1)
+				seq(e, 1, 0)
+				msg(e, pktTrackEvent, func() { e.uint(teType, typeSliceBegin); e.uint(teTrackUUID, 1); e.uint(teNameIID, 3) })
+			})
+		}), "interned_data_tokenizer_errors", "packet 2 (offset 14): track_event: event name iid 3 is not defined on this sequence"},
+		{"undefined annotation name", simple(func(b *tb) {
+			b.packet(func(e *pb) {
+				e.uint(pktTimestamp, 1)
+				seq(e, 1, 0)
+				ev(e, typeInstant, 1, "x", func() { msg(e, teDebugAnnotations, func() { e.uint(daNameIID, 2); e.int(daIntValue, 1) }) })
+			})
+		}), "interned_data_tokenizer_errors", "track_event: debug annotation: name iid 2 is not defined on this sequence"},
+		{"undefined string value", simple(func(b *tb) {
+			b.packet(func(e *pb) {
+				e.uint(pktTimestamp, 1)
+				seq(e, 1, 0)
+				ev(e, typeInstant, 1, "x", func() { msg(e, teDebugAnnotations, func() { e.string(rDaName, "k"); e.uint(daStringValueIID, 2) }) })
+			})
+		}), "interned_data_tokenizer_errors", "string value iid 2 is not defined"},
+		{"undefined category", simple(func(b *tb) {
+			b.packet(func(e *pb) {
+				e.uint(pktTimestamp, 1)
+				seq(e, 1, 0)
+				ev(e, typeInstant, 1, "x", func() { e.uint(rTeCategoryIIDs, 4) })
+			})
+		}), "interned_data_tokenizer_errors", "category iid 4 is not defined"},
+		{"counter on a plain track", simple(func(b *tb) {
+			b.packet(func(e *pb) {
+				e.uint(pktTimestamp, 1)
+				seq(e, 1, 0)
+				ev(e, typeCounter, 1, "", func() { e.int(teCounterValue, 1) })
+			})
+		}), "track_event_counter_invalid_track_uuid", "packet 2 (offset 14): track_event: counter value on plain track 1, which is not a counter track"},
+		{"counter on an undescribed track", simple(func(b *tb) {
+			b.packet(func(e *pb) {
+				e.uint(pktTimestamp, 1)
+				seq(e, 1, 0)
+				ev(e, typeCounter, 8, "", func() { e.int(teCounterValue, 1) })
+			})
+		}), "track_event_counter_invalid_track_uuid", "counter value on track 8, which no earlier descriptor describes"},
+		{"counter described too late", simple(func(b *tb) {
+			b.packet(func(e *pb) {
+				e.uint(pktTimestamp, 1)
+				seq(e, 1, 0)
+				ev(e, typeCounter, 8, "", func() { e.int(teCounterValue, 1) })
+			})
+			b.packet(func(e *pb) { counterTrack(e, 8, "c") })
+		}), "track_event_counter_invalid_track_uuid", "counter value on track 8, which no earlier descriptor describes"},
+		{"counter without value", simple(func(b *tb) {
+			b.packet(func(e *pb) { counterTrack(e, 8, "c") })
+			b.packet(func(e *pb) { e.uint(pktTimestamp, 1); seq(e, 1, 0); ev(e, typeCounter, 8, "") })
+		}), "track_event_counter_missing_value", "counter event on track 8 without a value"},
+		{"slice on a counter track", simple(func(b *tb) {
+			b.packet(func(e *pb) { counterTrack(e, 8, "c") })
+			b.packet(func(e *pb) { e.uint(pktTimestamp, 1); seq(e, 1, 0); ev(e, typeSliceBegin, 8, "x") })
+		}), "track_event_slice_on_counter_track", "slice event on counter track 8"},
+		{"extra counter mismatch", simple(func(b *tb) {
+			b.packet(func(e *pb) { counterTrack(e, 8, "c") })
+			b.packet(func(e *pb) {
+				e.uint(pktTimestamp, 1)
+				seq(e, 1, 0)
+				ev(e, typeInstant, 1, "x", func() { e.uint(rTeExtraCounters, 8); e.uint(rTeExtraCounterVals, 1); e.uint(rTeExtraCounterVals, 2) })
+			})
+		}), "track_event_extra_counter_track_uuid_mismatch", "2 extra counter values but 1 counter track uuids"},
+		{"no timestamp", simple(func(b *tb) {
+			b.packet(func(e *pb) { seq(e, 1, 0); ev(e, typeInstant, 1, "x") })
+		}), "track_event_missing_timestamp", "packet 2 (offset 14): track event without a timestamp"},
+		{"negative time", simple(func(b *tb) {
+			b.packet(func(e *pb) { e.uint(pktTimestamp, 1<<63); seq(e, 1, 0); ev(e, typeInstant, 1, "x") })
+		}), "track_event_invalid_timestamp", "packet 2 (offset 14): negative trace time -9223372036854775808"},
+		{"incremental clock before its snapshot", simple(func(b *tb) {
+			b.packet(func(e *pb) {
+				e.uint(pktTimestamp, 1)
+				e.uint(rPktClockID, 64)
+				seq(e, 1, 0)
+				ev(e, typeInstant, 1, "x")
+			})
+		}), "clock_sync_failure_unknown_source_clock", "timestamp on clock 64 of sequence 1, which no clock snapshot of the sequence defines yet"},
+		{"sequence clock without sequence", simple(func(b *tb) {
+			b.packet(func(e *pb) { e.uint(pktTimestamp, 1); e.uint(rPktClockID, 64); plainTrack(e, 3, "") })
+		}), "clock_sync_failure_unknown_source_clock", "timestamp on sequence-scoped clock 64 but no trusted_packet_sequence_id"},
+		{"unconvertible clock", simple(func(b *tb) {
+			b.packet(func(e *pb) { seq(e, 1, 0); snapshot(e, clk{id: clockMonotonic, ts: 1}, clk{id: clockRealtime, ts: 1}) })
+			b.packet(func(e *pb) {
+				e.uint(pktTimestamp, 1)
+				e.uint(rPktClockID, clockMonotonic)
+				seq(e, 1, 0)
+				ev(e, typeInstant, 1, "x")
+			})
+		}), "clock_sync_failure_no_path", "no clock snapshot path converts clock 3 to the trace clock 6"},
+		{"clock going backwards", simple(func(b *tb) {
+			b.packet(func(e *pb) {
+				seq(e, 1, 0)
+				snapshot(e, clk{id: clockBoottime, ts: 100}, clk{id: clockRealtime, ts: 1000})
+			})
+			b.packet(func(e *pb) {
+				seq(e, 1, 0)
+				snapshot(e, clk{id: clockBoottime, ts: 200}, clk{id: clockRealtime, ts: 500})
+			})
+			b.packet(func(e *pb) {
+				e.uint(pktTimestamp, 600)
+				e.uint(rPktClockID, clockRealtime)
+				seq(e, 1, 0)
+				ev(e, typeInstant, 1, "x")
+			})
+		}), "clock_sync_failure_no_path", "no clock snapshot path converts clock 1 to the trace clock 6"},
+		{"undefined clock", simple(func(b *tb) {
+			b.packet(func(e *pb) {
+				e.uint(pktTimestamp, 1)
+				e.uint(rPktClockID, 300)
+				seq(e, 1, 0)
+				ev(e, typeInstant, 1, "x")
+			})
+		}), "clock_sync_failure_unknown_source_clock", "timestamp on clock 300, which no clock snapshot defines"},
+		{"needs state without sequence", simple(func(b *tb) {
+			b.packet(func(e *pb) { e.uint(pktSequenceFlags, seqNeedsIncrementalState) })
+		}), "packet_needs_incremental_state_missing_sequence_id", "packet needs incremental state but has no trusted_packet_sequence_id"},
+		{"descriptor without uuid", simple(func(b *tb) {
+			b.packet(func(e *pb) { msg(e, pktTrackDescriptor, func() { e.string(tdName, "x") }) })
+		}), "track_descriptor_missing_uuid", "track_descriptor: descriptor without a uuid"},
+		{"deep annotation", simple(func(b *tb) {
+			b.packet(func(e *pb) {
+				e.uint(pktTimestamp, 1)
+				seq(e, 1, 0)
+				ev(e, typeInstant, 1, "x", func() {
+					var nest func(n int)
+					nest = func(n int) {
+						if n > 0 {
+							msg(e, rDaDictEntries, func() { e.string(rDaName, "d"); nest(n - 1) })
+						}
+					}
+					msg(e, teDebugAnnotations, func() { nest(70) })
+				})
+			})
+		}), "track_event_parser_errors", "debug annotation: nested more than 64 deep"},
+		{"annotation name bomb", simple(func(b *tb) {
+			b.packet(func(e *pb) {
+				e.uint(pktTimestamp, 1)
+				seq(e, 1, 0)
+				ev(e, typeInstant, 1, "x", func() {
+					msg(e, teDebugAnnotations, func() {
+						e.string(rDaName, strings.Repeat("n", 1<<16))
+						for range 1 << 12 {
+							msg(e, rDaArrayValues, func() { e.bool(daBoolValue, true) })
+						}
+					})
+				})
+			})
+		}), "track_event_parser_errors", "debug annotation: flattened names of nested annotations take more memory than the file warrants"},
+		{"bad packed flows", simple(func(b *tb) {
+			b.packet(func(e *pb) {
+				e.uint(pktTimestamp, 1)
+				seq(e, 1, 0)
+				ev(e, typeInstant, 1, "x", func() { e.string(teFlowIDs, "1234567") })
+			})
+		}), "track_event_parser_errors", "packed fixed64 field 47 has 7 bytes, not a multiple of 8"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			data := append(bytes.Clone(tc.data), (&tb{}).packet(func(e *pb) {
+				e.uint(pktTimestamp, 9)
+				seq(e, 1, 0)
+				ev(e, typeInstant, 1, "still here")
+			}).b...)
+			tr := mustRead(t, data)
+			if len(tr.Drops) != 1 || tr.Drops[0].Stat != tc.stat || tr.Drops[0].Events != 1 || !strings.Contains(tr.Drops[0].First, tc.first) {
+				t.Fatalf("drops %+v\n want one %s with %q", tr.Drops, tc.stat, tc.first)
+			}
+			if !strings.HasPrefix(tr.Drops[0].First, "packet ") {
+				t.Errorf("first %q does not say where", tr.Drops[0].First)
+			}
+			if n := len(tr.Instants); n == 0 || tr.Instants[n-1].Name != "still here" {
+				t.Errorf("the next event was lost: %+v", tr.Instants)
+			}
+			if tr.Dropped() != 1 {
+				t.Errorf("Dropped() = %d", tr.Dropped())
+			}
+			s := tr.Snapshot()
+			if got := s.Meta.Dropped(); got != 1 || s.Meta.Drops[0].Source != DropsReader {
+				t.Errorf("snapshot drops %+v", s.Meta.Drops)
+			}
+			if len(s.Meta.Warnings) != 1 || !strings.Contains(s.Meta.Warnings[0].Text, tc.stat) || s.Meta.Warnings[0].Code != tc.stat {
+				t.Errorf("snapshot warnings %+v", s.Meta.Warnings)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -44,6 +45,7 @@ func (t *Trace) Snapshot() *event.Snapshot {
 	c.pid = meta.PID
 	c.b = event.NewBuilder(meta)
 	c.processes()
+	c.flowEnds()
 	c.ids = make([]uint64, len(t.Slices))
 	for i := range t.Slices {
 		c.slice(i)
@@ -53,7 +55,72 @@ func (t *Trace) Snapshot() *event.Snapshot {
 	c.instants(&marks)
 	c.counters()
 	marks.Apply(c.b)
+	c.drops()
 	return c.b.Snapshot()
+}
+
+// flowEnds finds the flow ids that only one slice or instant carries: a
+// flow needs two ends to be drawn, and trace_processor makes no flow of
+// one. In a file other than devprof's they are dropped and counted (with a
+// warning); a file devprof wrote keeps them, as the Chrome reader does:
+// there a flow with one end is the recording's own, its other end perhaps
+// in another trace.
+func (c *converter) flowEnds() {
+	for _, tr := range c.t.Tracks {
+		if tr.Kind == TrackProcess && slices.ContainsFunc(tr.Labels, func(l string) bool { return strings.HasPrefix(l, "devprof host=") }) {
+			return
+		}
+	}
+	ends := map[uint64]int{}
+	count := func(ids ...[]uint64) {
+		seen := map[uint64]bool{}
+		for _, l := range ids {
+			for _, id := range l {
+				if id&ParentFlowBit == 0 && !seen[id] {
+					seen[id] = true
+					ends[id]++
+				}
+			}
+		}
+	}
+	for i := range c.t.Slices {
+		count(c.t.Slices[i].FlowIDs, c.t.Slices[i].TerminatingFlowIDs)
+	}
+	for i := range c.t.Instants {
+		count(c.t.Instants[i].FlowIDs)
+	}
+	c.lone = map[uint64]bool{}
+	for id, n := range ends {
+		if n < 2 {
+			c.lone[id] = true
+		}
+	}
+	if n := int64(len(c.lone)); n > 0 {
+		c.b.AddDrops(DropsReader, n)
+		c.b.Warn(event.Warning{Source: DropsReader, Code: "flow_one_ended",
+			Text: fmt.Sprintf("perfetto reader dropped %d %s with one end (of %d in the file)", n, plural(n, "flow", "flows"), len(ends))})
+	}
+}
+
+// DropsReader is the drop source (event.Meta.AddDrops) under which
+// Snapshot counts the events Read dropped (Trace.Drops).
+const DropsReader = "perfetto reader"
+
+// drops counts the events the reader dropped in the snapshot's drops and
+// says, in one warning per kind, what and how many.
+func (c *converter) drops() {
+	for _, d := range c.t.Drops {
+		c.b.AddDrops(DropsReader, d.Events)
+		c.b.Warn(event.Warning{Source: DropsReader, Code: d.Stat,
+			Text: fmt.Sprintf("perfetto reader dropped %d %s (%s); the first at %s", d.Events, plural(d.Events, "event", "events"), d.Stat, d.First)})
+	}
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // converter holds what Snapshot builds as it goes.
@@ -68,6 +135,7 @@ type converter struct {
 	ids      []uint64          // builder IDs of t.Slices, 0 until added
 	byTrack  map[uint64][]int  // indices of t.Slices by track uuid, in start order
 	progUUID uint64            // the program's process track (Meta), 0 if none
+	lone     map[uint64]bool   // flow ids with one end, dropped
 	procNum  map[int64]int     // pid of another host process -> its Track.Process
 }
 
@@ -268,7 +336,7 @@ func (c *converter) slice(i int) {
 	sp := event.Span{Name: s.Name, Start: s.Start, End: s.Start + s.Dur, Parent: parent, Unfinished: s.Dur < 0}
 	sp.Args, sp.Step, sp.StepNum = convertArgs(s.Args, &sp.Unfinished)
 	for _, f := range append(append([]uint64(nil), s.FlowIDs...), s.TerminatingFlowIDs...) {
-		if f&ParentFlowBit == 0 {
+		if f&ParentFlowBit == 0 && !c.lone[f] {
 			sp.Args = append(sp.Args, event.Arg{Kind: event.ArgFlow, Num: f})
 		}
 	}
@@ -318,7 +386,7 @@ func (c *converter) instants(marks *metatext.Collector) {
 			continue
 		}
 		for _, f := range in.FlowIDs {
-			if f&ParentFlowBit == 0 {
+			if f&ParentFlowBit == 0 && !c.lone[f] {
 				args = append(args, event.Arg{Kind: event.ArgFlow, Num: f})
 			}
 		}
