@@ -227,6 +227,9 @@ func collectOne(ctx context.Context, addr string, opts *pb.ProfileOptions, runDi
 	resp, err := c.Profile(rpcCtx, &pb.ProfileRequest{
 		DurationMs: opts.GetDurationMs(), MaxEvents: 1_000_000, Opts: opts,
 		RepositoryRoot: filepath.Dir(runDir), SessionId: opts.GetSessionId(), HostName: addr,
+		// TSL's server (jax.profiler.start_server) answers with the XSpace
+		// only when asked; otherwise it writes it on its own disk.
+		EmitXspace: true,
 	})
 	if err != nil {
 		return "", err
@@ -244,7 +247,13 @@ func collectOne(ctx context.Context, addr string, opts *pb.ProfileOptions, runDi
 	if x := resp.GetXspace(); len(x) > 0 {
 		return path, writeFileAtomic(path, x)
 	}
-	return "", errors.New("the answer holds no xplane.pb")
+	// An older TSL server ignores emit_xspace and writes
+	// <repository_root>/<session_id>/<host>.xplane.pb itself: that is path
+	// when the server runs on this machine.
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() > 0 {
+		return path, nil
+	}
+	return "", errors.New("the answer holds no xplane.pb (a server on another machine that saved it on its own disk keeps it there)")
 }
 
 // fileHostName names a host's file as TSL's client does (':' → '_').

@@ -143,6 +143,10 @@ func mergeHost(b *event.Builder, hi int, h collectedHost, base int64, nextDevice
 				args[i].Num = args[i].Num&(1<<flowHostShift-1) | uint64(hi)<<flowHostShift
 			}
 		}
+		// JAX repeats stat keys (_src); the merged trace keeps them apart
+		// as the writers would ("_src (2)"), so the model says what the
+		// file says.
+		args = event.UniqueKeys(args)
 		name := s.Name(r)
 		start := r.Start + shift
 		switch r.Kind {
