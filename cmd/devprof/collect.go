@@ -42,7 +42,7 @@ func runCollect(args []string, stdout, stderr io.Writer) error {
 	hostLevel := fs.Uint("host_tracer_level", 2, "host tracer level: 0 off, 1 user annotations, 2 also expensive runtime work, 3 also verbose")
 	deviceLevel := fs.Uint("device_tracer_level", 1, "device tracer level: 0 off, 1 on")
 	pythonLevel := fs.Uint("python_tracer_level", 1, "Python tracer level, for JAX servers: 0 off, 1 on (a Go server ignores it)")
-	_ = fs.Bool("no_perfetto_link", false, "accepted for jax.collect_profile's command lines; devprof collect serves no link yet")
+	noLink := fs.Bool("no_perfetto_link", false, "write the merged Perfetto trace but serve no ui.perfetto.dev link")
 	timeout := fs.Duration("timeout", 0, "per-host limit on the whole capture (default: 2 × the duration + 60s, as TSL's client)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -84,6 +84,8 @@ func runCollect(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "devprof collect: capturing %v from %d host(s); Ctrl-C ends it early and keeps what was recorded\n", d, len(addrs))
 	results := make([]error, len(addrs))
+	paths := make([]string, len(addrs))
+	stopCountdown := countdown(stderr, d)
 	sem := make(chan struct{}, collectConcurrency)
 	var wg sync.WaitGroup
 	for i, addr := range addrs {
@@ -92,11 +94,13 @@ func runCollect(args []string, stdout, stderr io.Writer) error {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			results[i] = collectOne(ctx, addr, opts, runDir, *timeout)
+			paths[i], results[i] = collectOne(ctx, addr, opts, runDir, *timeout)
 		}()
 	}
 	wg.Wait()
+	stopCountdown()
 	var errs []error
+	var hosts []collectedHost
 	wrote := 0
 	for i, err := range results {
 		if err != nil {
@@ -104,6 +108,12 @@ func runCollect(args []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		wrote++
+		snap, err := formats.XPlane.ReadFile(paths[i], nil)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: the xplane it sent cannot be read back: %w", addrs[i], err))
+			continue
+		}
+		hosts = append(hosts, collectedHost{name: addrs[i], snap: snap})
 	}
 	for _, err := range errs {
 		fmt.Fprintf(stderr, "devprof collect: %v\n", err)
@@ -115,10 +125,61 @@ func runCollect(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "%s\n", runDir)
 	fmt.Fprintf(stderr, "devprof collect: wrote %d of %d host(s) to %s; open with xprof --logdir %s, or devprof summary %s\n",
 		wrote, len(addrs), runDir, *logdir, runDir)
+	var merged string
+	if len(hosts) > 0 {
+		merged = filepath.Join(runDir, collectMergedName)
+		if err := formats.WriteFile(merged, formats.Perfetto, mergeHosts(hosts)); err != nil {
+			errs = append(errs, fmt.Errorf("merged trace: %w", err))
+			fmt.Fprintf(stderr, "devprof collect: cannot write the merged trace: %v\n", err)
+			merged = ""
+		} else {
+			fmt.Fprintf(stderr, "devprof collect: merged %d host(s), one process each, into %s\n", len(hosts), merged)
+		}
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%d of %d host(s) failed", len(errs), len(addrs))
 	}
+	if merged != "" && !*noLink {
+		return serve(merged, 0, stderr)
+	}
 	return nil
+}
+
+// collectMergedName is the merged trace's name in the run directory: not
+// <host>.pftrace, which would read as one host's trace, and not
+// *.xplane.pb, so TensorBoard and xprof list the run's hosts unchanged.
+const collectMergedName = "collect" + ".pftrace"
+
+// countdown draws the seconds left of a capture of d on stderr, once a
+// second, when stderr is a terminal; the returned func clears it.
+func countdown(stderr io.Writer, d time.Duration) func() {
+	if !isTerminal(stderr) {
+		return func() {}
+	}
+	end := time.Now().Add(d)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	m := &progressMeter{w: stderr}
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			left := time.Until(end).Round(time.Second)
+			if left < 0 {
+				left = 0
+			}
+			fmt.Fprintf(stderr, "\rdevprof collect: capturing, %v left\033[K", left)
+			m.drawn = true
+			select {
+			case <-done:
+				m.clear()
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 // collectAddrs splits ADDR[,ADDR…], strips grpc:// prefixes and checks
@@ -142,11 +203,11 @@ func collectAddrs(s string) ([]string, error) {
 // collectOne captures one host and writes <host>.xplane.pb. When ctx
 // ends (Ctrl-C) it sends Terminate, so the server answers with what it
 // recorded.
-func collectOne(ctx context.Context, addr string, opts *pb.ProfileOptions, runDir string, timeout time.Duration) error {
+func collectOne(ctx context.Context, addr string, opts *pb.ProfileOptions, runDir string, timeout time.Duration) (string, error) {
 	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<31-1)))
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer conn.Close()
 	c := pb.NewProfilerServiceClient(conn)
@@ -166,23 +227,33 @@ func collectOne(ctx context.Context, addr string, opts *pb.ProfileOptions, runDi
 	resp, err := c.Profile(rpcCtx, &pb.ProfileRequest{
 		DurationMs: opts.GetDurationMs(), MaxEvents: 1_000_000, Opts: opts,
 		RepositoryRoot: filepath.Dir(runDir), SessionId: opts.GetSessionId(), HostName: addr,
+		// TSL's server (jax.profiler.start_server) answers with the XSpace
+		// only when asked; otherwise it writes it on its own disk.
+		EmitXspace: true,
 	})
 	if err != nil {
-		return err
+		return "", err
 	}
 	if resp.GetEmptyTrace() {
-		return errors.New("no trace event was collected (the server recorded nothing in the window)")
+		return "", errors.New("no trace event was collected (the server recorded nothing in the window)")
 	}
+	path := filepath.Join(runDir, fileHostName(addr)+formats.XPlane.SessionExt)
 	for _, td := range resp.GetToolData() {
 		if td.GetName() != strings.TrimPrefix(formats.XPlane.SessionExt, ".") {
 			continue
 		}
-		return writeFileAtomic(filepath.Join(runDir, fileHostName(addr)+formats.XPlane.SessionExt), td.GetData())
+		return path, writeFileAtomic(path, td.GetData())
 	}
 	if x := resp.GetXspace(); len(x) > 0 {
-		return writeFileAtomic(filepath.Join(runDir, fileHostName(addr)+formats.XPlane.SessionExt), x)
+		return path, writeFileAtomic(path, x)
 	}
-	return errors.New("the answer holds no xplane.pb")
+	// An older TSL server ignores emit_xspace and writes
+	// <repository_root>/<session_id>/<host>.xplane.pb itself: that is path
+	// when the server runs on this machine.
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() > 0 {
+		return path, nil
+	}
+	return "", errors.New("the answer holds no xplane.pb (a server on another machine that saved it on its own disk keeps it there)")
 }
 
 // fileHostName names a host's file as TSL's client does (':' → '_').

@@ -92,7 +92,7 @@ func TestCollectInterruptKeepsWhatWasRecorded(t *testing.T) {
 	}
 	logdir := t.TempDir()
 	start := time.Now()
-	code, _, stderr := runCLI("collect", addr, "60000", "--log_dir", logdir, "--device_tracer_level", "0")
+	code, _, stderr := runCLI("collect", addr, "60000", "--log_dir", logdir, "--device_tracer_level", "0", "--no_perfetto_link")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
