@@ -178,33 +178,14 @@ func header(w io.Writer, path string, m *event.DeviceMemory, exact bool, warnPre
 	}
 }
 
-// table prints rows of cells in columns two spaces apart, the columns
-// named in right aligned (numbers), each row followed by its extra lines.
+// table prints rows of cells in columns two spaces apart (alignRows), the
+// columns named in right aligned (numbers), each row followed by its extra
+// lines.
 func table(w io.Writer, head []string, rows [][]string, extra [][]string, right map[int]bool) {
-	width := make([]int, len(head))
-	for _, r := range append([][]string{head}, rows...) {
-		for i, c := range r {
-			width[i] = max(width[i], len([]rune(c)))
-		}
-	}
-	line := func(r []string) {
-		var sb strings.Builder
-		for i, c := range r {
-			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
-			switch {
-			case i == len(r)-1:
-				sb.WriteString(c)
-			case right[i]:
-				sb.WriteString(pad + c + "  ")
-			default:
-				sb.WriteString(c + pad + "  ")
-			}
-		}
-		fmt.Fprintln(w, strings.TrimRight(sb.String(), " "))
-	}
-	line(head)
-	for i, r := range rows {
-		line(r)
+	lines := alignRows(append([][]string{head}, rows...), right)
+	fmt.Fprintln(w, lines[0])
+	for i, line := range lines[1:] {
+		fmt.Fprintln(w, line)
 		for _, x := range extra[i] {
 			fmt.Fprintln(w, x)
 		}

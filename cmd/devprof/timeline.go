@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"time"
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/memplot"
+	"github.com/devprof/devprof/exporters/pprof"
 	"github.com/devprof/devprof/internal/metatext"
 	"github.com/devprof/devprof/membreakdown"
 )
@@ -154,13 +154,6 @@ func peakOf(tl memplot.Timeline) (int, uint64) {
 	return at, best
 }
 
-func deviceLabel(d int) string {
-	if d < 0 {
-		return "host"
-	}
-	return "gpu:" + strconv.Itoa(d)
-}
-
 func writeTimeline(w io.Writer, path string, tls []memplot.Timeline) {
 	fmt.Fprintf(w, "%s: device memory over the trace, from %d allocations and frees\n", path, eventsOf(tls))
 	for _, tl := range tls {
@@ -170,7 +163,7 @@ func writeTimeline(w io.Writer, path string, tls []memplot.Timeline) {
 		for _, se := range tl.Series {
 			end += se.Bytes[last]
 		}
-		fmt.Fprintf(w, "\n%s: peak %s at %v, %s at the end\n", deviceLabel(tl.Device), metatext.Bytes(peak), time.Duration(tl.Times[at]).Round(time.Microsecond), metatext.Bytes(end))
+		fmt.Fprintf(w, "\n%s: peak %s at %v, %s at the end\n", pprof.DeviceLabel(tl.Device), metatext.Bytes(peak), time.Duration(tl.Times[at]).Round(time.Microsecond), metatext.Bytes(end))
 		rows := [][]string{{"AT PEAK", "SERIES"}}
 		for _, se := range tl.Series {
 			if se.Bytes[at] > 0 {
