@@ -5,13 +5,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"cmp"
-	"fmt"
 	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
-	"slices"
-	"strings"
+	"github.com/devprof/devprof/internal/eventtest"
 )
 
 // TestKinetoThroughEveryFormat: the real PyTorch profiler trace keeps its
@@ -23,7 +20,7 @@ func TestKinetoThroughEveryFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	procs, threads, spans, flows := facts(src, false)
+	procs, threads, spans, flows := eventtest.ConversionFacts(src, false)
 	if len(procs) != 21 || len(flows) != 2500 {
 		t.Fatalf("the fixture reads as %d processes and %d flows, want its 21 processes and 2,500 two-ended flows", len(procs), len(flows))
 	}
@@ -77,7 +74,7 @@ func TestKinetoThroughEveryFormat(t *testing.T) {
 		}
 	}
 	for name, s := range map[string]*event.Snapshot{"Perfetto": pf, "Perfetto → Chrome JSON": back} {
-		p, th, sp, fl := facts(s, false)
+		p, th, sp, fl := eventtest.ConversionFacts(s, false)
 		same(name+" processes", p, procs)
 		same(name+" threads", th, threads)
 		same(name+" spans", sp, spans)
@@ -89,77 +86,9 @@ func TestKinetoThroughEveryFormat(t *testing.T) {
 	// XSpace has a plane for each process with threads, none for a
 	// process that is only named (Kineto's python3 "GPU n" metadata).
 	xs := through(src, formats.XPlane)
-	withThreads, _, _, _ := facts(src, true)
-	p, th, sp, _ := facts(xs, true)
+	withThreads, _, _, _ := eventtest.ConversionFacts(src, true)
+	p, th, sp, _ := eventtest.ConversionFacts(xs, true)
 	same("XSpace processes", p, withThreads)
 	same("XSpace threads", th, threads)
 	same("XSpace spans", sp, spans)
-}
-
-// facts lists a snapshot's processes, threads, spans and flows in terms a
-// conversion must keep: a process by its numeric pid, or by the string it
-// had in place of one (the number a reader gives a string pid depends on
-// the other ids of the file), with its name and labels; a thread by its
-// process and name (Perfetto gives tid 0, the idle task's there, a tid of
-// its own); a span by its thread, name, duration and parent; a flow by
-// its slices' names in time order. withThreads leaves out the processes
-// that hold no thread.
-func facts(s *event.Snapshot, withThreads bool) (procs, threads, spans, flows []string) {
-	key := func(p event.Process) string {
-		if p.IsLabel {
-			return fmt.Sprintf("label %q name %q labels %q", p.Label, p.Name, p.Labels)
-		}
-		return fmt.Sprintf("pid %d name %q labels %q", p.PID, p.Name, p.Labels)
-	}
-	threadOf := map[uint32]string{}
-	hasThreads := map[int]bool{}
-	for i, t := range s.Tracks {
-		if t.Kind != event.TrackHostThread || t.Process == 0 {
-			continue
-		}
-		d := key(s.ProcessOf(t)) + " / " + t.Name
-		threadOf[uint32(i+1)] = d
-		hasThreads[t.Process] = true
-		if !slices.Contains(threads, d) {
-			threads = append(threads, d)
-		}
-	}
-	for i, p := range s.Processes {
-		if !withThreads || hasThreads[i+1] {
-			procs = append(procs, key(p))
-		}
-	}
-	byFlow := map[uint64][]*event.Record{}
-	for _, r := range s.Events {
-		for _, a := range s.Args(r) {
-			if a.Kind == event.ArgFlow {
-				byFlow[a.Num] = append(byFlow[a.Num], r)
-			}
-		}
-		if r.Kind != event.KindSpan {
-			continue
-		}
-		where := "program"
-		if d, ok := threadOf[r.Lane]; ok && r.Flags&event.FlagOnTrack != 0 {
-			where = d
-		}
-		parent := ""
-		if p := s.Lookup(r.Parent); p != nil {
-			parent = s.Name(p)
-		}
-		end, _ := s.EndOf(r)
-		spans = append(spans, fmt.Sprintf("%s: %s %d parent=%q", where, s.Name(r), end-r.Start, parent))
-	}
-	for _, rs := range byFlow {
-		slices.SortStableFunc(rs, func(a, b *event.Record) int { return cmp.Compare(a.Start, b.Start) })
-		names := make([]string, len(rs))
-		for i, r := range rs {
-			names[i] = s.Name(r)
-		}
-		flows = append(flows, strings.Join(names, " -> "))
-	}
-	for _, l := range [][]string{procs, threads, spans, flows} {
-		slices.Sort(l)
-	}
-	return procs, threads, spans, flows
 }

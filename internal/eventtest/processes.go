@@ -63,25 +63,59 @@ func ProcessFacts(s *event.Snapshot, sorted bool) (procs, threads, spans, flows 
 		}
 		return fmt.Sprintf("pid %d %q", p.PID, p.Label)
 	}
-	for _, p := range s.Processes {
-		d := fmt.Sprintf("%d label=%v%q name=%q labels=%q", p.PID, p.IsLabel, p.Label, p.Name, p.Labels)
-		if sorted {
-			d += fmt.Sprintf(" sort=%v,%d", p.Sorted, p.SortIndex)
+	return facts(s, false,
+		func(p event.Process) string {
+			d := fmt.Sprintf("%d label=%v%q name=%q labels=%q", p.PID, p.IsLabel, p.Label, p.Name, p.Labels)
+			if sorted {
+				d += fmt.Sprintf(" sort=%v,%d", p.Sorted, p.SortIndex)
+			}
+			return d
+		},
+		func(p event.Process, t event.Track) string {
+			d := fmt.Sprintf("%s/%d %s", procName(p), t.ID, t.Name)
+			if sorted {
+				d += fmt.Sprintf(" sort=%v,%d", t.Sorted, t.SortIndex)
+			}
+			return d
+		})
+}
+
+// ConversionFacts is ProcessFacts in the terms a conversion between
+// formats must keep: a process by its numeric pid, or by the string it had
+// in place of one (the number a reader gives a string pid depends on the
+// other ids of the file), with its name and labels; a thread by its
+// process and name (Perfetto gives tid 0, the idle task's there, a tid of
+// its own). withThreads leaves out the processes that hold no thread.
+func ConversionFacts(s *event.Snapshot, withThreads bool) (procs, threads, spans, flows []string) {
+	key := func(p event.Process) string {
+		if p.IsLabel {
+			return fmt.Sprintf("label %q name %q labels %q", p.Label, p.Name, p.Labels)
 		}
-		procs = append(procs, d)
+		return fmt.Sprintf("pid %d name %q labels %q", p.PID, p.Name, p.Labels)
 	}
+	return facts(s, withThreads, key, func(p event.Process, t event.Track) string { return key(p) + " / " + t.Name })
+}
+
+// facts lists processes by procKey, threads by threadKey, spans by their
+// thread, name, duration and parent, and flows by their slices' names in
+// time order, each list sorted.
+func facts(s *event.Snapshot, withThreads bool, procKey func(event.Process) string, threadKey func(event.Process, event.Track) string) (procs, threads, spans, flows []string) {
 	threadOf := map[uint32]string{}
+	hasThreads := map[int]bool{}
 	for i, t := range s.Tracks {
 		if t.Kind != event.TrackHostThread || t.Process == 0 {
 			continue // the program's threads are its lanes after a reader
 		}
-		d := fmt.Sprintf("%s/%d %s", procName(s.ProcessOf(t)), t.ID, t.Name)
-		if sorted {
-			d += fmt.Sprintf(" sort=%v,%d", t.Sorted, t.SortIndex)
-		}
+		d := threadKey(s.ProcessOf(t), t)
 		threadOf[uint32(i+1)] = d
+		hasThreads[t.Process] = true
 		if !slices.Contains(threads, d) {
 			threads = append(threads, d)
+		}
+	}
+	for i, p := range s.Processes {
+		if !withThreads || hasThreads[i+1] {
+			procs = append(procs, procKey(p))
 		}
 	}
 	byFlow := map[uint64][]*event.Record{}
