@@ -90,7 +90,9 @@ func Expect(s *event.Snapshot, traceName string) *Manifest {
 	counters := map[[2]string]int{}
 	for _, r := range s.Events {
 		args := map[string]Arg{}
-		for _, a := range s.Args(r) {
+		// The writers key arguments by name and keep repeated keys
+		// (JAX's _src) apart as "k (2)", …: the manifest says the same.
+		for _, a := range event.UniqueKeys(s.Args(r)) {
 			if a.Kind == event.ArgFlow {
 				flows[a.Num] = append(flows[a.Num], flowEnd{r.Start, s.Name(r)})
 				continue
