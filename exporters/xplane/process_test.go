@@ -12,8 +12,8 @@ import (
 // TestProcessPlanes: each process besides the program is a "/host:CPU
 // [<pid>]" plane with its identity as plane stats and its threads as
 // lines (tids as line ids); reading it back gives the same processes,
-// threads and spans, and the launch -> kernel flow (host-to-host flows
-// have no form in XSpace that xprof would not misread).
+// threads and spans, and the flows: the launch -> kernel one (a
+// correlation_id) and those between host threads (flow stats).
 func TestProcessPlanes(t *testing.T) {
 	orig := eventtest.MultiProcessSnapshot()
 	data := writeXSpace(t, orig)
@@ -51,6 +51,7 @@ func TestProcessPlanes(t *testing.T) {
 	}
 	wp, _, ws, _ := eventtest.ProcessFacts(orig, true)
 	gp, _, gs, gf := eventtest.ProcessFacts(got, true)
+	_, _, _, wf := eventtest.ProcessFacts(orig, true)
 	_, wt, _, _ := eventtest.ProcessFacts(orig, false)
 	_, gt, _, _ := eventtest.ProcessFacts(got, false)
 	// Thread sort indices have no place in XSpace (xprof sorts lines by
@@ -66,7 +67,7 @@ func TestProcessPlanes(t *testing.T) {
 	for _, c := range []struct {
 		what      string
 		got, want []string
-	}{{"processes", gp, wp}, {"threads", gt, wt}, {"spans", strip(gs), strip(ws)}, {"flows", gf, []string{"launch -> kernel"}}} {
+	}{{"processes", gp, wp}, {"threads", gt, wt}, {"spans", strip(gs), strip(ws)}, {"flows", gf, wf}} {
 		if !slices.Equal(c.got, c.want) {
 			t.Errorf("%s read back:\n got %q\nwant %q", c.what, c.got, c.want)
 		}

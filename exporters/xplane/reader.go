@@ -197,6 +197,9 @@ type reader struct {
 
 	// args and devArgs are scratch space for one event's arguments.
 	args, devArgs []event.Arg
+	// xflows maps the ids of xprof flow stats to the model's flow ids
+	// (flows.go).
+	xflows map[uint64]uint64
 }
 
 type hostKey struct {
@@ -821,7 +824,7 @@ func (r *reader) lineEvents(pc *planeCtx, l *xline, td *trackData) {
 		}
 		ev := pending{name: info.name, start: start, end: end, span: td.device || end > start}
 		ev.args.start = len(td.args)
-		td.args = special(td.args, args, &ev, !td.device)
+		td.args = r.special(td.args, args, &ev, !td.device)
 		ev.args.end = len(td.args)
 		if ev.step {
 			r.noteProducer(td.argsOf(&ev), ev.stepNum)
@@ -929,10 +932,14 @@ func (r *reader) statArg(p *xplane, st *xstat) (event.Arg, bool) {
 
 // special interprets the stats with a meaning in devprof's model: on host
 // events _r (with step_num or iter_num) makes a step and devprof's
-// unfinished=1 an unfinished span; correlation_id becomes a flow. It
-// appends the remaining arguments to dst.
-func special(dst, args []event.Arg, ev *pending, host bool) []event.Arg {
+// unfinished=1 an unfinished span; correlation_id becomes a flow, and so
+// does xprof's flow stat (flows.go). It appends the remaining arguments
+// to dst.
+func (r *reader) special(dst, args []event.Arg, ev *pending, host bool) []event.Arg {
 	step := host && slices.ContainsFunc(args, func(a event.Arg) bool { return a.Key == "_r" })
+	correlated := slices.ContainsFunc(args, func(a event.Arg) bool {
+		return a.Key == "correlation_id" && (a.Kind == event.ArgInt || a.Kind == event.ArgUint)
+	})
 	if step {
 		ev.step, ev.span = true, true
 		ev.stepNum = stepNumOf(args)
@@ -945,6 +952,12 @@ func special(dst, args []event.Arg, ev *pending, host bool) []event.Arg {
 			flow := event.Arg{Kind: event.ArgFlow, Num: a.Num}
 			if !slices.Contains(out[len(dst):], flow) {
 				out = append(out, flow)
+			}
+		case a.Key == StatFlow && (a.Kind == event.ArgInt || a.Kind == event.ArgUint):
+			if id, ok := r.xflow(a.Num, correlated); ok {
+				if flow := (event.Arg{Kind: event.ArgFlow, Num: id}); !slices.Contains(out[len(dst):], flow) {
+					out = append(out, flow)
+				}
 			}
 		case step && (a.Key == "_r" || a.Key == "step_num"):
 		case host && ev.span && a.Key == "unfinished" && a.Kind == event.ArgInt && a.Num == 1:

@@ -33,7 +33,10 @@
 //   - device activity (KindActivity on device-stream tracks) on
 //     /device:GPU:<n> planes (id = ordinal) with Stream #<id>(<kinds>)
 //     lines; a flow id shared by a device event and a host span becomes a
-//     uint64 correlation_id on both.
+//     uint64 correlation_id on both;
+//   - a flow between host events only (no device activity carries its id)
+//     as xprof's "flow" stat on each end (flows.go), which its trace viewer
+//     draws as an arrow and its analyses do not count as a launch.
 package xplane
 
 import (
@@ -121,6 +124,7 @@ func Write(w io.Writer, s *event.Snapshot) error {
 	}
 	x.linkSteps()
 	l := s.Layout()
+	x.planHostFlows(l)
 	// About 22 bytes per event: reserve them so the space does not regrow.
 	space := protoenc.Enc{B: make([]byte, 0, 24*len(s.Events)+4096)}
 	x.hostPlane(&space, l)
@@ -159,6 +163,9 @@ type writer struct {
 	// IDs), and producers holds those spans (memory.go).
 	memStep   map[uint64]uint64
 	producers map[uint64]bool
+	// hostFlow holds the "flow" stat of each end of a flow between host
+	// events (flows.go).
+	hostFlow map[flowEnd]uint64
 }
 
 // plane accumulates one XPlane's lines and interned metadata.
@@ -289,7 +296,8 @@ func (x *writer) rel(t int64) int64 { return t - x.m.Start.Mono }
 
 // args writes a record's arguments as stats. A flow id becomes a uint64
 // correlation_id on device events, and on host events whose id also
-// appears on device activity (a launch and its kernel).
+// appears on device activity (a launch and its kernel); a flow between
+// host events becomes a "flow" stat (flows.go).
 func (x *writer) args(p *plane, r *event.Record, finished, device bool) {
 	x.argBuf = x.s.AppendArgs(x.argBuf[:0], r)
 	for _, a := range x.argBuf {
@@ -313,6 +321,8 @@ func (x *writer) args(p *plane, r *event.Record, finished, device bool) {
 		case event.ArgFlow:
 			if device || x.correlated[a.Num] {
 				p.statUint("correlation_id", a.Num)
+			} else if v, ok := x.hostFlow[flowEnd{r, a.Num}]; ok {
+				p.statUint(StatFlow, v)
 			}
 		}
 	}
