@@ -234,3 +234,114 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// TestXprofCaptureButtonInChromium drives xprof's real CAPTURE PROFILE
+// button in headless Chromium, as a user does: the xprof UI on a fresh
+// log directory, a click on CAPTURE PROFILE, this Go process's address
+// typed into the dialog (every other field at its default: 1000 ms, host
+// level info, device level enable, python disable), a click on CAPTURE.
+// The UI must report success; after the refresh it asks for, it must
+// list the run and its host and open the overview page on it (the
+// service's steps counted, so no "No step marker" warning), and its
+// Trace Viewer must load the run's spans. Screenshots of each stage go to
+// $DEVPROF_SCREENSHOTS when set (for a person), else to a temporary
+// directory. It needs chromium (scripts/browser-deps) and the
+// conformance virtualenv; scripts/test sets DEVPROF_REQUIRE_CHROMIUM so
+// that it cannot skip there.
+func TestXprofCaptureButtonInChromium(t *testing.T) {
+	py := venvPython(t)
+	b := startBrowser(t, 1600, 1000)
+	shots := os.Getenv("DEVPROF_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	var log bytes.Buffer
+	srv, err := profileserver.StartServer("", profileserver.Options{Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	steps(t, "serve", "handle-request")
+	logdir := t.TempDir()
+	base := startXprof(t, py, logdir, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	button := func(within, text string) string {
+		return fmt.Sprintf(`Array.from(document.querySelectorAll(%q)).find(b => b.innerText.trim() == %q)`, within+" button", text)
+	}
+	var page string
+	text := func(what string, ok func() bool) {
+		t.Helper()
+		b.waitFor(ctx, what, `document.body.innerText`, &page, ok)
+	}
+
+	b.do("Page.navigate", map[string]any{"url": base + "/"}, nil)
+	b.clickOn(ctx, "the CAPTURE PROFILE button", button("body", "CAPTURE PROFILE"))
+	b.clickOn(ctx, "the dialog's service address field", `document.querySelector("mat-dialog-container input")`)
+	b.typeText(srv.Addr())
+	var typed string
+	b.waitFor(ctx, "the typed address", `document.querySelector("mat-dialog-container input").value`, &typed, func() bool { return typed == srv.Addr() })
+	b.screenshot(filepath.Join(shots, "xprof-capture-dialog.png"))
+	b.clickOn(ctx, "the dialog's CAPTURE button", button("mat-dialog-container", "CAPTURE"))
+	text("the capture's outcome", func() bool {
+		return strings.Contains(page, "Capture profile successfully") || strings.Contains(page, "Failed to capture profile")
+	})
+	b.screenshot(filepath.Join(shots, "xprof-capture-done.png"))
+	if !strings.Contains(page, "Capture profile successfully") {
+		t.Fatalf("the UI reports:\n%s", page)
+	}
+
+	// The run the button wrote, listed and opened after the refresh.
+	runs, _ := filepath.Glob(filepath.Join(logdir, "plugins", "profile", "*"))
+	if len(runs) != 1 {
+		t.Fatalf("run directories %v, want the one the button captured", runs)
+	}
+	run := filepath.Base(runs[0])
+	_, port, _ := net.SplitHostPort(srv.Addr())
+	host := "127.0.0.1_" + port
+	b.do("Page.reload", nil, nil)
+	text("the run's overview page", func() bool {
+		return strings.Contains(page, "Sessions (1)") && strings.Contains(page, run) && strings.Contains(page, host) &&
+			strings.Contains(page, "Performance Summary")
+	})
+	if strings.Contains(page, "No step marker observed") {
+		t.Errorf("the overview page found no steps in the captured run:\n%.3000s", page)
+	}
+	b.screenshot(filepath.Join(shots, "xprof-captured-overview.png"))
+
+	// Its Trace Viewer, chosen from the Tools list, loads the run's spans.
+	b.clickOn(ctx, "the Tools list", `Array.from(document.querySelectorAll("mat-select")).find(e => e.innerText.includes("Overview Page"))`)
+	b.clickOn(ctx, "the Trace Viewer tool", `Array.from(document.querySelectorAll("mat-option")).find(o => o.innerText.trim() == "Trace Viewer")`)
+	var frame string
+	b.waitFor(ctx, "the trace viewer's lanes", `(() => { const f = document.querySelector("iframe"); return f && f.contentDocument ? f.src + "\n" + f.contentDocument.body.innerText : ""; })()`, &frame, func() bool {
+		return strings.Contains(frame, "tag%3Dtrace_viewer%40") && strings.Contains(frame, host+" /host:CPU") && strings.Contains(frame, "serve")
+	})
+	b.screenshot(filepath.Join(shots, "xprof-captured-trace-viewer.png"))
+	t.Logf("screenshots in %s", shots)
+}
+
+// steps runs a service loop until the test ends: a step named name about
+// every 10 ms, each holding a few spans named child.
+func steps(t *testing.T, name, child string) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for n := int64(0); ; n++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ctx, st := annotate.Step(context.Background(), name, n)
+			for range 3 {
+				_, sp := annotate.Begin(ctx, child)
+				time.Sleep(3 * time.Millisecond)
+				sp.End()
+			}
+			st.End()
+		}
+	}()
+	t.Cleanup(func() { close(stop); wg.Wait() })
+}
