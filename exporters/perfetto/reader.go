@@ -336,6 +336,10 @@ func decode(data []byte) (*Trace, error) {
 		clocks: newClockState(),
 	}
 	r.nameBudget = nameBudget(len(data))
+	// Most packets of a large trace are one event each: room for as many
+	// events as the file has packets saves growing the (large) pending
+	// events again and again.
+	r.events = make([]pendingEvent, 0, countPackets(data))
 	if err := r.packets(data, false); err != nil {
 		return nil, err
 	}
@@ -343,6 +347,23 @@ func decode(data []byte) (*Trace, error) {
 		return nil, err
 	}
 	return r.t, nil
+}
+
+// countPackets counts the top-level TracePackets of data, stopping
+// quietly at the first malformed field (packets reports it).
+func countPackets(data []byte) int {
+	n := 0
+	for len(data) > 0 {
+		f, size, err := readField(data)
+		if err != nil {
+			break
+		}
+		if f.num == fTracePacket && f.wt == wireBytes {
+			n++
+		}
+		data = data[size:]
+	}
+	return n
 }
 
 // dropError is an error that costs only the event (or descriptor) it is
@@ -371,7 +392,17 @@ func asDrop(stat string, err error) error {
 // drop counts one event dropped for err under stat, in the packet being
 // read.
 func (r *reader) drop(stat string, err error) {
-	r.dropAt(stat, r.where, err)
+	for i := range r.t.Drops {
+		if r.t.Drops[i].Stat == stat {
+			r.t.Drops[i].Events++
+			return
+		}
+	}
+	where := pktWhere(r.pkt, r.off)
+	if r.inner != 0 {
+		where += fmt.Sprintf(": compressed packet %d (offset %d)", r.inner, r.innerOff)
+	}
+	r.dropAt(stat, where, err)
 }
 
 // dropAt counts one event dropped for err under stat; where names its
@@ -421,10 +452,16 @@ func (f *field) key() uint64    { return key(f.num, f.wt) }
 func (f *field) int64() int64   { return int64(f.u) }
 func (f *field) float() float64 { return math.Float64frombits(f.u) }
 
-// uvarint reads the varint at the start of b; what names it in errors.
-func uvarint(b []byte, what string) (uint64, int, error) {
+// uvarint reads the varint at the start of b; what names it in errors,
+// followed by " of field num" when num is not 0 (the name is only made
+// for an error: making it for every varint was most of the reader's
+// allocations).
+func uvarint(b []byte, what string, num int) (uint64, int, error) {
 	v, n := protowire.ConsumeVarint(b)
 	if n < 0 {
+		if num != 0 {
+			what += " of field " + strconv.Itoa(num)
+		}
 		if errors.Is(protowire.ParseError(n), io.ErrUnexpectedEOF) {
 			return 0, 0, fmt.Errorf("truncated %s", what)
 		}
@@ -437,7 +474,7 @@ func uvarint(b []byte, what string) (uint64, int, error) {
 // size. Lengths are checked against the bytes left before anything is
 // sliced or allocated.
 func readField(b []byte) (field, int, error) {
-	tag, n, err := uvarint(b, "field tag")
+	tag, n, err := uvarint(b, "field tag", 0)
 	if err != nil {
 		return field{}, 0, err
 	}
@@ -449,7 +486,7 @@ func readField(b []byte) (field, int, error) {
 	rest := b[n:]
 	switch protowire.Type(wt) {
 	case protowire.VarintType:
-		v, m, err := uvarint(rest, "varint of field "+strconv.Itoa(f.num))
+		v, m, err := uvarint(rest, "varint", f.num)
 		if err != nil {
 			return field{}, 0, err
 		}
@@ -470,7 +507,7 @@ func readField(b []byte) (field, int, error) {
 		f.u = uint64(v)
 		return f, n + m, nil
 	case protowire.BytesType:
-		l, m, err := uvarint(rest, "length of field "+strconv.Itoa(f.num))
+		l, m, err := uvarint(rest, "length", f.num)
 		if err != nil {
 			return field{}, 0, err
 		}
@@ -486,8 +523,11 @@ func readField(b []byte) (field, int, error) {
 
 // eachField calls fn for every field of the message b.
 func eachField(b []byte, fn func(f *field) error) error {
+	var f field // one per message: fn may keep &f, so it lives on the heap
 	for len(b) > 0 {
-		f, n, err := readField(b)
+		var n int
+		var err error
+		f, n, err = readField(b)
 		if err != nil {
 			return err
 		}
@@ -506,7 +546,7 @@ func appendVarints(dst []uint64, f *field) ([]uint64, error) {
 		return append(dst, f.u), nil
 	}
 	for b := f.b; len(b) > 0; {
-		v, n, err := uvarint(b, "packed varint of field "+strconv.Itoa(f.num))
+		v, n, err := uvarint(b, "packed varint", f.num)
 		if err != nil {
 			return nil, err
 		}
@@ -546,7 +586,8 @@ type reader struct {
 	counters []pendingCounter
 
 	pkt, off   int               // top-level packet being read, for errors found at the end
-	where      string            // the packet being read, for drops
+	inner      int               // compressed packet being read within packet pkt (0: none), for drops
+	innerOff   int               // its offset in the decompressed bytes
 	synthetic  map[string]uint64 // tracks the reader made, by key
 	wallSet    bool              // WallStart was taken from a snapshot
 	nameBudget int               // bytes left for flattened annotation names
@@ -602,18 +643,19 @@ const (
 
 // pendingEvent is a BEGIN, END or INSTANT waiting for the end of the file.
 type pendingEvent struct {
-	kind     uint8
 	track    uint64
 	at       timestamp
 	order    int
 	name     string
-	hasName  bool
 	args     []Arg
 	flows    []uint64
 	terms    []uint64
-	complete bool  // a legacy X event: a BEGIN whose END is dur later
 	dur      int64 // ns
 	pkt, off int
+	tidx     int   // index of track in Trace.Tracks, once times are resolved
+	kind     uint8 // evBegin, evEnd, evInst
+	hasName  bool
+	complete bool // a legacy X event: a BEGIN whose END is dur later
 }
 
 type pendingCounter struct {
@@ -638,9 +680,9 @@ func (r *reader) packets(data []byte, nested bool) error {
 			if !nested {
 				r.pkt, r.off = n, off
 			}
-			r.where = fmt.Sprintf("packet %d (offset %d)", n, off)
+			r.inner, r.innerOff = 0, 0
 			if nested {
-				r.where = fmt.Sprintf("packet %d (offset %d): compressed packet %d (offset %d)", r.pkt, r.off, n, off)
+				r.inner, r.innerOff = n, off
 			}
 			if err := r.packet(f.b, nested); err != nil {
 				if d, ok := errors.AsType[*dropError](err); ok {
@@ -890,7 +932,9 @@ func (r *reader) compressed(p *packet, nested bool) error {
 			return fmt.Errorf("compressed_packets: %w", err)
 		}
 		r.nameBudget += nameBudget(len(data))
-		if err := r.packets(data, true); err != nil {
+		err = r.packets(data, true)
+		r.inner, r.innerOff = 0, 0 // drops after these are the outer packet's
+		if err != nil {
 			return err
 		}
 	}
@@ -1815,9 +1859,9 @@ func newClockState() *clockState {
 // (as trace_processor defers such packets to the end of the file).
 type timestamp struct {
 	ts       int64
-	ok       bool
 	clock    clockKey
 	ns       int64 // in the clock's domain (raw units when scaled is false)
+	ok       bool
 	unscaled bool
 }
 
@@ -2118,10 +2162,12 @@ func (r *reader) resolveTimes() {
 		if r.settle(&e.at, e.pkt, e.off) {
 			continue
 		}
-		if r.tracks[e.track] == nil { // only an END can name a track nothing else uses
+		ti := r.tracks[e.track]
+		if ti == nil { // only an END can name a track nothing else uses
 			r.dropAt("track_event_end_on_unknown_track", pktWhere(e.pkt, e.off), fmt.Errorf("slice end on unknown track %d", e.track))
 			continue
 		}
+		e.tidx = ti.idx
 		evs = append(evs, e)
 	}
 	r.events = evs
@@ -2170,14 +2216,24 @@ type building struct {
 func (r *reader) pairSlices() []building {
 	evs := r.events
 	slices.SortFunc(evs, func(a, b pendingEvent) int {
-		return cmp.Or(cmp.Compare(r.trackIdx(a.track), r.trackIdx(b.track)), cmp.Compare(a.at.ts, b.at.ts), cmp.Compare(a.order, b.order))
+		return cmp.Or(cmp.Compare(a.tidx, b.tidx), cmp.Compare(a.at.ts, b.at.ts), cmp.Compare(a.order, b.order))
 	})
-	var bs []building
+	begins, instants := 0, 0
+	for i := range evs {
+		switch evs[i].kind {
+		case evBegin:
+			begins++
+		case evInst:
+			instants++
+		}
+	}
+	bs := make([]building, 0, begins)
+	r.t.Instants = slices.Grow(r.t.Instants, instants)
 	var stack []int
 	cur := -1
 	for i := range evs {
 		e := &evs[i]
-		if ti := r.trackIdx(e.track); ti != cur {
+		if ti := e.tidx; ti != cur {
 			cur, stack = ti, stack[:0]
 		}
 		// Complete events that ended by now leave the stack, as
