@@ -1241,7 +1241,8 @@ type span struct {
 type instant struct {
 	name   string
 	t      int64
-	lane   int // -1: the process
+	lane   int    // -1: the process
+	pid    procID // the process of a process- or global-scoped instant (lane -1)
 	parent int
 	args   []event.Arg
 }
@@ -1616,7 +1617,7 @@ func (b *builder) add(e *ev) {
 		if e.flags&fProcScope == 0 {
 			li = b.threadLane(e.thread)
 		}
-		b.instants = append(b.instants, instant{name: e.name, t: t, lane: li, parent: -1, args: e.args})
+		b.instants = append(b.instants, instant{name: e.name, t: t, lane: li, pid: p.threads[e.thread].pid, parent: -1, args: e.args})
 	case 'C':
 		b.counter(e, t)
 	case 's', 't', 'f':
@@ -1937,17 +1938,18 @@ func (b *builder) emitInstants(bl *event.Builder) {
 		if in.parent >= 0 {
 			parent = b.spans[in.parent].id
 		}
+		if in.lane < 0 {
+			// A process- or global-scoped instant stays on its own
+			// process (Kineto's global instants have pids of their own).
+			track = b.processTrack(bl, in.pid)
+		}
 		bl.Instant(in.name, in.t, track, parent, in.args)
 	}
 }
 
-// emitCounters adds the counter samples; with several processes, each
-// series names its pid.
+// emitCounters adds the counter samples, each on its process ("C" events
+// are process-scoped, as trace_processor keeps them).
 func (b *builder) emitCounters(bl *event.Builder) {
-	pids := map[procID]bool{}
-	for _, c := range b.counters {
-		pids[c.pid] = true
-	}
 	for _, c := range b.counters {
 		name, unit := c.base, ""
 		switch {
@@ -1956,11 +1958,22 @@ func (b *builder) emitCounters(bl *event.Builder) {
 		case c.key != "value":
 			unit = c.key
 		}
-		if len(pids) > 1 {
-			name += " (pid " + c.pid.String() + ")"
+		if track := b.processTrack(bl, c.pid); track != 0 {
+			bl.TrackCounter(track, name, unit, c.t, c.v)
+			continue
 		}
 		bl.Counter(name, unit, c.t, c.v)
 	}
+}
+
+// processTrack returns the TrackProcess track of pid's process, or 0 for
+// the program's own (Meta), whose counters and instants need no track.
+func (b *builder) processTrack(bl *event.Builder, pid procID) uint32 {
+	pi := b.p.procs[pid]
+	if pi == nil || pi.num == 0 {
+		return 0
+	}
+	return bl.ProcessTrack(pi.num)
 }
 
 // warn adds the warnings for what Read skipped or could not represent.
