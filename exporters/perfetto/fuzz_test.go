@@ -7,7 +7,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -53,6 +55,9 @@ func fuzzSeeds(t testing.TB) [][]byte {
 		legacyTimestampsTrace(),
 		plain[:len(plain)-1],
 		plain[:len(plain)/2],
+	}
+	for _, name := range slices.Sorted(maps.Keys(ruleTraces())) {
+		seeds = append(seeds, ruleTraces()[name])
 	}
 	flipped := bytes.Clone(plain)
 	flipped[len(flipped)/3] ^= 0x40

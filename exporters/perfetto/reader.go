@@ -76,8 +76,11 @@ const (
 	rLeBindID       = 8
 	rLeLocalID      = 10
 	rLeGlobalID     = 11
+	rLeBindEncl     = 12 // LegacyEvent.bind_to_enclosing
 	rLeFlowDir      = 13
 	rLeInstantScope = 14
+	rLtdPid         = 1 // ThreadDescriptor.pid (the legacy TracePacket.thread_descriptor)
+	rLtdTid         = 2 // ThreadDescriptor.tid
 
 	rFlowIn, rFlowOut, rFlowInOut                = 1, 2, 3 // LegacyEvent.FlowDirection
 	rScopeGlobal, rScopeProcess                  = 1, 2    // LegacyEvent.InstantEventScope
@@ -585,12 +588,14 @@ type reader struct {
 	events   []pendingEvent
 	counters []pendingCounter
 
-	pkt, off   int               // top-level packet being read, for errors found at the end
-	inner      int               // compressed packet being read within packet pkt (0: none), for drops
-	innerOff   int               // its offset in the decompressed bytes
-	synthetic  map[string]uint64 // tracks the reader made, by key
-	wallSet    bool              // WallStart was taken from a snapshot
-	nameBudget int               // bytes left for flattened annotation names
+	pkt, off    int               // top-level packet being read, for errors found at the end
+	inner       int               // compressed packet being read within packet pkt (0: none), for drops
+	innerOff    int               // its offset in the decompressed bytes
+	synthetic   map[string]uint64 // tracks the reader made, by key
+	v1          []v1Flow          // the flow v1 events (pendingEvent.v1)
+	droppedDesc map[uint64]bool   // uuids whose only descriptors were dropped (invalid)
+	wallSet     bool              // WallStart was taken from a snapshot
+	nameBudget  int               // bytes left for flattened annotation names
 }
 
 // seqState is the incremental state of one packet sequence.
@@ -615,6 +620,11 @@ type generation struct {
 	// reference_timestamp_us; hasLegacy says one was given.
 	legacyNS  int64
 	hasLegacy bool
+
+	// thread is the sequence's legacy ThreadDescriptor (pid, tid): the
+	// thread of its events that name no track, as in trace_processor.
+	threadPID, threadTID int64
+	hasThread            bool
 }
 
 func newGeneration() *generation {
@@ -652,8 +662,11 @@ type pendingEvent struct {
 	terms    []uint64
 	dur      int64 // ns
 	pkt, off int
-	tidx     int   // index of track in Trace.Tracks, once times are resolved
-	kind     uint8 // evBegin, evEnd, evInst
+	tidx     int    // index of track in Trace.Tracks, once times are resolved
+	bind     uint64 // a legacy bind_id, when bindDir is not 0 (its flow_direction)
+	v1       int    // for evFlowV1, the flow's index in reader.v1 plus one
+	kind     uint8  // evBegin, evEnd, evInst, evFlowV1
+	bindDir  uint8
 	hasName  bool
 	complete bool // a legacy X event: a BEGIN whose END is dur later
 }
@@ -882,6 +895,9 @@ func (r *reader) clockSnapshots(p *packet) error {
 // for none), after the packet's resets, defaults and interned data.
 func (r *reader) sequence(p *packet) (*seqState, error) {
 	if p.seq == 0 {
+		if len(p.threadDescs) > 0 {
+			r.drop("thread_descriptor_missing_sequence_id", errors.New("thread_descriptor without a trusted_packet_sequence_id"))
+		}
 		return nil, nil
 	}
 	seq := r.seqs[p.seq]
@@ -896,9 +912,21 @@ func (r *reader) sequence(p *packet) (*seqState, error) {
 		seq.valid = false
 	}
 	for _, d := range p.threadDescs {
+		// trace_processor ignores a ThreadDescriptor while the sequence's
+		// incremental state is invalid (its deltas would be wrong).
+		if !seq.valid {
+			r.drop("thread_descriptor_skipped_incremental_state_invalid", errors.New("thread_descriptor while the sequence's incremental state is invalid"))
+			continue
+		}
+		g := seq.gen
 		err := eachField(d, func(f *field) error {
-			if f.key() == key(rLtdRefTimestampUS, wireVarint) {
-				seq.gen.legacyNS, seq.gen.hasLegacy = f.int64()*1000, true
+			switch f.key() {
+			case key(rLtdRefTimestampUS, wireVarint):
+				g.legacyNS, g.hasLegacy = f.int64()*1000, true
+			case key(rLtdPid, wireVarint):
+				g.threadPID, g.hasThread = int64(int32(f.u)), true
+			case key(rLtdTid, wireVarint):
+				g.threadTID, g.hasThread = f.int64(), true
 			}
 			return nil
 		})
@@ -1064,6 +1092,7 @@ type descriptor struct {
 	name                 string
 	process, thread, ctr bool
 	pid, tid             int64
+	hasPID, hasTID       bool
 	procName, threadName string
 	labels               []string
 	description          string
@@ -1108,7 +1137,7 @@ func (d *descriptor) field(f *field) error {
 func (d *descriptor) processField(f *field) error {
 	switch f.key() {
 	case key(pdPid, wireVarint):
-		d.pid = int64(int32(f.u))
+		d.pid, d.hasPID = int64(int32(f.u)), true
 	case key(pdProcessName, wireBytes):
 		d.procName = string(f.b)
 	case key(pdProcessLabel, wireBytes):
@@ -1121,9 +1150,9 @@ func (d *descriptor) processField(f *field) error {
 func (d *descriptor) threadField(f *field) error {
 	switch f.key() {
 	case key(thPid, wireVarint):
-		d.pid = int64(int32(f.u))
+		d.pid, d.hasPID = int64(int32(f.u)), true
 	case key(thTid, wireVarint):
-		d.tid = f.int64()
+		d.tid, d.hasTID = f.int64(), true
 	case key(thName, wireBytes):
 		d.threadName = string(f.b)
 	}
@@ -1182,6 +1211,17 @@ func (r *reader) trackDescriptor(b []byte) error {
 	}
 	if !d.hasUUID {
 		return dropf("track_descriptor_missing_uuid", "descriptor without a uuid")
+	}
+	// trace_processor drops a thread descriptor without pid and tid and
+	// a process descriptor without pid; the events on such a track find
+	// no track and are dropped too (dropEventsOn).
+	if d.thread && (!d.hasPID || !d.hasTID) {
+		r.dropped(d.uuid)
+		return dropf("track_descriptor_thread_missing_pid_tid", "thread descriptor of track %d without pid and tid", d.uuid)
+	}
+	if d.process && !d.thread && !d.hasPID {
+		r.dropped(d.uuid)
+		return dropf("track_descriptor_process_missing_pid", "process descriptor of track %d without a pid", d.uuid)
 	}
 	tr := d.track()
 	ti := r.tracks[d.uuid]
@@ -1282,6 +1322,8 @@ type trackEvent struct {
 	dur             int64
 	oldFlows        []uint64 // the deprecated varint forms, read when the
 	oldTerms        []uint64 // fixed64 ones are absent (as trace_processor)
+	bind            uint64   // a legacy bind_id, with its flow_direction
+	bindDir         uint8
 	catNames        []string // categories (strings)
 	legacy          legacyEvent
 	hasLegacy       bool
@@ -1301,6 +1343,7 @@ type legacyEvent struct {
 	hasBind      bool
 	flowDir      uint64
 	instantScope uint64
+	enclosing    bool // bind_to_enclosing
 }
 
 // field stores one LegacyEvent field.
@@ -1324,6 +1367,8 @@ func (l *legacyEvent) field(f *field) error {
 		l.bindID, l.hasBind = f.u, true
 	case key(rLeFlowDir, wireVarint):
 		l.flowDir = f.u
+	case key(rLeBindEncl, wireVarint):
+		l.enclosing = f.u != 0
 	case key(rLeInstantScope, wireVarint):
 		l.instantScope = f.u
 	}
@@ -1423,6 +1468,17 @@ func (r *reader) trackEvent(g *generation, parts [][]byte, at timestamp) error {
 	if !e.hasTrack && g.hasTrack {
 		track = g.track
 	}
+	// An event on no track (none given, or 0 given to a legacy phase)
+	// falls back to the thread of the sequence's legacy ThreadDescriptor,
+	// as in trace_processor; a counter needs its counter track.
+	onThread := false
+	if track == 0 && (!e.hasTrack || e.typ == 0) && g.hasThread && e.typ != typeCounter {
+		if g.threadPID == 0 || g.threadTID == 0 {
+			return dropf("track_event_parser_errors", "thread_descriptor pid %d tid %d: pid/tid 0 is reserved for the swapper thread", g.threadPID, g.threadTID)
+		}
+		track, onThread = r.legacyThreadTrack(g.threadPID, g.threadTID), true
+	}
+	onThread = onThread || r.threadScoped(track)
 	// trace_processor drops the whole event when it has more extra counter
 	// values than tracks.
 	if err := extraMismatch(len(e.extra), len(g.extra), len(e.extraVals)); err != nil {
@@ -1436,7 +1492,13 @@ func (r *reader) trackEvent(g *generation, parts [][]byte, at timestamp) error {
 			r.drop("flow_without_direction", err) // the event itself loads
 		}
 		if e.legacy.hasPhase {
-			if track, err = r.legacyPhase(g, &e, track, name); err != nil {
+			switch e.legacy.phase {
+			case 's', 't', 'f':
+				return r.flowV1(g, &e, track, name, at)
+			case 'M':
+				return r.metadata(&e, track, onThread, name, args)
+			}
+			if track, err = r.legacyPhase(g, &e, track, onThread, name); err != nil {
 				return err
 			}
 		}
@@ -1464,9 +1526,10 @@ func (r *reader) trackEvent(g *generation, parts [][]byte, at timestamp) error {
 	return r.extraCounters(g, e.extraDbl, g.extraDbl, len(e.extraDblVals), at, func(i int) float64 { return math.Float64frombits(e.extraDblVals[i]) })
 }
 
-// legacyFlow adds a legacy bind_id to the event's flows: trace_processor
-// binds it, whatever its flow_direction (in, out or inout), to the
-// event's slice, in the same id space as flow_ids.
+// legacyFlow keeps a legacy bind_id with its flow_direction for the
+// event's slice: trace_processor binds it, in the same id space as
+// flow_ids, as a flow's start (out), a step (inout) or an end that does
+// not close it (in); see linkFlows.
 func (e *trackEvent) legacyFlow() error {
 	l := &e.legacy
 	if !l.hasBind {
@@ -1474,7 +1537,7 @@ func (e *trackEvent) legacyFlow() error {
 	}
 	switch l.flowDir {
 	case rFlowIn, rFlowOut, rFlowInOut:
-		e.flows = append(e.flows, l.bindID)
+		e.bind, e.bindDir = l.bindID, uint8(l.flowDir)
 		return nil
 	}
 	return dropf("flow_without_direction", "legacy bind_id %d without a flow_direction", l.bindID)
@@ -1487,8 +1550,17 @@ func (e *trackEvent) legacyFlow() error {
 // goes on a track of the trace or of the event's process; async events
 // (b/e/n, and the older S/F/T/p) go on a track per id, id scope and
 // category (name for the older ones), process-scoped for a local_id.
-func (r *reader) legacyPhase(g *generation, e *trackEvent, track uint64, name string) (uint64, error) {
+func (r *reader) legacyPhase(g *generation, e *trackEvent, track uint64, onThread bool, name string) (uint64, error) {
 	l := &e.legacy
+	switch l.phase {
+	case 'B', 'E', 'X', 'I', 'i':
+		// trace_processor places these on a thread only: on any other
+		// track (a process's, a custom one) they are dropped, unless an
+		// instant is global or process-scoped.
+		if !onThread && (l.phase == 'B' || l.phase == 'E' || l.phase == 'X' || l.instantScope != rScopeGlobal && l.instantScope != rScopeProcess) {
+			return 0, dropf("track_event_parser_errors", "legacy phase %q on track %d, which is not a thread's", rune(l.phase), track)
+		}
+	}
 	switch l.phase {
 	case 'B':
 		e.typ = typeSliceBegin
@@ -1505,6 +1577,9 @@ func (r *reader) legacyPhase(g *generation, e *trackEvent, track uint64, name st
 		case rScopeGlobal:
 			return r.syntheticTrack("global instants", 0, "Global legacy instants"), nil
 		case rScopeProcess:
+			if !r.processScoped(track) {
+				return 0, dropf("track_event_parser_errors", "process-scoped legacy instant on track %d, which belongs to no process", track)
+			}
 			pid, proc := r.processOfTrack(track)
 			if proc != 0 {
 				return proc, nil
@@ -1533,6 +1608,9 @@ func (r *reader) legacyPhase(g *generation, e *trackEvent, track uint64, name st
 		var pid int64
 		proc := uint64(0)
 		if l.idKind == rLegacyLocal {
+			if !r.processScoped(track) {
+				return 0, dropf("track_event_parser_errors", "async legacy event %q with a local_id on track %d, which belongs to no process", rune(l.phase), track)
+			}
 			pid, proc = r.processOfTrack(track)
 		}
 		key := fmt.Sprintf("async/%t/%d/%d/%s", l.idKind == rLegacyLocal, pid, l.id, scope)
@@ -1654,7 +1732,7 @@ func (r *reader) sliceEvent(e *trackEvent, track uint64, name string, args []Arg
 	r.events = append(r.events, pendingEvent{
 		kind: uint8(e.typ), track: track, at: at, order: len(r.events) + len(r.counters),
 		name: name, hasName: e.hasName && name != "",
-		args: args, flows: e.flows, terms: e.terms, complete: e.complete, dur: e.dur, pkt: r.pkt, off: r.off,
+		args: args, flows: e.flows, terms: e.terms, bind: e.bind, bindDir: e.bindDir, complete: e.complete, dur: e.dur, pkt: r.pkt, off: r.off,
 	})
 	return nil
 }
@@ -2140,6 +2218,7 @@ func (c *clockState) reading(snap int, k clockKey) (int64, bool) {
 
 func (r *reader) finish() error {
 	r.resolveTimes()
+	r.linkFlows()
 	bs := r.pairSlices()
 	parentFlows(bs)
 	r.orderSlices(bs)
@@ -2157,6 +2236,7 @@ func (r *reader) trackIdx(uuid uint64) int { return r.tracks[uuid].idx }
 // whose time cannot be converted or is negative, and ENDs on tracks
 // nothing else uses.
 func (r *reader) resolveTimes() {
+	invalid := map[uint64]trackCheck{}
 	evs := r.events[:0]
 	for _, e := range r.events {
 		if r.settle(&e.at, e.pkt, e.off) {
@@ -2167,15 +2247,24 @@ func (r *reader) resolveTimes() {
 			r.dropAt("track_event_end_on_unknown_track", pktWhere(e.pkt, e.off), fmt.Errorf("slice end on unknown track %d", e.track))
 			continue
 		}
+		if stat, err := r.invalidTrack(e.track, invalid); err != nil {
+			r.dropAt(stat, pktWhere(e.pkt, e.off), err)
+			continue
+		}
 		e.tidx = ti.idx
 		evs = append(evs, e)
 	}
 	r.events = evs
 	cs := r.counters[:0]
 	for _, c := range r.counters {
-		if !r.settle(&c.at, c.pkt, c.off) {
-			cs = append(cs, c)
+		if r.settle(&c.at, c.pkt, c.off) {
+			continue
 		}
+		if stat, err := r.invalidTrack(c.track, invalid); err != nil {
+			r.dropAt(stat, pktWhere(c.pkt, c.off), err)
+			continue
+		}
+		cs = append(cs, c)
 	}
 	r.counters = cs
 }
@@ -2230,10 +2319,19 @@ func (r *reader) pairSlices() []building {
 	bs := make([]building, 0, begins)
 	r.t.Instants = slices.Grow(r.t.Instants, instants)
 	var stack []int
+	var bound []v1Binding // flow v1 events with the slice each binds to
+	var next []int        // flow v1 ends waiting for the next slice on the track (indices into evs)
+	unbound := func() {
+		for _, j := range next {
+			r.dropAt("flow_v1_end_without_next_slice", pktWhere(evs[j].pkt, evs[j].off), errors.New("a flow v1 end (f) with no slice beginning after it on its track"))
+		}
+		next = next[:0]
+	}
 	cur := -1
 	for i := range evs {
 		e := &evs[i]
 		if ti := e.tidx; ti != cur {
+			unbound()
 			cur, stack = ti, stack[:0]
 		}
 		// Complete events that ended by now leave the stack, as
@@ -2254,6 +2352,26 @@ func (r *reader) pairSlices() []building {
 			}
 			stack = append(stack, len(bs))
 			bs = append(bs, building{s: s, track: cur, order: e.order, beginFlows: len(e.flows), beginTerms: len(e.terms), complete: e.complete})
+			for _, j := range next {
+				bound = append(bound, v1Binding{flow: evs[j].v1 - 1, slice: len(bs) - 1, ts: evs[j].at.ts, order: evs[j].order, pkt: evs[j].pkt, off: evs[j].off})
+			}
+			next = next[:0]
+		case evFlowV1:
+			f := &r.v1[e.v1-1]
+			if f.phase == 'f' && !f.enclosing {
+				next = append(next, i)
+				continue
+			}
+			// The slice open on the track: the topmost that has not ended.
+			k := len(stack) - 1
+			for k >= 0 && bs[stack[k]].complete && bs[stack[k]].s.Start+bs[stack[k]].s.Dur <= e.at.ts {
+				k--
+			}
+			if k < 0 {
+				r.dropAt("flow_no_enclosing_slice", pktWhere(e.pkt, e.off), fmt.Errorf("a flow v1 event (%q) with no slice open on its track", rune(f.phase)))
+				continue
+			}
+			bound = append(bound, v1Binding{flow: e.v1 - 1, slice: stack[k], ts: e.at.ts, order: e.order, pkt: e.pkt, off: e.off})
 		case evEnd:
 			stack = closeSlice(bs, stack, e)
 		case evInst:
@@ -2264,6 +2382,8 @@ func (r *reader) pairSlices() []building {
 			r.t.Instants = append(r.t.Instants, Instant{Track: e.track, Name: e.name, TS: e.at.ts, Args: e.args, FlowIDs: flows})
 		}
 	}
+	unbound()
+	r.bindFlowsV1(bs, bound)
 	return bs
 }
 

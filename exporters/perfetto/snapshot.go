@@ -181,6 +181,9 @@ func (c *converter) meta() event.Meta {
 			// included: a later process does not take its place.
 			if c.progUUID == 0 && !gpuProcess.MatchString(tr.Name) {
 				meta.Program, meta.PID = tr.Name, int(tr.PID)
+				if slices.Contains(tr.Labels, ProcessLabelUnnamed) {
+					meta.Program = ""
+				}
 				c.progUUID = tr.UUID
 			}
 		}

@@ -352,7 +352,13 @@ func (w *writer) programProcess() {
 	w.pkt.Uint(tdUUID, w.procUUID)
 	q := w.pkt.Begin(tdProcess)
 	w.pkt.Int(pdPid, int64(m.PID))
-	w.pkt.String(pdProcessName, m.Program)
+	if m.Program == "" {
+		// A process track must have a name; the label says it had none.
+		w.pkt.String(pdProcessName, fmt.Sprintf("Process %d", m.PID))
+		w.pkt.String(pdProcessLabel, ProcessLabelUnnamed)
+	} else {
+		w.pkt.String(pdProcessName, m.Program)
+	}
 	w.pkt.String(pdProcessLabel, fmt.Sprintf("devprof host=%s", m.Host))
 	if d := m.Dropped(); d > 0 {
 		w.pkt.String(pdProcessLabel, fmt.Sprintf("devprof dropped_events=%d", d))
