@@ -524,17 +524,16 @@ func readField(b []byte) (field, int, error) {
 	return field{}, 0, fmt.Errorf("field %d has unsupported wire type %d", f.num, wt)
 }
 
-// eachField calls fn for every field of the message b.
-func eachField(b []byte, fn func(f *field) error) error {
-	var f field // one per message: fn may keep &f, so it lives on the heap
+// eachField calls fn for every field of the message b. fn takes the
+// field by value: a pointer would move every field to the heap (most of
+// the reader's allocations).
+func eachField(b []byte, fn func(f field) error) error {
 	for len(b) > 0 {
-		var n int
-		var err error
-		f, n, err = readField(b)
+		f, n, err := readField(b)
 		if err != nil {
 			return err
 		}
-		if err := fn(&f); err != nil {
+		if err := fn(f); err != nil {
 			return err
 		}
 		b = b[n:]
@@ -593,6 +592,7 @@ type reader struct {
 	innerOff    int               // its offset in the decompressed bytes
 	synthetic   map[string]uint64 // tracks the reader made, by key
 	v1          []v1Flow          // the flow v1 events (pendingEvent.v1)
+	pkts        [2]packet         // the packet being applied, and one inside its compressed_packets
 	droppedDesc map[uint64]bool   // uuids whose only descriptors were dropped (invalid)
 	wallSet     bool              // WallStart was taken from a snapshot
 	nameBudget  int               // bytes left for flattened annotation names
@@ -732,10 +732,20 @@ type packet struct {
 	threadDescs                                                    [][]byte
 }
 
-// decodePacket collects the fields of one TracePacket the reader uses.
-func decodePacket(b []byte) (packet, error) {
-	var p packet
-	err := eachField(b, func(f *field) error {
+// decodePacket collects the fields of one TracePacket the reader uses
+// into p, whose lists it reuses (a packet's lists are needed only while
+// it is applied).
+func decodePacket(b []byte, p *packet) error {
+	*p = packet{
+		interned: p.interned[:0], defaults: p.defaults[:0], snapshots: p.snapshots[:0], events: p.events[:0],
+		descriptors: p.descriptors[:0], compressed: p.compressed[:0], threadDescs: p.threadDescs[:0],
+	}
+	for len(b) > 0 {
+		f, n, err := readField(b)
+		if err != nil {
+			return err
+		}
+		b = b[n:]
 		switch f.key() {
 		case key(pktTimestamp, wireVarint):
 			p.ts, p.hasTS = f.u, true
@@ -764,24 +774,26 @@ func decodePacket(b []byte) (packet, error) {
 		case key(rPktThreadDesc, wireBytes):
 			p.threadDescs = append(p.threadDescs, f.b)
 		}
-		return nil
-	})
-	return p, err
+	}
+	return nil
 }
 
 // packet applies one TracePacket. The order follows trace_processor's
 // ProtoTraceReader::ParsePacket.
 func (r *reader) packet(b []byte, nested bool) error {
-	p, err := decodePacket(b)
-	if err != nil {
+	p := &r.pkts[0]
+	if nested {
+		p = &r.pkts[1] // the packet holding it is still being applied
+	}
+	if err := decodePacket(b, p); err != nil {
 		return err
 	}
-	seq, err := r.sequence(&p)
+	seq, err := r.sequence(p)
 	if err != nil {
 		return err
 	}
 	if len(p.snapshots) > 0 {
-		return r.clockSnapshots(&p) // the rest of a snapshot packet is not read
+		return r.clockSnapshots(p) // the rest of a snapshot packet is not read
 	}
 	if p.flags&seqNeedsIncrementalState != 0 {
 		if p.seq == 0 {
@@ -791,10 +803,10 @@ func (r *reader) packet(b []byte, nested bool) error {
 			return nil // skipped, as trace_processor does after data loss
 		}
 	}
-	if err := r.compressed(&p, nested); err != nil {
+	if err := r.compressed(p, nested); err != nil {
 		return err
 	}
-	at, tsErr := r.packetTime(&p, seq)
+	at, tsErr := r.packetTime(p, seq)
 	// A sequence-scoped clock on a packet without a sequence is an error
 	// whatever the packet holds (with no sequence, the clock is the
 	// packet's own).
@@ -815,7 +827,7 @@ func (r *reader) packet(b []byte, nested bool) error {
 		if p.seq == 0 {
 			return dropf("track_event_missing_sequence_id", "track event without a trusted_packet_sequence_id")
 		}
-		if err := r.legacyTime(&p, seq, &at, &tsErr); err != nil {
+		if err := r.legacyTime(p, seq, &at, &tsErr); err != nil {
 			return err
 		}
 		if !p.hasTS {
@@ -840,7 +852,7 @@ func (r *reader) legacyTime(p *packet, seq *seqState, at *timestamp, tsErr *erro
 	var delta, abs int64
 	var hasDelta, hasAbs bool
 	for _, b := range p.events {
-		err := eachField(b, func(f *field) error {
+		err := eachField(b, func(f field) error {
 			switch f.key() {
 			case key(rTeTimestampDeltaUS, wireVarint):
 				delta, hasDelta, hasAbs = f.int64(), true, false
@@ -919,7 +931,7 @@ func (r *reader) sequence(p *packet) (*seqState, error) {
 			continue
 		}
 		g := seq.gen
-		err := eachField(d, func(f *field) error {
+		err := eachField(d, func(f field) error {
 			switch f.key() {
 			case key(rLtdRefTimestampUS, wireVarint):
 				g.legacyNS, g.hasLegacy = f.int64()*1000, true
@@ -1014,12 +1026,12 @@ func inflate(b []byte) ([]byte, error) {
 }
 
 func parseDefaults(g *generation, b []byte) error {
-	return eachField(b, func(f *field) error {
+	return eachField(b, func(f field) error {
 		switch f.key() {
 		case key(rDefClockID, wireVarint):
 			g.clockID = uint32(f.u)
 		case key(defTrackEventDefaults, wireBytes):
-			return eachField(f.b, func(f *field) error {
+			return eachField(f.b, func(f field) error {
 				var err error
 				switch f.num {
 				case tedTrackUUID:
@@ -1028,11 +1040,11 @@ func parseDefaults(g *generation, b []byte) error {
 					}
 				case rTedExtraCounters:
 					if f.wt == wireVarint || f.wt == wireBytes {
-						g.extra, err = appendVarints(g.extra, f)
+						g.extra, err = appendVarints(g.extra, &f)
 					}
 				case rTedExtraDblCounters:
 					if f.wt == wireVarint || f.wt == wireBytes {
-						g.extraDbl, err = appendVarints(g.extraDbl, f)
+						g.extraDbl, err = appendVarints(g.extraDbl, &f)
 					}
 				}
 				return err
@@ -1043,7 +1055,7 @@ func parseDefaults(g *generation, b []byte) error {
 }
 
 func parseInterned(g *generation, b []byte) error {
-	return eachField(b, func(f *field) error {
+	return eachField(b, func(f field) error {
 		if f.wt != wireBytes {
 			return nil
 		}
@@ -1062,7 +1074,7 @@ func parseInterned(g *generation, b []byte) error {
 		}
 		var iid uint64
 		var name string
-		err := eachField(f.b, func(e *field) error {
+		err := eachField(f.b, func(e field) error {
 			switch e.key() {
 			case key(internIID, wireVarint):
 				iid = e.u
@@ -1106,7 +1118,7 @@ type descriptor struct {
 }
 
 // field stores one TrackDescriptor field.
-func (d *descriptor) field(f *field) error {
+func (d *descriptor) field(f field) error {
 	switch f.key() {
 	case key(tdUUID, wireVarint):
 		d.uuid, d.hasUUID = f.u, true
@@ -1134,7 +1146,7 @@ func (d *descriptor) field(f *field) error {
 }
 
 // processField stores one ProcessDescriptor field.
-func (d *descriptor) processField(f *field) error {
+func (d *descriptor) processField(f field) error {
 	switch f.key() {
 	case key(pdPid, wireVarint):
 		d.pid, d.hasPID = int64(int32(f.u)), true
@@ -1147,7 +1159,7 @@ func (d *descriptor) processField(f *field) error {
 }
 
 // threadField stores one ThreadDescriptor field.
-func (d *descriptor) threadField(f *field) error {
+func (d *descriptor) threadField(f field) error {
 	switch f.key() {
 	case key(thPid, wireVarint):
 		d.pid, d.hasPID = int64(int32(f.u)), true
@@ -1160,7 +1172,7 @@ func (d *descriptor) threadField(f *field) error {
 }
 
 // counterField stores one CounterDescriptor field.
-func (d *descriptor) counterField(f *field) error {
+func (d *descriptor) counterField(f field) error {
 	switch f.key() {
 	case key(rCdType, wireVarint):
 		d.ctrType = f.u
@@ -1347,7 +1359,7 @@ type legacyEvent struct {
 }
 
 // field stores one LegacyEvent field.
-func (l *legacyEvent) field(f *field) error {
+func (l *legacyEvent) field(f field) error {
 	switch f.key() {
 	case key(rLeNameIID, wireVarint):
 		l.nameIID = f.u
@@ -1394,7 +1406,7 @@ func decodeTrackEvent(parts [][]byte) (trackEvent, error) {
 }
 
 // field stores one TrackEvent field.
-func (e *trackEvent) field(f *field) error {
+func (e *trackEvent) field(f field) error {
 	var err error
 	switch f.key() {
 	case key(teType, wireVarint):
@@ -1406,7 +1418,7 @@ func (e *trackEvent) field(f *field) error {
 	case key(rTeName, wireBytes):
 		e.nameIID, e.name, e.hasName = 0, string(f.b), true
 	case key(rTeCategoryIIDs, wireVarint), key(rTeCategoryIIDs, wireBytes):
-		e.cats, err = appendVarints(e.cats, f)
+		e.cats, err = appendVarints(e.cats, &f)
 	case key(teDebugAnnotations, wireBytes):
 		e.annotations = append(e.annotations, f.b)
 	case key(rTeCategories, wireBytes):
@@ -1425,25 +1437,25 @@ func (e *trackEvent) field(f *field) error {
 }
 
 // listField stores one of the TrackEvent's repeated id and value fields.
-func (e *trackEvent) listField(f *field) error {
+func (e *trackEvent) listField(f field) error {
 	var err error
 	switch f.key() {
 	case key(rTeExtraCounters, wireVarint), key(rTeExtraCounters, wireBytes):
-		e.extra, err = appendVarints(e.extra, f)
+		e.extra, err = appendVarints(e.extra, &f)
 	case key(rTeExtraCounterVals, wireVarint), key(rTeExtraCounterVals, wireBytes):
-		e.extraVals, err = appendVarints(e.extraVals, f)
+		e.extraVals, err = appendVarints(e.extraVals, &f)
 	case key(rTeExtraDblCounters, wireVarint), key(rTeExtraDblCounters, wireBytes):
-		e.extraDbl, err = appendVarints(e.extraDbl, f)
+		e.extraDbl, err = appendVarints(e.extraDbl, &f)
 	case key(rTeExtraDblVals, wireI64), key(rTeExtraDblVals, wireBytes):
-		e.extraDblVals, err = appendFixed64s(e.extraDblVals, f)
+		e.extraDblVals, err = appendFixed64s(e.extraDblVals, &f)
 	case key(teFlowIDs, wireI64), key(teFlowIDs, wireBytes):
-		e.flows, err = appendFixed64s(e.flows, f)
+		e.flows, err = appendFixed64s(e.flows, &f)
 	case key(teTerminatingFlowIDs, wireI64), key(teTerminatingFlowIDs, wireBytes):
-		e.terms, err = appendFixed64s(e.terms, f)
+		e.terms, err = appendFixed64s(e.terms, &f)
 	case key(rTeFlowIDsOld, wireVarint), key(rTeFlowIDsOld, wireBytes):
-		e.oldFlows, err = appendVarints(e.oldFlows, f)
+		e.oldFlows, err = appendVarints(e.oldFlows, &f)
 	case key(rTeTermFlowIDsOld, wireVarint), key(rTeTermFlowIDsOld, wireBytes):
-		e.oldTerms, err = appendVarints(e.oldTerms, f)
+		e.oldTerms, err = appendVarints(e.oldTerms, &f)
 	}
 	return err
 }
@@ -1798,7 +1810,7 @@ type debugAnnotation struct {
 }
 
 // field stores one DebugAnnotation field.
-func (a *debugAnnotation) field(f *field) error {
+func (a *debugAnnotation) field(f field) error {
 	switch f.key() {
 	case key(daNameIID, wireVarint):
 		s, ok := a.g.argNames[f.u]
@@ -1825,7 +1837,7 @@ func (a *debugAnnotation) field(f *field) error {
 		}
 		a.value = s
 	case key(rDaDictEntries, wireBytes), key(rDaArrayValues, wireBytes):
-		c := *f
+		c := f // only this branch moves a field to the heap
 		a.children = append(a.children, &c)
 	}
 	return nil
@@ -1952,7 +1964,7 @@ type rawClock struct {
 }
 
 // field stores one ClockSnapshot.Clock field.
-func (k *rawClock) field(f *field) error {
+func (k *rawClock) field(f field) error {
 	switch f.key() {
 	case key(clkID, wireVarint):
 		k.id = uint32(f.u)
@@ -1968,7 +1980,7 @@ func (k *rawClock) field(f *field) error {
 
 // decodeClockSnapshot returns a ClockSnapshot's clocks and primary clock.
 func decodeClockSnapshot(b []byte) (clocks []rawClock, primary uint64, err error) {
-	err = eachField(b, func(f *field) error {
+	err = eachField(b, func(f field) error {
 		switch f.key() {
 		case key(rCsPrimaryClock, wireVarint):
 			primary = f.u
