@@ -78,6 +78,7 @@ func FuzzRead(f *testing.F) {
 	f.Add(real)
 	f.Add(encode(f, eventtest.GoldenSnapshot(), false))       // memory events and their counters
 	f.Add(encode(f, eventtest.MultiProcessSnapshot(), false)) // other processes, ranks, devprof's process labels
+	f.Add(encode(f, eventtest.OwnedSnapshot(), false))        // counters under threads and processes, process instants
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tr, err := Read(bytes.NewReader(data))
 		if err != nil {

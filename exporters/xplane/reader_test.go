@@ -952,6 +952,7 @@ func FuzzRead(f *testing.F) {
 	f.Add(jax[:len(jax)/3])
 	f.Add(devprof[:len(devprof)-7])
 	f.Add(writeXSpace(f, eventtest.MultiProcessSnapshot())) // process planes
+	f.Add(writeXSpace(f, eventtest.OwnedSnapshot()))        // process planes with counters and instants of their own
 	// The committed corpus (testdata/fuzz/FuzzRead) holds planes and cuts
 	// of the real H100 files; the whole files are added from ../../testdata.
 	for _, path := range []string{realDevprof, realTSL, realJAX} {
