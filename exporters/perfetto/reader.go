@@ -627,6 +627,15 @@ type generation struct {
 	hasThread            bool
 }
 
+// setThread makes (pid, tid) the sequence's thread, and refUS (µs on
+// CLOCK_MONOTONIC, 0 when the descriptor gives none) the time its legacy
+// timestamp deltas add to, as trace_processor does for every
+// ThreadDescriptor of a sequence.
+func (g *generation) setThread(pid, tid, refUS int64) {
+	g.threadPID, g.threadTID, g.hasThread = pid, tid, true
+	g.legacyNS, g.hasLegacy = refUS*1000, true
+}
+
 func newGeneration() *generation {
 	return &generation{
 		names:    map[uint64]string{},
@@ -814,7 +823,7 @@ func (r *reader) packet(b []byte, nested bool) error {
 		return asDrop("clock_sync_failure_unknown_source_clock", tsErr)
 	}
 	for _, d := range p.descriptors {
-		if err := r.trackDescriptor(d); err != nil {
+		if err := r.trackDescriptor(d, seq); err != nil {
 			err = fmt.Errorf("track_descriptor: %w", err)
 			d, ok := errors.AsType[*dropError](err)
 			if !ok {
@@ -930,21 +939,22 @@ func (r *reader) sequence(p *packet) (*seqState, error) {
 			r.drop("thread_descriptor_skipped_incremental_state_invalid", errors.New("thread_descriptor while the sequence's incremental state is invalid"))
 			continue
 		}
-		g := seq.gen
+		var pid, tid, refUS int64
 		err := eachField(d, func(f field) error {
 			switch f.key() {
 			case key(rLtdRefTimestampUS, wireVarint):
-				g.legacyNS, g.hasLegacy = f.int64()*1000, true
+				refUS = f.int64()
 			case key(rLtdPid, wireVarint):
-				g.threadPID, g.hasThread = int64(int32(f.u)), true
+				pid = int64(int32(f.u))
 			case key(rLtdTid, wireVarint):
-				g.threadTID, g.hasThread = f.int64(), true
+				tid = f.int64()
 			}
 			return nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("thread_descriptor: %w", err)
 		}
+		seq.gen.setThread(pid, tid, refUS)
 	}
 	for _, d := range p.defaults {
 		if err := parseDefaults(seq.gen, d); err != nil {
@@ -1105,6 +1115,7 @@ type descriptor struct {
 	process, thread, ctr bool
 	pid, tid             int64
 	hasPID, hasTID       bool
+	threadRefUS          int64 // the thread's reference_timestamp_us
 	procName, threadName string
 	labels               []string
 	description          string
@@ -1165,6 +1176,8 @@ func (d *descriptor) threadField(f field) error {
 		d.pid, d.hasPID = int64(int32(f.u)), true
 	case key(thTid, wireVarint):
 		d.tid, d.hasTID = f.int64(), true
+	case key(rLtdRefTimestampUS, wireVarint):
+		d.threadRefUS = f.int64()
 	case key(thName, wireBytes):
 		d.threadName = string(f.b)
 	}
@@ -1216,7 +1229,7 @@ func (d *descriptor) track() Track {
 }
 
 // trackDescriptor applies one TrackDescriptor.
-func (r *reader) trackDescriptor(b []byte) error {
+func (r *reader) trackDescriptor(b []byte, seq *seqState) error {
 	var d descriptor
 	if err := eachField(b, d.field); err != nil {
 		return err
@@ -1236,6 +1249,14 @@ func (r *reader) trackDescriptor(b []byte) error {
 		return dropf("track_descriptor_process_missing_pid", "process descriptor of track %d without a pid", d.uuid)
 	}
 	tr := d.track()
+	if d.thread && seq != nil && seq.valid {
+		// A thread's descriptor is also its sequence's thread, as a
+		// legacy ThreadDescriptor is (trace_processor's
+		// TokenizeThreadDescriptor): the events of the sequence that name
+		// no track are that thread's, and its timestamp deltas start from
+		// its reference time.
+		seq.gen.setThread(d.pid, d.tid, d.threadRefUS)
+	}
 	ti := r.tracks[d.uuid]
 	switch {
 	case ti == nil:

@@ -69,7 +69,12 @@ func legacyScopeTrace() []byte {
 	at(t, 120, legacy(1, "i-thread-scope", pf.Phase('I')))                // dropped: a thread-scoped instant needs a thread
 	at(t, 130, legacy(1, "i-global", pf.Phase('i'), pf.InstantScope(pf.ScopeGlobal)))
 	at(t, 140, legacy(3, "i-process", pf.Phase('I'), pf.InstantScope(pf.ScopeProcess)))
-	at(t, 150, legacy(0, "i-process-nowhere", pf.Phase('I'), pf.InstantScope(pf.ScopeProcess))) // dropped: no process
+	// On sequence 1, whose descriptors include a thread's, an event naming
+	// no track is that thread's; on sequence 2, which has none, it is on
+	// no process: a process-scoped instant there is dropped.
+	at(t, 150, legacy(0, "i-process-thread", pf.Phase('I'), pf.InstantScope(pf.ScopeProcess)))
+	t.Packet(pf.Seq(2), pf.Cleared())
+	t.Packet(pf.TS(160), pf.Seq(2), legacy(0, "i-process-nowhere", pf.Phase('I'), pf.InstantScope(pf.ScopeProcess)))
 	at(t, 200, legacy(2, "b-on-thread", pf.Phase('B')))
 	at(t, 210, legacy(4, "x-under-thread", pf.Phase('X'), pf.DurationUS(1)))
 	at(t, 2000, legacy(2, "", pf.Phase('E')))
@@ -80,7 +85,8 @@ func legacyScopeTrace() []byte {
 // instants go on a thread (its track or one under it); on any other
 // track trace_processor drops them (track_event_parser_errors), as it
 // drops a process-scoped instant with no process. Global and
-// process-scoped instants need no thread.
+// process-scoped instants need no thread. A thread's TrackDescriptor
+// also makes it its sequence's thread, for events that name no track.
 func TestReadLegacyNeedsThread(t *testing.T) {
 	tr := mustRead(t, legacyScopeTrace())
 	if got, want := sliceNames(tr), []string{"b-on-thread@2", "x-under-thread@4"}; !slices.Equal(got, want) {
@@ -90,7 +96,7 @@ func TestReadLegacyNeedsThread(t *testing.T) {
 	for _, in := range tr.Instants {
 		inst = append(inst, in.Name)
 	}
-	if want := []string{"i-global", "i-process"}; !slices.Equal(inst, want) {
+	if want := []string{"i-global", "i-process", "i-process-thread"}; !slices.Equal(inst, want) {
 		t.Errorf("instants %v, want %v", inst, want)
 	}
 	checkDrops(t, tr, map[string]int64{"track_event_parser_errors": 4})
