@@ -77,6 +77,8 @@ const (
 	rLeLocalID      = 10
 	rLeGlobalID     = 11
 	rLeBindEncl     = 12 // LegacyEvent.bind_to_enclosing
+	rLePidOverride  = 18 // LegacyEvent.pid_override
+	rLeTidOverride  = 19 // LegacyEvent.tid_override
 	rLeFlowDir      = 13
 	rLeInstantScope = 14
 	rLtdPid         = 1 // ThreadDescriptor.pid (the legacy TracePacket.thread_descriptor)
@@ -1377,6 +1379,10 @@ type legacyEvent struct {
 	flowDir      uint64
 	instantScope uint64
 	enclosing    bool // bind_to_enclosing
+	pidOverride  int64
+	tidOverride  int64
+	hasPidO      bool
+	hasTidO      bool
 }
 
 // field stores one LegacyEvent field.
@@ -1402,6 +1408,10 @@ func (l *legacyEvent) field(f field) error {
 		l.flowDir = f.u
 	case key(rLeBindEncl, wireVarint):
 		l.enclosing = f.u != 0
+	case key(rLePidOverride, wireVarint):
+		l.pidOverride, l.hasPidO = int64(int32(f.u)), true
+	case key(rLeTidOverride, wireVarint):
+		l.tidOverride, l.hasTidO = int64(uint32(f.u)), true
 	case key(rLeInstantScope, wireVarint):
 		l.instantScope = f.u
 	}
@@ -1502,14 +1512,31 @@ func (r *reader) trackEvent(g *generation, parts [][]byte, at timestamp) error {
 		track = g.track
 	}
 	// An event on no track (none given, or 0 given to a legacy phase)
-	// falls back to the thread of the sequence's legacy ThreadDescriptor,
+	// falls back to the thread of its sequence's ThreadDescriptor, or to
+	// the process or thread a legacy pid_override or tid_override names,
 	// as in trace_processor; a counter needs its counter track.
 	onThread := false
-	if track == 0 && (!e.hasTrack || e.typ == 0) && g.hasThread && e.typ != typeCounter {
-		if g.threadPID == 0 || g.threadTID == 0 {
-			return dropf("track_event_parser_errors", "thread_descriptor pid %d tid %d: pid/tid 0 is reserved for the swapper thread", g.threadPID, g.threadTID)
+	if track == 0 && e.typ != typeCounter {
+		l := &e.legacy
+		if (!e.hasTrack || e.typ == 0) && g.hasThread || l.hasPidO || l.hasTidO && g.hasThread {
+			pid, tid := g.threadPID, g.threadTID
+			if l.hasPidO {
+				// A thread of its own in the process: trace_processor's
+				// synthetic tid (pid << 32 | -1), which is -1.
+				pid = l.pidOverride
+				tid = pid<<32 | -1
+			}
+			if l.hasTidO {
+				tid = l.tidOverride
+				if g.threadTID&^0xffffffff != 0 { // the sequence's tid is synthetic
+					tid = pid<<32 | tid
+				}
+			}
+			if pid == 0 || tid == 0 {
+				return dropf("track_event_parser_errors", "thread pid %d tid %d: pid/tid 0 is reserved for the swapper thread", pid, tid)
+			}
+			track, onThread = r.legacyThreadTrack(pid, tid), true
 		}
-		track, onThread = r.legacyThreadTrack(g.threadPID, g.threadTID), true
 	}
 	onThread = onThread || r.threadScoped(track)
 	// trace_processor drops the whole event when it has more extra counter

@@ -170,6 +170,41 @@ func TestReadLegacyThreadDescriptor(t *testing.T) {
 	}
 }
 
+// overrideTrace has legacy events with pid_override and tid_override, on
+// a sequence with a thread (pid 20, tid 21) and on one without.
+func overrideTrace() []byte {
+	t := &pf.Trace{}
+	t.Packet(pf.Seq(1), pf.Cleared(), pf.LegacyThread(20, 21))
+	at(t, 100, legacy(0, "pid-override", pf.Phase('I'), pf.PidOverride(40)))
+	at(t, 110, legacy(0, "tid-override", pf.Phase('X'), pf.DurationUS(1), pf.TidOverride(25)))
+	t.Packet(pf.Seq(2), pf.Cleared())
+	t.Packet(pf.TS(120), pf.Seq(2), legacy(0, "pid-override-2", pf.Phase('I'), pf.PidOverride(50)))
+	t.Packet(pf.TS(130), pf.Seq(2), legacy(0, "tid-override-alone", pf.Phase('I'), pf.TidOverride(7))) // no thread to take the pid from: dropped
+	return t.Bytes()
+}
+
+// TestReadLegacyOverrides: a legacy event's pid_override puts it on a
+// thread of that process (trace_processor's synthetic tid, -1), with or
+// without a sequence thread; its tid_override on that thread of the
+// sequence thread's process, and only when the sequence has a thread.
+func TestReadLegacyOverrides(t *testing.T) {
+	tr := mustRead(t, overrideTrace())
+	where := map[string][2]int64{}
+	for _, in := range tr.Instants {
+		k := trackOf(t, tr, in.Track)
+		where[in.Name] = [2]int64{k.PID, k.TID}
+	}
+	for _, s := range tr.Slices {
+		k := trackOf(t, tr, s.Track)
+		where[s.Name] = [2]int64{k.PID, k.TID}
+	}
+	want := map[string][2]int64{"pid-override": {40, -1}, "tid-override": {20, 25}, "pid-override-2": {50, -1}}
+	if !maps.Equal(where, want) {
+		t.Errorf("events on (pid, tid) %v, want %v", where, want)
+	}
+	checkDrops(t, tr, map[string]int64{"track_event_parser_errors": 1})
+}
+
 // flowV1Trace has slices A [100, 200), B [300, 400), C [500, 600) on a
 // thread and flow v1 events (phases s, t, f) between them.
 func flowV1Trace() []byte {
@@ -441,6 +476,7 @@ func ruleTraces() map[string][]byte {
 	return map[string][]byte{
 		"legacy-scope":     legacyScopeTrace(),
 		"legacy-thread":    legacyThreadTrace(),
+		"legacy-overrides": overrideTrace(),
 		"flow-v1":          flowV1Trace(),
 		"flow-reuse":       flowReuseTrace(),
 		"legacy-metadata":  metadataTrace(),

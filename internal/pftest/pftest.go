@@ -255,6 +255,12 @@ func InstantScope(s uint64) Field { return Varint(14, s) }
 // end (phase f) binds to the slice open on its track, not the next one.
 func BindToEnclosing() Field { return Varint(12, 1) }
 
+// PidOverride is LegacyEvent.pid_override (18).
+func PidOverride(pid int64) Field { return Int(18, pid) }
+
+// TidOverride is LegacyEvent.tid_override (19).
+func TidOverride(tid int64) Field { return Int(19, tid) }
+
 // Annotation is a TrackEvent.debug_annotations (4) entry with a string
 // value: DebugAnnotation {name 10, string_value 6}.
 func Annotation(name, value string) Field { return Msg(4, String(10, name), String(6, value)) }
