@@ -2413,7 +2413,7 @@ func (r *reader) pairSlices() []building {
 			stack = append(stack, len(bs))
 			bs = append(bs, building{s: s, track: cur, order: e.order, beginFlows: len(e.flows), beginTerms: len(e.terms), complete: e.complete})
 			for _, j := range next {
-				bound = append(bound, v1Binding{flow: evs[j].v1 - 1, slice: len(bs) - 1, ts: evs[j].at.ts, order: evs[j].order, pkt: evs[j].pkt, off: evs[j].off})
+				bound = append(bound, v1Binding{flow: evs[j].v1 - 1, slice: len(bs) - 1, instant: -1, ts: evs[j].at.ts, order: evs[j].order, pkt: evs[j].pkt, off: evs[j].off})
 			}
 			next = next[:0]
 		case evFlowV1:
@@ -2431,7 +2431,7 @@ func (r *reader) pairSlices() []building {
 				r.dropAt("flow_no_enclosing_slice", pktWhere(e.pkt, e.off), fmt.Errorf("a flow v1 event (%q) with no slice open on its track", rune(f.phase)))
 				continue
 			}
-			bound = append(bound, v1Binding{flow: e.v1 - 1, slice: stack[k], ts: e.at.ts, order: e.order, pkt: e.pkt, off: e.off})
+			bound = append(bound, v1Binding{flow: e.v1 - 1, slice: stack[k], instant: -1, ts: e.at.ts, order: e.order, pkt: e.pkt, off: e.off})
 		case evEnd:
 			stack = closeSlice(bs, stack, e)
 		case evInst:
@@ -2440,6 +2440,12 @@ func (r *reader) pairSlices() []building {
 				flows = nil
 			}
 			r.t.Instants = append(r.t.Instants, Instant{Track: e.track, Name: e.name, TS: e.at.ts, Args: e.args, FlowIDs: flows})
+			// An instant is a slice too: flow v1 ends waiting for the
+			// next slice on the track bind to it.
+			for _, j := range next {
+				bound = append(bound, v1Binding{flow: evs[j].v1 - 1, slice: -1, instant: len(r.t.Instants) - 1, ts: evs[j].at.ts, order: evs[j].order, pkt: evs[j].pkt, off: evs[j].off})
+			}
+			next = next[:0]
 		}
 	}
 	unbound()

@@ -28,11 +28,12 @@ type v1Flow struct {
 	enclosing bool
 }
 
-// v1Binding is a flow v1 event bound to the slice it names (an index into
-// the slices being paired), at its time.
+// v1Binding is a flow v1 event bound to the slice (or instant) it names,
+// at its time.
 type v1Binding struct {
 	flow     int // index into reader.v1
-	slice    int
+	slice    int // the slice bound (an index into the slices being paired), or -1
+	instant  int // else the instant bound (an index into Trace.Instants)
 	ts       int64
 	order    int
 	pkt, off int
@@ -337,9 +338,14 @@ func (r *reader) bindFlowsV1(bs []building, bound []v1Binding) {
 			r.dropAt("flow_end_without_start", where, errors.New("a flow v1 end (f) of a flow that did not start"))
 			continue
 		}
-		s := &bs[b.slice].s
-		if !slices.Contains(s.FlowIDs, id) {
-			s.FlowIDs = append(s.FlowIDs, id)
+		var ids *[]uint64
+		if b.slice >= 0 {
+			ids = &bs[b.slice].s.FlowIDs
+		} else {
+			ids = &r.t.Instants[b.instant].FlowIDs
+		}
+		if !slices.Contains(*ids, id) {
+			*ids = append(*ids, id)
 		}
 	}
 }

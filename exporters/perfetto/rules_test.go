@@ -229,6 +229,9 @@ func flowV1Trace() []byte {
 	flow(250, 's', 4)                                                                     // no slice open (flow_no_enclosing_slice)
 	at(t, 180, pf.Event(pf.Unspecified, 2, "f", pf.Legacy(pf.Phase('s'), pf.LocalID(5)))) // no unscoped_id (flow_invalid_id)
 	flow(650, 'f', 6)                                                                     // no slice begins after it
+	flow(560, 's', 10)                                                                    // flow 10 starts at C
+	flow(610, 'f', 10)                                                                    // and ends at the next slice: an instant
+	at(t, 620, pf.Event(pf.Instant, 2, "I"))
 	return t.Bytes()
 }
 
@@ -256,11 +259,11 @@ func flowsBetween(tr *Trace) []string {
 // TestReadFlowV1: flow v1 events bind to slices of their track as
 // trace_processor binds them: s and t to the slice open there, f with
 // bind_to_enclosing to the slice open there and without it to the next
-// slice that begins there; a flow is keyed by (id, category, name) and a
-// v1 end does not close it.
+// slice that begins there (an instant is a slice too); a flow is keyed by
+// (id, category, name) and a v1 end does not close it.
 func TestReadFlowV1(t *testing.T) {
 	tr := mustRead(t, flowV1Trace())
-	if got, want := flowsBetween(tr), []string{"[A B]", "[A C]"}; !slices.Equal(got, want) {
+	if got, want := flowsBetween(tr), []string{"[A B]", "[A C]", "[C I]"}; !slices.Equal(got, want) {
 		t.Errorf("flows %v, want %v", got, want)
 	}
 	checkDrops(t, tr, map[string]int64{"flow_duplicate_id": 1, "flow_step_without_start": 1, "flow_no_enclosing_slice": 1,
