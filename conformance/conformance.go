@@ -82,6 +82,11 @@ type Arg struct {
 func Expect(s *event.Snapshot, traceName string) *Manifest {
 	m := &Manifest{Trace: traceName, ProcessName: s.Meta.Program, Dropped: s.Meta.Dropped(),
 		Spans: []Span{}, Instants: []Instant{}, Counters: []Counter{}, Flows: [][2]string{}}
+	if m.ProcessName == "" {
+		// A program without a name: the Perfetto writer names its
+		// process track after its pid (a process track needs a name).
+		m.ProcessName = fmt.Sprintf("Process %d", s.Meta.PID)
+	}
 	type flowEnd struct {
 		t    int64
 		name string

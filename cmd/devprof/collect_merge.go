@@ -124,7 +124,7 @@ func mergeHost(b *event.Builder, hi int, h collectedHost, base int64, nextDevice
 	tracks := make([]uint32, len(s.Tracks))
 	for i, t := range s.Tracks {
 		switch t.Kind {
-		case event.TrackHostThread:
+		case event.TrackHostThread, event.TrackProcess:
 			if t.Process > 0 && t.Process <= len(procs) {
 				t.Process = procs[t.Process-1]
 			} else {

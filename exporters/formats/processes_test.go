@@ -75,6 +75,15 @@ func TestKinetoThroughEveryFormat(t *testing.T) {
 			t.Errorf("%s: no thread \"stream 13 \"", name)
 		}
 	}
+	// PyTorch's global instants stay on their processes ("Traces", "")
+	// through every format.
+	owners := eventtest.OwnerFacts(src, false)
+	if len(owners) != 2 {
+		t.Errorf("the fixture's instants and counters on no span: %q, want its two global instants", owners)
+	}
+	for name, s := range map[string]*event.Snapshot{"Perfetto": pf, "Perfetto → Chrome JSON": back, "XSpace": through(src, formats.XPlane)} {
+		same(name+" owners", eventtest.OwnerFacts(s, false), owners)
+	}
 	for name, s := range map[string]*event.Snapshot{"Perfetto": pf, "Perfetto → Chrome JSON": back} {
 		p, th, sp, fl := eventtest.ConversionFacts(s, false)
 		same(name+" processes", p, procs)

@@ -73,3 +73,33 @@ func TestProcessPlanes(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnerPlanes: counters and loose instants stay in their process's
+// plane: the program's on the host plane, another process's on its
+// "/host:CPU [<pid>]" plane (counters on its _counters_ line, instants on
+// its Instants line), so reading the file back gives each the same
+// process. XSpace has no thread counters: a thread's counter comes back
+// as its process's.
+func TestOwnerPlanes(t *testing.T) {
+	orig := eventtest.OwnedSnapshot()
+	data := writeXSpace(t, orig)
+	lines := map[string][]string{}
+	for _, p := range decodeXSpace(t, data).Planes {
+		for _, l := range p.Lines {
+			lines[p.Name] = append(lines[p.Name], l.Name)
+		}
+	}
+	for plane, want := range map[string][]string{
+		xplane.HostPlaneName: {"train (lane 1)", xplane.InstantsLineName, xplane.CountersLineName},
+		"/host:CPU [620]":    {"MainThread", "sampler", xplane.InstantsLineName, xplane.CountersLineName},
+		"/host:CPU [Traces]": {xplane.InstantsLineName},
+	} {
+		if g := lines[plane]; !slices.Equal(g, want) {
+			t.Errorf("plane %s lines %q, want %q", plane, g, want)
+		}
+	}
+	want := eventtest.OwnerFacts(orig, false)
+	if g := eventtest.OwnerFacts(readXSpace(t, data), false); !slices.Equal(g, want) {
+		t.Errorf("owners read back:\n got %q\nwant %q", g, want)
+	}
+}

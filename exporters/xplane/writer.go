@@ -433,20 +433,50 @@ func (x *writer) hostPlane(space *protoenc.Enc, l *event.Layout) {
 		x.events(p, row, false)
 		p.endLine()
 	}
-	if len(l.Loose) > 0 {
-		p.beginLine(next, InstantsLineName, total)
-		next++
-		for _, r := range l.Loose {
+	loose, counters := x.ownedBy(0, l)
+	x.looseAndCounters(p, func() int64 { next++; return next - 1 }, loose, counters, total)
+	p.finish()
+}
+
+// ownedBy returns the loose instants and host counter samples of one
+// process (0: the program): each goes on its process's plane
+// (Snapshot.Owner; a thread's samples on its process's counters line).
+func (x *writer) ownedBy(proc int, l *event.Layout) (loose, counters []*event.Record) {
+	of := func(r *event.Record) int {
+		p, _, _ := x.s.Owner(r)
+		if p < 0 || p > len(x.s.Processes) {
+			return 0
+		}
+		return p
+	}
+	for _, r := range l.Loose {
+		if of(r) == proc {
+			loose = append(loose, r)
+		}
+	}
+	for _, r := range l.Counters {
+		if of(r) == proc {
+			counters = append(counters, r)
+		}
+	}
+	return loose, counters
+}
+
+// looseAndCounters writes a plane's Instants line and counters line,
+// when it has such events, with line ids from id.
+func (x *writer) looseAndCounters(p *plane, id func() int64, loose, counters []*event.Record, total int64) {
+	if len(loose) > 0 {
+		p.beginLine(id(), InstantsLineName, total)
+		for _, r := range loose {
 			p.event(x.s.Name(r), x.rel(r.Start), 0, func(p *plane) { x.args(p, r, true, false) })
 		}
 		p.endLine()
 	}
-	if len(l.Counters) > 0 {
-		p.beginLine(next, CountersLineName, total)
-		x.counters(p, l.Counters)
+	if len(counters) > 0 {
+		p.beginLine(id(), CountersLineName, total)
+		x.counters(p, counters)
 		p.endLine()
 	}
-	p.finish()
 }
 
 // ProcessPlanePrefix begins the name of the host plane of a process other
@@ -485,7 +515,8 @@ func (x *writer) processPlanes(space *protoenc.Enc, l *event.Layout) {
 	}
 	total := x.rel(x.m.Stop.Mono) * 1000
 	for i, proc := range x.s.Processes {
-		if len(rows[i]) == 0 {
+		loose, counters := x.ownedBy(i+1, l)
+		if len(rows[i]) == 0 && len(loose) == 0 && len(counters) == 0 {
 			continue
 		}
 		pid := strconv.FormatInt(proc.PID, 10)
@@ -529,6 +560,13 @@ func (x *writer) processPlanes(space *protoenc.Enc, l *event.Layout) {
 			x.events(p, row, false)
 			p.endLine()
 		}
+		x.looseAndCounters(p, func() int64 {
+			for used[next] || taken[next] {
+				next++
+			}
+			taken[next] = true
+			return next
+		}, loose, counters, total)
 		p.finish()
 	}
 }
