@@ -5,6 +5,7 @@ import (
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/recorder"
 	cupti "github.com/devprof/devprof/sources/cupti"
+	"github.com/devprof/devprof/sources/goruntime"
 	"github.com/devprof/devprof/sources/nvml"
 )
 
@@ -55,6 +56,15 @@ var sourceTable = []sourceRow{{
 	},
 	explain: func(err error) event.Warning {
 		return event.Warning{Source: "devmem", Code: "start", Text: "device-memory tracking is off: " + err.Error()}
+	},
+}, {
+	name: goruntime.SourceName,
+	on:   func(c *config) bool { return c.goRuntime.Runs(c.hostLevel) },
+	start: func(b *recorder.Buffer, c *config) (recorder.Source, error) {
+		return goruntime.Start(b, c.goRuntime)
+	},
+	explain: func(err error) event.Warning {
+		return event.Warning{Source: goruntime.SourceName, Code: "start", Text: "the Go runtime is not shown: " + err.Error()}
 	},
 }}
 
