@@ -28,7 +28,7 @@ func runCLI(args ...string) (code int, stdout, stderr string) {
 func TestDemoOutputs(t *testing.T) {
 	dir := t.TempDir()
 	var out bytes.Buffer
-	o, snap, err := demo(context.Background(), dir, mlpdemo.Config{Steps: 12, Workers: 3, Out: &out}, true, &out)
+	o, snap, err := demo(context.Background(), dir, mlpdemo.Config{Steps: 12, Workers: 3, Out: &out}, true, true, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestBadFilesGetOneLineErrors(t *testing.T) {
 func TestConvertChain(t *testing.T) {
 	dir := t.TempDir()
 	var out bytes.Buffer
-	o, _, err := demo(context.Background(), filepath.Join(dir, "logdir"), mlpdemo.Config{Steps: 4, Workers: 2}, false, &out)
+	o, _, err := demo(context.Background(), filepath.Join(dir, "logdir"), mlpdemo.Config{Steps: 4, Workers: 2}, false, false, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
