@@ -80,7 +80,9 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "note: %s\n", n.Text)
 	}
 	fmt.Fprintln(stdout)
-	if len(groups) < 2 {
+	_, goRuntime := gotrace.Summarize(s)
+	// A Go execution trace has no spans of its own: its section says it.
+	if len(groups) < 2 && (table.Spans > 0 || !goRuntime) {
 		if err := table.Write(stdout, *top); err != nil {
 			return err
 		}

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -135,7 +136,7 @@ type Stats struct {
 	Pauses               int
 	PauseTotal, PauseMax int64
 	// Goroutines counts distinct goroutines the trace names in a state
-	// change.
+	// change (as go tool trace -d=parsed lists them: GoID=N).
 	Goroutines int
 	// Tracks counts goroutines that got a track of their own.
 	Tracks int
@@ -175,6 +176,7 @@ type goState struct {
 	name    string // its start function
 	track   uint32
 	noTrack bool // over MaxGoroutines
+	seen    bool // named in a state change (Stats.Goroutines)
 	p       int64
 	regions []openRange
 	ranges  map[string]int64 // goroutine-scoped ranges (mark assist, STW) by name
@@ -246,15 +248,14 @@ func Convert(r io.Reader, sink Sink, o Options) (*Result, error) {
 	return &c.res, nil
 }
 
+// versionRe finds the Go version in x/exp/trace's refusal of a header.
+var versionRe = regexp.MustCompile(`version go 1\.([0-9]+)`)
+
 // explain turns the reader's refusal of a header into an error naming the
-// Go versions devprof reads.
+// trace's Go version and the ones devprof reads.
 func explain(err error) error {
-	msg := err.Error()
-	if strings.Contains(msg, "unsupported version") || strings.Contains(msg, "bad file format") || strings.Contains(msg, "header") || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		if strings.HasPrefix(msg, "unknown or unsupported version go 1.") {
-			msg = "written by Go 1." + strings.TrimPrefix(msg, "unknown or unsupported version go 1.") + ", a trace format golang.org/x/exp/trace does not read"
-		}
-		return fmt.Errorf("%w (traces of Go 1.11 to 1.26 are read): %s", ErrUnsupported, msg)
+	if m := versionRe.FindStringSubmatch(err.Error()); m != nil {
+		return fmt.Errorf("%w: a trace of Go 1.%s, whose format golang.org/x/exp/trace (as devprof is built) does not read; devprof reads traces of Go 1.11 to 1.26", ErrUnsupported, m[1])
 	}
 	return fmt.Errorf("%w: %v", ErrUnsupported, err)
 }
@@ -421,7 +422,6 @@ func (c *converter) goroutine(id xtrace.GoID, t int64) *goState {
 	if g == nil {
 		g = &goState{since: t, p: -1}
 		c.gs[id] = g
-		c.res.Goroutines++
 	}
 	return g
 }
@@ -482,6 +482,10 @@ func (c *converter) goTransition(ev *xtrace.Event, st *xtrace.StateTransition, t
 	id := st.Resource.Goroutine()
 	from, to := st.Goroutine()
 	g := c.goroutine(id, t)
+	if !g.seen {
+		g.seen = true
+		c.res.Goroutines++
+	}
 	if g.name == "" {
 		switch {
 		case from == xtrace.GoNotExist || from == xtrace.GoUndetermined:
