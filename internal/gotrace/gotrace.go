@@ -177,9 +177,12 @@ type goState struct {
 	track   uint32
 	noTrack bool // over MaxGoroutines
 	seen    bool // named in a state change (Stats.Goroutines)
-	p       int64
-	regions []openRange
-	ranges  map[string]int64 // goroutine-scoped ranges (mark assist, STW) by name
+	// display is the goroutine's name on the Ps' tracks, made from name
+	// (displayOf).
+	display, displayOf string
+	p                  int64
+	regions            []openRange
+	ranges             map[string]int64 // goroutine-scoped ranges (mark assist, STW) by name
 }
 
 type openRange struct {
@@ -212,6 +215,7 @@ type converter struct {
 	liveAt    int64 // time of the last goroutine-count sample
 	liveSent  int   // value of the last sample
 	args      []event.Arg
+	blocked   map[string]string // "blocked: <reason>" by reason
 	first     bool
 }
 
@@ -224,7 +228,7 @@ func Convert(r io.Reader, sink Sink, o Options) (*Result, error) {
 	}
 	c := &converter{sink: sink, o: o,
 		gs: map[xtrace.GoID]*goState{}, ps: map[xtrace.ProcID]*procState{},
-		gc: map[string]int64{}, tasks: map[xtrace.TaskID]openRange{}, first: true}
+		gc: map[string]int64{}, tasks: map[xtrace.TaskID]openRange{}, blocked: map[string]string{}, first: true}
 	c.res.GoTrack = map[int64]uint32{}
 	if o.KeepRuns {
 		c.res.Runs = map[int64][]Run{}
@@ -506,7 +510,7 @@ func (c *converter) goTransition(ev *xtrace.Event, st *xtrace.StateTransition, t
 	c.sampleLive(t)
 	// The state that ends.
 	if from != xtrace.GoUndetermined && from != xtrace.GoNotExist && t >= g.since {
-		name := stateName(g.state, g.reason)
+		name := c.stateName(g.state, g.reason)
 		var args []event.Arg
 		if g.state == xtrace.GoRunning && g.p >= 0 {
 			args = c.args[:0]
@@ -541,14 +545,45 @@ func (c *converter) endRun(p xtrace.ProcID, t int64) {
 	}
 	gid := ps.g
 	ps.g = -1
-	name := GoroutinePrefix + strconv.FormatInt(gid, 10)
-	if g := c.gs[xtrace.GoID(gid)]; g != nil && g.name != "" {
-		name += " " + g.name
+	var name string
+	if g := c.gs[xtrace.GoID(gid)]; g != nil {
+		name = c.display(g, gid)
+	} else {
+		name = GoroutinePrefix + strconv.FormatInt(gid, 10)
 	}
-	c.sink.Slice(ps.track, 0, name, ps.start, t, []event.Arg{intArg(ArgGoroutine, gid)})
+	c.args = append(c.args[:0], intArg(ArgGoroutine, gid))
+	c.sink.Slice(ps.track, 0, name, ps.start, t, c.args)
 	if c.o.KeepRuns {
 		c.res.Runs[int64(p)] = append(c.res.Runs[int64(p)], Run{Start: ps.start, End: t, G: gid})
 	}
+}
+
+// display is how a goroutine is named on the Ps' tracks ("G12
+// main.worker"), made once per goroutine (and again once it learns its
+// name).
+func (c *converter) display(g *goState, id int64) string {
+	if g.display == "" || g.displayOf != g.name {
+		g.display = GoroutinePrefix + strconv.FormatInt(id, 10)
+		if g.name != "" {
+			g.display += " " + g.name
+		}
+		g.displayOf = g.name
+	}
+	return g.display
+}
+
+// stateName is stateName with "blocked: <reason>" made once per reason:
+// a handful of reasons name millions of slices.
+func (c *converter) stateName(s xtrace.GoState, reason string) string {
+	if s != xtrace.GoWaiting || reason == "" {
+		return stateName(s, reason)
+	}
+	n, ok := c.blocked[reason]
+	if !ok {
+		n = stateName(s, reason)
+		c.blocked[reason] = n
+	}
+	return n
 }
 
 // stateName is how a goroutine state shows on its track.
@@ -693,7 +728,7 @@ func (c *converter) finish() {
 	for _, id := range slices.Sorted(maps.Keys(c.gs)) {
 		g := c.gs[id]
 		if g.state != xtrace.GoUndetermined && g.state != xtrace.GoNotExist && end > g.since {
-			c.goSlice(g, id, stateName(g.state, g.reason), g.since, end, nil)
+			c.goSlice(g, id, c.stateName(g.state, g.reason), g.since, end, nil)
 		}
 		for _, r := range g.regions {
 			c.goSlice(g, id, r.name, r.start, end, r.args)
