@@ -91,6 +91,20 @@ func (b *Builder) Span(s Span) uint64 {
 	return b.commit(r)
 }
 
+// TrackSlice adds a root span on a registered track and returns its ID:
+// Span with Track set and no Parent, for a reader of a file whose slices
+// nest by time alone (a Go execution trace's millions of goroutine
+// states). It keeps no lane for children: a span naming it as Parent
+// without a Track of its own starts a lane of its own.
+func (b *Builder) TrackSlice(track uint32, name string, start, end int64, args []Arg) uint64 {
+	r := b.add(KindSpan, name, start, args)
+	r.Level = 1
+	r.Lane = track
+	r.Flags |= FlagOnTrack
+	r.setEnd(max(end, start))
+	return b.commit(r)
+}
+
 // Instant adds a point event on a track (or, with track 0, on the lane of
 // parent, or on the process when parent is 0 too).
 func (b *Builder) Instant(name string, t int64, track uint32, parent uint64, args []Arg) {

@@ -19,9 +19,7 @@ import (
 // bigTrace records a busy program's execution trace until it holds at
 // least mb MiB.
 func bigTrace(tb testing.TB, mb int) []byte {
-	var buf bytes.Buffer
-	var mu sync.Mutex
-	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return buf.Write(p) })
+	w := &lockedBuffer{}
 	if err := rtrace.Start(w); err != nil {
 		tb.Fatal(err)
 	}
@@ -50,9 +48,9 @@ func bigTrace(tb testing.TB, mb int) []byte {
 	}
 	for {
 		time.Sleep(50 * time.Millisecond)
-		mu.Lock()
-		n := buf.Len()
-		mu.Unlock()
+		w.mu.Lock()
+		n := w.b.Len()
+		w.mu.Unlock()
 		if n >= mb<<20 {
 			break
 		}
@@ -60,12 +58,21 @@ func bigTrace(tb testing.TB, mb int) []byte {
 	close(stop)
 	wg.Wait()
 	rtrace.Stop()
-	return buf.Bytes()
+	return w.b.Bytes()
 }
 
-type writerFunc func(p []byte) (int, error)
+// lockedBuffer is a buffer the tracer writes to while the benchmark reads
+// its length.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
 
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
 
 // peakHeap samples the heap in use until stop is closed and returns the
 // highest reading.
@@ -109,6 +116,7 @@ func BenchmarkConvert(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			var peak uint64
 			var events atomic.Int64
+			kept := 0
 			for b.Loop() {
 				runtime.GC()
 				stop := make(chan struct{})
@@ -122,10 +130,12 @@ func BenchmarkConvert(b *testing.B) {
 				}
 				close(stop)
 				peak = max(peak, <-p)
+				kept = len(s.Events)
 			}
 			b.ReportMetric(float64(events.Load())*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 			b.ReportMetric(float64(len(data))/(1<<20), "trace-MiB")
+			b.ReportMetric(float64(kept), "kept-events")
 		})
 	}
 }

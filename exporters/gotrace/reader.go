@@ -40,9 +40,10 @@ func Sniff(head []byte) bool {
 }
 
 // DefaultMaxEvents is how many events Read keeps when Options.MaxEvents
-// is 0: about 0.9 GB of snapshot at most, and more than a trace viewer
-// shows.
-const DefaultMaxEvents = 10_000_000
+// is 0: four times a session's default bound, about 1 GB of peak heap
+// for a conversion at most (BenchmarkConvert), and more than the
+// viewers show at ease.
+const DefaultMaxEvents = 4_000_000
 
 // Options configure Read.
 type Options struct {
@@ -131,6 +132,9 @@ func (k *sink) Track(t event.Track) uint32 { return k.b.Track(t) }
 func (k *sink) Slice(track uint32, parent uint64, name string, start, end int64, args []event.Arg) uint64 {
 	if !k.room() {
 		return 0
+	}
+	if parent == 0 {
+		return k.b.TrackSlice(track, name, start, end, args)
 	}
 	return k.b.Span(event.Span{Name: name, Start: start, End: end, Parent: parent, Track: track, Args: args})
 }
