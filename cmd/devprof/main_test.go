@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -371,6 +372,20 @@ func TestGoTraceInput(t *testing.T) {
 	code, stdout, stderr := runCLI("summary", in)
 	if code != 0 || !strings.Contains(stdout, "(Go execution trace)") || !regexp.MustCompile(`Go runtime: [1-9][0-9]* GC cycles?; [1-9][0-9]* stop-the-world pauses?`).MatchString(stdout) || !strings.Contains(stdout, "my-region") {
 		t.Errorf("summary: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, _ = runCLI("summary", "-json", in)
+	var js struct {
+		GoRuntime *struct {
+			GCs     int `json:"gc_cycles"`
+			Pauses  int `json:"stw_pauses"`
+			Regions []struct {
+				Name string `json:"name"`
+			} `json:"regions"`
+		} `json:"go_runtime"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &js); code != 0 || err != nil || js.GoRuntime == nil || js.GoRuntime.GCs < 1 || js.GoRuntime.Pauses < 1 ||
+		len(js.GoRuntime.Regions) != 1 || js.GoRuntime.Regions[0].Name != "my-region" {
+		t.Errorf("summary -json: exit %d, %v: %s", code, err, stdout)
 	}
 	for _, ext := range []string{".pftrace", ".xplane.pb", ".json.gz"} {
 		out := filepath.Join(dir, "t"+ext)
