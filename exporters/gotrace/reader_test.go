@@ -27,14 +27,12 @@ import (
 	igotrace "github.com/devprof/devprof/internal/gotrace"
 )
 
-// goTool returns the go command of the toolchain running the test.
+// goTool returns the go command (go test runs with it on PATH).
 func goTool(t testing.TB) string {
 	t.Helper()
-	p := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(p); err != nil {
-		if p, err = exec.LookPath("go"); err != nil {
-			t.Fatalf("no go command to make and dump real traces with: %v", err)
-		}
+	p, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("no go command to make and dump real traces with: %v", err)
 	}
 	return p
 }
