@@ -12,6 +12,7 @@ import (
 	"github.com/devprof/devprof/annotate"
 	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/internal/gotrace"
 	"github.com/devprof/devprof/trace"
 )
@@ -239,6 +240,26 @@ func TestGoRuntimeOnTheTimeline(t *testing.T) {
 	}
 	if !has(gotrace.TrackTasks, "user task") || !has(mainG, "user region") || !has(mainG, "category") {
 		t.Errorf("want task %q on %q, region %q and log %q on %q", "user task", gotrace.TrackTasks, "user region", "category", mainG)
+	}
+	// xprof shows host lines in id order: the program's own rows come
+	// first, the runtime's after them in their order.
+	back, _, err := formats.Read(s.Outputs().XPlane)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, tr := range back.Tracks {
+		if tr.Kind == event.TrackHostThread {
+			order = append(order, tr.Name)
+		}
+	}
+	if len(order) < 3 || strings.HasPrefix(order[0], "Go ") || order[len(order)-1] == gotrace.TrackGC {
+		t.Errorf("host lines in the XSpace: %q; want the program's first, the runtime's (Go GC first) after", order)
+	}
+	for i, name := range order {
+		if name == gotrace.TrackGC && (i == 0 || !strings.HasPrefix(order[i+1], gotrace.TrackSTW)) {
+			t.Errorf("host lines in the XSpace: %q; want %q after the program's rows, then %q", order, gotrace.TrackGC, gotrace.TrackSTW)
+		}
 	}
 	for _, n := range snap.Meta.Notes {
 		t.Log(n.Text)

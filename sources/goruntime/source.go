@@ -115,9 +115,18 @@ func (s *Source) link(res *gotrace.Result) {
 		return
 	}
 	sort.Slice(spans, func(i, j int) bool { return spans[i].ID < spans[j].ID })
+	byG := map[int64][]gotrace.Run{}
+	for _, runs := range res.Runs {
+		for _, r := range runs {
+			byG[r.G] = append(byG[r.G], r)
+		}
+	}
+	for _, runs := range byG {
+		sort.Slice(runs, func(i, j int) bool { return runs[i].Start < runs[j].Start })
+	}
 	gor := make(map[uint64]int64, len(spans))
 	for _, sp := range spans {
-		g, ok := goroutineAt(res.Runs[int64(sp.P)], sp.Start)
+		g, ok := goroutineOf(res.Runs[int64(sp.P)], byG, sp.Start, sp.End)
 		if !ok {
 			s.stats.Unlinked++
 			continue
@@ -150,17 +159,51 @@ func (s *Source) link(res *gotrace.Result) {
 	}
 }
 
-// goroutineAt returns the goroutine of the run (of one P, in time order)
-// that covers t, within linkTolerance.
-func goroutineAt(runs []gotrace.Run, t int64) (int64, bool) {
-	i := sort.Search(len(runs), func(i int) bool { return runs[i].End >= t })
-	if i < len(runs) && runs[i].Start <= t+linkTolerance {
-		return runs[i].G, true
+// goroutineOf returns the goroutine that began a span at start (ending
+// at end, 0 if open) on the P whose runs (in time order) are given. Near
+// the boundary of two runs the two clocks' small disagreement leaves two
+// candidates: the one that was running (on any P, byG) when the span
+// ended began it, as the goroutine that began a span is the one that ends
+// it; failing that, the run that holds start itself.
+func goroutineOf(runs []gotrace.Run, byG map[int64][]gotrace.Run, start, end int64) (int64, bool) {
+	i := sort.Search(len(runs), func(i int) bool { return runs[i].End >= start-linkTolerance })
+	var cand []gotrace.Run
+	for ; i < len(runs) && runs[i].Start <= start+linkTolerance; i++ {
+		cand = append(cand, runs[i])
 	}
-	if i > 0 && t-runs[i-1].End <= linkTolerance {
-		return runs[i-1].G, true
+	switch len(cand) {
+	case 0:
+		return 0, false
+	case 1:
+		return cand[0].G, true
 	}
-	return 0, false
+	if end != 0 {
+		var ran []gotrace.Run
+		for _, c := range cand {
+			if runningAt(byG[c.G], end) {
+				ran = append(ran, c)
+			}
+		}
+		if len(ran) == 1 {
+			return ran[0].G, true
+		}
+		if len(ran) > 1 {
+			cand = ran
+		}
+	}
+	for _, c := range cand {
+		if c.Start <= start && start <= c.End {
+			return c.G, true
+		}
+	}
+	return cand[0].G, true
+}
+
+// runningAt reports whether one of a goroutine's runs (in time order)
+// covers t, within linkTolerance.
+func runningAt(runs []gotrace.Run, t int64) bool {
+	i := sort.Search(len(runs), func(i int) bool { return runs[i].End >= t-linkTolerance })
+	return i < len(runs) && runs[i].Start <= t+linkTolerance
 }
 
 func (s *Source) warn(code, format string, args ...any) {

@@ -39,16 +39,29 @@ func TestOptionsValidate(t *testing.T) {
 	}
 }
 
-func TestGoroutineAt(t *testing.T) {
-	runs := []gotrace.Run{{Start: 100, End: 200, G: 1}, {Start: 10_000, End: 20_000, G: 2}}
+func TestGoroutineOf(t *testing.T) {
+	// On P0: G1, then G2 right after it, then G3 much later. G2 runs
+	// again on another P at 50 µs; G1 never again.
+	runs := []gotrace.Run{{Start: 100, End: 200, G: 1}, {Start: 250, End: 20_000, G: 2}, {Start: 40_000, End: 45_000, G: 3}}
+	byG := map[int64][]gotrace.Run{1: {runs[0]}, 2: {runs[1], {Start: 49_000, End: 51_000, G: 2}}, 3: {runs[2]}}
 	for _, c := range []struct {
-		t    int64
-		g    int64
-		want bool
-	}{{150, 1, true}, {200 + linkTolerance, 1, true}, {9_000, 2, true}, {5_000, 0, false}, {20_500, 2, true}, {50_000, 0, false}, {0, 1, true}} {
-		g, ok := goroutineAt(runs, c.t)
+		start, end int64
+		g          int64
+		want       bool
+	}{
+		{150, 0, 1, true},      // inside G1's run, near G2's start: the run that holds it
+		{240, 50_000, 2, true}, // between the two, ended while G2 ran elsewhere: G2
+		{180, 50_000, 2, true}, // inside G1's run by the clock, but only G2 was there to end it
+		{180, 60_000, 1, true}, // neither ran at the end: the run that holds the start
+		{10_000, 0, 2, true},   // well inside G2's run
+		{30_000, 0, 0, false},  // the P idle
+		{40_000 + 2*linkTolerance, 0, 3, true},
+		{45_000 + linkTolerance, 0, 3, true},
+		{100_000, 0, 0, false},
+	} {
+		g, ok := goroutineOf(runs, byG, c.start, c.end)
 		if ok != c.want || ok && g != c.g {
-			t.Errorf("goroutineAt(%d) = %d, %v; want %d, %v", c.t, g, ok, c.g, c.want)
+			t.Errorf("goroutineOf(%d, %d) = %d, %v; want %d, %v", c.start, c.end, g, ok, c.g, c.want)
 		}
 	}
 }
