@@ -24,6 +24,7 @@ import (
 type goRuntimeFacts struct {
 	gcBefore, gcAfter uint64 // /gc/cycles/total:gc-cycles
 	heapGoal          uint64 // /gc/heap/goal:bytes after the last GC
+	heapObjects       uint64 // /memory/classes/heap/objects:bytes after the last GC
 }
 
 func readMetrics(names ...string) []metrics.Sample {
@@ -62,9 +63,9 @@ func goRuntimeWorkload(t *testing.T) goRuntimeFacts {
 	f.gcBefore = readMetrics("/gc/cycles/total:gc-cycles")[0].Value.Uint64()
 	runtime.GC()
 	runtime.GC()
-	m := readMetrics("/gc/cycles/total:gc-cycles", "/gc/heap/goal:bytes")
+	m := readMetrics("/gc/cycles/total:gc-cycles", "/gc/heap/goal:bytes", "/memory/classes/heap/objects:bytes")
 	sp.End()
-	f.gcAfter, f.heapGoal = m[0].Value.Uint64(), m[1].Value.Uint64()
+	f.gcAfter, f.heapGoal, f.heapObjects = m[0].Value.Uint64(), m[1].Value.Uint64(), m[2].Value.Uint64()
 	runtime.KeepAlive(keep)
 	time.Sleep(5 * time.Millisecond)
 	ch <- 1
@@ -153,6 +154,18 @@ func TestGoRuntimeOnTheTimeline(t *testing.T) {
 	if uint64(goal) != facts.heapGoal {
 		t.Errorf("heap goal at the end of span gc %v, runtime/metrics %d", goal, facts.heapGoal)
 	}
+	// The heap in use the trace shows after the GCs is runtime/metrics'
+	// (read a moment later: within 5 %).
+	var heap float64
+	for _, r := range counters[gotrace.CounterHeap] {
+		if r.Start <= end(gcSpan) {
+			_, heap = snap.Counter(r)
+		}
+	}
+	if d := heap - float64(facts.heapObjects); d > 0.05*heap || d < -0.05*heap {
+		t.Errorf("heap in use at the end of span gc %v, runtime/metrics %d", heap, facts.heapObjects)
+	}
+	t.Logf("heap in use: trace %.0f, runtime/metrics %d; heap goal %.0f, %d", heap, facts.heapObjects, goal, facts.heapGoal)
 	for _, c := range []string{gotrace.CounterHeap, gotrace.CounterGoroutines, gotrace.CounterGOMAXPROCS} {
 		if len(counters[c]) == 0 {
 			t.Errorf("no %q samples", c)
