@@ -40,6 +40,14 @@ func (b *Builder) Track(t Track) uint32 {
 	return uint32(len(b.tracks))
 }
 
+// SetTrackName renames a registered track: a reader that learns what a
+// track holds only later in the file names it when done.
+func (b *Builder) SetTrackName(id uint32, name string) {
+	if id > 0 && int(id) <= len(b.tracks) {
+		b.tracks[id-1].Name = name
+	}
+}
+
 // TrackInfo returns a registered track.
 func (b *Builder) TrackInfo(id uint32) (Track, bool) {
 	if id == 0 || int(id) > len(b.tracks) {

@@ -129,6 +129,8 @@ func (k *sink) room() bool {
 
 func (k *sink) Track(t event.Track) uint32 { return k.b.Track(t) }
 
+func (k *sink) RenameTrack(id uint32, name string) { k.b.SetTrackName(id, name) }
+
 func (k *sink) Slice(track uint32, parent uint64, name string, start, end int64, args []event.Arg) uint64 {
 	if !k.room() {
 		return 0

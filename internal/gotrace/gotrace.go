@@ -91,6 +91,13 @@ type Sink interface {
 	Counter(name, unit string, t int64, v float64)
 }
 
+// Renamer is a Sink that can rename a track it registered: a goroutine
+// that was running when the trace began is named (by its start function)
+// only once a later event shows its stack, and its track is renamed then.
+type Renamer interface {
+	RenameTrack(id uint32, name string)
+}
+
 // DefaultMaxGoroutines is how many goroutines get a track of their own
 // when Options.MaxGoroutines is 0.
 const DefaultMaxGoroutines = 1000
@@ -177,6 +184,8 @@ type goState struct {
 	track   uint32
 	noTrack bool // over MaxGoroutines
 	seen    bool // named in a state change (Stats.Goroutines)
+	// trackName is the name its track was registered with.
+	trackName string
 	// display is the goroutine's name on the Ps' tracks, made from name
 	// (displayOf).
 	display, displayOf string
@@ -445,6 +454,7 @@ func (c *converter) goTrack(g *goState, id xtrace.GoID) uint32 {
 		name += " " + g.name
 	}
 	g.track = c.sink.Track(event.Track{Kind: event.TrackHostThread, Name: name, SortIndex: sortGoroutines + int64(id), Sorted: true})
+	g.trackName = g.name
 	c.res.Tracks++
 	c.res.GoTrack[int64(id)] = g.track
 	return g.track
@@ -732,6 +742,9 @@ func (c *converter) finish() {
 		}
 		for _, r := range g.regions {
 			c.goSlice(g, id, r.name, r.start, end, r.args)
+		}
+		if rn, ok := c.sink.(Renamer); ok && g.track != 0 && g.name != g.trackName {
+			rn.RenameTrack(g.track, GoroutinePrefix+strconv.FormatInt(int64(id), 10)+" "+g.name)
 		}
 		for _, name := range slices.Sorted(maps.Keys(g.ranges)) {
 			if strings.HasPrefix(name, "stop-the-world") {

@@ -220,6 +220,8 @@ type sink struct{ b *recorder.Buffer }
 
 func (k sink) Track(t event.Track) uint32 { return k.b.AddTrack(t) }
 
+func (k sink) RenameTrack(id uint32, name string) { k.b.SetTrackName(id, name) }
+
 func (k sink) Slice(track uint32, parent uint64, name string, start, end int64, args []event.Arg) uint64 {
 	return k.b.TrackSpanMono(track, parent, name, start, end, args)
 }
