@@ -280,3 +280,4 @@ func TestGoRuntimeOnTheTimeline(t *testing.T) {
 	conformance.Export(t, "goruntime", s.Outputs().Perfetto, snap)
 	conformance.ExportXPlane(t, "goruntime", s.Outputs().XPlane, snap)
 }
+

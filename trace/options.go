@@ -217,6 +217,8 @@ var advancedKeys = []advancedKey{
 		func(o *Options, v string) (err error) { o.GoRuntime.Mode, err = goruntime.ParseMode(v); return err }),
 	intKey("go_runtime_max_bytes", "bytes of Go execution trace held in memory, 1 MiB..4 GiB; past it the session's oldest part is discarded (trace.Options.GoRuntime.MaxBytes; default 64 MiB)",
 		func(o *Options, v int64) { o.GoRuntime.MaxBytes = clampInt(v) }),
+	boolKey("go_runtime_cpu_profile", "also sample the CPU: samples on the goroutines' rows with the span they fell in, and <host>.cpu.pb.gz labelled span=<name> for go tool pprof -tagfocus (trace.Options.GoRuntime.CPUProfile; default false)",
+		func(o *Options, v bool) { o.GoRuntime.CPUProfile = v }),
 	intKey("go_runtime_max_goroutines", "most goroutines with a track of their own; the others' events are counted as dropped (trace.Options.GoRuntime.MaxGoroutines; default 1000)",
 		func(o *Options, v int64) { o.GoRuntime.MaxGoroutines = int(clampInt(v)) }),
 	boolKey("device_memory", "track device memory: CUDA allocations with their Go stacks and the devmem API; Stop writes <host>.memory.pb.gz (trace.Options.DeviceMemory; default false)",

@@ -103,6 +103,9 @@ func (s *Session) stopSources() {
 	for i := len(s.sources) - 1; i >= 0; i-- {
 		rs := s.sources[i]
 		rep := rs.src.Stop()
+		if g, ok := rs.src.(*goruntime.Source); ok {
+			s.cpu = g.CPUProfile()
+		}
 		s.meta.Notes = append(s.meta.Notes, rep.Notes...)
 		s.meta.Warnings = append(s.meta.Warnings, rep.Warnings...)
 		// Events a source lost are events the trace lacks: they count

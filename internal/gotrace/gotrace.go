@@ -61,6 +61,12 @@ const (
 	ArgGoroutine = "goroutine"
 	// ArgP (int) is the P a goroutine ran on.
 	ArgP = "P"
+	// InstantCPUSample names a CPU profile sample on a goroutine's track;
+	// ArgFunction (string) is the function it was in, ArgSpan (string)
+	// the innermost span it fell in, when a session attributed it.
+	InstantCPUSample = "CPU sample"
+	ArgFunction      = "function"
+	ArgSpan          = "span"
 )
 
 // Sort indexes order the runtime's tracks after the program's own rows
@@ -123,6 +129,24 @@ type Options struct {
 	// Progress, if set, is called every 1<<16 events with the count so
 	// far.
 	Progress func(events int64)
+	// KeepSamples keeps the trace's CPU profile samples in Result.Samples
+	// instead of writing them as instants, for a caller that attributes
+	// them first (to the spans they fell in).
+	KeepSamples bool
+}
+
+// Sample is one CPU profile sample of the trace: when, on which
+// goroutine, and its stack, leaf first.
+type Sample struct {
+	T     int64
+	G     int64
+	Stack []Frame
+}
+
+// Frame is one frame of a sample's stack.
+type Frame struct {
+	Func, File string
+	Line       int64
 }
 
 // Run is one execution of a goroutine on a P.
@@ -169,6 +193,8 @@ type Result struct {
 	Runs map[int64][]Run
 	// GoTrack maps a goroutine to its track (0: none).
 	GoTrack map[int64]uint32
+	// Samples are the CPU profile samples (only with Options.KeepSamples).
+	Samples []Sample
 }
 
 // ErrUnsupported wraps the error for a trace whose format golang.org/x/exp/trace
@@ -363,13 +389,21 @@ func (c *converter) event(ev *xtrace.Event) {
 		if g == nil {
 			return
 		}
+		if c.o.KeepSamples {
+			sm := Sample{T: t, G: int64(ev.Goroutine())}
+			for f := range ev.Stack().Frames() {
+				sm.Stack = append(sm.Stack, Frame{Func: f.Func, File: f.File, Line: int64(f.Line)})
+			}
+			c.res.Samples = append(c.res.Samples, sm)
+			return
+		}
 		fn := ""
 		for f := range ev.Stack().Frames() {
 			fn = f.Func
 			break
 		}
 		if tr := c.goTrack(g, ev.Goroutine()); tr != 0 {
-			c.sink.Instant(tr, "CPU sample", t, []event.Arg{{Key: "function", Kind: event.ArgString, Str: fn}})
+			c.sink.Instant(tr, InstantCPUSample, t, []event.Arg{{Key: ArgFunction, Kind: event.ArgString, Str: fn}})
 		} else {
 			c.res.Dropped++
 		}

@@ -82,7 +82,7 @@ func isProcTrack(name string) bool {
 // user region.
 func IsState(name string) bool {
 	switch name {
-	case "running", "runnable", "syscall", "blocked", "CPU sample":
+	case "running", "runnable", "syscall", "blocked", InstantCPUSample:
 		return true
 	}
 	return strings.HasPrefix(name, "blocked: ") || strings.HasPrefix(name, "GC ") || strings.HasPrefix(name, "stop-the-world")

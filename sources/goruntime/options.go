@@ -81,6 +81,14 @@ type Options struct {
 	// as dropped, while the Ps' tracks still show them run. 0 means
 	// gotrace's default (1000). Advanced key: go_runtime_max_goroutines.
 	MaxGoroutines int
+	// CPUProfile also runs the CPU profiler during the session, so that
+	// the execution trace carries its samples (100 a second per busy
+	// thread): each becomes a "CPU sample" on its goroutine's row with
+	// the innermost span it fell in, and the session writes them as
+	// <host>.cpu.pb.gz, labelled span=<name>, for go tool pprof
+	// -tagfocus span=forward. Spans pay nothing for it: samples are
+	// matched to spans at Stop. Advanced key: go_runtime_cpu_profile.
+	CPUProfile bool
 }
 
 // Validate reports every field out of range, naming the field and its

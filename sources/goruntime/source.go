@@ -3,10 +3,14 @@ package goruntime
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"runtime/pprof"
 	"runtime/trace"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/google/pprof/profile"
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/gotrace"
@@ -23,6 +27,8 @@ type Source struct {
 	once   sync.Once
 	report recorder.SourceReport
 	stats  Stats
+	cpuOn  bool             // this source started the CPU profiler
+	cpu    *profile.Profile // the CPU samples, by span (Options.CPUProfile)
 }
 
 // Stats are the facts of the last Stop: what the parse read and made.
@@ -35,6 +41,9 @@ type Stats struct {
 	// Linked counts spans linked to the goroutine they began on;
 	// Unlinked, spans whose goroutine the trace did not show.
 	Linked, Unlinked int
+	// Samples counts CPU profile samples (Options.CPUProfile); Attributed,
+	// those that fell in a span.
+	Samples, Attributed int
 }
 
 // Start starts the runtime's flight recorder for a session writing into
@@ -53,7 +62,17 @@ func Start(buf *recorder.Buffer, o Options) (*Source, error) {
 	if err := fr.Start(); err != nil {
 		return nil, fmt.Errorf("go runtime tracing: %w", err)
 	}
-	return &Source{buf: buf, opts: o, fr: fr, start: recorder.Mono()}, nil
+	s := &Source{buf: buf, opts: o, fr: fr, start: recorder.Mono()}
+	if o.CPUProfile {
+		// The samples travel in the execution trace; the profiler's own
+		// output is not needed.
+		if err := pprof.StartCPUProfile(io.Discard); err != nil {
+			s.warn("cpu_profile", "CPU samples are off: %v (the program's own CPU profile is running?)", err)
+		} else {
+			s.cpuOn = true
+		}
+	}
+	return s, nil
 }
 
 // Stop takes the execution trace, stops the tracer and writes the trace's
@@ -70,13 +89,16 @@ func (s *Source) stop() {
 	var tr bytes.Buffer
 	_, err := s.fr.WriteTo(&tr)
 	s.fr.Stop()
+	if s.cpuOn {
+		pprof.StopCPUProfile()
+	}
 	if err != nil {
 		s.warn("snapshot", "the Go runtime is not shown: taking its execution trace failed: %v", err)
 		return
 	}
 	s.stats.TraceBytes = tr.Len()
 	t0 := time.Now()
-	res, err := gotrace.Convert(&tr, sink{s.buf}, gotrace.Options{MonoClock: true, MaxGoroutines: s.opts.MaxGoroutines, KeepRuns: true})
+	res, err := gotrace.Convert(&tr, sink{s.buf}, gotrace.Options{MonoClock: true, MaxGoroutines: s.opts.MaxGoroutines, KeepRuns: true, KeepSamples: s.cpuOn})
 	s.stats.Parse = time.Since(t0)
 	s.stats.Stats = res.Stats
 	if err != nil {
@@ -94,6 +116,10 @@ func (s *Source) stop() {
 			time.Duration(late).Round(time.Millisecond), s.opts.maxBytes()>>20)
 	}
 	s.link(res)
+	if s.cpuOn {
+		s.stats.Samples = len(res.Samples)
+		s.note("CPU profile: %d samples, %d of them in a span", s.stats.Samples, s.stats.Attributed)
+	}
 	s.note("Go execution trace: %d events (%d KiB) parsed in %v; %d GCs, %d stop-the-world pauses (%v in all, longest %v), %d goroutines; %d spans linked to the goroutine they began on",
 		res.Events, s.stats.TraceBytes>>10, s.stats.Parse.Round(time.Microsecond), res.GCs, res.Pauses, time.Duration(res.PauseTotal), time.Duration(res.PauseMax), res.Goroutines, s.stats.Linked)
 }
@@ -112,6 +138,9 @@ func (s *Source) link(res *gotrace.Result) {
 	spans, ok := s.buf.SpanOrigins()
 	if !ok {
 		s.note("spans are not linked to goroutines: GOMAXPROCS grew during the session")
+		if s.cpuOn {
+			s.attribute(res, nil, nil)
+		}
 		return
 	}
 	sort.Slice(spans, func(i, j int) bool { return spans[i].ID < spans[j].ID })
@@ -156,6 +185,9 @@ func (s *Source) link(res *gotrace.Result) {
 		if s.buf.TrackSpanMono(tr, sp.ID, sp.Name, sp.Start+1, max(end, sp.Start+1), []event.Arg{{Key: gotrace.ArgGoroutine, Kind: event.ArgInt, Num: uint64(g)}}) != 0 {
 			s.stats.Linked++
 		}
+	}
+	if s.cpuOn {
+		s.attribute(res, spans, gor)
 	}
 }
 
