@@ -280,4 +280,3 @@ func TestGoRuntimeOnTheTimeline(t *testing.T) {
 	conformance.Export(t, "goruntime", s.Outputs().Perfetto, snap)
 	conformance.ExportXPlane(t, "goruntime", s.Outputs().XPlane, snap)
 }
-
