@@ -126,9 +126,12 @@ func (s *Source) stop() {
 
 // linkTolerance is how far a span's start may lie outside the goroutine
 // run found on its P: the span's clock and the trace's are the same
-// monotonic clock, but the trace's has 64 ns steps and the P is read a few
-// instructions before the span's start.
-const linkTolerance = 2_000
+// monotonic clock, but the trace's has 64 ns steps, the P is read a few
+// instructions before the span's start, and the span's time-stamp-counter
+// reading is converted through calibration points that a loaded machine
+// can take late. Runs within it of a span's start are candidates; the
+// span's end picks among them (goroutineOf).
+const linkTolerance = 20_000
 
 // link finds the goroutine each host span began on and, for a root span
 // or one whose parent began on another goroutine, adds a slice on that

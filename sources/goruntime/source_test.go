@@ -40,24 +40,25 @@ func TestOptionsValidate(t *testing.T) {
 }
 
 func TestGoroutineOf(t *testing.T) {
-	// On P0: G1, then G2 right after it, then G3 much later. G2 runs
-	// again on another P at 50 µs; G1 never again.
-	runs := []gotrace.Run{{Start: 100, End: 200, G: 1}, {Start: 250, End: 20_000, G: 2}, {Start: 40_000, End: 45_000, G: 3}}
-	byG := map[int64][]gotrace.Run{1: {runs[0]}, 2: {runs[1], {Start: 49_000, End: 51_000, G: 2}}, 3: {runs[2]}}
+	// In units of the tolerance: on P0, G1, then G2 right after it, then
+	// G3 much later. G2 runs again on another P later; G1 never again.
+	const u = linkTolerance / 20
+	runs := []gotrace.Run{{Start: 100 * u, End: 200 * u, G: 1}, {Start: 205 * u, End: 20_000 * u, G: 2}, {Start: 40_000 * u, End: 45_000 * u, G: 3}}
+	byG := map[int64][]gotrace.Run{1: {runs[0]}, 2: {runs[1], {Start: 49_000 * u, End: 51_000 * u, G: 2}}, 3: {runs[2]}}
 	for _, c := range []struct {
 		start, end int64
 		g          int64
 		want       bool
 	}{
-		{150, 0, 1, true},      // inside G1's run, near G2's start: the run that holds it
-		{240, 50_000, 2, true}, // between the two, ended while G2 ran elsewhere: G2
-		{180, 50_000, 2, true}, // inside G1's run by the clock, but only G2 was there to end it
-		{180, 60_000, 1, true}, // neither ran at the end: the run that holds the start
-		{10_000, 0, 2, true},   // well inside G2's run
-		{30_000, 0, 0, false},  // the P idle
-		{40_000 + 2*linkTolerance, 0, 3, true},
-		{45_000 + linkTolerance, 0, 3, true},
-		{100_000, 0, 0, false},
+		{150 * u, 0, 1, true},          // inside G1's run, near G2's start: the run that holds it
+		{203 * u, 50_000 * u, 2, true}, // between the two, ended while G2 ran elsewhere: G2
+		{190 * u, 50_000 * u, 2, true}, // inside G1's run by the clock, but only G2 was there to end it
+		{190 * u, 60_000 * u, 1, true}, // neither ran at the end: the run that holds the start
+		{10_000 * u, 0, 2, true},       // well inside G2's run
+		{30_000 * u, 0, 0, false},      // the P idle
+		{40_000*u - linkTolerance/2, 0, 3, true},
+		{45_000*u + linkTolerance, 0, 3, true},
+		{100_000 * u, 0, 0, false},
 	} {
 		g, ok := goroutineOf(runs, byG, c.start, c.end)
 		if ok != c.want || ok && g != c.g {
