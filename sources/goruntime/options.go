@@ -10,9 +10,13 @@
 //
 // Each host span is linked to the goroutine it began on: the recorder
 // knows which P a span was reserved on (at no cost to the span), and the
-// trace knows which goroutine ran on that P at that moment; the span's
-// first span on that goroutine gets a slice on the goroutine's track that
-// every output links back to it.
+// trace knows which goroutine ran on that P at that moment. A root span,
+// or one that began on another goroutine than its parent, gets a slice
+// under it on that goroutine's track, which Perfetto links to it. With
+// Options.CPUProfile the CPU profiler's samples (carried in the trace)
+// are matched the same way to the spans they fell in: on the timeline,
+// and as a pprof profile labelled span=<name> (Source.CPUProfile) that
+// the session writes as <host>.cpu.pb.gz.
 //
 // A session runs it at host tracer level 3 (trace.Options.GoRuntime,
 // ModeAuto), or always (ModeOn).
