@@ -12,6 +12,7 @@ require (
 	github.com/NVIDIA/go-nvml v0.13.0-1
 	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	go.yaml.in/yaml/v4 v4.0.0
+	golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4
 	gonum.org/v1/plot v0.17.0
 	google.golang.org/grpc v1.85.0
 )

@@ -43,6 +43,14 @@ func (b *Builder) Track(t Track) uint32 {
 	return uint32(len(b.tracks))
 }
 
+// SetTrackName renames a registered track: a reader that learns what a
+// track holds only later in the file names it when done.
+func (b *Builder) SetTrackName(id uint32, name string) {
+	if id > 0 && int(id) <= len(b.tracks) {
+		b.tracks[id-1].Name = name
+	}
+}
+
 // TrackInfo returns a registered track.
 func (b *Builder) TrackInfo(id uint32) (Track, bool) {
 	if id == 0 || int(id) > len(b.tracks) {
@@ -91,6 +99,20 @@ func (b *Builder) Span(s Span) uint64 {
 	} else {
 		r.end.Store(openAtStop)
 	}
+	return b.commit(r)
+}
+
+// TrackSlice adds a root span on a registered track and returns its ID:
+// Span with Track set and no Parent, for a reader of a file whose slices
+// nest by time alone (a Go execution trace's millions of goroutine
+// states). It keeps no lane for children: a span naming it as Parent
+// without a Track of its own starts a lane of its own.
+func (b *Builder) TrackSlice(track uint32, name string, start, end int64, args []Arg) uint64 {
+	r := b.add(KindSpan, name, start, args)
+	r.Level = 1
+	r.Lane = track
+	r.Flags |= FlagOnTrack
+	r.setEnd(max(end, start))
 	return b.commit(r)
 }
 

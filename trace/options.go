@@ -11,6 +11,7 @@ import (
 
 	"github.com/devprof/devprof/devmem"
 	cupti "github.com/devprof/devprof/sources/cupti"
+	"github.com/devprof/devprof/sources/goruntime"
 	"github.com/devprof/devprof/sources/nvml"
 )
 
@@ -104,6 +105,16 @@ type Options struct {
 	// left running, and its profile is written too. Advanced keys:
 	// device_memory, device_memory_max_buffers.
 	DeviceMemory *devmem.Options
+
+	// GoRuntime configures the Go-runtime source: the Go execution tracer
+	// (runtime/trace's flight recorder) runs during the session and its
+	// GC cycles, stop-the-world pauses, goroutines per P and per
+	// goroutine, user regions, tasks and logs, and heap and goroutine
+	// counters join the same timeline, each span linked to the goroutine
+	// it began on. The zero value runs it at host tracer level 3.
+	// Advanced keys: go_runtime, go_runtime_max_bytes,
+	// go_runtime_max_goroutines.
+	GoRuntime goruntime.Options
 
 	// AdvancedConfig holds rarely used settings by name, as in JAX's
 	// ProfileOptions.advanced_configuration: each key sets one typed
@@ -202,6 +213,14 @@ var advancedKeys = []advancedKey{
 		func(o *Options, v int64) { o.GPUMetrics.Period = millis(v) }),
 	boolKey("gpu_metrics_pcie", "also sample PCIe throughput; each query blocks ~20 ms, so on a goroutine of its own (trace.Options.GPUMetrics.PCIe; default false)",
 		func(o *Options, v bool) { o.GPUMetrics.PCIe = v }),
+	stringKey("go_runtime", "when to run the Go execution tracer (GC, stop-the-world, goroutines, heap on the timeline): auto (at host tracer level 3), on, off (trace.Options.GoRuntime.Mode; default auto)",
+		func(o *Options, v string) (err error) { o.GoRuntime.Mode, err = goruntime.ParseMode(v); return err }),
+	intKey("go_runtime_max_bytes", "bytes of Go execution trace held in memory, 1 MiB..4 GiB; past it the session's oldest part is discarded (trace.Options.GoRuntime.MaxBytes; default 64 MiB)",
+		func(o *Options, v int64) { o.GoRuntime.MaxBytes = clampInt(v) }),
+	boolKey("go_runtime_cpu_profile", "also sample the CPU: samples on the goroutines' rows with the span they fell in, and <host>.cpu.pb.gz labelled span=<name> for go tool pprof -tagfocus (trace.Options.GoRuntime.CPUProfile; default false)",
+		func(o *Options, v bool) { o.GoRuntime.CPUProfile = v }),
+	intKey("go_runtime_max_goroutines", "most goroutines with a track of their own; the others' events are counted as dropped (trace.Options.GoRuntime.MaxGoroutines; default 1000)",
+		func(o *Options, v int64) { o.GoRuntime.MaxGoroutines = int(clampInt(v)) }),
 	boolKey("device_memory", "track device memory: CUDA allocations with their Go stacks and the devmem API; Stop writes <host>.memory.pb.gz (trace.Options.DeviceMemory; default false)",
 		func(o *Options, v bool) {
 			switch {
@@ -250,6 +269,7 @@ type config struct {
 	host, sessionID, prog  string
 	gpu                    cupti.Options
 	gpuMetrics             nvml.Options
+	goRuntime              goruntime.Options
 	deviceMemory           *devmem.Options
 }
 
@@ -274,6 +294,7 @@ func (o *Options) resolve() (config, error) {
 		prog:        o.ProgramName,
 		gpu:         o.GPU,
 		gpuMetrics:  o.GPUMetrics,
+		goRuntime:   o.GoRuntime,
 	}
 	if o.DeviceMemory != nil {
 		m := *o.DeviceMemory
@@ -323,7 +344,7 @@ func (o *Options) resolve() (config, error) {
 	if c.deviceMemory != nil {
 		memErr = c.deviceMemory.Validate()
 	}
-	if err := errors.Join(o.GPU.Validate(), o.GPUMetrics.Validate(), memErr); err != nil {
+	if err := errors.Join(o.GPU.Validate(), o.GPUMetrics.Validate(), o.GoRuntime.Validate(), memErr); err != nil {
 		return c, err
 	}
 	if c.gpu.MaxRecords == 0 {

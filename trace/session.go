@@ -33,10 +33,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/devprof/devprof/devmem"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/exporters/pprof"
+	"github.com/devprof/devprof/internal/atomicfile"
 	"github.com/devprof/devprof/internal/recorder"
 	"github.com/devprof/devprof/perfettolink"
 )
@@ -64,6 +67,9 @@ type Session struct {
 	// capture marks a session that writes no files (Capture): Stop only
 	// snapshots it.
 	capture bool
+	// cpu is the Go-runtime source's CPU profile (GoRuntime.CPUProfile),
+	// written as <host>.cpu.pb.gz.
+	cpu *profile.Profile
 }
 
 // Outputs lists the files a stopped session wrote. Empty fields were not
@@ -74,6 +80,7 @@ type Outputs struct {
 	XPlane   string // <run>/<host>.xplane.pb (TensorBoard profile)
 	Chrome   string // <run>/<host>.trace.json.gz
 	Memory   string // <run>/<host>.memory.pb.gz: live device buffers at Stop, when device memory was tracked
+	CPU      string // <run>/<host>.cpu.pb.gz: CPU samples labelled by span, with GoRuntime.CPUProfile
 	Events   int    // events written
 	Dropped  int64  // events the trace lost, over all sources (Meta.Dropped)
 }
@@ -118,6 +125,9 @@ func printOutputs(w io.Writer, logdir string, out Outputs) {
 	}
 	if out.Memory != "" {
 		fmt.Fprintf(w, "devprof:   Device memory: devprof memory %s   (or go tool pprof -top %s)\n", shellQuote(out.Memory), shellQuote(out.Memory))
+	}
+	if out.CPU != "" {
+		fmt.Fprintf(w, "devprof:   CPU by span: go tool pprof -tagfocus span=NAME -top %s\n", shellQuote(out.CPU))
 	}
 	if out.Perfetto != "" || out.XPlane != "" {
 		fmt.Fprintf(w, "devprof:   in a terminal: devprof summary %s   (go install github.com/devprof/devprof/cmd/devprof@latest)\n", shellQuote(logdir))
@@ -323,7 +333,7 @@ func (s *Session) stop() error {
 	if s.capture {
 		return nil // the caller takes the snapshot (Capture)
 	}
-	if !s.cfg.perfetto && !s.cfg.xplane && !s.cfg.chrome && mem == nil {
+	if !s.cfg.perfetto && !s.cfg.xplane && !s.cfg.chrome && mem == nil && s.cpu == nil {
 		return nil // no output asked for: no run directory either
 	}
 	runDir, err := makeRunDir(s.profileDir, s.runName)
@@ -354,16 +364,29 @@ func (s *Session) stop() error {
 	if s.cfg.chrome {
 		outs = append(outs, output{&s.out.Chrome, formats.Chrome, host + formats.Chrome.SessionExt})
 	}
-	errs := make([]error, len(outs), len(outs)+1)
+	errs := make([]error, len(outs), len(outs)+2)
 	var wg sync.WaitGroup
 	if mem != nil {
 		wg.Add(1)
 		errs = append(errs, nil)
+		k := len(errs) - 1
 		go func() {
 			defer wg.Done()
 			p := filepath.Join(s.runDir, host+MemoryProfileExt)
-			if errs[len(errs)-1] = writeMemoryProfile(p, mem); errs[len(errs)-1] == nil {
+			if errs[k] = writeMemoryProfile(p, mem); errs[k] == nil {
 				s.out.Memory = p
+			}
+		}()
+	}
+	if s.cpu != nil {
+		wg.Add(1)
+		errs = append(errs, nil)
+		k := len(errs) - 1
+		go func() {
+			defer wg.Done()
+			p := filepath.Join(s.runDir, host+CPUProfileExt)
+			if errs[k] = writeCPUProfile(p, s.cpu); errs[k] == nil {
+				s.out.CPU = p
 			}
 		}()
 	}
@@ -378,7 +401,7 @@ func (s *Session) stop() error {
 		}()
 	}
 	wg.Wait()
-	if s.out.Perfetto == "" && s.out.XPlane == "" && s.out.Chrome == "" && s.out.Memory == "" {
+	if s.out.Perfetto == "" && s.out.XPlane == "" && s.out.Chrome == "" && s.out.Memory == "" && s.out.CPU == "" {
 		// Nothing was written (every write failed, or no output was
 		// asked for): TensorBoard would list the empty directory as a run.
 		// os.Remove removes a directory only while it is empty.
@@ -406,6 +429,24 @@ func fileHost(h string) string {
 
 // writeOutput writes one output file; tests replace it to make writes fail.
 var writeOutput = formats.WriteFile
+
+// CPUProfileExt ends the name of the CPU profile a session writes with
+// GoRuntime.CPUProfile: <host>.cpu.pb.gz, its samples labelled span=<name>.
+const CPUProfileExt = ".cpu.pb.gz"
+
+// writeCPUProfile writes a CPU profile (gzip-compressed, as go tool pprof
+// reads it) atomically.
+func writeCPUProfile(path string, p *profile.Profile) error {
+	f, err := atomicfile.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	if err := p.Write(f); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Commit()
+}
 
 // writeMemoryProfile writes the device-memory profile; tests replace it.
 var writeMemoryProfile = pprof.WriteFile

@@ -5,6 +5,7 @@ import (
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/recorder"
 	cupti "github.com/devprof/devprof/sources/cupti"
+	"github.com/devprof/devprof/sources/goruntime"
 	"github.com/devprof/devprof/sources/nvml"
 )
 
@@ -56,6 +57,15 @@ var sourceTable = []sourceRow{{
 	explain: func(err error) event.Warning {
 		return event.Warning{Source: "devmem", Code: "start", Text: "device-memory tracking is off: " + err.Error()}
 	},
+}, {
+	name: goruntime.SourceName,
+	on:   func(c *config) bool { return c.goRuntime.Runs(c.hostLevel) },
+	start: func(b *recorder.Buffer, c *config) (recorder.Source, error) {
+		return goruntime.Start(b, c.goRuntime)
+	},
+	explain: func(err error) event.Warning {
+		return event.Warning{Source: goruntime.SourceName, Code: "start", Text: "the Go runtime is not shown: " + err.Error()}
+	},
 }}
 
 // runningSource is a source a session started.
@@ -93,6 +103,9 @@ func (s *Session) stopSources() {
 	for i := len(s.sources) - 1; i >= 0; i-- {
 		rs := s.sources[i]
 		rep := rs.src.Stop()
+		if g, ok := rs.src.(*goruntime.Source); ok {
+			s.cpu = g.CPUProfile()
+		}
 		s.meta.Notes = append(s.meta.Notes, rep.Notes...)
 		s.meta.Warnings = append(s.meta.Warnings, rep.Warnings...)
 		// Events a source lost are events the trace lacks: they count

@@ -10,6 +10,7 @@ import (
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/mlpdemo"
+	"github.com/devprof/devprof/sources/goruntime"
 	"github.com/devprof/devprof/trace"
 )
 
@@ -20,6 +21,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	workers := fs.Int("workers", 4, "data-parallel worker goroutines")
 	link := fs.Bool("link", false, "after training, serve the trace once to ui.perfetto.dev and wait until it is opened")
 	chromeJSON := fs.Bool("chrome", true, "also write <host>.trace.json.gz (Chrome JSON)")
+	goRuntime := fs.Bool("go-runtime", true, "also show the Go runtime: GC, stop-the-world pauses, goroutines per P and per goroutine, heap (the session's GoRuntime source)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -31,7 +33,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	if *steps < 1 || *workers < 1 {
 		return fmt.Errorf("-steps and -workers must be at least 1")
 	}
-	out, _, err := demo(context.Background(), *logdir, mlpdemo.Config{Steps: *steps, Workers: *workers, Out: stdout}, *chromeJSON, stdout)
+	out, _, err := demo(context.Background(), *logdir, mlpdemo.Config{Steps: *steps, Workers: *workers, Out: stdout}, *chromeJSON, *goRuntime, stdout)
 	if err != nil {
 		return err
 	}
@@ -42,12 +44,17 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// demo records the MLP workload into logdir and returns what was written
-// and the recorded events.
-func demo(ctx context.Context, logdir string, cfg mlpdemo.Config, chromeJSON bool, stdout io.Writer) (trace.Outputs, *event.Snapshot, error) {
+// demo records the MLP workload into logdir, with the Go runtime's tracks
+// when goRuntime is set, and returns what was written and the recorded
+// events.
+func demo(ctx context.Context, logdir string, cfg mlpdemo.Config, chromeJSON, goRuntime bool, stdout io.Writer) (trace.Outputs, *event.Snapshot, error) {
 	cfg.Steps = max(cfg.Steps, 1)
 	fmt.Fprintf(stdout, "devprof demo: training a 3-layer MLP on spiral data (%d steps, %d workers, pure Go)\n", cfg.Steps, max(cfg.Workers, 1))
-	s, err := trace.StartSession(logdir, &trace.Options{ChromeTrace: chromeJSON, HostTracerLevel: 2})
+	rt := goruntime.Options{Mode: goruntime.ModeOff}
+	if goRuntime {
+		rt.Mode = goruntime.ModeOn
+	}
+	s, err := trace.StartSession(logdir, &trace.Options{ChromeTrace: chromeJSON, HostTracerLevel: 2, GoRuntime: rt})
 	if err != nil {
 		return trace.Outputs{}, nil, err
 	}

@@ -10,7 +10,7 @@
 //
 // Usage:
 //
-//	devprof demo [-logdir DIR] [-steps N] [-workers N] [-link] [-chrome=false]
+//	devprof demo [-logdir DIR] [-steps N] [-workers N] [-link] [-chrome=false] [-go-runtime=false]
 //	devprof serve [-timeout D] FILE
 //	devprof summary [-top N] [-sort KEY] [-json] FILE
 //	devprof memory [-n N] [-bytes] [-stack] [-base BEFORE] [-json] FILE
@@ -53,7 +53,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"demo", "[-logdir DIR] [-steps N] [-workers N] [-link] [-chrome=false]", "train a small MLP in Go under a trace session and write its trace",
+		{"demo", "[-logdir DIR] [-steps N] [-workers N] [-link] [-chrome=false] [-go-runtime=false]", "train a small MLP in Go under a trace session and write its trace",
 			"devprof demo -steps 100 -link", runDemo},
 		{"serve", "[-timeout D] FILE", "serve a trace once to ui.perfetto.dev (one-shot link); .xplane.pb and Chrome JSON are converted to Perfetto first",
 			"devprof serve /tmp/prof/plugins/profile/2025_01_02_03_04_05/host.pftrace", runServe},

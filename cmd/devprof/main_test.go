@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	rtrace "runtime/trace"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +31,7 @@ func runCLI(args ...string) (code int, stdout, stderr string) {
 func TestDemoOutputs(t *testing.T) {
 	dir := t.TempDir()
 	var out bytes.Buffer
-	o, snap, err := demo(context.Background(), dir, mlpdemo.Config{Steps: 12, Workers: 3, Out: &out}, true, &out)
+	o, snap, err := demo(context.Background(), dir, mlpdemo.Config{Steps: 12, Workers: 3, Out: &out}, true, true, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +107,7 @@ func TestServeAnyFormat(t *testing.T) {
 	b := event.NewBuilder(event.Meta{Host: "h", Stop: event.ClockAnchor{Mono: 10}})
 	b.Span(event.Span{Name: "served-step", Start: 1, End: 9})
 	s := b.Snapshot()
+	goTrace := goTraceFile(t, "served-step")
 	for _, c := range []struct {
 		name      string
 		f         *formats.Format
@@ -113,9 +117,14 @@ func TestServeAnyFormat(t *testing.T) {
 		{"h.xplane.pb", formats.XPlane, true},
 		{"misnamed.pftrace", formats.XPlane, true},
 		{"h.json.gz", formats.Chrome, true},
+		{"trace.out", formats.GoTrace, true},
 	} {
 		path := filepath.Join(dir, c.name)
-		if err := formats.WriteFile(path, c.f, s); err != nil {
+		if c.f == formats.GoTrace {
+			if err := os.WriteFile(path, goTrace, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := formats.WriteFile(path, c.f, s); err != nil {
 			t.Fatal(err)
 		}
 		// stdout is drained on its own goroutine: serve writes to it while
@@ -168,8 +177,18 @@ func TestServeAnyFormat(t *testing.T) {
 		served := filepath.Join(t.TempDir(), "served")
 		os.WriteFile(served, got, 0o644)
 		snap, f, err := formats.Read(served)
-		if err != nil || f != formats.Perfetto || len(snap.Events) != 1 || snap.Name(snap.Events[0]) != "served-step" {
-			t.Errorf("serve %s served a %v with %v: %v", c.name, f, snap, err)
+		if err != nil || f != formats.Perfetto {
+			t.Fatalf("serve %s served a %v: %v", c.name, f, err)
+		}
+		steps := 0
+		for _, r := range snap.Events {
+			if snap.Name(r) == "served-step" {
+				steps++
+			}
+		}
+		// The Go trace's region is one of its many events.
+		if steps != 1 || c.f != formats.GoTrace && len(snap.Events) != 1 {
+			t.Errorf("serve %s served %d events, %d of them served-step", c.name, len(snap.Events), steps)
 		}
 		if left, _ := os.ReadDir(tmp); len(left) != 0 {
 			t.Errorf("serve %s left %v in the temporary directory", c.name, left)
@@ -195,7 +214,7 @@ func TestBadFilesGetOneLineErrors(t *testing.T) {
 func TestConvertChain(t *testing.T) {
 	dir := t.TempDir()
 	var out bytes.Buffer
-	o, _, err := demo(context.Background(), filepath.Join(dir, "logdir"), mlpdemo.Config{Steps: 4, Workers: 2}, false, &out)
+	o, _, err := demo(context.Background(), filepath.Join(dir, "logdir"), mlpdemo.Config{Steps: 4, Workers: 2}, false, false, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,5 +345,58 @@ func TestSummaryDeviceCounters(t *testing.T) {
 	re := regexp.MustCompile(`GPU 1 \(NVIDIA H100 80GB HBM3\)\s+GPU utilization\s+%\s+3\s+20\s+60\s+100`)
 	if !re.MatchString(out) {
 		t.Errorf("summary lacks the device's counter statistics:\n%s", out)
+	}
+}
+
+// goTraceFile records a Go execution trace of this process (runtime/trace,
+// as go test -trace does) in which a region named region runs a GC.
+func goTraceFile(t *testing.T, region string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := rtrace.Start(&buf); err != nil {
+		t.Fatal(err)
+	}
+	rtrace.WithRegion(context.Background(), region, runtime.GC)
+	rtrace.Stop()
+	return buf.Bytes()
+}
+
+// TestGoTraceInput: a Go execution trace converts to every format devprof
+// writes and summarises with the Go runtime's section.
+func TestGoTraceInput(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "trace.out")
+	if err := os.WriteFile(in, goTraceFile(t, "my-region"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI("summary", in)
+	if code != 0 || !strings.Contains(stdout, "(Go execution trace)") || !regexp.MustCompile(`Go runtime: [1-9][0-9]* GC cycles?; [1-9][0-9]* stop-the-world pauses?`).MatchString(stdout) || !strings.Contains(stdout, "my-region") {
+		t.Errorf("summary: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, _ = runCLI("summary", "-json", in)
+	var js struct {
+		GoRuntime *struct {
+			GCs     int `json:"gc_cycles"`
+			Pauses  int `json:"stw_pauses"`
+			Regions []struct {
+				Name string `json:"name"`
+			} `json:"regions"`
+		} `json:"go_runtime"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &js); code != 0 || err != nil || js.GoRuntime == nil || js.GoRuntime.GCs < 1 || js.GoRuntime.Pauses < 1 ||
+		len(js.GoRuntime.Regions) != 1 || js.GoRuntime.Regions[0].Name != "my-region" {
+		t.Errorf("summary -json: exit %d, %v: %s", code, err, stdout)
+	}
+	for _, ext := range []string{".pftrace", ".xplane.pb", ".json.gz"} {
+		out := filepath.Join(dir, "t"+ext)
+		if code, stdout, stderr := runCLI("convert", in, out); code != 0 || !strings.Contains(stdout, "(Go execution trace, ") {
+			t.Errorf("convert to %s: exit %d\n%s%s", ext, code, stdout, stderr)
+		}
+		if code, stdout, _ := runCLI("summary", out); code != 0 || !strings.Contains(stdout, "my-region") {
+			t.Errorf("summary of %s: exit %d\n%s", ext, code, stdout)
+		}
+	}
+	if code, _, stderr := runCLI("convert", filepath.Join(dir, "t.pftrace"), filepath.Join(dir, "back.out")); code == 0 || !strings.Contains(stderr, "does not write") {
+		t.Errorf("convert to a Go trace: exit %d, %s", code, stderr)
 	}
 }

@@ -7,9 +7,11 @@ import (
 	"math"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
+	"github.com/devprof/devprof/internal/gotrace"
 	"github.com/devprof/devprof/internal/metatext"
 	"github.com/devprof/devprof/spanstats"
 )
@@ -74,7 +76,9 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "note: %s\n", n.Text)
 	}
 	fmt.Fprintln(stdout)
-	if len(groups) < 2 {
+	_, goRuntime := gotrace.Summarize(s)
+	// A Go execution trace has no spans of its own: its section says it.
+	if len(groups) < 2 && (table.Spans > 0 || !goRuntime) {
 		if err := table.Write(stdout, *top); err != nil {
 			return err
 		}
@@ -91,7 +95,40 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if err := writeGoRuntime(stdout, s, *top); err != nil {
+		return err
+	}
 	return writeDeviceCounters(stdout, s)
+}
+
+// writeGoRuntime prints the Go runtime's section: the collector's cycles
+// and pauses, goroutines, and the top runtime/trace regions.
+func writeGoRuntime(w io.Writer, s *event.Snapshot, top int) error {
+	g, ok := gotrace.Summarize(s)
+	if !ok {
+		return nil
+	}
+	if _, err := fmt.Fprintf(w, "\nGo runtime: %s; %s, %v in all, longest %v; %s",
+		plural(int64(g.GCs), "GC cycle"), plural(int64(g.Pauses), "stop-the-world pause"),
+		time.Duration(g.PauseTotal).Round(time.Microsecond), time.Duration(g.PauseMax).Round(time.Microsecond), plural(int64(g.Goroutines), "goroutine")); err != nil {
+		return err
+	}
+	if g.PeakGoroutines > 0 {
+		fmt.Fprintf(w, " (at most %d at once)", g.PeakGoroutines)
+	}
+	fmt.Fprintln(w)
+	if len(g.Regions) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "region\tcount\ttotal\t")
+	for i, r := range g.Regions {
+		if top > 0 && i == top {
+			break
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%v\t\n", r.Name, r.Count, time.Duration(r.Total))
+	}
+	return tw.Flush()
 }
 
 // procGroup is one process's share of a summary: its spans' table.
@@ -170,6 +207,26 @@ type jsonSummary struct {
 	DeviceCounters []jsonCounter `json:"device_counters"`
 	// Processes splits the table by process when the trace has several.
 	Processes []jsonProcess `json:"processes,omitempty"`
+	// GoRuntime is the Go runtime's section, when the trace has its
+	// tracks.
+	GoRuntime *jsonGoRuntime `json:"go_runtime,omitempty"`
+}
+
+// jsonGoRuntime is gotrace.Summary for summary -json.
+type jsonGoRuntime struct {
+	GCs            int          `json:"gc_cycles"`
+	Pauses         int          `json:"stw_pauses"`
+	PauseTotalNS   int64        `json:"stw_total_ns"`
+	PauseMaxNS     int64        `json:"stw_max_ns"`
+	Goroutines     int          `json:"goroutines"`
+	PeakGoroutines int          `json:"peak_goroutines"`
+	Regions        []jsonRegion `json:"regions"`
+}
+
+type jsonRegion struct {
+	Name    string `json:"name"`
+	Count   int    `json:"count"`
+	TotalNS int64  `json:"total_ns"`
 }
 
 // jsonProcess is one process's part of summary -json.
@@ -246,6 +303,13 @@ func writeJSON(w io.Writer, path string, f *formats.Format, s *event.Snapshot, t
 	}
 	for _, c := range deviceCounters(s) {
 		out.DeviceCounters = append(out.DeviceCounters, jsonCounter{c.device, c.deviceName, c.name, c.unit, c.n, c.min, c.mean, c.max})
+	}
+	if g, ok := gotrace.Summarize(s); ok {
+		out.GoRuntime = &jsonGoRuntime{GCs: g.GCs, Pauses: g.Pauses, PauseTotalNS: g.PauseTotal, PauseMaxNS: g.PauseMax,
+			Goroutines: g.Goroutines, PeakGoroutines: g.PeakGoroutines, Regions: []jsonRegion{}}
+		for _, r := range g.Regions {
+			out.GoRuntime.Regions = append(out.GoRuntime.Regions, jsonRegion{r.Name, r.Count, r.Total})
+		}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -363,9 +427,10 @@ func dropLines(m *event.Meta) []string {
 // >= 0, only the rows of that process (Track.Process) count.
 func spansOf(s *event.Snapshot, process int) []spanstats.Span {
 	l := s.Layout()
+	runtime := gotrace.RuntimeTracks(s) // the Go runtime's rows have a section of their own
 	var out []spanstats.Span
 	for ri := range l.Rows {
-		if process >= 0 && rowProcess(s, &l.Rows[ri]) != process {
+		if process >= 0 && rowProcess(s, &l.Rows[ri]) != process || runtime[l.Rows[ri].Track] {
 			continue
 		}
 		var stack []int // indexes into out

@@ -22,6 +22,7 @@ import (
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/chrome"
+	"github.com/devprof/devprof/exporters/gotrace"
 	"github.com/devprof/devprof/exporters/perfetto"
 	"github.com/devprof/devprof/exporters/pprof"
 	"github.com/devprof/devprof/exporters/xplane"
@@ -52,7 +53,8 @@ type Format struct {
 	// (after gunzip, at most HeadSize of them, never empty), is in this
 	// format.
 	Sniff func(head []byte) Match
-	// Write encodes s to w, gzip-compressed if gz.
+	// Write encodes s to w, gzip-compressed if gz; nil for a format
+	// devprof only reads (a Go execution trace).
 	Write func(w io.Writer, s *event.Snapshot, gz bool) error
 	// Decode reads a trace in this format, gzip-compressed or not, from r
 	// into the event model. name is the file's path: errors name it, and a
@@ -154,6 +156,26 @@ var (
 	})
 )
 
+// GoTrace is a Go execution trace (go test -trace, /debug/pprof/trace,
+// runtime/trace's FlightRecorder; package exporters/gotrace), read into
+// the same tracks as a session's Go-runtime source. devprof reads it
+// only: it is an input of convert, summary and serve.
+var GoTrace = register(&Format{
+	Name:       "gotrace",
+	Display:    "Go execution trace",
+	Viewer:     "go tool trace",
+	Extensions: []string{".out", ".trace"},
+	Sniff: func(head []byte) Match {
+		if gotrace.Sniff(head) {
+			return Strong
+		}
+		return NoMatch
+	},
+	Decode: func(r io.Reader, name string) (*event.Snapshot, error) {
+		return gotrace.Read(r, gotrace.Options{Name: name})
+	},
+})
+
 var all []*Format
 
 // register appends a row to the table: declaring a row is registering it.
@@ -247,6 +269,9 @@ func byExtension(path string) *Format {
 // form.
 func ForPath(path string) (*Format, error) {
 	if f := byExtension(path); f != nil {
+		if f.Write == nil {
+			return nil, fmt.Errorf("%q names a %s, which devprof reads but does not write: name the output %s", path, f.Display, writableList())
+		}
 		return f, nil
 	}
 	if isGzipName(path) {
@@ -254,7 +279,33 @@ func ForPath(path string) (*Format, error) {
 			return nil, fmt.Errorf("%q: %s does not read gzip-compressed %s files; drop the .gz", path, f.Viewer, f.Extensions[0])
 		}
 	}
-	return nil, fmt.Errorf("cannot tell the output format from %q: name it %s", path, extensionList())
+	return nil, fmt.Errorf("cannot tell the output format from %q: name it %s", path, outputExtensionList())
+}
+
+// writableList lists the usual extension of each format devprof writes.
+func writableList() string {
+	var exts []string
+	for _, f := range all {
+		if f.Write != nil {
+			exts = append(exts, "*"+f.Extensions[0])
+		}
+	}
+	return strings.Join(exts[:len(exts)-1], ", ") + " or " + exts[len(exts)-1]
+}
+
+// outputExtensionList lists every extension of the formats devprof
+// writes.
+func outputExtensionList() string {
+	var exts []string
+	for _, f := range all {
+		if f.Write == nil {
+			continue
+		}
+		for _, e := range f.Extensions {
+			exts = append(exts, "*"+e)
+		}
+	}
+	return strings.Join(exts[:len(exts)-1], ", ") + " or " + exts[len(exts)-1]
 }
 
 // extensionList lists every extension of the table for messages:
@@ -427,6 +478,9 @@ func WriteFile(path string, f *Format, s *event.Snapshot) error {
 		if f, err = ForPath(path); err != nil {
 			return err
 		}
+	}
+	if f.Write == nil {
+		return fmt.Errorf("%s: devprof reads %s files but does not write them: name the output %s", path, f.Display, writableList())
 	}
 	out, err := atomicfile.Create(path)
 	if err != nil {

@@ -56,6 +56,18 @@ func gzipBytes(t *testing.T, b []byte) []byte {
 	return buf.Bytes()
 }
 
+// writable returns the rows devprof writes (all but input-only formats
+// such as a Go execution trace).
+func writable() []*Format {
+	var out []*Format
+	for _, f := range All() {
+		if f.Write != nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 func TestRowsAreComplete(t *testing.T) {
 	if len(All()) == 0 {
 		t.Fatal("the table is empty")
@@ -66,6 +78,9 @@ func TestRowsAreComplete(t *testing.T) {
 			fv, name := v.Field(i), v.Type().Field(i).Name
 			if fv.Kind() == reflect.Bool {
 				continue // false is a value, not a gap
+			}
+			if f.Write == nil && (name == "Write" || name == "SessionExt") {
+				continue // an input-only format: sessions and convert do not write it
 			}
 			if fv.IsZero() || (fv.Kind() == reflect.Slice && fv.Len() == 0) {
 				t.Errorf("row %q lacks %s", f.Name, name)
@@ -78,11 +93,17 @@ func TestRowsAreComplete(t *testing.T) {
 			if e != strings.ToLower(e) || !strings.HasPrefix(e, ".") {
 				t.Errorf("row %q: extension %q must be lower case and start with a dot", f.Name, e)
 			}
+			if f.Write == nil {
+				if _, err := ForPath("x" + e); err == nil || !strings.Contains(err.Error(), "does not write") || byExtension("x"+e) != f {
+					t.Errorf("row %q: ForPath(x%s) = %v; want its row, refused as an output", f.Name, e, err)
+				}
+				continue
+			}
 			if g, err := ForPath("x" + e); g != f {
 				t.Errorf("row %q: ForPath(x%s) = %v, %v; another row claims the extension", f.Name, e, g, err)
 			}
 		}
-		if g, err := ForPath("host" + f.SessionExt); g != f {
+		if g, err := ForPath("host" + f.SessionExt); f.Write != nil && g != f {
 			t.Errorf("row %q: a session's file host%s is not named as this format (%v, %v)", f.Name, f.SessionExt, g, err)
 		}
 	}
@@ -96,7 +117,7 @@ func TestRowsAreComplete(t *testing.T) {
 func TestRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	want := kinds(sample())
-	for _, f := range All() {
+	for _, f := range writable() {
 		for _, ext := range f.Extensions {
 			path := filepath.Join(dir, "t"+ext)
 			if err := WriteFile(path, nil, sample()); err != nil {
@@ -124,7 +145,7 @@ func TestRoundTrip(t *testing.T) {
 // gzipped, under a name that says nothing and under another format's name.
 func TestDetectByContent(t *testing.T) {
 	dir := t.TempDir()
-	for _, f := range All() {
+	for _, f := range writable() {
 		var buf bytes.Buffer
 		if err := f.Write(&buf, sample(), false); err != nil {
 			t.Fatal(err)
@@ -238,7 +259,7 @@ func TestForPath(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `"out.txt"`) {
 		t.Fatalf("ForPath(out.txt) = %v", err)
 	}
-	for _, f := range All() {
+	for _, f := range writable() {
 		for _, e := range f.Extensions {
 			if !strings.Contains(err.Error(), "*"+e) {
 				t.Errorf("%q does not list %s", err, e)

@@ -423,7 +423,7 @@ func (x *writer) hostPlane(space *protoenc.Enc, l *event.Layout) {
 	}
 	total := x.rel(x.m.Stop.Mono) * 1000
 	next := int64(1)
-	for i := range l.Rows {
+	for _, i := range x.hostRowOrder(l) {
 		row := &l.Rows[i]
 		if t, ok := x.s.Track(row); ok && (t.Kind == event.TrackDeviceStream || x.otherProcess(t)) {
 			continue
@@ -477,6 +477,40 @@ func (x *writer) looseAndCounters(p *plane, id func() int64, loose, counters []*
 		x.counters(p, counters)
 		p.endLine()
 	}
+}
+
+// hostRowOrder returns the indexes of l's rows in the order of the host
+// plane's lines, which xprof's trace viewer shows in line id order: the
+// rows of tracks without a sort index as the layout has them (the
+// program's lanes first), then those with one (Track.Sorted: the Go
+// runtime's rows, a file's ranked threads) by it, so that ranked rows
+// keep their rank here as they do in Perfetto.
+func (x *writer) hostRowOrder(l *event.Layout) []int {
+	order := make([]int, len(l.Rows))
+	for i := range order {
+		order[i] = i
+	}
+	rank := func(i int) (bool, int64) {
+		if t, ok := x.s.Track(&l.Rows[i]); ok && t.Sorted {
+			return true, t.SortIndex
+		}
+		return false, 0
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		sa, ia := rank(a)
+		sb, ib := rank(b)
+		switch {
+		case sa != sb:
+			if sa {
+				return 1
+			}
+			return -1
+		case sa:
+			return cmp.Compare(ia, ib)
+		}
+		return 0
+	})
+	return order
 }
 
 // ProcessPlanePrefix begins the name of the host plane of a process other

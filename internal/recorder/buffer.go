@@ -20,6 +20,9 @@ type chunk struct {
 	next atomic.Int64 // index of the next free record; may run past len(recs)
 	base uint64       // ID of recs[0] is base+1
 	prev *chunk       // chunks form a list, newest first
+	// shard is the index of the shard that installed the chunk: the P
+	// its records were reserved on (see SpanOrigins).
+	shard int32
 }
 
 // slab is a chunk while it is a shard's current chunk, with the span
@@ -255,6 +258,7 @@ func (b *Buffer) reserveSlow(s *shard, n int) (*slab, int64) {
 		}
 		c := sl.chunk
 		c.base = b.idBase.Add(uint64(size)) - uint64(size)
+		c.shard = int32((uintptr(unsafe.Pointer(s)) - uintptr(unsafe.Pointer(&b.shards[0]))) / unsafe.Sizeof(shard{}))
 		c.next.Store(int64(n))
 		for {
 			h := b.chunks.Load()

@@ -1,0 +1,154 @@
+// Package gotrace reads Go execution traces — the files of go test
+// -trace, /debug/pprof/trace and runtime/trace's FlightRecorder — into
+// the event model, so that devprof convert, summary and serve take them
+// like any trace and write them to Perfetto, TensorBoard's profile or
+// Chrome JSON. It is a reader only (devprof writes no Go execution
+// traces): a row of the one format table (exporters/formats) over
+// internal/gotrace, which makes the same tracks as a session's Go-runtime
+// source: GC cycles and stop-the-world pauses, goroutines per P and per
+// goroutine (named by their start function), user tasks, regions and
+// logs, CPU samples, and heap, goroutine and GOMAXPROCS counters.
+//
+// It streams: golang.org/x/exp/trace holds one generation of the trace
+// at a time, and the snapshot keeps at most Options.MaxEvents events (the
+// rest are counted as dropped), so memory is bounded whatever the file's
+// size.
+package gotrace
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/gotrace"
+)
+
+// SourceName names the reader in the snapshot's drops and notes.
+const SourceName = "gotrace"
+
+// Magic is how every Go execution trace begins ("go 1.22 trace\x00…").
+var Magic = []byte("go 1.")
+
+// Sniff reports whether head, the first bytes of a file, is a Go
+// execution trace's header.
+func Sniff(head []byte) bool {
+	return bytes.HasPrefix(head, Magic) && bytes.Contains(head[:min(len(head), 16)], []byte(" trace"))
+}
+
+// DefaultMaxEvents is how many events Read keeps when Options.MaxEvents
+// is 0: four times a session's default bound, about 1 GB of peak heap
+// for a conversion at most (BenchmarkConvert), and more than the
+// viewers show at ease.
+const DefaultMaxEvents = 4_000_000
+
+// Options configure Read.
+type Options struct {
+	// Name is the file's path, for errors and the program's name.
+	Name string
+	// MaxEvents bounds the events kept; later ones are counted as
+	// dropped. 0 means DefaultMaxEvents.
+	MaxEvents int64
+	// MaxGoroutines bounds the goroutines that get a track of their own
+	// (see internal/gotrace); 0 means its default.
+	MaxGoroutines int
+	// Progress, if set, is called every 65536 trace events with the count
+	// so far.
+	Progress func(events int64)
+}
+
+// Read reads a Go execution trace, gzip-compressed or not, into the event
+// model. An unreadable file (not a Go trace, a format of a Go version
+// golang.org/x/exp/trace does not read, a damaged one) is an error that
+// says which.
+func Read(r io.Reader, o Options) (*event.Snapshot, error) {
+	where := "go execution trace: "
+	if o.Name != "" {
+		where = o.Name + ": "
+	}
+	br := bufio.NewReaderSize(r, 1<<16)
+	var in io.Reader = br
+	if m, _ := br.Peek(2); len(m) == 2 && m[0] == 0x1f && m[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("%snot a valid gzip stream: %w", where, err)
+		}
+		in = zr
+	}
+	if o.MaxEvents <= 0 {
+		o.MaxEvents = DefaultMaxEvents
+	}
+	prog := "go program"
+	if o.Name != "" {
+		prog = filepath.Base(o.Name)
+	}
+	b := event.NewBuilder(event.Meta{Program: prog, HostTracerLevel: 3})
+	b.SetMaxEvents(o.MaxEvents)
+	k := &sink{b: b, left: o.MaxEvents}
+	res, err := gotrace.Convert(in, k, gotrace.Options{MaxGoroutines: o.MaxGoroutines, Progress: o.Progress})
+	if err != nil && res.Events == 0 {
+		return nil, fmt.Errorf("%s%w", where, err)
+	}
+	if err != nil {
+		// What was read stays: a trace cut short (a process that died
+		// mid-write) still shows up to where it ends.
+		b.Warn(event.Warning{Source: SourceName, Code: "truncated", Text: fmt.Sprintf("the trace ends early: %v", err)})
+	}
+	b.AddDrops(SourceName, k.dropped+res.Dropped)
+	b.Note(event.Note{Source: SourceName, Text: fmt.Sprintf("Go execution trace: %d events; %d GCs, %d stop-the-world pauses, %d goroutines", res.Events, res.GCs, res.Pauses, res.Goroutines)})
+	s := b.Snapshot()
+	// The trace's clock is the runtime's monotonic clock; its clock
+	// snapshot (Go 1.25 and later) anchors it to the wall clock.
+	s.Meta.Start = event.ClockAnchor{Mono: res.First, Boot: res.First}
+	s.Meta.Stop = event.ClockAnchor{Mono: res.Last, Boot: res.Last}
+	if res.Clock.Wall != 0 {
+		s.Meta.Start.Wall = res.Clock.Wall - (res.Clock.Trace - res.First)
+		s.Meta.Stop.Wall = res.Clock.Wall + (res.Last - res.Clock.Trace)
+	}
+	return s, nil
+}
+
+// sink builds the snapshot, keeping at most left events.
+type sink struct {
+	b       *event.Builder
+	left    int64
+	dropped int64
+}
+
+func (k *sink) room() bool {
+	if k.left <= 0 {
+		k.dropped++
+		return false
+	}
+	k.left--
+	return true
+}
+
+func (k *sink) Track(t event.Track) uint32 { return k.b.Track(t) }
+
+func (k *sink) RenameTrack(id uint32, name string) { k.b.SetTrackName(id, name) }
+
+func (k *sink) Slice(track uint32, parent uint64, name string, start, end int64, args []event.Arg) uint64 {
+	if !k.room() {
+		return 0
+	}
+	if parent == 0 {
+		return k.b.TrackSlice(track, name, start, end, args)
+	}
+	return k.b.Span(event.Span{Name: name, Start: start, End: end, Parent: parent, Track: track, Args: args})
+}
+
+func (k *sink) Instant(track uint32, name string, t int64, args []event.Arg) {
+	if k.room() {
+		k.b.Instant(name, t, track, 0, args)
+	}
+}
+
+func (k *sink) Counter(name, unit string, t int64, v float64) {
+	if k.room() {
+		k.b.Counter(name, unit, t, v)
+	}
+}

@@ -1,0 +1,801 @@
+// Package gotrace turns a Go execution trace (the format of runtime/trace,
+// go test -trace and /debug/pprof/trace, read with golang.org/x/exp/trace)
+// into the event model's tracks: the garbage collector's cycles and
+// stop-the-world pauses, each P's goroutine executions, each goroutine's
+// states (running, runnable, blocked, in a system call) with its
+// runtime/trace regions and logs, user tasks, and the runtime's heap,
+// heap-goal, goroutine and GOMAXPROCS counters.
+//
+// It sits beside the flow rather than in it: it writes through a Sink, so
+// that the Go-runtime source (sources/goruntime, a session's buffer) and
+// the Go-trace reader (exporters/gotrace, any trace file, through
+// event.Builder) produce the same tracks from the same code. It imports
+// only the event model.
+package gotrace
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	xtrace "golang.org/x/exp/trace"
+
+	"github.com/devprof/devprof/event"
+)
+
+// Track names and counter names, as every output shows them; Stats (and
+// devprof summary on a file read back) finds the collector's slices by
+// them.
+const (
+	TrackGC  = "Go GC"             // GC cycles ("GC" slices, the concurrent mark phase)
+	TrackSTW = "Go stop-the-world" // stop-the-world pauses ("STW: <reason>" slices)
+	// TrackTasks holds runtime/trace user tasks.
+	TrackTasks = "Go tasks"
+	// ProcPrefix begins the name of a P's track ("Go P0"): the goroutines
+	// that ran on it.
+	ProcPrefix = "Go P"
+	// GoroutinePrefix begins the name of a goroutine's track ("G12
+	// main.worker"): its states, regions and logs.
+	GoroutinePrefix = "G"
+
+	// SliceGC names a GC cycle's slice on TrackGC.
+	SliceGC = "GC"
+	// STWPrefix begins a pause's slice name on TrackSTW.
+	STWPrefix = "STW: "
+
+	CounterHeap       = "Go heap in use" // bytes: /memory/classes/heap/objects:bytes
+	CounterHeapGoal   = "Go heap goal"   // bytes: /gc/heap/goal:bytes
+	CounterGoroutines = "Go goroutines"  // goroutines that exist
+	CounterGOMAXPROCS = "Go GOMAXPROCS"  // /sched/gomaxprocs:threads
+	metricHeap        = "/memory/classes/heap/objects:bytes"
+	metricHeapGoal    = "/gc/heap/goal:bytes"
+	metricGOMAXPROCS  = "/sched/gomaxprocs:threads"
+
+	// ArgGoroutine (int) is the goroutine an execution slice ran (on a P's
+	// track) or a linked span began on.
+	ArgGoroutine = "goroutine"
+	// ArgP (int) is the P a goroutine ran on.
+	ArgP = "P"
+	// InstantCPUSample names a CPU profile sample on a goroutine's track;
+	// ArgFunction (string) is the function it was in, ArgSpan (string)
+	// the innermost span it fell in, when a session attributed it.
+	InstantCPUSample = "CPU sample"
+	ArgFunction      = "function"
+	ArgSpan          = "span"
+)
+
+// Sort indexes order the runtime's tracks after the program's own rows
+// in viewers that honour them: the collector first, then the Ps, then
+// tasks and goroutines.
+const (
+	sortGC         = 1 << 20
+	sortSTW        = sortGC + 1
+	sortProc       = sortGC + 16
+	sortTasks      = sortGC + 1<<12
+	sortGoroutines = sortTasks + 1
+)
+
+// Sink receives what Convert makes of a trace. Times are nanoseconds on
+// the sink's timeline (trace times plus Options.Offset). Each method
+// returns false (or 0) when the sink had no room; Convert counts nothing
+// itself for that, the sink does.
+type Sink interface {
+	// Track registers a track and returns its id.
+	Track(t event.Track) uint32
+	// Slice adds a complete slice on a track, as a child of span parent
+	// (an ID of the sink's) or with parent 0 as a root; it returns the
+	// slice's ID, or 0 if it was dropped.
+	Slice(track uint32, parent uint64, name string, start, end int64, args []event.Arg) uint64
+	// Instant adds a point event on a track.
+	Instant(track uint32, name string, t int64, args []event.Arg)
+	// Counter adds one sample of a host counter series.
+	Counter(name, unit string, t int64, v float64)
+}
+
+// Renamer is a Sink that can rename a track it registered: a goroutine
+// that was running when the trace began is named (by its start function)
+// only once a later event shows its stack, and its track is renamed then.
+type Renamer interface {
+	RenameTrack(id uint32, name string)
+}
+
+// DefaultMaxGoroutines is how many goroutines get a track of their own
+// when Options.MaxGoroutines is 0.
+const DefaultMaxGoroutines = 1000
+
+// Options configure a conversion.
+type Options struct {
+	// Offset is added to every trace time: the sink's time of trace time
+	// zero.
+	Offset int64
+	// MonoClock places events on the system's monotonic clock (the one
+	// runtime.nanotime and devprof's sessions read) through the trace's
+	// first clock snapshot (Go 1.25 and later), replacing Offset; a trace
+	// without one keeps Offset.
+	MonoClock bool
+	// MaxGoroutines bounds the goroutines that get a track of their own:
+	// the events of the rest are counted in Stats.Dropped (the Ps' tracks
+	// still show when they ran). 0 means DefaultMaxGoroutines; negative,
+	// none.
+	MaxGoroutines int
+	// KeepRuns keeps every goroutine execution per P in Result.Runs, for a
+	// caller that joins other events to the goroutine that ran them.
+	KeepRuns bool
+	// Progress, if set, is called every 1<<16 events with the count so
+	// far.
+	Progress func(events int64)
+	// KeepSamples keeps the trace's CPU profile samples in Result.Samples
+	// instead of writing them as instants, for a caller that attributes
+	// them first (to the spans they fell in).
+	KeepSamples bool
+}
+
+// Sample is one CPU profile sample of the trace: when, on which
+// goroutine, and its stack, leaf first.
+type Sample struct {
+	T     int64
+	G     int64
+	Stack []Frame
+}
+
+// Frame is one frame of a sample's stack.
+type Frame struct {
+	Func, File string
+	Line       int64
+}
+
+// Run is one execution of a goroutine on a P.
+type Run struct {
+	Start, End int64 // sink times
+	G          int64
+}
+
+// Stats are the facts of a conversion.
+type Stats struct {
+	// Events is how many trace events were read.
+	Events int64
+	// GCs counts GC cycles (concurrent mark phases) that began in the
+	// trace or were under way at its start.
+	GCs int
+	// Pauses counts stop-the-world pauses; PauseTotal and PauseMax are
+	// their total and longest, in ns.
+	Pauses               int
+	PauseTotal, PauseMax int64
+	// Goroutines counts distinct goroutines the trace names in a state
+	// change (as go tool trace -d=parsed lists them: GoID=N).
+	Goroutines int
+	// Tracks counts goroutines that got a track of their own.
+	Tracks int
+	// Dropped counts events left out: those of goroutines over
+	// MaxGoroutines.
+	Dropped int64
+	// First and Last are the sink times of the first and last event.
+	First, Last int64
+	// Clock is the trace's first clock snapshot (Go 1.25 and later); Wall
+	// is zero when the trace has none.
+	Clock struct {
+		Trace int64 // trace time
+		Mono  int64 // the system's monotonic clock at that time
+		Wall  int64 // Unix nanoseconds at that time
+	}
+}
+
+// Result is what Convert returns.
+type Result struct {
+	Stats
+	// Runs lists, per P, the goroutine executions in time order (only
+	// with Options.KeepRuns).
+	Runs map[int64][]Run
+	// GoTrack maps a goroutine to its track (0: none).
+	GoTrack map[int64]uint32
+	// Samples are the CPU profile samples (only with Options.KeepSamples).
+	Samples []Sample
+}
+
+// ErrUnsupported wraps the error for a trace whose format golang.org/x/exp/trace
+// does not read.
+var ErrUnsupported = errors.New("not a Go execution trace devprof can read")
+
+// goState is what Convert knows of one goroutine.
+type goState struct {
+	state   xtrace.GoState
+	since   int64 // sink time the state began
+	reason  string
+	name    string // its start function
+	track   uint32
+	noTrack bool // over MaxGoroutines
+	seen    bool // named in a state change (Stats.Goroutines)
+	// trackName is the name its track was registered with.
+	trackName string
+	// display is the goroutine's name on the Ps' tracks, made from name
+	// (displayOf).
+	display, displayOf string
+	p                  int64
+	regions            []openRange
+	ranges             map[string]int64 // goroutine-scoped ranges (mark assist, STW) by name
+}
+
+type openRange struct {
+	name  string
+	start int64
+	args  []event.Arg
+}
+
+type procState struct {
+	track uint32
+	g     int64 // goroutine running, -1 none
+	start int64
+	// ranges holds proc-scoped ranges (incremental sweep) by name.
+	ranges map[string]int64
+}
+
+type converter struct {
+	sink Sink
+	o    Options
+	res  Result
+
+	gs        map[xtrace.GoID]*goState
+	ps        map[xtrace.ProcID]*procState
+	gcTrack   uint32
+	stwTrack  uint32
+	taskTrack uint32
+	gc        map[string]int64 // global ranges by name
+	tasks     map[xtrace.TaskID]openRange
+	live      int   // goroutines that exist
+	liveAt    int64 // time of the last goroutine-count sample
+	liveSent  int   // value of the last sample
+	args      []event.Arg
+	blocked   map[string]string // "blocked: <reason>" by reason
+	first     bool
+}
+
+// Convert reads the Go execution trace r and writes its tracks to sink.
+// An error names what could not be read; what was converted before it
+// stays in the sink.
+func Convert(r io.Reader, sink Sink, o Options) (*Result, error) {
+	if o.MaxGoroutines == 0 {
+		o.MaxGoroutines = DefaultMaxGoroutines
+	}
+	c := &converter{sink: sink, o: o,
+		gs: map[xtrace.GoID]*goState{}, ps: map[xtrace.ProcID]*procState{},
+		gc: map[string]int64{}, tasks: map[xtrace.TaskID]openRange{}, blocked: map[string]string{}, first: true}
+	c.res.GoTrack = map[int64]uint32{}
+	if o.KeepRuns {
+		c.res.Runs = map[int64][]Run{}
+	}
+	tr, err := xtrace.NewReader(r)
+	if err != nil {
+		return &c.res, explain(err)
+	}
+	for {
+		ev, err := tr.ReadEvent()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			c.finish()
+			return &c.res, fmt.Errorf("go execution trace: after %d events: %w", c.res.Events, err)
+		}
+		c.event(&ev)
+	}
+	c.finish()
+	return &c.res, nil
+}
+
+// versionRe finds the Go version in x/exp/trace's refusal of a header.
+var versionRe = regexp.MustCompile(`version go 1\.([0-9]+)`)
+
+// explain turns the reader's refusal of a header into an error naming the
+// trace's Go version and the ones devprof reads.
+func explain(err error) error {
+	if m := versionRe.FindStringSubmatch(err.Error()); m != nil {
+		return fmt.Errorf("%w: a trace of Go 1.%s, whose format golang.org/x/exp/trace (as devprof is built) does not read; devprof reads traces of Go 1.11 to 1.26", ErrUnsupported, m[1])
+	}
+	return fmt.Errorf("%w: %v", ErrUnsupported, err)
+}
+
+func (c *converter) time(ev *xtrace.Event) int64 { return int64(ev.Time()) + c.o.Offset }
+
+func (c *converter) event(ev *xtrace.Event) {
+	c.res.Events++
+	if c.o.MonoClock && c.res.Events == 1 && ev.Kind() == xtrace.EventSync {
+		if cs := ev.Sync().ClockSnapshot; cs != nil {
+			c.o.Offset = int64(cs.Mono) - int64(cs.Trace)
+		}
+	}
+	if c.o.Progress != nil && c.res.Events&(1<<16-1) == 0 {
+		c.o.Progress(c.res.Events)
+	}
+	t := c.time(ev)
+	if c.first {
+		c.res.First, c.first = t, false
+	}
+	c.res.Last = max(c.res.Last, t)
+	switch ev.Kind() {
+	case xtrace.EventSync:
+		if cs := ev.Sync().ClockSnapshot; cs != nil && c.res.Clock.Wall == 0 {
+			c.res.Clock.Trace, c.res.Clock.Mono, c.res.Clock.Wall = int64(cs.Trace), int64(cs.Mono), cs.Wall.UnixNano()
+		}
+	case xtrace.EventMetric:
+		c.metric(ev, t)
+	case xtrace.EventStateTransition:
+		st := ev.StateTransition()
+		switch st.Resource.Kind {
+		case xtrace.ResourceGoroutine:
+			c.goTransition(ev, &st, t)
+		case xtrace.ResourceProc:
+			// A P that stops running ends the goroutine run on it, if the
+			// goroutine's own transition did not already.
+			if from, to := st.Proc(); from.Executing() && !to.Executing() {
+				c.endRun(st.Resource.Proc(), t)
+			}
+		}
+	case xtrace.EventRangeBegin, xtrace.EventRangeActive:
+		c.rangeBegin(ev, t)
+	case xtrace.EventRangeEnd:
+		c.rangeEnd(ev, t)
+	case xtrace.EventTaskBegin:
+		tk := ev.Task()
+		c.tasks[tk.ID] = openRange{name: taskName(tk.Type), start: t, args: []event.Arg{intArg("task", int64(tk.ID)), intArg("parent task", parentTask(tk.Parent))}}
+	case xtrace.EventTaskEnd:
+		tk := ev.Task()
+		or, ok := c.tasks[tk.ID]
+		if !ok { // begun before the trace: it runs from the trace's start
+			or = openRange{name: taskName(tk.Type), start: c.res.First, args: []event.Arg{intArg("task", int64(tk.ID)), intArg("parent task", parentTask(tk.Parent))}}
+		}
+		delete(c.tasks, tk.ID)
+		c.sink.Slice(c.tasks0(), 0, or.name, or.start, t, or.args)
+	case xtrace.EventRegionBegin:
+		if g := c.goroutine(ev.Goroutine(), t); g != nil {
+			rg := ev.Region()
+			g.regions = append(g.regions, openRange{name: rg.Type, start: t, args: taskArgs(rg.Task)})
+		}
+	case xtrace.EventRegionEnd:
+		if g := c.goroutine(ev.Goroutine(), t); g != nil {
+			rg := ev.Region()
+			or := openRange{name: rg.Type, start: c.res.First, args: taskArgs(rg.Task)}
+			// The innermost open region of that type ends; one begun
+			// before the trace runs from its start.
+			for i := len(g.regions) - 1; i >= 0; i-- {
+				if g.regions[i].name == rg.Type {
+					or = g.regions[i]
+					g.regions = append(g.regions[:i], g.regions[i+1:]...)
+					break
+				}
+			}
+			c.goSlice(g, ev.Goroutine(), or.name, or.start, t, or.args)
+		}
+	case xtrace.EventLog:
+		if g := c.goroutine(ev.Goroutine(), t); g != nil {
+			l := ev.Log()
+			name := l.Category
+			if name == "" {
+				name = "log"
+			}
+			if tr := c.goTrack(g, ev.Goroutine()); tr != 0 {
+				c.sink.Instant(tr, name, t, append(taskArgs(l.Task), event.Arg{Key: "message", Kind: event.ArgString, Str: l.Message}))
+			} else {
+				c.res.Dropped++
+			}
+		}
+	case xtrace.EventStackSample:
+		// A CPU profile sample: where the goroutine was, on its track.
+		g := c.goroutine(ev.Goroutine(), t)
+		if g == nil {
+			return
+		}
+		if c.o.KeepSamples {
+			sm := Sample{T: t, G: int64(ev.Goroutine())}
+			for f := range ev.Stack().Frames() {
+				sm.Stack = append(sm.Stack, Frame{Func: f.Func, File: f.File, Line: int64(f.Line)})
+			}
+			c.res.Samples = append(c.res.Samples, sm)
+			return
+		}
+		fn := ""
+		for f := range ev.Stack().Frames() {
+			fn = f.Func
+			break
+		}
+		if tr := c.goTrack(g, ev.Goroutine()); tr != 0 {
+			c.sink.Instant(tr, InstantCPUSample, t, []event.Arg{{Key: ArgFunction, Kind: event.ArgString, Str: fn}})
+		} else {
+			c.res.Dropped++
+		}
+	}
+}
+
+func taskName(typ string) string {
+	if typ == "" {
+		return "task"
+	}
+	return typ
+}
+
+func parentTask(id xtrace.TaskID) int64 {
+	if id == xtrace.NoTask {
+		return 0
+	}
+	return int64(id)
+}
+
+func taskArgs(id xtrace.TaskID) []event.Arg {
+	if id == xtrace.NoTask || id == 0 {
+		return nil
+	}
+	return []event.Arg{intArg("task", int64(id))}
+}
+
+func intArg(k string, v int64) event.Arg {
+	return event.Arg{Key: k, Kind: event.ArgInt, Num: uint64(v)}
+}
+
+func (c *converter) tasks0() uint32 {
+	if c.taskTrack == 0 {
+		c.taskTrack = c.sink.Track(event.Track{Kind: event.TrackHostThread, Name: TrackTasks, SortIndex: sortTasks, Sorted: true})
+	}
+	return c.taskTrack
+}
+
+func (c *converter) metric(ev *xtrace.Event, t int64) {
+	m := ev.Metric()
+	if m.Value.Kind() != xtrace.ValueUint64 {
+		return
+	}
+	v := float64(m.Value.Uint64())
+	switch m.Name {
+	case metricHeap:
+		c.sink.Counter(CounterHeap, "bytes", t, v)
+	case metricHeapGoal:
+		c.sink.Counter(CounterHeapGoal, "bytes", t, v)
+	case metricGOMAXPROCS:
+		c.sink.Counter(CounterGOMAXPROCS, "", t, v)
+	default:
+		c.sink.Counter("Go "+m.Name, "", t, v)
+	}
+}
+
+// goroutine returns the state of goroutine id, creating it at t.
+func (c *converter) goroutine(id xtrace.GoID, t int64) *goState {
+	if id == xtrace.NoGoroutine {
+		return nil
+	}
+	g := c.gs[id]
+	if g == nil {
+		g = &goState{since: t, p: -1}
+		c.gs[id] = g
+	}
+	return g
+}
+
+// goTrack returns goroutine id's track, registering it on first use, or
+// 0 when it is over the bound.
+func (c *converter) goTrack(g *goState, id xtrace.GoID) uint32 {
+	if g.track != 0 || g.noTrack {
+		return g.track
+	}
+	if c.o.MaxGoroutines < 0 || c.res.Tracks >= c.o.MaxGoroutines {
+		g.noTrack = true
+		return 0
+	}
+	name := GoroutinePrefix + strconv.FormatInt(int64(id), 10)
+	if g.name != "" {
+		name += " " + g.name
+	}
+	g.track = c.sink.Track(event.Track{Kind: event.TrackHostThread, Name: name, SortIndex: sortGoroutines + int64(id), Sorted: true})
+	g.trackName = g.name
+	c.res.Tracks++
+	c.res.GoTrack[int64(id)] = g.track
+	return g.track
+}
+
+// goSlice adds a slice on a goroutine's track, counting it as dropped
+// when the goroutine has none.
+func (c *converter) goSlice(g *goState, id xtrace.GoID, name string, start, end int64, args []event.Arg) {
+	if tr := c.goTrack(g, id); tr != 0 {
+		c.sink.Slice(tr, 0, name, start, end, args)
+		return
+	}
+	c.res.Dropped++
+}
+
+func (c *converter) procTrack(p xtrace.ProcID) *procState {
+	ps := c.ps[p]
+	if ps == nil {
+		ps = &procState{g: -1}
+		ps.track = c.sink.Track(event.Track{Kind: event.TrackHostThread, Name: ProcPrefix + strconv.FormatInt(int64(p), 10), SortIndex: sortProc + int64(p), Sorted: true})
+		c.ps[p] = ps
+	}
+	return ps
+}
+
+// startFunc names a goroutine by the outermost frame of a stack (its
+// start function).
+func startFunc(s xtrace.Stack) string {
+	name := ""
+	for f := range s.Frames() {
+		if f.Func != "runtime.goexit" {
+			name = f.Func
+		}
+	}
+	return name
+}
+
+func (c *converter) goTransition(ev *xtrace.Event, st *xtrace.StateTransition, t int64) {
+	id := st.Resource.Goroutine()
+	from, to := st.Goroutine()
+	g := c.goroutine(id, t)
+	if !g.seen {
+		g.seen = true
+		c.res.Goroutines++
+	}
+	if g.name == "" {
+		switch {
+		case from == xtrace.GoNotExist || from == xtrace.GoUndetermined:
+			g.name = startFunc(st.Stack)
+		case ev.Goroutine() == id:
+			// One that existed before the trace, running: its own stack
+			// when it stops names it.
+			g.name = startFunc(ev.Stack())
+		}
+	}
+	if from == xtrace.GoNotExist || from == xtrace.GoUndetermined {
+		if to != xtrace.GoNotExist {
+			c.live++
+		}
+	} else if to == xtrace.GoNotExist {
+		c.live--
+	}
+	c.sampleLive(t)
+	// The state that ends.
+	if from != xtrace.GoUndetermined && from != xtrace.GoNotExist && t >= g.since {
+		name := c.stateName(g.state, g.reason)
+		var args []event.Arg
+		if g.state == xtrace.GoRunning && g.p >= 0 {
+			args = c.args[:0]
+			args = append(args, intArg(ArgP, g.p))
+		}
+		c.goSlice(g, id, name, g.since, t, args)
+	}
+	if from == xtrace.GoRunning || (from.Executing() && !to.Executing()) {
+		if g.p >= 0 {
+			c.endRun(xtrace.ProcID(g.p), t)
+		}
+	}
+	g.state, g.since, g.reason = to, t, st.Reason
+	g.p = -1
+	if to == xtrace.GoRunning {
+		if p := ev.Proc(); p != xtrace.NoProc {
+			g.p = int64(p)
+			ps := c.procTrack(p)
+			if ps.g >= 0 { // a run the trace never ended
+				c.endRun(p, t)
+			}
+			ps.g, ps.start = int64(id), t
+		}
+	}
+}
+
+// endRun closes the goroutine run on P p at t.
+func (c *converter) endRun(p xtrace.ProcID, t int64) {
+	ps := c.ps[p]
+	if ps == nil || ps.g < 0 {
+		return
+	}
+	gid := ps.g
+	ps.g = -1
+	var name string
+	if g := c.gs[xtrace.GoID(gid)]; g != nil {
+		name = c.display(g, gid)
+	} else {
+		name = GoroutinePrefix + strconv.FormatInt(gid, 10)
+	}
+	c.args = append(c.args[:0], intArg(ArgGoroutine, gid))
+	c.sink.Slice(ps.track, 0, name, ps.start, t, c.args)
+	if c.o.KeepRuns {
+		c.res.Runs[int64(p)] = append(c.res.Runs[int64(p)], Run{Start: ps.start, End: t, G: gid})
+	}
+}
+
+// display is how a goroutine is named on the Ps' tracks ("G12
+// main.worker"), made once per goroutine (and again once it learns its
+// name).
+func (c *converter) display(g *goState, id int64) string {
+	if g.display == "" || g.displayOf != g.name {
+		g.display = GoroutinePrefix + strconv.FormatInt(id, 10)
+		if g.name != "" {
+			g.display += " " + g.name
+		}
+		g.displayOf = g.name
+	}
+	return g.display
+}
+
+// stateName is stateName with "blocked: <reason>" made once per reason:
+// a handful of reasons name millions of slices.
+func (c *converter) stateName(s xtrace.GoState, reason string) string {
+	if s != xtrace.GoWaiting || reason == "" {
+		return stateName(s, reason)
+	}
+	n, ok := c.blocked[reason]
+	if !ok {
+		n = stateName(s, reason)
+		c.blocked[reason] = n
+	}
+	return n
+}
+
+// stateName is how a goroutine state shows on its track.
+func stateName(s xtrace.GoState, reason string) string {
+	switch s {
+	case xtrace.GoRunning:
+		return "running"
+	case xtrace.GoRunnable:
+		return "runnable"
+	case xtrace.GoSyscall:
+		return "syscall"
+	case xtrace.GoWaiting:
+		if reason != "" {
+			return "blocked: " + reason
+		}
+		return "blocked"
+	}
+	return s.String()
+}
+
+// sampleLive writes the goroutine count when it changed, at most every
+// 10 µs (a burst of creations is one step, not thousands of samples).
+func (c *converter) sampleLive(t int64) {
+	if c.live == c.liveSent || (t-c.liveAt < 10_000 && c.liveAt != 0) {
+		return
+	}
+	c.sink.Counter(CounterGoroutines, "", t, float64(c.live))
+	c.liveAt, c.liveSent = t, c.live
+}
+
+func (c *converter) rangeBegin(ev *xtrace.Event, t int64) {
+	r := ev.Range()
+	if ev.Kind() == xtrace.EventRangeActive {
+		t = c.res.First // under way when the trace began
+	}
+	switch r.Scope.Kind {
+	case xtrace.ResourceNone:
+		if r.Name == "GC concurrent mark phase" {
+			c.res.GCs++
+		}
+		c.gc[r.Name] = t
+	case xtrace.ResourceGoroutine:
+		if g := c.goroutine(r.Scope.Goroutine(), t); g != nil {
+			if g.ranges == nil {
+				g.ranges = map[string]int64{}
+			}
+			g.ranges[r.Name] = t
+		}
+	case xtrace.ResourceProc:
+		ps := c.procTrack(r.Scope.Proc())
+		if ps.ranges == nil {
+			ps.ranges = map[string]int64{}
+		}
+		ps.ranges[r.Name] = t
+	}
+}
+
+func (c *converter) rangeEnd(ev *xtrace.Event, t int64) {
+	r := ev.Range()
+	switch r.Scope.Kind {
+	case xtrace.ResourceNone:
+		start, ok := c.gc[r.Name]
+		if !ok {
+			start = c.res.First
+		}
+		delete(c.gc, r.Name)
+		c.globalRange(r.Name, start, t)
+	case xtrace.ResourceGoroutine:
+		id := ev.Goroutine()
+		if r.Scope.Goroutine() != xtrace.NoGoroutine {
+			id = r.Scope.Goroutine()
+		}
+		g := c.goroutine(id, t)
+		if g == nil {
+			return
+		}
+		start, ok := g.ranges[r.Name]
+		if !ok {
+			start = c.res.First
+		}
+		delete(g.ranges, r.Name)
+		if strings.HasPrefix(r.Name, "stop-the-world") {
+			c.stw(r.Name, start, t)
+			return
+		}
+		c.goSlice(g, id, r.Name, start, t, nil)
+	case xtrace.ResourceProc:
+		ps := c.procTrack(r.Scope.Proc())
+		start, ok := ps.ranges[r.Name]
+		if !ok {
+			start = c.res.First
+		}
+		delete(ps.ranges, r.Name)
+		c.sink.Slice(ps.track, 0, r.Name, start, t, nil)
+	}
+}
+
+func (c *converter) globalRange(name string, start, end int64) {
+	if name == "GC concurrent mark phase" {
+		if c.gcTrack == 0 {
+			c.gcTrack = c.sink.Track(event.Track{Kind: event.TrackHostThread, Name: TrackGC, SortIndex: sortGC, Sorted: true})
+		}
+		c.sink.Slice(c.gcTrack, 0, SliceGC, start, end, []event.Arg{{Key: "phase", Kind: event.ArgString, Str: "concurrent mark"}})
+		return
+	}
+	if strings.HasPrefix(name, "stop-the-world") {
+		c.stw(name, start, end)
+		return
+	}
+	if c.gcTrack == 0 {
+		c.gcTrack = c.sink.Track(event.Track{Kind: event.TrackHostThread, Name: TrackGC, SortIndex: sortGC, Sorted: true})
+	}
+	c.sink.Slice(c.gcTrack, 0, name, start, end, nil)
+}
+
+// stw adds a stop-the-world pause.
+func (c *converter) stw(name string, start, end int64) {
+	if c.stwTrack == 0 {
+		c.stwTrack = c.sink.Track(event.Track{Kind: event.TrackHostThread, Name: TrackSTW, SortIndex: sortSTW, Sorted: true})
+	}
+	reason := strings.TrimSuffix(strings.TrimPrefix(name, "stop-the-world ("), ")")
+	c.sink.Slice(c.stwTrack, 0, STWPrefix+reason, start, end, nil)
+	d := end - start
+	c.res.Pauses++
+	c.res.PauseTotal += d
+	c.res.PauseMax = max(c.res.PauseMax, d)
+}
+
+// finish closes what the trace left open at its last event.
+func (c *converter) finish() {
+	// In a fixed order, so that one trace always converts the same way.
+	end := c.res.Last
+	for _, p := range slices.Sorted(maps.Keys(c.ps)) {
+		ps := c.ps[p]
+		if ps.g >= 0 {
+			c.endRun(p, end)
+		}
+		for _, name := range slices.Sorted(maps.Keys(ps.ranges)) {
+			c.sink.Slice(ps.track, 0, name, ps.ranges[name], end, nil)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.gs)) {
+		g := c.gs[id]
+		if g.state != xtrace.GoUndetermined && g.state != xtrace.GoNotExist && end > g.since {
+			c.goSlice(g, id, c.stateName(g.state, g.reason), g.since, end, nil)
+		}
+		for _, r := range g.regions {
+			c.goSlice(g, id, r.name, r.start, end, r.args)
+		}
+		if rn, ok := c.sink.(Renamer); ok && g.track != 0 && g.name != g.trackName {
+			rn.RenameTrack(g.track, GoroutinePrefix+strconv.FormatInt(int64(id), 10)+" "+g.name)
+		}
+		for _, name := range slices.Sorted(maps.Keys(g.ranges)) {
+			if strings.HasPrefix(name, "stop-the-world") {
+				c.stw(name, g.ranges[name], end)
+				continue
+			}
+			c.goSlice(g, id, name, g.ranges[name], end, nil)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.gc)) {
+		c.globalRange(name, c.gc[name], end)
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.tasks)) {
+		tk := c.tasks[id]
+		c.sink.Slice(c.tasks0(), 0, tk.name, tk.start, end, tk.args)
+	}
+	if c.liveSent != c.live {
+		c.sink.Counter(CounterGoroutines, "", end, float64(c.live))
+	}
+}
