@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/event"
-	"github.com/devprof/devprof/internal/runstore"
 	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/exporters/pprof"
 	"github.com/devprof/devprof/internal/metatext"
+	"github.com/devprof/devprof/internal/runstore"
 	"github.com/devprof/devprof/membreakdown"
 )
 

@@ -91,6 +91,23 @@ func Base(loc string) string {
 	return path.Base(loc)
 }
 
+// Dir returns all but the last element of loc (its parent directory).
+func Dir(loc string) string {
+	if !IsURL(loc) {
+		return filepath.Dir(loc)
+	}
+	u, err := url.Parse(loc)
+	if err != nil {
+		return loc
+	}
+	u.Path = path.Dir(path.Clean("/" + u.Path))
+	if u.Path == "/" {
+		u.Path = ""
+	}
+	u.RawPath = ""
+	return u.String()
+}
+
 // Display is loc as messages show it: a URL without its query (which holds
 // options such as the endpoint, never secrets, but makes lines long), a
 // local path as it is.
@@ -394,10 +411,14 @@ func retry(ctx context.Context, obj object, verb string, op func(context.Context
 		return err
 	}
 	start := time.Now()
+	var last error // the last failure not caused by the bound itself
 	for n := 1; ; n++ {
 		err := op(ctx, b)
 		if err == nil {
 			return nil
+		}
+		if ctx.Err() == nil || last == nil {
+			last = err
 		}
 		code := gcerrors.Code(err)
 		switch {
@@ -410,8 +431,8 @@ func retry(ctx context.Context, obj object, verb string, op func(context.Context
 		}
 		wait := backoff(n + 1)
 		if ctx.Err() != nil || time.Since(start)+wait >= limit {
-			return fmt.Errorf("cannot %s %s: gave up after %d attempts in %v (DEVPROF_STORE_TIMEOUT=%v): %v",
-				verb, obj.shown, n, time.Since(start).Round(time.Millisecond), limit, cause(err))
+			return fmt.Errorf("cannot %s %s: gave up after %d attempts in %v (DEVPROF_STORE_TIMEOUT=%v): %w",
+				verb, obj.shown, n, time.Since(start).Round(time.Millisecond), limit, causeError{last})
 		}
 		select {
 		case <-time.After(wait):
