@@ -375,3 +375,53 @@ func TestS3TensorBoardListsRun(t *testing.T) {
 		}
 	}
 }
+
+// TestS3CollectFanOut: devprof collect --log_dir s3://… captures two
+// profile servers into one run in the bucket (each host's xplane and the
+// merged trace), prints the run's URL, and leaves no staging behind.
+func TestS3CollectFanOut(t *testing.T) {
+	srv := s3test.Start(t)
+	tmp := t.TempDir()
+	addrs := []string{startCollectChild(t, "a"), startCollectChild(t, "b")}
+	t.Setenv("TMPDIR", tmp) // where collect stages the run (after the children started)
+	logdir := srv.URL("collected")
+	code, stdout, stderr := runCLI("collect", strings.Join(addrs, ","), "500", "--log_dir", logdir, "--no_perfetto_link")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	runURL := strings.TrimSpace(stdout)
+	if !strings.HasPrefix(runURL, logdir+"/plugins/profile/") || strings.Contains(runURL, "\n") {
+		t.Fatalf("stdout %q, want the run's URL alone", stdout)
+	}
+	entries, err := runstore.List(context.Background(), runURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name)
+	}
+	want := []string{fileHostName(addrs[0]) + ".xplane.pb", fileHostName(addrs[1]) + ".xplane.pb", collectMergedName}
+	sort.Strings(want)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("the run holds %v, want %v", got, want)
+	}
+	key := strings.TrimPrefix(runURL, "s3://"+srv.Bucket+"/")
+	s, err := formats.Perfetto.ReadFile(srv.Path(key+"/"+collectMergedName), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := hostSpans(s)
+	for _, a := range addrs {
+		if len(spans[a]) == 0 {
+			t.Errorf("the merged trace has no spans of host %s (processes: %v)", a, s.Processes)
+		}
+	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Errorf("staging left behind in TMPDIR: %v", left)
+	}
+	// summary reads the collected run from the bucket.
+	if code, out, e := runCLI("summary", logdir); code != 0 || !strings.Contains(out, "work a") || !strings.Contains(out, "work b") {
+		t.Errorf("summary %s: exit %d\n%s\n%s", logdir, code, out, e)
+	}
+}
