@@ -10,6 +10,11 @@
 //	    <host>.xplane.pb       TensorBoard profile: tensorboard --logdir <logdir>, or xprof
 //	    <host>.trace.json.gz   Chrome JSON, with Options.ChromeTrace
 //
+// The log directory may also be a bucket URL (s3://, gs://, azblob://):
+// the files are written locally first and each is uploaded whole when
+// Stop ends (see internal/runstore; README, "Log directories on object
+// storage").
+//
 // The one-line form mirrors jax.profiler.trace:
 //
 //	stop := trace.Start("/tmp/prof")

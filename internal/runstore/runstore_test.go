@@ -316,3 +316,37 @@ func BenchmarkS3Put(b *testing.B) {
 		}
 	}
 }
+
+// FuzzLocations: no location makes Join, Base, Dir, Display or parse
+// panic, and a bucket URL joined with a name stays in its bucket, one
+// element deeper.
+func FuzzLocations(f *testing.F) {
+	for _, s := range []string{"/tmp/prof", "s3://b/logs?region=x&use_path_style=true", "gs://b", "azblob://c/a/../b",
+		"file:///tmp/x", "s3://b/%2e%2e/x", "s3://b/a b/#frag", "s3://", "s3://b/a?x=%zz"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, loc string) {
+		Base(loc)
+		Dir(loc)
+		Display(loc)
+		j := Join(loc, "run")
+		if !IsURL(loc) {
+			return
+		}
+		o, err := parse(loc)
+		if err != nil {
+			return
+		}
+		oj, err := parse(j)
+		if err != nil {
+			t.Fatalf("Join(%q) = %q does not parse: %v", loc, j, err)
+		}
+		want := "run"
+		if o.key != "" {
+			want = o.key + "/run"
+		}
+		if oj.bucket != o.bucket || oj.key != want {
+			t.Fatalf("Join(%q) = %q: bucket %q key %q, want %q %q", loc, j, oj.bucket, oj.key, o.bucket, want)
+		}
+	})
+}
