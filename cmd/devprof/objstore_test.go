@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -423,5 +424,80 @@ func TestS3CollectFanOut(t *testing.T) {
 	// summary reads the collected run from the bucket.
 	if code, out, e := runCLI("summary", logdir); code != 0 || !strings.Contains(out, "work a") || !strings.Contains(out, "work b") {
 		t.Errorf("summary %s: exit %d\n%s\n%s", logdir, code, out, e)
+	}
+}
+
+// TestS3ServeAndMemory: devprof serve hands ui.perfetto.dev the object's
+// own bytes, and devprof memory and memory breakdown read a profile from
+// the bucket (an object, or a log directory's newest) as from disk.
+func TestS3ServeAndMemory(t *testing.T) {
+	srv := s3test.Start(t)
+	ctx := context.Background()
+	// memory
+	local := writeMemProfile(t, liveMemory(), "h.memory.pb.gz")
+	obj := srv.URL("mem/plugins/profile/r/h.memory.pb.gz")
+	if err := runstore.Put(ctx, obj, local, runstore.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args        []string
+		remote, loc string
+	}{
+		{[]string{"memory", "-json"}, obj, local},
+		{[]string{"memory", "breakdown", "-json"}, srv.URL("mem"), local},
+	} {
+		code, rs, re := runCLI(append(c.args, c.remote)...)
+		if code != 0 {
+			t.Fatalf("%v %s: exit %d: %s", c.args, c.remote, code, re)
+		}
+		code, ls, le := runCLI(append(c.args, c.loc)...)
+		if code != 0 {
+			t.Fatalf("%v %s: exit %d: %s", c.args, c.loc, code, le)
+		}
+		if rs == "" || strings.ReplaceAll(rs, obj, local) != ls {
+			t.Errorf("%v of %s differs from the local file's:\n%s\nlocal:\n%s", c.args, c.remote, rs, ls)
+		}
+	}
+	// serve
+	serveAddr = "127.0.0.1:0"
+	defer func() { serveAddr = "" }()
+	s := recordS3Session(t, srv.URL("serve"), &trace.Options{Hostname: "h"})
+	want, err := os.ReadFile(srv.Path(strings.TrimPrefix(s.Outputs().Perfetto, "s3://"+srv.Bucket+"/")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	var errOut bytes.Buffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run([]string{"serve", "-timeout", "20s", s.Outputs().Perfetto}, pw, &errOut)
+		pw.Close()
+	}()
+	urls := make(chan string, 1)
+	go func() { // drained on its own goroutine: serve writes while the test fetches
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if line := sc.Text(); strings.Contains(line, " once at http://") {
+				urls <- line[strings.Index(line, " once at ")+len(" once at "):]
+			}
+		}
+		close(urls)
+	}()
+	var got []byte
+	if u, ok := <-urls; ok {
+		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 20 * time.Second}).Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	for range urls {
+	}
+	if rc := <-code; rc != 0 {
+		t.Fatalf("serve: exit %d: %s", rc, errOut.String())
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("serve handed out %d bytes, want the object's %d", len(got), len(want))
 	}
 }
