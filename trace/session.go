@@ -10,6 +10,11 @@
 //	    <host>.xplane.pb       TensorBoard profile: tensorboard --logdir <logdir>, or xprof
 //	    <host>.trace.json.gz   Chrome JSON, with Options.ChromeTrace
 //
+// The log directory may also be a bucket URL (s3://, gs://, azblob://):
+// the files are written locally first and each is uploaded whole when
+// Stop ends (see internal/runstore; README, "Log directories on object
+// storage").
+//
 // The one-line form mirrors jax.profiler.trace:
 //
 //	stop := trace.Start("/tmp/prof")
@@ -41,6 +46,7 @@ import (
 	"github.com/devprof/devprof/exporters/pprof"
 	"github.com/devprof/devprof/internal/atomicfile"
 	"github.com/devprof/devprof/internal/recorder"
+	"github.com/devprof/devprof/internal/runstore"
 	"github.com/devprof/devprof/perfettolink"
 )
 
@@ -198,7 +204,11 @@ func startSession(logdir string, opts *Options, capture bool) (*Session, error) 
 		// its directory is made at Stop, when there is something to write: a
 		// program that exits without stopping leaves no empty run for
 		// TensorBoard to list. Start checks that it could be written.
-		base, err := checkProfileDir(logdir)
+		check := checkProfileDir
+		if runstore.IsURL(logdir) {
+			check = checkStore
+		}
+		base, err := check(logdir)
 		if err != nil {
 			return nil, err
 		}
@@ -336,7 +346,15 @@ func (s *Session) stop() error {
 	if !s.cfg.perfetto && !s.cfg.xplane && !s.cfg.chrome && mem == nil && s.cpu == nil {
 		return nil // no output asked for: no run directory either
 	}
-	runDir, err := makeRunDir(s.profileDir, s.runName)
+	remote := runstore.IsURL(s.profileDir)
+	var runDir string
+	var err error
+	if remote {
+		// Written locally first, then uploaded whole (publishRun).
+		runDir, err = os.MkdirTemp("", "devprof-run-")
+	} else {
+		runDir, err = makeRunDir(s.profileDir, s.runName)
+	}
 	if err != nil {
 		return err
 	}
@@ -401,6 +419,10 @@ func (s *Session) stop() error {
 		}()
 	}
 	wg.Wait()
+	if remote {
+		errs = append(errs, publishRun(runDir, s.profileDir, s.runName, host, &s.out))
+		s.runDir = s.out.RunDir
+	}
 	if s.out.Perfetto == "" && s.out.XPlane == "" && s.out.Chrome == "" && s.out.Memory == "" && s.out.CPU == "" {
 		// Nothing was written (every write failed, or no output was
 		// asked for): TensorBoard would list the empty directory as a run.
@@ -413,7 +435,9 @@ func (s *Session) stop() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if s.cfg.link && s.out.Perfetto != "" {
+	if s.cfg.link && s.out.Perfetto != "" && remote {
+		printOnce("devprof: the Perfetto link serves local files only: devprof serve " + shellQuote(s.out.Perfetto) + " serves this one")
+	} else if s.cfg.link && s.out.Perfetto != "" {
 		if err := perfettolink.Serve(context.Background(), s.out.Perfetto, perfettolink.Options{Timeout: s.cfg.linkTimeout}); err != nil {
 			return err
 		}

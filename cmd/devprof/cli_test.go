@@ -97,7 +97,7 @@ func TestCommandHelpIsComplete(t *testing.T) {
 }
 
 // testOnlyEnv are the DEVPROF_* variables only devprof's own tests read.
-var testOnlyEnv = []string{"DEVPROF_CONFORMANCE_DIR", "DEVPROF_REQUIRE_CUPTI", "DEVPROF_CLOCK_TEST_LONG", "DEVPROF_PANIC_CHILD"}
+var testOnlyEnv = []string{"DEVPROF_CONFORMANCE_DIR", "DEVPROF_REQUIRE_CUPTI", "DEVPROF_REQUIRE_S3", "DEVPROF_CLOCK_TEST_LONG", "DEVPROF_PANIC_CHILD"}
 
 // TestHelpListsEnvironment: devprof -h lists every DEVPROF_* variable the
 // tree's non-test code names, and no other.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/internal/atomicfile"
+	"github.com/devprof/devprof/internal/runstore"
 	pb "github.com/devprof/devprof/profileserver/profilerpb"
 )
 
@@ -36,7 +37,7 @@ var collectInterrupt = func(ctx context.Context) (context.Context, context.Cance
 // (tensorflow.ProfilerService: package profileserver, jax.profiler.start_server),
 // with jax.collect_profile's flags, and writes one run directory with one
 // <host>.xplane.pb per host.
-func runCollect(args []string, stdout, stderr io.Writer) error {
+func runCollect(args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("collect", stderr)
 	logdir := fs.String("log_dir", "", "log directory; the run goes to `DIR`/plugins/profile/<run> (default: a new temporary directory)")
 	hostLevel := fs.Uint("host_tracer_level", 2, "host tracer level: 0 off, 1 user annotations, 2 also expensive runtime work, 3 also verbose")
@@ -64,6 +65,15 @@ func runCollect(args []string, stdout, stderr io.Writer) error {
 	if *timeout <= 0 {
 		*timeout = 2*d + time.Minute
 	}
+	// A bucket URL: the run is written to a local staging directory and
+	// uploaded at the end (publishRemote).
+	remote, publish := "", func() {}
+	if runstore.IsURL(*logdir) {
+		remote = *logdir
+		if *logdir, err = remoteLogdir(remote); err != nil {
+			return err
+		}
+	}
 	if *logdir == "" {
 		if *logdir, err = os.MkdirTemp("", "devprof-collect-"); err != nil {
 			return err
@@ -71,6 +81,17 @@ func runCollect(args []string, stdout, stderr io.Writer) error {
 	}
 	run := time.Now().Format("2006_01_02_15_04_05")
 	runDir := filepath.Join(*logdir, "plugins", "profile", run)
+	if remote != "" {
+		kept := true
+		publish = sync.OnceFunc(func() {
+			kept = !publishRemote(&err, stdout, stderr, runDir, runstore.Join(remote, "plugins", "profile", run))
+		})
+		defer func() {
+			if publish(); !kept {
+				os.RemoveAll(*logdir)
+			}
+		}()
+	}
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return fmt.Errorf("cannot create the run directory: %w", err)
 	}
@@ -122,7 +143,9 @@ func runCollect(args []string, stdout, stderr io.Writer) error {
 		os.Remove(runDir) // only if empty: TensorBoard would list it as a run
 		return fmt.Errorf("no host returned a trace")
 	}
-	fmt.Fprintf(stdout, "%s\n", runDir)
+	if remote == "" { // else publishRemote prints the run's URL
+		fmt.Fprintf(stdout, "%s\n", runDir)
+	}
 	fmt.Fprintf(stderr, "devprof collect: wrote %d of %d host(s) to %s; open with xprof --logdir %s, or devprof summary %s\n",
 		wrote, len(addrs), runDir, *logdir, runDir)
 	var merged string
@@ -139,6 +162,7 @@ func runCollect(args []string, stdout, stderr io.Writer) error {
 	if len(errs) > 0 {
 		return fmt.Errorf("%d of %d host(s) failed", len(errs), len(addrs))
 	}
+	publish() // before the link, which waits for the browser
 	if merged != "" && !*noLink {
 		return serve(merged, 0, stderr)
 	}

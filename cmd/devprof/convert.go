@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/exporters/formats"
+	"github.com/devprof/devprof/internal/runstore"
 )
 
 func runConvert(args []string, stdout, stderr io.Writer) error {
@@ -19,7 +20,7 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	in, out := fs.Arg(0), fs.Arg(1)
-	outFmt, err := formats.ForPath(out) // before reading: a bad name costs nothing
+	outFmt, err := formats.ForPath(runstore.Display(out)) // before reading: a bad name costs nothing
 	if err != nil {
 		return err
 	}
@@ -31,7 +32,7 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := formats.WriteFile(out, outFmt, s); err != nil {
+	if err := writeTrace(out, outFmt, s); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s (%s, %s) → %s (%s) in %v\n", in, inFmt.Display, plural(int64(len(s.Events)), "event"), out, outFmt.Display, time.Since(start).Round(time.Millisecond))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/mlpdemo"
+	"github.com/devprof/devprof/internal/runstore"
 	"github.com/devprof/devprof/sources/goruntime"
 	"github.com/devprof/devprof/trace"
 )
@@ -85,11 +86,11 @@ func printOpenHints(w io.Writer, out trace.Outputs) {
 		fmt.Fprintf(w, "  devprof summary %s\n      top spans by total and self time, in the terminal\n", shellQuote(out.Perfetto))
 	}
 	if out.XPlane != "" {
-		logdir := filepath.Dir(filepath.Dir(filepath.Dir(out.RunDir)))
+		logdir := runstore.Dir(runstore.Dir(runstore.Dir(out.RunDir)))
 		fmt.Fprintf(w, "  tensorboard --logdir %s     (or: xprof --logdir %s)\n      TensorBoard's Profile tab: trace viewer, steps and step time on the overview page\n", shellQuote(logdir), shellQuote(logdir))
 	}
 	if out.Chrome != "" {
-		fmt.Fprintf(w, "  chrome://tracing or https://ui.perfetto.dev also open %s\n", filepath.Base(out.Chrome))
+		fmt.Fprintf(w, "  chrome://tracing or https://ui.perfetto.dev also open %s\n", runstore.Base(out.Chrome))
 	}
 }
 

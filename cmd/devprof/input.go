@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/devprof/devprof/internal/runstore"
 )
 
 // traceExts are the names a session gives its outputs, in the order a
@@ -23,6 +25,9 @@ var traceExts = []string{".pftrace", ".pftrace.gz", ".xplane.pb", ".trace.json.g
 // trace, which is named on stderr so the user knows what was read; any
 // other directory is an error, since no reader can make sense of it.
 func inputFile(cmd, path string, stderr io.Writer) (string, error) {
+	if runstore.IsURL(path) {
+		return remoteInput(cmd, path, traceExts, "trace", stderr)
+	}
 	st, err := os.Stat(path)
 	if err != nil || !st.IsDir() {
 		return path, nil // the readers explain a missing or unreadable file
@@ -89,6 +94,9 @@ const memoryExt = ".memory.pb.gz"
 // profile: a file as it is; a log directory or a run directory stands
 // for the newest run's <host>.memory.pb.gz, named on stderr.
 func memoryInput(cmd, path string, stderr io.Writer) (string, error) {
+	if runstore.IsURL(path) {
+		return remoteInput(cmd, path, []string{memoryExt}, "memory profile", stderr)
+	}
 	st, err := os.Stat(path)
 	if err != nil || !st.IsDir() {
 		return path, nil // the reader explains a missing or unreadable file

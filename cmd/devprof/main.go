@@ -85,6 +85,7 @@ var envVars = []struct{ name, doc string }{
 	{"DEVPROF_CUPTI_LIB", "the libcupti to load (a path or soname), instead of searching for one"},
 	{"DEVPROF_VERBOSE", "1 lists every place searched for libcupti when none is found"},
 	{"DEVPROF_CLOCK", "mono uses the monotonic clock instead of the CPU's time-stamp counter"},
+	{"DEVPROF_STORE_TIMEOUT", "bounds each upload or download of a log directory on object storage (s3://, gs://, azblob://), retries included (a Go duration; default 10m)"},
 }
 
 func main() {

@@ -16,6 +16,7 @@ import (
 	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/exporters/pprof"
 	"github.com/devprof/devprof/internal/metatext"
+	"github.com/devprof/devprof/internal/runstore"
 	"github.com/devprof/devprof/membreakdown"
 )
 
@@ -69,6 +70,9 @@ type memOptions struct {
 // readMemory reads the memory profile at path. A trace given by mistake is
 // named as one, so that the user knows which command reads it.
 func readMemory(path string) (*event.DeviceMemory, error) {
+	if runstore.IsURL(path) {
+		return readRemote(path, readMemory)
+	}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return nil, fmt.Errorf("%s is a directory, not a memory profile", path)
 	}

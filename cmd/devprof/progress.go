@@ -7,6 +7,7 @@ import (
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
+	"github.com/devprof/devprof/internal/runstore"
 )
 
 // readTrace reads a trace for command cmd, drawing progress on stderr when
@@ -14,6 +15,14 @@ import (
 // events and the rate) and staying silent elsewhere: in a pipe or a log a
 // progress line would make a refusal of a bad input more than its one line.
 func readTrace(cmd, path string, stderr io.Writer) (*event.Snapshot, *formats.Format, error) {
+	if runstore.IsURL(path) {
+		var f *formats.Format
+		s, err := readRemote(path, func(local string) (s *event.Snapshot, err error) {
+			s, f, err = readTrace(cmd, local, stderr)
+			return s, err
+		})
+		return s, f, err
+	}
 	f, err := formats.Detect(path)
 	if err != nil {
 		return nil, nil, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/exporters/formats"
+	"github.com/devprof/devprof/internal/runstore"
 	"github.com/devprof/devprof/perfettolink"
 )
 
@@ -33,7 +34,15 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if f != formats.Perfetto {
+	if f == formats.Perfetto && runstore.IsURL(path) {
+		// perfettolink serves a local file: the object's own bytes.
+		local, done, err := fetch(path)
+		if err != nil {
+			return err
+		}
+		defer done()
+		path = local
+	} else if f != formats.Perfetto {
 		// The UI does not open an XSpace at all, and reads Chrome JSON with
 		// its own importer; a Perfetto trace converted from what devprof
 		// read opens in either case and shows what devprof summary shows.
