@@ -71,52 +71,45 @@ func (r *Record) End() int64 {
 	return 0
 }
 
-// Ended reports whether SetEnd was called (before the snapshot).
+// Ended reports whether the span has ended (before the snapshot).
 func (r *Record) Ended() bool {
 	e := r.end.Load()
 	return e != 0 && e != openAtStop
 }
 
-// SetEnd records the end time; only the first call has an effect, so a
-// span ended twice keeps its first end.
-func (r *Record) SetEnd(t int64) { r.end.CompareAndSwap(0, t+1) }
+// EndSpan records the end time of the span whose ID is id; only the first
+// call has an effect, so a span ended twice keeps its first end. The ID is
+// checked first because a flight recorder recycles chunks: the span's
+// record may by now hold a later event, which an End of the old span must
+// leave alone.
+func (r *Record) EndSpan(id uint64, t int64) {
+	if atomic.LoadUint64(&r.ID) == id {
+		r.end.CompareAndSwap(0, t+1)
+	}
+}
 
-// Commit publishes a fully written record to the snapshot.
-func (r *Record) Commit() { r.state.Store(1) }
-
-// committed reports whether Commit was called.
+// committed reports whether the record was published.
 func (r *Record) committed() bool { return r.state.Load() == 1 }
 
-// SetName sets the record's name, interned in b's string table.
-func (r *Record) SetName(b *Buffer, name string) { r.NameID = b.strs.id(name) }
-
-// SetArgs copies args into the record and its reserved continuation
-// records (reserved by Buffer.Reserve with SlotsFor(len(args))), interning
-// keys and string values in b's string table.
-func (r *Record) SetArgs(b *Buffer, args []event.Arg) {
-	n := len(args)
-	if n > 255 {
-		n = 255
-	}
-	r.NArgs = uint8(n)
-	k := min(n, InlineArgs)
-	for i := 0; i < k; i++ {
-		r.args[i] = b.strs.arg(&args[i])
-	}
-	if k == n {
-		return
-	}
-	rest := args[k:n]
+// setMore stores args (all of the event's, as slotArgs) in r and the
+// continuation records after it, which pin reserved with it
+// (SlotsFor(len(args)) in all), and publishes the continuation records.
+// id is r's ID.
+func (r *Record) setMore(id uint64, args []slotArg) {
+	r.args = [InlineArgs]slotArg{args[0], args[1]}
+	rest := args[InlineArgs:]
 	for c := r; len(rest) > 0; {
 		c = c.next() // only while arguments are left: the last record may end its chunk
+		id++
+		c.setID(id)
 		c.Kind = kindArgs
-		k = min(len(rest), InlineArgs)
-		for i := 0; i < k; i++ {
-			c.args[i] = b.strs.arg(&rest[i])
-		}
+		c.Flags, c.Level, c.Lane, c.NameID, c.Parent, c.ID2, c.Start = 0, 0, 0, 0, 0, 0, 0
+		k := min(len(rest), InlineArgs)
+		c.args = [InlineArgs]slotArg{}
+		copy(c.args[:], rest[:k])
 		c.NArgs = uint8(k)
 		rest = rest[k:]
-		c.Commit()
+		c.publish()
 	}
 }
 

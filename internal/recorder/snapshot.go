@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	_ "unsafe" // for go:linkname
 
 	"github.com/devprof/devprof/event"
@@ -22,6 +23,9 @@ func adopt(meta event.Meta, bases []uint64, chunks [][]event.Record, events []*e
 // events the buffer had no room for are added to meta.Drops as the
 // recorder's; strings the full string table replaced are a warning.
 func (b *Buffer) Snapshot(meta event.Meta) *event.Snapshot {
+	if b.ring != nil {
+		return b.ring.snapshot(b, meta, 0)
+	}
 	meta.Drops = slices.Clone(meta.Drops) // the caller's slice stays as it was
 	meta.AddDrops(event.DropsRecorder, b.Dropped())
 	if n := b.StringsOverflowed(); n > 0 {
@@ -36,7 +40,7 @@ func (b *Buffer) Snapshot(meta event.Meta) *event.Snapshot {
 	slices.SortFunc(chunks, func(a, b *chunk) int { return cmp.Compare(a.base, b.base) })
 	n := 0
 	for _, c := range chunks {
-		n += int(min(c.next.Load(), int64(len(c.recs))))
+		n += int(min(atomic.LoadInt64(&c.next), int64(len(c.recs))))
 	}
 	var conv func(int64) int64
 	if b.cal != nil {
@@ -49,7 +53,7 @@ func (b *Buffer) Snapshot(meta event.Meta) *event.Snapshot {
 	for k, c := range chunks {
 		bases[k] = c.base
 		recs[k] = c.model()
-		used := min(c.next.Load(), int64(len(c.recs)))
+		used := min(atomic.LoadInt64(&c.next), int64(len(c.recs)))
 		for i := range used {
 			r := &c.recs[i]
 			if !r.committed() || r.Kind == kindArgs {
