@@ -64,6 +64,10 @@ type Session struct {
 	// capture marks a session that writes no files (Capture): Stop only
 	// snapshots it.
 	capture bool
+	// flightMu orders flight-recorder snapshots against Stop, which sets
+	// stopped under it before it changes meta.
+	flightMu sync.Mutex
+	stopped  bool
 }
 
 // Outputs lists the files a stopped session wrote. Empty fields were not
@@ -197,7 +201,11 @@ func startSession(logdir string, opts *Options, capture bool) (*Session, error) 
 			s.runName = time.Now().Format("2006_01_02_15_04_05")
 		}
 	}
-	s.buf = recorder.NewBuffer(cfg.maxEvents, uint8(cfg.hostLevel))
+	if cfg.flight != nil {
+		s.buf = recorder.NewRing(int64(cfg.flight.MaxEvents), uint8(cfg.hostLevel), cfg.flight.Window)
+	} else {
+		s.buf = recorder.NewBuffer(cfg.maxEvents, uint8(cfg.hostLevel))
+	}
 	if !recorder.Activate(s.buf) {
 		return nil, ErrAlreadyStarted
 	}
@@ -297,6 +305,9 @@ func (s *Session) stop() error {
 	if s.buf == nil {
 		return nil
 	}
+	s.flightMu.Lock()
+	s.stopped = true
+	s.flightMu.Unlock()
 	recorder.Deactivate(s.buf)
 	close(s.calStop)
 	s.meta.Stop = recorder.ReadClocks()
@@ -323,14 +334,33 @@ func (s *Session) stop() error {
 	if s.capture {
 		return nil // the caller takes the snapshot (Capture)
 	}
-	if !s.cfg.perfetto && !s.cfg.xplane && !s.cfg.chrome && mem == nil {
-		return nil // no output asked for: no run directory either
-	}
-	runDir, err := makeRunDir(s.profileDir, s.runName)
+	out, err := s.writeRun(snap, mem, s.runName)
+	out.Events, out.Dropped = s.out.Events, s.out.Dropped
+	s.out, s.runDir = out, out.RunDir
 	if err != nil {
 		return err
 	}
-	s.runDir, s.out.RunDir = runDir, runDir
+	if s.cfg.link && s.out.Perfetto != "" {
+		if err := perfettolink.Serve(context.Background(), s.out.Perfetto, perfettolink.Options{Timeout: s.cfg.linkTimeout}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeRun writes snap (and mem, when not nil) into a new run directory
+// <logdir>/plugins/profile/<name> in the formats the options ask for, as
+// Stop does; a flight recorder's snapshots are written the same way.
+func (s *Session) writeRun(snap *event.Snapshot, mem *event.DeviceMemory, name string) (Outputs, error) {
+	var out Outputs
+	if !s.cfg.perfetto && !s.cfg.xplane && !s.cfg.chrome && mem == nil {
+		return out, nil // no output asked for: no run directory either
+	}
+	runDir, err := makeRunDir(s.profileDir, name)
+	if err != nil {
+		return out, err
+	}
+	out.RunDir = runDir
 	host := fileHost(s.meta.Host)
 	// The formats are written side by side, each by its own goroutine: they
 	// only read the snapshot, and its layout is computed once, up front.
@@ -346,13 +376,13 @@ func (s *Session) stop() error {
 		if s.cfg.gzip {
 			name += ".gz"
 		}
-		outs = append(outs, output{&s.out.Perfetto, formats.Perfetto, name})
+		outs = append(outs, output{&out.Perfetto, formats.Perfetto, name})
 	}
 	if s.cfg.xplane {
-		outs = append(outs, output{&s.out.XPlane, formats.XPlane, host + formats.XPlane.SessionExt})
+		outs = append(outs, output{&out.XPlane, formats.XPlane, host + formats.XPlane.SessionExt})
 	}
 	if s.cfg.chrome {
-		outs = append(outs, output{&s.out.Chrome, formats.Chrome, host + formats.Chrome.SessionExt})
+		outs = append(outs, output{&out.Chrome, formats.Chrome, host + formats.Chrome.SessionExt})
 	}
 	errs := make([]error, len(outs), len(outs)+1)
 	var wg sync.WaitGroup
@@ -361,9 +391,9 @@ func (s *Session) stop() error {
 		errs = append(errs, nil)
 		go func() {
 			defer wg.Done()
-			p := filepath.Join(s.runDir, host+MemoryProfileExt)
+			p := filepath.Join(runDir, host+MemoryProfileExt)
 			if errs[len(errs)-1] = writeMemoryProfile(p, mem); errs[len(errs)-1] == nil {
-				s.out.Memory = p
+				out.Memory = p
 			}
 		}()
 	}
@@ -371,31 +401,24 @@ func (s *Session) stop() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p := filepath.Join(s.runDir, o.name)
+			p := filepath.Join(runDir, o.name)
 			if errs[i] = writeOutput(p, o.format, snap); errs[i] == nil {
 				*o.path = p
 			}
 		}()
 	}
 	wg.Wait()
-	if s.out.Perfetto == "" && s.out.XPlane == "" && s.out.Chrome == "" && s.out.Memory == "" {
+	if out.Perfetto == "" && out.XPlane == "" && out.Chrome == "" && out.Memory == "" {
 		// Nothing was written (every write failed, or no output was
 		// asked for): TensorBoard would list the empty directory as a run.
 		// os.Remove removes a directory only while it is empty.
-		if fi, err := os.Lstat(s.runDir); err == nil && fi.IsDir() {
-			os.Remove(s.runDir)
+		if fi, err := os.Lstat(runDir); err == nil && fi.IsDir() {
+			os.Remove(runDir)
 		}
-		s.runDir, s.out.RunDir = "", ""
+		out.RunDir = ""
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	if s.cfg.link && s.out.Perfetto != "" {
-		if err := perfettolink.Serve(context.Background(), s.out.Perfetto, perfettolink.Options{Timeout: s.cfg.linkTimeout}); err != nil {
-			return err
-		}
-	}
-	return nil
+	out.Events, out.Dropped = len(snap.Events), snap.Meta.Dropped()
+	return out, errors.Join(errs...)
 }
 
 // fileHost makes a host name safe as a file name, as TensorFlow does (':'

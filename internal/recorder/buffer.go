@@ -46,13 +46,18 @@ type slab struct {
 // Padding keeps each shard's hot words on cache lines of their own (see
 // reference/go_peers.md §1.2).
 type shard struct {
-	cur   atomic.Pointer[slab]
+	cur atomic.Pointer[slab]
+	// next is a chunk prepared for the shard while another goroutine on
+	// its P installed one: the next to install, with no refill.
+	next  atomic.Pointer[slab]
 	drops atomic.Int64
+	// refilling is set while a goroutine prepares a chunk for the shard.
+	refilling atomic.Bool
 	// lock is taken (spinning, while pinned) only on the spill shard,
 	// which Ps beyond the shards share: GOMAXPROCS raised after the
 	// buffer was made.
 	lock atomic.Uint32
-	_    [128 - 20]byte
+	_    [128 - 32]byte
 }
 
 // Buffer is the bounded, lock-free event store of one session. Sources
@@ -193,14 +198,45 @@ func (b *Buffer) lockSpill() *shard {
 	return &b.spill
 }
 
-// pinSlow is pin when the P's chunk has no room: it unpins, prepares a
-// chunk (from the budget, the prefetcher, or a flight recorder's oldest
-// chunk), pins again — perhaps on another P — and installs it.
+// pinSlow is pin when the P's chunk has no room: it installs the shard's
+// waiting chunk, or unpins, prepares a chunk (from the budget, the
+// prefetcher, or a flight recorder's oldest chunk), pins again — perhaps
+// on another P — and installs it.
 func (b *Buffer) pinSlow(s *shard, n int) (*slab, int64, *shard) {
+	for {
+		if sl := s.next.Swap(nil); sl != nil {
+			if int64(n) <= int64(len(sl.recs)) {
+				return b.install(s, sl, n)
+			}
+			sl.retired.Store(true) // too small for this event: a ring recycles it
+		}
+		// One refill per shard at a time: the others on this P wait for
+		// it (a flight recorder would otherwise overwrite a chunk of old
+		// events for each of them, and use one).
+		if s.refilling.CompareAndSwap(false, true) {
+			break
+		}
+		b.unpin(s)
+		runtime.Gosched()
+		p := procPin()
+		if uint(p) < uint(len(b.shards)) {
+			s = &b.shards[p]
+		} else {
+			s = b.lockSpill()
+		}
+		if sl := s.cur.Load(); sl != nil {
+			if i := sl.loadNext(); i+int64(n) <= int64(len(sl.recs)) {
+				sl.storeNext(i + int64(n))
+				return sl, i, s
+			}
+		}
+	}
+	owner := s
+	defer owner.refilling.Store(false)
 	b.unpin(s)
 	sl := b.refill(n)
 	if sl == nil {
-		s.drops.Add(1)
+		owner.drops.Add(1)
 		return nil, 0, nil
 	}
 	p := procPin()
@@ -209,13 +245,25 @@ func (b *Buffer) pinSlow(s *shard, n int) (*slab, int64, *shard) {
 	} else {
 		s = b.lockSpill()
 	}
-	// The new chunk is installed even if another goroutine on this P
-	// installed one meanwhile: what that one has left is not used (a
-	// flight recorder recycles it; a plain buffer loses that room, which
-	// takes two goroutines refilling on one P at once).
+	// The goroutine may be on another P now, whose chunk may have room:
+	// use it first, and keep the new chunk for when it is full.
+	if cur := s.cur.Load(); cur != nil {
+		if i := cur.loadNext(); i+int64(n) <= int64(len(cur.recs)) {
+			cur.storeNext(i + int64(n))
+			if !s.next.CompareAndSwap(nil, sl) {
+				sl.retired.Store(true) // a ring recycles it; a plain buffer loses its room
+			}
+			return cur, i, s
+		}
+	}
+	return b.install(s, sl, n)
+}
+
+// install makes sl the shard's current chunk, with its first n records
+// reserved, and retires the chunk it replaces. The caller is pinned.
+func (b *Buffer) install(s *shard, sl *slab, n int) (*slab, int64, *shard) {
 	sl.storeNext(int64(n))
-	old := s.cur.Swap(sl)
-	if old != nil {
+	if old := s.cur.Swap(sl); old != nil {
 		old.retired.Store(true)
 	}
 	return sl, 0, s
@@ -372,6 +420,7 @@ func (b *Buffer) StartSpan(parent context.Context, name string, args []event.Arg
 	} else {
 		r.setMore(id, more)
 	}
+	r.setOpen(id)
 	sc := &sl.ctxs[i]
 	sc.parent, sc.rec, sc.id, sc.lane, sc.epoch = parent, r, id, r.Lane, b.epoch
 	r.Start = Now()

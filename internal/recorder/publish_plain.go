@@ -23,3 +23,6 @@ func (c *chunk) loadNext() int64   { return c.next }
 // setID writes a record's ID. Span.End reads it (loadID) to tell its own
 // record from a later one in a recycled flight-recorder chunk.
 func (r *Record) setID(id uint64) { r.ID = id }
+
+// setOpen marks r an open span with ID id (see EndSpan).
+func (r *Record) setOpen(id uint64) { *(*int64)(unsafe.Pointer(&r.end)) = -int64(id) }

@@ -45,7 +45,7 @@ type Record struct {
 
 	// Start is the begin time (or the only time) in ticks.
 	Start int64
-	end   atomic.Int64 // end tick + 1; 0 while the span is open
+	end   atomic.Int64 // end tick + 1; -ID while the span is open (see EndSpan)
 
 	ID     uint64 // unique, non-zero within the session
 	Parent uint64 // ID of the enclosing span, 0 for a root
@@ -60,33 +60,42 @@ const kindArgs = event.KindActivity + 1
 
 // openAtStop marks a span that was still open when its buffer was
 // snapshotted, so that a late End cannot write into an exported record.
-// The model reads the same value.
+// The model reads the same value. (While recording, an open span's end
+// word holds -ID instead: see EndSpan.)
 const openAtStop = -1 << 63
+
+// closeAtStop marks r open at stop if it is an open span, whatever an End
+// racing with it does: it is the snapshot's side of EndSpan.
+func (r *Record) closeAtStop() {
+	for {
+		e := r.end.Load()
+		if e > 0 || e == openAtStop || r.end.CompareAndSwap(e, openAtStop) {
+			return
+		}
+	}
+}
 
 // End returns the end time in ticks, or 0 if the span has not ended.
 func (r *Record) End() int64 {
-	if e := r.end.Load(); e != 0 && e != openAtStop {
+	if e := r.end.Load(); e > 0 {
 		return e - 1
 	}
 	return 0
 }
 
 // Ended reports whether the span has ended (before the snapshot).
-func (r *Record) Ended() bool {
-	e := r.end.Load()
-	return e != 0 && e != openAtStop
-}
+func (r *Record) Ended() bool { return r.end.Load() > 0 }
 
 // EndSpan records the end time of the span whose ID is id; only the first
-// call has an effect, so a span ended twice keeps its first end. The ID is
-// checked first because a flight recorder recycles chunks: the span's
-// record may by now hold a later event, which an End of the old span must
-// leave alone.
-func (r *Record) EndSpan(id uint64, t int64) {
-	if atomic.LoadUint64(&r.ID) == id {
-		r.end.CompareAndSwap(0, t+1)
-	}
-}
+// call has an effect, so a span ended twice keeps its first end.
+//
+// A span's end word holds -id while the span is open (openMark), and End
+// swaps exactly that for the end: a flight recorder recycles chunks, so
+// the record may by now hold a later event, and an End of the old span
+// must leave it alone — it fails to match, since IDs are never reused.
+// One compare-and-swap does both the check and the store, with no window
+// between them for a recycling to slip into.
+func (r *Record) EndSpan(id uint64, t int64) { r.end.CompareAndSwap(-int64(id), t+1) }
 
 // committed reports whether the record was published.
 func (r *Record) committed() bool { return r.state.Load() == 1 }

@@ -40,6 +40,13 @@ type ring struct {
 	// events first. A recycled chunk moves to the end with a new base.
 	fifo        []*chunk
 	overwritten int64 // committed events lost to recycling
+	// copying counts snapshots under way. While one copies, refills take
+	// new chunks instead of recycling (else a busy ring would overwrite
+	// what the snapshot is about to copy); extra is what the ring holds
+	// over its bound because of that, given back oldest first as soon as
+	// no snapshot copies.
+	copying int
+	extra   int64
 }
 
 // NewRing returns a flight recorder: a buffer that holds the newest
@@ -81,12 +88,38 @@ func (g *ring) refill(b *Buffer, n int) *slab {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	k := slices.IndexFunc(g.fifo, func(c *chunk) bool { return c.retired.Load() && len(c.recs) >= n })
+	if g.copying > 0 {
+		sl := newSlab(max(chunkRecords, int64(n)))
+		sl.base = b.idBase.Add(uint64(len(sl.recs))) - uint64(len(sl.recs))
+		g.fifo = append(g.fifo, sl.chunk)
+		g.extra += int64(len(sl.recs))
+		return sl
+	}
+	g.trim()
+	// An empty retired chunk (prepared by a refill that found its P
+	// refilled meanwhile) costs nothing to reuse; else the oldest.
+	k := slices.IndexFunc(g.fifo, func(c *chunk) bool {
+		return c.retired.Load() && len(c.recs) >= n && atomic.LoadInt64(&c.next) == 0
+	})
+	if k < 0 {
+		k = slices.IndexFunc(g.fifo, func(c *chunk) bool { return c.retired.Load() && len(c.recs) >= n })
+	}
 	if k < 0 {
 		return nil
 	}
 	c := g.fifo[k]
 	c.retired.Store(false)
+	g.overwrite(c)
+	atomic.StoreInt64(&c.next, 0)
+	c.base = b.idBase.Add(uint64(len(c.recs))) - uint64(len(c.recs))
+	g.fifo = append(slices.Delete(g.fifo, k, k+1), c)
+	return &slab{chunk: c, ctxs: make([]SpanContext, len(c.recs))}
+}
+
+// overwrite counts the events of c as overwritten and clears its records'
+// state and end, the two words a writer does not rewrite before it
+// publishes. g.mu is held.
+func (g *ring) overwrite(c *chunk) {
 	used := min(atomic.LoadInt64(&c.next), int64(len(c.recs)))
 	for i := range used {
 		r := &c.recs[i]
@@ -96,16 +129,28 @@ func (g *ring) refill(b *Buffer, n int) *slab {
 		r.state.Store(0)
 		r.end.Store(0)
 	}
-	atomic.StoreInt64(&c.next, 0)
-	c.base = b.idBase.Add(uint64(len(c.recs))) - uint64(len(c.recs))
-	g.fifo = append(slices.Delete(g.fifo, k, k+1), c)
-	return &slab{chunk: c, ctxs: make([]SpanContext, len(c.recs))}
+}
+
+// trim gives back the oldest retired chunks while the ring holds more
+// than its bound (see extra). g.mu is held and no snapshot copies.
+func (g *ring) trim() {
+	for g.extra > 0 {
+		k := slices.IndexFunc(g.fifo, func(c *chunk) bool { return c.retired.Load() })
+		if k < 0 {
+			return
+		}
+		c := g.fifo[k]
+		g.overwrite(c)
+		g.fifo = slices.Delete(g.fifo, k, k+1)
+		g.extra -= int64(len(c.recs))
+	}
+	g.extra = 0
 }
 
 // SnapshotWindow copies what a flight recorder holds of the last window
 // (0: the ring's own window) into a new event.Snapshot, without stopping
 // recording or writing into the ring: meta.Stop is the snapshot's time
-// (read it just before), and spans still open then are open in the copy,
+// (zero: read once recycling is held off for the copy), and spans still open then are open in the copy,
 // shown ending at meta.Stop as for a session stopped while they ran.
 // Events the ring overwrote or that ended before the window are counted
 // under DropsFlightRecorder and said in a note. On a plain buffer it is
@@ -130,22 +175,33 @@ func (g *ring) snapshot(b *Buffer, meta event.Meta, window int64) *event.Snapsho
 			Text: fmt.Sprintf("%d new names, argument keys or string values found the string table full and read as %q", n, StringsFullPlaceholder)})
 	}
 	meta.MaxEvents = b.maxRecords
+	// Recycling stops first, then the snapshot's time is read: what the
+	// ring holds at that time stays in it until copied, however long the
+	// copy waits for a CPU.
+	g.mu.Lock()
+	list := slices.Clone(g.fifo)
+	g.copying++
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		if g.copying--; g.copying == 0 {
+			g.trim()
+		}
+		g.mu.Unlock()
+	}()
+	if meta.Stop.Mono == 0 {
+		meta.Stop = ReadClocks()
+	}
+	stop := meta.Stop.Mono
+	cutoff := int64(-1 << 63)
+	if window > 0 {
+		cutoff = stop - window
+	}
 	var conv func(int64) int64
 	if b.cal != nil {
 		b.cal.add()
 		conv = b.cal.converter()
 	}
-	stop := meta.Stop.Mono
-	if stop == 0 {
-		stop = nanotime()
-	}
-	cutoff := int64(-1 << 63)
-	if window > 0 {
-		cutoff = stop - window
-	}
-	g.mu.Lock()
-	list := slices.Clone(g.fifo)
-	g.mu.Unlock()
 
 	type seg struct {
 		base uint64
@@ -156,7 +212,7 @@ func (g *ring) snapshot(b *Buffer, meta event.Meta, window int64) *event.Snapsho
 	var outside int64
 	earliest := int64(1<<63 - 1)
 	for _, c := range list {
-		g.mu.Lock() // a chunk is not recycled while it is copied
+		g.mu.Lock() // orders the copy after the chunk's last recycling
 		used := min(atomic.LoadInt64(&c.next), int64(len(c.recs)))
 		if used == 0 {
 			g.mu.Unlock()
@@ -178,7 +234,7 @@ func (g *ring) snapshot(b *Buffer, meta event.Meta, window int64) *event.Snapsho
 			if src.Kind == kindArgs {
 				continue
 			}
-			start, e := src.Start, src.end.Load()
+			start, e := src.Start, max(src.end.Load(), 0) // -ID: open
 			if src.Flags&FlagMonoTime == 0 && conv != nil {
 				start = conv(start)
 				if e != 0 {

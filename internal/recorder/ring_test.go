@@ -32,7 +32,7 @@ func TestRingBoundAndAccountingUnderLoad(t *testing.T) {
 		t.Fatalf("bound %d, want %d", b.MaxRecords(), bound)
 	}
 	const goroutines, perG = 64, 3000
-	var emitted atomic.Int64
+	var emitted, maxHeld atomic.Int64
 	ends := make(chan func(), 1024)
 	var enders sync.WaitGroup
 	for range 4 { // end spans begun on other goroutines
@@ -71,9 +71,10 @@ func TestRingBoundAndAccountingUnderLoad(t *testing.T) {
 					return
 				}
 			}
-			if h := ringHeld(b); h > bound {
-				t.Errorf("the ring holds %d records, over the bound %d", h, bound)
-			}
+			// While a snapshot copies, the ring may hold more than its
+			// bound (refills take new chunks rather than overwrite what
+			// is being copied); the excess is given back after.
+			maxHeld.Store(max(maxHeld.Load(), ringHeld(b)))
 			time.Sleep(time.Millisecond)
 		}
 	}()
@@ -129,7 +130,10 @@ func TestRingBoundAndAccountingUnderLoad(t *testing.T) {
 	if overwritten == 0 || len(s.Events) == 0 {
 		t.Fatalf("kept %d, overwritten %d: the ring did not come round", len(s.Events), overwritten)
 	}
-	t.Logf("emitted %d: kept %d, overwritten %d, dropped %d", emitted.Load(), len(s.Events), overwritten, dropped)
+	if h := ringHeld(b); h > bound {
+		t.Fatalf("after the last snapshot the ring holds %d records, over the bound %d", h, bound)
+	}
+	t.Logf("emitted %d: kept %d, overwritten %d, dropped %d; most held between snapshots %d (bound %d)", emitted.Load(), len(s.Events), overwritten, dropped, maxHeld.Load(), bound)
 }
 
 // A snapshot holds the last window: events recorded before it are left

@@ -60,7 +60,7 @@ func (b *Buffer) Snapshot(meta event.Meta) *event.Snapshot {
 				continue
 			}
 			// Close open spans for good, then turn ticks into nanoseconds.
-			r.end.CompareAndSwap(0, openAtStop)
+			r.closeAtStop()
 			if r.Flags&FlagMonoTime != 0 {
 				r.Flags &^= FlagMonoTime
 			} else if conv != nil {
