@@ -66,7 +66,7 @@ func (s *Session) WriteFlightSnapshot() (Outputs, error) {
 // Session.FlightSnapshot) with the running session's own window, and
 // returns it with its XSpace as a Capture does: what a profile server's
 // GetSnapshot answers. It fails with ErrNoFlightRecorder when no session
-// runs or the running one is not a flight recorder.
+// runs or the running one records no ring (Options.FlightRecorder).
 func FlightSnapshot() (*Captured, error) {
 	running.Lock()
 	s := current
