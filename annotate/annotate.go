@@ -101,21 +101,17 @@ func NewFlowID() uint64 { return flowIDs.Add(1) }
 // is valid and its End does nothing.
 type Span struct {
 	rec *recorder.Record
-	id  uint64 // the record's ID: a flight recorder may recycle rec for a later event
+	tok uint64 // what ends it (SpanContext.EndToken): a flight recorder may recycle rec for a later event
 }
 
 // End ends the span. Calling End more than once keeps the first end.
 func (s Span) End() {
+	// Inlined into the caller: a span of a stopped session costs a nil
+	// check, a recorded one one call.
 	if s.rec != nil {
-		s.end()
+		s.rec.EndNow(s.tok)
 	}
 }
-
-// end is kept out of line so that End inlines into its caller and a span of
-// a stopped session costs a nil check.
-//
-//go:noinline
-func (s Span) end() { s.rec.EndSpan(s.id, recorder.Now()) }
 
 // Recording reports whether the span is being recorded.
 func (s Span) Recording() bool { return s.rec != nil }
@@ -204,7 +200,7 @@ func start(b *recorder.Buffer, ctx context.Context, name string, args []Arg, lev
 	if r == nil {
 		return ctx, Span{}
 	}
-	return c, Span{rec: r, id: c.ID()}
+	return c, Span{rec: r, tok: c.EndToken()}
 }
 
 // Run runs fn inside a span named name, ending the span when fn returns or
@@ -293,7 +289,7 @@ func Device(ctx context.Context, name string, args ...Arg) (context.Context, Dev
 		return c, d
 	}
 	runtime.LockOSThread()
-	if err := corr.Push(s.id, c.(*recorder.SpanContext).Lane(), name); err != nil {
+	if err := corr.Push(c.(*recorder.SpanContext).ID(), c.(*recorder.SpanContext).Lane(), name); err != nil {
 		runtime.UnlockOSThread()
 		return c, d
 	}

@@ -125,7 +125,7 @@ func newBuffer(maxRecords int64, level uint8, n int) *Buffer {
 		maxRecords = 1
 	}
 	b := &Buffer{
-		epoch:      epochs.Add(1),
+		epoch:      epochs.Add(1) &^ ringEpoch,
 		level:      level,
 		shards:     make([]shard, shardCount(n)),
 		maxRecords: maxRecords,
@@ -398,9 +398,26 @@ func (b *Buffer) StartSpan(parent context.Context, name string, args []event.Arg
 	if more != nil {
 		n = SlotsFor(nargs)
 	}
-	sl, i, s := b.pin(n)
+	// pin's fast path, written out: pin is too big to inline, and a call
+	// is a nanosecond of the span.
+	var sl *slab
+	var i int64
+	var s *shard
+	p := procPin()
+	if uint(p) < uint(len(b.shards)) {
+		s = &b.shards[p]
+		if sl = s.cur.Load(); sl != nil {
+			if i = sl.loadNext(); i+int64(n) <= int64(len(sl.recs)) {
+				sl.storeNext(i + int64(n))
+			} else {
+				sl = nil
+			}
+		}
+	}
 	if sl == nil {
-		return nil, nil
+		if sl, i, s = b.pinAgain(p, n); sl == nil {
+			return nil, nil
+		}
 	}
 	r := &sl.recs[i]
 	id := sl.base + uint64(i) + 1
@@ -423,10 +440,35 @@ func (b *Buffer) StartSpan(parent context.Context, name string, args []event.Arg
 	r.setOpen(id)
 	sc := &sl.ctxs[i]
 	sc.parent, sc.rec, sc.id, sc.lane, sc.epoch = parent, r, id, r.Lane, b.epoch
-	r.Start = Now()
+	if useTSC { // Now, written out (it does not inline)
+		r.Start = rdtsc()
+	} else {
+		r.Start = nanotime()
+	}
 	r.publish()
-	b.unpin(s)
+	if s == &b.spill {
+		s.lock.Store(0)
+	}
+	procUnpin()
 	return sc, r
+}
+
+// pinAgain is pin for a goroutine pinned on P p whose shard had no room
+// (or that is past the shards): the spill shard's lock, or the slow path.
+func (b *Buffer) pinAgain(p, n int) (*slab, int64, *shard) {
+	var s *shard
+	if uint(p) < uint(len(b.shards)) {
+		s = &b.shards[p]
+	} else {
+		s = b.lockSpill()
+		if sl := s.cur.Load(); sl != nil {
+			if i := sl.loadNext(); i+int64(n) <= int64(len(sl.recs)) {
+				sl.storeNext(i + int64(n))
+				return sl, i, s
+			}
+		}
+	}
+	return b.pinSlow(s, n)
 }
 
 // model returns the chunk's records as the event model sees them.
@@ -434,8 +476,14 @@ func (c *chunk) model() []event.Record {
 	return unsafe.Slice((*event.Record)(unsafe.Pointer(unsafe.SliceData(c.recs))), len(c.recs))
 }
 
-// background is compared with, not called: Value on it would find nothing.
-var background = context.Background()
+// backgroundType is the type word of context.Background()'s interface
+// value. Its type is an empty struct, so every value of it is the same
+// and the type word alone says "Background": comparing the interfaces
+// with == would call runtime.ifaceeq instead.
+var backgroundType = typeWord(context.Background())
+
+// typeWord returns the first word of an interface value: its itab.
+func typeWord(ctx context.Context) uintptr { return *(*uintptr)(unsafe.Pointer(&ctx)) }
 
 // parentSpan is SpanFromContext for the hot path: a span's own context and
 // context.Background() are answered without calling Value.
@@ -443,7 +491,7 @@ func parentSpan(ctx context.Context) *SpanContext {
 	if c, ok := ctx.(*SpanContext); ok {
 		return c
 	}
-	if ctx == background {
+	if typeWord(ctx) == backgroundType {
 		return nil
 	}
 	return SpanFromContext(ctx)

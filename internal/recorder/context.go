@@ -51,6 +51,10 @@ func (c *SpanContext) String() string { return "devprof span context" }
 // ID returns the span's record ID.
 func (c *SpanContext) ID() uint64 { return c.id }
 
+// EndToken returns what Record.EndSpan takes to end this span: its ID,
+// with the top bit set in a flight recorder.
+func (c *SpanContext) EndToken() uint64 { return c.id | uint64(c.epoch>>31)<<63 }
+
 // Lane returns the span's lane.
 func (c *SpanContext) Lane() uint32 { return c.lane }
 

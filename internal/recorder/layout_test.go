@@ -71,7 +71,7 @@ func TestSnapshotReadsThroughModel(t *testing.T) {
 	if end, finished := s.EndOf(o); o.Ended() || finished || end != 50 {
 		t.Fatalf("open span: ended %v, end %d finished %v; want the stop time", o.Ended(), end, finished)
 	}
-	open.EndSpan(sc.ID(), 40) // a late End must not reach an exported record
+	open.EndSpan(sc.EndToken(), 40) // a late End must not reach an exported record
 	if o.Ended() {
 		t.Fatal("an End after the snapshot changed the exported record")
 	}

@@ -19,3 +19,5 @@ func (c *chunk) loadNext() int64   { return atomic.LoadInt64(&c.next) }
 func (r *Record) setID(id uint64) { atomic.StoreUint64(&r.ID, id) }
 
 func (r *Record) setOpen(id uint64) { r.end.Store(-int64(id)) }
+
+func (r *Record) endPlain(open, end int64) { r.end.CompareAndSwap(open, end) }

@@ -86,16 +86,45 @@ func (r *Record) End() int64 {
 // Ended reports whether the span has ended (before the snapshot).
 func (r *Record) Ended() bool { return r.end.Load() > 0 }
 
-// EndSpan records the end time of the span whose ID is id; only the first
-// call has an effect, so a span ended twice keeps its first end.
+// EndSpan records the end time of the span whose end token is tok
+// (SpanContext.EndToken); only the first call has an effect, so a span
+// ended twice keeps its first end.
 //
-// A span's end word holds -id while the span is open (openMark), and End
-// swaps exactly that for the end: a flight recorder recycles chunks, so
-// the record may by now hold a later event, and an End of the old span
-// must leave it alone — it fails to match, since IDs are never reused.
-// One compare-and-swap does both the check and the store, with no window
-// between them for a recycling to slip into.
-func (r *Record) EndSpan(id uint64, t int64) { r.end.CompareAndSwap(-int64(id), t+1) }
+// A span's end word holds -ID while the span is open (setOpen), and End
+// writes the end only over exactly that. In a flight recorder (the token's
+// top bit), chunks are recycled: the record may by now hold a later event,
+// which an End of the old span must leave alone, so there the check and
+// the store are one compare-and-swap. In a plain buffer nothing is
+// recycled, and End is a load and a plain store, made inside a pinned
+// section: Snapshot waits for every P to leave its pinned section after
+// it closes open spans (quiesce), so an End racing with Stop is either
+// seen whole or not at all. (endPlain is in publish_*.go.)
+func (r *Record) EndSpan(tok uint64, t int64) {
+	if tok&ringToken != 0 {
+		r.end.CompareAndSwap(-int64(tok&^ringToken), t+1)
+		return
+	}
+	r.endPlain(-int64(tok), t+1)
+}
+
+// EndNow is EndSpan at the current time: the whole of a span's End
+// behind one call.
+func (r *Record) EndNow(tok uint64) {
+	var t int64
+	if useTSC { // Now, written out (it does not inline)
+		t = rdtsc()
+	} else {
+		t = nanotime()
+	}
+	if tok&ringToken != 0 {
+		r.end.CompareAndSwap(-int64(tok&^ringToken), t+1)
+		return
+	}
+	r.endPlain(-int64(tok), t+1)
+}
+
+// ringToken marks the end token of a span in a flight recorder.
+const ringToken = 1 << 63
 
 // committed reports whether the record was published.
 func (r *Record) committed() bool { return r.state.Load() == 1 }

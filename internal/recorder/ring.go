@@ -59,11 +59,18 @@ func NewRing(maxRecords int64, level uint8, window time.Duration) *Buffer {
 	maxRecords = max(maxRecords, int64(2*shardCount(n)+2)*chunkRecords)
 	b := NewBuffer(maxRecords, level)
 	b.ring = &ring{window: int64(max(window, 0))}
+	// The top bit of a ring's epoch marks its spans' end tokens
+	// (SpanContext.EndToken): their End must compare-and-swap.
+	b.epoch |= ringEpoch
 	if b.cal != nil {
 		b.cal.keep = maxCalPoints
 	}
 	return b
 }
+
+// ringEpoch is the bit of a flight recorder's epoch; plain buffers'
+// epochs stay below it.
+const ringEpoch = 1 << 31
 
 // maxCalPoints bounds a flight recorder's calibration points (one a
 // second): an hour and more of exact conversion, and older ticks

@@ -92,7 +92,7 @@ func TestRingBoundAndAccountingUnderLoad(t *testing.T) {
 				ictx, inner := b.StartSpan(ctx, "inner", nil, 1, 0, 0)
 				if inner != nil {
 					emitted.Add(1)
-					id := ictx.ID() // not inner.ID: the record may be recycled by now
+					id := ictx.EndToken() // not from inner: the record may be recycled by now
 					if i%3 == 0 {
 						ends <- func() { inner.EndSpan(id, Now()) }
 					} else {
@@ -102,7 +102,7 @@ func TestRingBoundAndAccountingUnderLoad(t *testing.T) {
 				if b.Put(&Entry{Kind: event.KindInstant, Start: Now()}, "tick", nil) != 0 {
 					emitted.Add(1)
 				}
-				outer.EndSpan(ctx.ID(), Now())
+				outer.EndSpan(ctx.EndToken(), Now())
 			}
 		}()
 	}
@@ -190,26 +190,26 @@ func TestRingSnapshotIsTheLastWindow(t *testing.T) {
 func TestRingLateEndLeavesRecycledRecordAlone(t *testing.T) {
 	b := NewRing(1, 3, 0) // the smallest ring
 	ctx, old := b.StartSpan(context.Background(), "old", nil, 1, 0, 0)
-	oldID := ctx.ID()
+	oldID, oldTok := ctx.ID(), ctx.EndToken()
 	for i := 0; old.ID == oldID; i++ {
 		if i > 10*int(b.MaxRecords()) {
 			t.Fatal("the ring never came round to the old span's record")
 		}
-		_, r := b.StartSpan(context.Background(), "new", nil, 1, 0, 0)
-		r.EndSpan(r.ID, Now())
+		c, r := b.StartSpan(context.Background(), "new", nil, 1, 0, 0)
+		r.EndSpan(c.EndToken(), Now())
 	}
 	// old's record now holds a later span; make it an open one.
 	for old.Ended() {
-		_, r := b.StartSpan(context.Background(), "new", nil, 1, 0, 0)
+		c, r := b.StartSpan(context.Background(), "new", nil, 1, 0, 0)
 		if r == old {
 			break
 		}
-		r.EndSpan(r.ID, Now())
+		r.EndSpan(c.EndToken(), Now())
 	}
 	if old.Ended() {
 		t.Skip("could not land an open span on the recycled record")
 	}
-	old.EndSpan(oldID, Now())
+	old.EndSpan(oldTok, Now())
 	if old.Ended() {
 		t.Fatal("a late End of a recycled span ended the record's new span")
 	}
@@ -222,7 +222,7 @@ func TestRingSnapshotIsACopy(t *testing.T) {
 	ctx, r := b.StartSpan(context.Background(), "s", nil, 1, 0, 0)
 	start := r.Start
 	s := b.SnapshotWindow(event.Meta{}, 0)
-	r.EndSpan(ctx.ID(), Now())
+	r.EndSpan(ctx.EndToken(), Now())
 	m := s.Lookup(ctx.ID())
 	if m == nil || m.Ended() {
 		t.Fatalf("snapshot record %+v: want the span, open", m)
