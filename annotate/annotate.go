@@ -164,11 +164,19 @@ const noStep = -1
 //
 //go:noinline
 func beginCritical(ctx context.Context, name string, args []Arg) (context.Context, Span) {
+	// start, written out for the common case: one call fewer per span.
 	b := recorder.Active()
-	if b == nil { // stopped since On was checked
+	if b == nil || uint8(LevelCritical) > b.Level() { // stopped since On was checked, or host tracer off
 		return ctx, Span{}
 	}
-	return start(b, ctx, name, args, uint8(LevelCritical), noStep)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	c, r := b.StartSpan(ctx, name, args, uint8(LevelCritical), 0, 0)
+	if r == nil {
+		return ctx, Span{}
+	}
+	return c, Span{rec: r, tok: c.EndToken()}
 }
 
 // begin is the out-of-line part of BeginLevel.
