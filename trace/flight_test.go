@@ -162,6 +162,9 @@ func TestFlightRecorderKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if st, ok := trace.Running(); !ok || st.FlightRecorder == nil || *st.FlightRecorder != (trace.FlightRecorderOptions{Window: time.Second, MaxEvents: 50000}) {
+		t.Fatalf("Running() = %+v, %v: want the flight recorder's options", st, ok)
+	}
 	_, sp := annotate.Begin(context.Background(), "x")
 	sp.End()
 	c, err := trace.FlightSnapshot()
