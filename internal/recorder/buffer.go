@@ -530,6 +530,9 @@ const prefetchMin = 16 * chunkRecords
 func (b *Buffer) prefetch(stop <-chan struct{}) {
 	for {
 		if b.budget.Load() < prefetchMin/2 {
+			if b.ring != nil {
+				b.ring.prefetchContexts(stop)
+			}
 			return // the last chunks are smaller; and nothing is wasted
 		}
 		sl := newSlab(chunkRecords)

@@ -47,6 +47,11 @@ type ring struct {
 	// no snapshot copies.
 	copying int
 	extra   int64
+
+	// ctxs holds span contexts for recycled chunks, made ahead by the
+	// prefetcher once the ring is full (prefetchContexts), so that the
+	// writer that recycles a chunk does not allocate them itself.
+	ctxs chan []SpanContext
 }
 
 // NewRing returns a flight recorder: a buffer that holds the newest
@@ -58,7 +63,7 @@ func NewRing(maxRecords int64, level uint8, window time.Duration) *Buffer {
 	n := max(runtime.GOMAXPROCS(0), runtime.NumCPU())
 	maxRecords = max(maxRecords, int64(2*shardCount(n)+2)*chunkRecords)
 	b := NewBuffer(maxRecords, level)
-	b.ring = &ring{window: int64(max(window, 0))}
+	b.ring = &ring{window: int64(max(window, 0)), ctxs: make(chan []SpanContext, 4)}
 	// The top bit of a ring's epoch marks its spans' end tokens
 	// (SpanContext.EndToken): their End must compare-and-swap.
 	b.epoch |= ringEpoch
@@ -93,6 +98,15 @@ func (g *ring) refill(b *Buffer, n int) *slab {
 		g.mu.Unlock()
 		return sl
 	}
+	// The contexts of the chunk about to be recycled: ready-made, or made
+	// here, before the lock (recycled chunks are full-size but for the
+	// last few the budget handed out, which get theirs under the lock).
+	var ctxs []SpanContext
+	select {
+	case ctxs = <-g.ctxs:
+	default:
+		ctxs = make([]SpanContext, chunkRecords)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.copying > 0 {
@@ -120,7 +134,22 @@ func (g *ring) refill(b *Buffer, n int) *slab {
 	atomic.StoreInt64(&c.next, 0)
 	c.base = b.idBase.Add(uint64(len(c.recs))) - uint64(len(c.recs))
 	g.fifo = append(slices.Delete(g.fifo, k, k+1), c)
-	return &slab{chunk: c, ctxs: make([]SpanContext, len(c.recs))}
+	if len(ctxs) != len(c.recs) {
+		ctxs = make([]SpanContext, len(c.recs))
+	}
+	return &slab{chunk: c, ctxs: ctxs}
+}
+
+// prefetchContexts makes span contexts for recycled chunks ahead of need,
+// on the prefetcher's goroutine, until stop is closed.
+func (g *ring) prefetchContexts(stop <-chan struct{}) {
+	for {
+		select {
+		case g.ctxs <- make([]SpanContext, chunkRecords):
+		case <-stop:
+			return
+		}
+	}
 }
 
 // overwrite counts the events of c as overwritten and clears its records'
