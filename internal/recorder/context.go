@@ -59,7 +59,11 @@ func (c *SpanContext) EndToken() uint64 { return c.id | uint64(c.epoch>>31)<<63 
 func (c *SpanContext) Lane() uint32 { return c.lane }
 
 // live reports whether the span's record still holds the span (a flight
-// recorder recycles records) and the span has not ended.
+// recorder recycles records) and the span has not ended. In a flight
+// recorder the record may be recycled right after the check, so what the
+// caller reads of it next (SpanPath's name, StepOf's step) can, rarely,
+// be the next event's: a memory label, not a trace record, is what may
+// come out wrong.
 func (c *SpanContext) live() bool {
 	return atomic.LoadUint64(&c.rec.ID) == c.id && !c.rec.Ended()
 }
