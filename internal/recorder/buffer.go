@@ -389,10 +389,18 @@ func (b *Buffer) StartSpan(parent context.Context, name string, args []event.Arg
 		var buf [maxStackArgs]slotArg
 		more = b.strs.args(buf[:], args[:nargs])
 	}
+	// parentSpan, written out (StartSpan is too big for the inliner to
+	// inline it).
+	var ps *SpanContext
+	if c, ok := parent.(*SpanContext); ok {
+		ps = c
+	} else if *(*uintptr)(unsafe.Pointer(&parent)) != backgroundType {
+		ps = SpanFromContext(parent)
+	}
 	var pid uint64
 	var plane uint32
-	if p := parentSpan(parent); p != nil && p.epoch == b.epoch {
-		pid, plane = p.id, p.lane
+	if ps != nil && ps.epoch == b.epoch {
+		pid, plane = ps.id, ps.lane
 	}
 	n := 1
 	if more != nil {
@@ -483,19 +491,8 @@ func (c *chunk) model() []event.Record {
 var backgroundType = typeWord(context.Background())
 
 // typeWord returns the first word of an interface value: its itab.
+// (StartSpan reads it itself.)
 func typeWord(ctx context.Context) uintptr { return *(*uintptr)(unsafe.Pointer(&ctx)) }
-
-// parentSpan is SpanFromContext for the hot path: a span's own context and
-// context.Background() are answered without calling Value.
-func parentSpan(ctx context.Context) *SpanContext {
-	if c, ok := ctx.(*SpanContext); ok {
-		return c
-	}
-	if typeWord(ctx) == backgroundType {
-		return nil
-	}
-	return SpanFromContext(ctx)
-}
 
 // shardCount returns the number of shards for n Ps: the power of two at
 // or above n, so that Ps added later by GOMAXPROCS past it share the spill

@@ -107,22 +107,6 @@ func (r *Record) EndSpan(tok uint64, t int64) {
 	r.endPlain(-int64(tok), t+1)
 }
 
-// EndNow is EndSpan at the current time: the whole of a span's End
-// behind one call.
-func (r *Record) EndNow(tok uint64) {
-	var t int64
-	if useTSC { // Now, written out (it does not inline)
-		t = rdtsc()
-	} else {
-		t = nanotime()
-	}
-	if tok&ringToken != 0 {
-		r.end.CompareAndSwap(-int64(tok&^ringToken), t+1)
-		return
-	}
-	r.endPlain(-int64(tok), t+1)
-}
-
 // ringToken marks the end token of a span in a flight recorder.
 const ringToken = 1 << 63
 
