@@ -101,20 +101,17 @@ func NewFlowID() uint64 { return flowIDs.Add(1) }
 // is valid and its End does nothing.
 type Span struct {
 	rec *recorder.Record
+	tok uint64 // what ends it (SpanContext.EndToken): a flight recorder may recycle rec for a later event
 }
 
 // End ends the span. Calling End more than once keeps the first end.
 func (s Span) End() {
+	// Inlined into the caller: a span of a stopped session costs a nil
+	// check, a recorded one one call.
 	if s.rec != nil {
-		s.end()
+		s.rec.EndNow(s.tok)
 	}
 }
-
-// end is kept out of line so that End inlines into its caller and a span of
-// a stopped session costs a nil check.
-//
-//go:noinline
-func (s Span) end() { s.rec.SetEnd(recorder.Now()) }
 
 // Recording reports whether the span is being recorded.
 func (s Span) Recording() bool { return s.rec != nil }
@@ -167,11 +164,19 @@ const noStep = -1
 //
 //go:noinline
 func beginCritical(ctx context.Context, name string, args []Arg) (context.Context, Span) {
+	// start, written out for the common case: one call fewer per span.
 	b := recorder.Active()
-	if b == nil { // stopped since On was checked
+	if b == nil || uint8(LevelCritical) > b.Level() { // stopped since On was checked, or host tracer off
 		return ctx, Span{}
 	}
-	return start(b, ctx, name, args, uint8(LevelCritical), noStep)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	c, r := b.StartSpan(ctx, name, args, uint8(LevelCritical), 0, 0)
+	if r == nil {
+		return ctx, Span{}
+	}
+	return c, Span{rec: r, tok: c.EndToken()}
 }
 
 // begin is the out-of-line part of BeginLevel.
@@ -203,7 +208,7 @@ func start(b *recorder.Buffer, ctx context.Context, name string, args []Arg, lev
 	if r == nil {
 		return ctx, Span{}
 	}
-	return c, Span{rec: r}
+	return c, Span{rec: r, tok: c.EndToken()}
 }
 
 // Run runs fn inside a span named name, ending the span when fn returns or
@@ -228,23 +233,13 @@ func instant(ctx context.Context, name string, args []Arg) {
 	if b == nil || uint8(LevelCritical) > b.Level() {
 		return
 	}
-	r := b.Reserve(recorder.SlotsFor(len(args)))
-	if r == nil {
-		return
-	}
-	r.Kind = event.KindInstant
-	r.Level = uint8(LevelCritical)
-	r.SetName(b, name)
+	e := recorder.Entry{Kind: event.KindInstant, Level: uint8(LevelCritical)}
 	if p := recorder.SpanFromContext(ctx); p != nil && b.Owns(p) {
-		r.Parent = p.Record().ID
-		r.Lane = p.Record().Lane
+		e.Parent, e.Lane = p.ID(), p.Lane()
 	}
-	if len(args) > 0 {
-		r.SetArgs(b, args)
-	}
-	r.Start = recorder.Now()
-	r.SetEnd(r.Start)
-	r.Commit()
+	e.Start = recorder.Now()
+	e.End = e.Start
+	b.Put(&e, name, args)
 }
 
 // Counter is a named numeric series, such as a loss or a queue length,
@@ -268,16 +263,8 @@ func (c Counter) set(v float64) {
 	if b == nil || uint8(LevelCritical) > b.Level() { // host tracer off
 		return
 	}
-	r := b.Reserve(1)
-	if r == nil {
-		return
-	}
-	r.Kind = event.KindCounter
-	r.SetName(b, c.Name)
-	r.SetArgs(b, []Arg{{Key: c.Unit, Kind: event.ArgFloat, Num: math.Float64bits(v)}})
-	r.Start = recorder.Now()
-	r.SetEnd(r.Start)
-	r.Commit()
+	t := recorder.Now()
+	b.Put(&recorder.Entry{Kind: event.KindCounter, Start: t, End: t}, c.Name, []Arg{{Key: c.Unit, Kind: event.ArgFloat, Num: math.Float64bits(v)}})
 }
 
 // DeviceSpan is an open span begun with Device. The zero DeviceSpan is
@@ -310,7 +297,7 @@ func Device(ctx context.Context, name string, args ...Arg) (context.Context, Dev
 		return c, d
 	}
 	runtime.LockOSThread()
-	if err := corr.Push(s.rec.ID, s.rec.Lane, name); err != nil {
+	if err := corr.Push(c.(*recorder.SpanContext).ID(), c.(*recorder.SpanContext).Lane(), name); err != nil {
 		runtime.UnlockOSThread()
 		return c, d
 	}

@@ -91,6 +91,20 @@ func (r *rotator) stop(b *testing.B) {
 	}
 }
 
+// cpuTimer reports the CPU time of the benchmark's own thread per op as
+// cpu-ns/op (see threadCPU): start it just before the loop, call the
+// result just after.
+func cpuTimer(b *testing.B) func() {
+	runtime.LockOSThread()
+	t0 := threadCPU()
+	return func() {
+		if t1 := threadCPU(); t0 > 0 && b.N > 0 {
+			b.ReportMetric(float64(t1-t0)/float64(b.N), "cpu-ns/op")
+		}
+		runtime.UnlockOSThread()
+	}
+}
+
 // BenchmarkDevprofSpanOff measures a span's Begin and End with no session
 // running.
 func BenchmarkDevprofSpanOff(b *testing.B) {
@@ -113,6 +127,7 @@ func BenchmarkDevprofSpanOn(b *testing.B) {
 	ctx := context.Background()
 	n := int64(0)
 	b.ReportAllocs()
+	done := cpuTimer(b)
 	for b.Loop() {
 		_, s := annotate.Begin(ctx, "span", annotate.Int("batch", 32))
 		s.End()
@@ -121,6 +136,7 @@ func BenchmarkDevprofSpanOn(b *testing.B) {
 			n = 0
 		}
 	}
+	done()
 }
 
 // BenchmarkDevprofSpanOnParallel is BenchmarkDevprofSpanOn on every P at
@@ -143,6 +159,43 @@ func BenchmarkDevprofSpanOnParallel(b *testing.B) {
 	})
 }
 
+// BenchmarkDevprofSpanFlight is BenchmarkDevprofSpanOn inside a real
+// flight-recorder session (trace.Options.FlightRecorder, a ring of 1 Mi
+// events that the benchmark turns over many times): what keeping tracing
+// always on costs a span, against the plain buffer of DevprofSpanOn in
+// the same run. Its B/op is the span contexts beside each recycled chunk
+// (the records themselves are reused).
+func BenchmarkDevprofSpanFlight(b *testing.B) {
+	s, err := devtrace.StartSession(b.TempDir(), &devtrace.Options{
+		DeviceTracerLevel: devtrace.Off, NoPerfetto: true, NoXPlane: true,
+		FlightRecorder: &devtrace.FlightRecorderOptions{MaxEvents: 1 << 20},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	done := cpuTimer(b)
+	for b.Loop() {
+		_, sp := annotate.Begin(ctx, "span", annotate.Int("batch", 32))
+		sp.End()
+	}
+	done()
+	b.StopTimer()
+	snap, err := s.FlightSnapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, d := range snap.Meta.Drops {
+		if d.Source == event.DropsRecorder && d.Events > 0 {
+			b.Fatalf("%d spans dropped: the benchmark measured the drop path", d.Events)
+		}
+	}
+	if err := s.Stop(); err != nil {
+		b.Fatal(err)
+	}
+}
+
 var (
 	base      = time.Now()
 	sinkDur   time.Duration
@@ -154,11 +207,13 @@ var (
 func BenchmarkTwoTimeSince(b *testing.B) {
 	b.ReportAllocs()
 	var d time.Duration
+	done := cpuTimer(b)
 	for b.Loop() {
 		t0 := time.Since(base)
 		t1 := time.Since(base)
 		d += t1 - t0
 	}
+	done()
 	sinkDur = d
 }
 

@@ -381,3 +381,24 @@ func (v *service) Terminate(_ context.Context, req *profilerpb.TerminateRequest)
 	s.active.end(errTerminated)
 	return &profilerpb.TerminateResponse{}, nil
 }
+
+// GetSnapshot answers at once with the last window of the program's
+// flight recorder (a session started with trace.Options.FlightRecorder),
+// which keeps recording: the XSpace goes out as tool data "xplane.pb", as
+// Profile's does. Without a flight recorder it fails with
+// FAILED_PRECONDITION, saying how to start one.
+func (v *service) GetSnapshot(_ context.Context, _ *profilerpb.GetSnapshotRequest) (*profilerpb.ProfileResponse, error) {
+	got, err := trace.FlightSnapshot()
+	switch {
+	case errors.Is(err, trace.ErrNoFlightRecorder):
+		return nil, status.Error(codes.FailedPrecondition, "this process runs no flight recorder, so there is no snapshot to take: start its session with trace.Options.FlightRecorder (or capture with Profile)")
+	case errors.Is(err, trace.ErrDisabled):
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	case err != nil:
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &profilerpb.ProfileResponse{
+		EmptyTrace: len(got.Snapshot.Events) == 0,
+		ToolData:   []*profilerpb.ProfileToolData{{Name: "xplane.pb", Data: got.XSpace}},
+	}, nil
+}

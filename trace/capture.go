@@ -89,6 +89,9 @@ type State struct {
 	// HostTracerLevel and DeviceTracerLevel are the levels it records at
 	// (0: off).
 	HostTracerLevel, DeviceTracerLevel int
+	// FlightRecorder is set when the session keeps a ring (see
+	// Options.FlightRecorder): FlightSnapshot takes its last window.
+	FlightRecorder *FlightRecorderOptions
 }
 
 // Running reports the session running now, if any.
@@ -107,6 +110,10 @@ func Running() (State, bool) {
 		Program:           s.meta.Program,
 		HostTracerLevel:   s.cfg.hostLevel,
 		DeviceTracerLevel: s.cfg.deviceLevel,
+	}
+	if f := s.cfg.flight; f != nil {
+		fr := *f
+		st.FlightRecorder = &fr
 	}
 	return st, true
 }

@@ -116,12 +116,38 @@ type Options struct {
 	// go_runtime_max_goroutines.
 	GoRuntime goruntime.Options
 
+	// FlightRecorder, when not nil, makes the session a flight recorder:
+	// tracing stays on in a bounded ring that keeps the newest events,
+	// and Session.FlightSnapshot (or trace.FlightSnapshot, or a remote
+	// GetSnapshot) takes the last Window of it at any time without
+	// stopping. Stop writes the last Window too. Advanced keys:
+	// flight_recorder_window_ms, flight_recorder_max_events.
+	FlightRecorder *FlightRecorderOptions
+
 	// AdvancedConfig holds rarely used settings by name, as in JAX's
 	// ProfileOptions.advanced_configuration: each key sets one typed
 	// option above, overriding it. Values are a string or an integer type.
 	// Unknown keys and values of the wrong type make the session fail to
 	// start with an error naming them. See ConfigKeys.
 	AdvancedConfig map[string]any
+}
+
+// FlightRecorderOptions configure a flight-recorder session (see
+// Options.FlightRecorder). The zero value keeps the newest
+// Options.MaxEvents events and snapshots all of them.
+type FlightRecorderOptions struct {
+	// Window is how far back a snapshot reaches: events that ended
+	// before it are left out (and counted as dropped). 0 means all the
+	// ring holds.
+	Window time.Duration
+
+	// MaxEvents bounds the ring: once it holds this many events, the
+	// oldest are overwritten (and counted in the next snapshot). It is
+	// raised to at least two chunks of 1024 per CPU. 0 means
+	// Options.MaxEvents (DefaultMaxEvents when that is 0). A ring costs
+	// 88 bytes per event, plus 40 per span for the contexts of spans
+	// begun since the last turn.
+	MaxEvents int
 }
 
 // ConfigKind is the value type an advanced configuration key takes.
@@ -239,6 +265,21 @@ var advancedKeys = []advancedKey{
 			m.MaxBuffers = int(clampInt(v))
 			o.DeviceMemory = &m
 		}),
+	intKey("flight_recorder_window_ms", "make the session a flight recorder whose snapshots reach back this many ms, 0 for all it holds (trace.Options.FlightRecorder.Window)",
+		func(o *Options, v int64) { o.flightRecorder().Window = millis(v) }),
+	intKey("flight_recorder_max_events", "make the session a flight recorder that keeps the newest this many events (trace.Options.FlightRecorder.MaxEvents; default max_events)",
+		func(o *Options, v int64) { o.flightRecorder().MaxEvents = int(clampInt(v)) }),
+}
+
+// flightRecorder returns o.FlightRecorder, a copy of it the advanced keys
+// may change, made if nil: the caller's struct stays as it was.
+func (o *Options) flightRecorder() *FlightRecorderOptions {
+	f := FlightRecorderOptions{}
+	if o.FlightRecorder != nil {
+		f = *o.FlightRecorder
+	}
+	o.FlightRecorder = &f
+	return o.FlightRecorder
 }
 
 // ConfigKeys lists the advanced configuration keys a session accepts.
@@ -271,6 +312,8 @@ type config struct {
 	gpuMetrics             nvml.Options
 	goRuntime              goruntime.Options
 	deviceMemory           *devmem.Options
+	// flight is set for a flight recorder: ring holds its bound.
+	flight *FlightRecorderOptions
 }
 
 func (o *Options) resolve() (config, error) {
@@ -299,6 +342,16 @@ func (o *Options) resolve() (config, error) {
 	if o.DeviceMemory != nil {
 		m := *o.DeviceMemory
 		c.deviceMemory = &m
+	}
+	if f := o.FlightRecorder; f != nil {
+		switch {
+		case f.Window < 0:
+			return c, fmt.Errorf("FlightRecorder.Window %v is negative", f.Window)
+		case f.MaxEvents < 0:
+			return c, fmt.Errorf("FlightRecorder.MaxEvents %d is negative", f.MaxEvents)
+		}
+		fr := *f
+		c.flight = &fr
 	}
 	switch {
 	case o.HostTracerLevel == Off:
@@ -346,6 +399,9 @@ func (o *Options) resolve() (config, error) {
 	}
 	if err := errors.Join(o.GPU.Validate(), o.GPUMetrics.Validate(), o.GoRuntime.Validate(), memErr); err != nil {
 		return c, err
+	}
+	if c.flight != nil && c.flight.MaxEvents == 0 {
+		c.flight.MaxEvents = int(c.maxEvents)
 	}
 	if c.gpu.MaxRecords == 0 {
 		c.gpu.MaxRecords = c.maxEvents

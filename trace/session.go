@@ -76,6 +76,10 @@ type Session struct {
 	// cpu is the Go-runtime source's CPU profile (GoRuntime.CPUProfile),
 	// written as <host>.cpu.pb.gz.
 	cpu *profile.Profile
+	// flightMu orders flight-recorder snapshots against Stop, which sets
+	// stopped under it before it changes meta.
+	flightMu sync.Mutex
+	stopped  bool
 }
 
 // Outputs lists the files a stopped session wrote. Empty fields were not
@@ -217,7 +221,11 @@ func startSession(logdir string, opts *Options, capture bool) (*Session, error) 
 			s.runName = time.Now().Format("2006_01_02_15_04_05")
 		}
 	}
-	s.buf = recorder.NewBuffer(cfg.maxEvents, uint8(cfg.hostLevel))
+	if cfg.flight != nil {
+		s.buf = recorder.NewRing(int64(cfg.flight.MaxEvents), uint8(cfg.hostLevel), cfg.flight.Window)
+	} else {
+		s.buf = recorder.NewBuffer(cfg.maxEvents, uint8(cfg.hostLevel))
+	}
 	if !recorder.Activate(s.buf) {
 		return nil, ErrAlreadyStarted
 	}
@@ -317,6 +325,9 @@ func (s *Session) stop() error {
 	if s.buf == nil {
 		return nil
 	}
+	s.flightMu.Lock()
+	s.stopped = true
+	s.flightMu.Unlock()
 	recorder.Deactivate(s.buf)
 	close(s.calStop)
 	s.meta.Stop = recorder.ReadClocks()
@@ -343,22 +354,44 @@ func (s *Session) stop() error {
 	if s.capture {
 		return nil // the caller takes the snapshot (Capture)
 	}
-	if !s.cfg.perfetto && !s.cfg.xplane && !s.cfg.chrome && mem == nil && s.cpu == nil {
-		return nil // no output asked for: no run directory either
+	out, err := s.writeRun(snap, mem, s.cpu, s.runName)
+	out.Events, out.Dropped = s.out.Events, s.out.Dropped
+	s.out, s.runDir = out, out.RunDir
+	if err != nil {
+		return err
+	}
+	if s.cfg.link && s.out.Perfetto != "" && runstore.IsURL(s.profileDir) {
+		printOnce("devprof: the Perfetto link serves local files only: devprof serve " + shellQuote(s.out.Perfetto) + " serves this one")
+	} else if s.cfg.link && s.out.Perfetto != "" {
+		if err := perfettolink.Serve(context.Background(), s.out.Perfetto, perfettolink.Options{Timeout: s.cfg.linkTimeout}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeRun writes snap (and mem and cpu, when not nil) into a new run
+// directory <logdir>/plugins/profile/<name> in the formats the options ask
+// for, as Stop does; a flight recorder's snapshots are written the same
+// way. A bucket log directory gets the files written locally first, then
+// uploaded whole (publishRun).
+func (s *Session) writeRun(snap *event.Snapshot, mem *event.DeviceMemory, cpu *profile.Profile, name string) (Outputs, error) {
+	var out Outputs
+	if !s.cfg.perfetto && !s.cfg.xplane && !s.cfg.chrome && mem == nil && cpu == nil {
+		return out, nil // no output asked for: no run directory either
 	}
 	remote := runstore.IsURL(s.profileDir)
 	var runDir string
 	var err error
 	if remote {
-		// Written locally first, then uploaded whole (publishRun).
 		runDir, err = os.MkdirTemp("", "devprof-run-")
 	} else {
-		runDir, err = makeRunDir(s.profileDir, s.runName)
+		runDir, err = makeRunDir(s.profileDir, name)
 	}
 	if err != nil {
-		return err
+		return out, err
 	}
-	s.runDir, s.out.RunDir = runDir, runDir
+	out.RunDir = runDir
 	host := fileHost(s.meta.Host)
 	// The formats are written side by side, each by its own goroutine: they
 	// only read the snapshot, and its layout is computed once, up front.
@@ -374,15 +407,15 @@ func (s *Session) stop() error {
 		if s.cfg.gzip {
 			name += ".gz"
 		}
-		outs = append(outs, output{&s.out.Perfetto, formats.Perfetto, name})
+		outs = append(outs, output{&out.Perfetto, formats.Perfetto, name})
 	}
 	if s.cfg.xplane {
-		outs = append(outs, output{&s.out.XPlane, formats.XPlane, host + formats.XPlane.SessionExt})
+		outs = append(outs, output{&out.XPlane, formats.XPlane, host + formats.XPlane.SessionExt})
 	}
 	if s.cfg.chrome {
-		outs = append(outs, output{&s.out.Chrome, formats.Chrome, host + formats.Chrome.SessionExt})
+		outs = append(outs, output{&out.Chrome, formats.Chrome, host + formats.Chrome.SessionExt})
 	}
-	errs := make([]error, len(outs), len(outs)+2)
+	errs := make([]error, len(outs), len(outs)+3)
 	var wg sync.WaitGroup
 	if mem != nil {
 		wg.Add(1)
@@ -390,21 +423,21 @@ func (s *Session) stop() error {
 		k := len(errs) - 1
 		go func() {
 			defer wg.Done()
-			p := filepath.Join(s.runDir, host+MemoryProfileExt)
+			p := filepath.Join(runDir, host+MemoryProfileExt)
 			if errs[k] = writeMemoryProfile(p, mem); errs[k] == nil {
-				s.out.Memory = p
+				out.Memory = p
 			}
 		}()
 	}
-	if s.cpu != nil {
+	if cpu != nil {
 		wg.Add(1)
 		errs = append(errs, nil)
 		k := len(errs) - 1
 		go func() {
 			defer wg.Done()
-			p := filepath.Join(s.runDir, host+CPUProfileExt)
-			if errs[k] = writeCPUProfile(p, s.cpu); errs[k] == nil {
-				s.out.CPU = p
+			p := filepath.Join(runDir, host+CPUProfileExt)
+			if errs[k] = writeCPUProfile(p, cpu); errs[k] == nil {
+				out.CPU = p
 			}
 		}()
 	}
@@ -412,7 +445,7 @@ func (s *Session) stop() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p := filepath.Join(s.runDir, o.name)
+			p := filepath.Join(runDir, o.name)
 			if errs[i] = writeOutput(p, o.format, snap); errs[i] == nil {
 				*o.path = p
 			}
@@ -420,29 +453,20 @@ func (s *Session) stop() error {
 	}
 	wg.Wait()
 	if remote {
-		errs = append(errs, publishRun(runDir, s.profileDir, s.runName, host, &s.out))
-		s.runDir = s.out.RunDir
+		errs = append(errs, publishRun(runDir, s.profileDir, name, host, &out))
+		runDir = out.RunDir
 	}
-	if s.out.Perfetto == "" && s.out.XPlane == "" && s.out.Chrome == "" && s.out.Memory == "" && s.out.CPU == "" {
+	if out.Perfetto == "" && out.XPlane == "" && out.Chrome == "" && out.Memory == "" && out.CPU == "" {
 		// Nothing was written (every write failed, or no output was
 		// asked for): TensorBoard would list the empty directory as a run.
 		// os.Remove removes a directory only while it is empty.
-		if fi, err := os.Lstat(s.runDir); err == nil && fi.IsDir() {
-			os.Remove(s.runDir)
+		if fi, err := os.Lstat(runDir); err == nil && fi.IsDir() {
+			os.Remove(runDir)
 		}
-		s.runDir, s.out.RunDir = "", ""
+		out.RunDir = ""
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	if s.cfg.link && s.out.Perfetto != "" && remote {
-		printOnce("devprof: the Perfetto link serves local files only: devprof serve " + shellQuote(s.out.Perfetto) + " serves this one")
-	} else if s.cfg.link && s.out.Perfetto != "" {
-		if err := perfettolink.Serve(context.Background(), s.out.Perfetto, perfettolink.Options{Timeout: s.cfg.linkTimeout}); err != nil {
-			return err
-		}
-	}
-	return nil
+	out.Events, out.Dropped = len(snap.Events), snap.Meta.Dropped()
+	return out, errors.Join(errs...)
 }
 
 // fileHost makes a host name safe as a file name, as TensorFlow does (':'

@@ -45,8 +45,12 @@ func runCollect(args []string, stdout, stderr io.Writer) (err error) {
 	pythonLevel := fs.Uint("python_tracer_level", 1, "Python tracer level, for JAX servers: 0 off, 1 on (a Go server ignores it)")
 	noLink := fs.Bool("no_perfetto_link", false, "write the merged Perfetto trace but serve no ui.perfetto.dev link")
 	timeout := fs.Duration("timeout", 0, "per-host limit on the whole capture (default: 2 × the duration + 60s, as TSL's client)")
+	snapshot := fs.Bool("snapshot", false, "take each host's flight-recorder snapshot (GetSnapshot: the last seconds it kept) at once, instead of capturing DURATION_MS")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *snapshot {
+		return runCollectSnapshot(fs, *logdir, *noLink, *timeout, stdout, stderr)
 	}
 	if fs.NArg() != 2 {
 		fmt.Fprintf(stderr, "devprof collect: want ADDR[,ADDR…] and DURATION_MS, got %d arguments\n", fs.NArg())

@@ -41,6 +41,15 @@ func TestMain(m *testing.M) {
 // each with its wall-clock start as argument wall_ns, until its stdin
 // closes (the parent test ended).
 func collectChild(name string) int {
+	if n, ok := strings.CutPrefix(name, "flight:"); ok {
+		stop, err := startChildFlightRecorder()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer stop()
+		name = n
+	}
 	srv, err := profileserver.StartServer("", profileserver.Options{Log: io.Discard})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

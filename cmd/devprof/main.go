@@ -16,7 +16,7 @@
 //	devprof memory [-n N] [-bytes] [-stack] [-base BEFORE] [-json] FILE
 //	devprof memory breakdown [-keywords FILE] [-csv OUT] [-plot OUT.svg|OUT.png] [-expected-sum BYTES] [-json] INPUT
 //	devprof memory timeline [-keywords FILE] [-tags] [-top N] [-plot OUT.svg|OUT.png] [-json] INPUT
-//	devprof collect [--log_dir DIR] [--host_tracer_level N] [--device_tracer_level N] [--python_tracer_level N] [--no_perfetto_link] [--timeout D] ADDR[,ADDR…] DURATION_MS
+//	devprof collect [--log_dir DIR] [--host_tracer_level N] [--device_tracer_level N] [--python_tracer_level N] [--no_perfetto_link] [--timeout D] ADDR[,ADDR…] DURATION_MS | --snapshot ADDR[,ADDR…]
 //	devprof convert IN OUT
 //	devprof version
 //
@@ -67,8 +67,8 @@ func init() {
 		{"memory timeline", "[-keywords FILE] [-tags] [-top N] [-plot OUT.svg|OUT.png] [-json] INPUT",
 			"device memory over a trace recorded with device-memory tracking, per device, stacked by category (or by tag set): the split at each device's peak, and with -plot the whole timeline",
 			"devprof memory timeline -plot timeline.png /tmp/prof", runTimeline},
-		{"collect", "[--log_dir DIR] [--host_tracer_level N] [--device_tracer_level N] [--python_tracer_level N] [--no_perfetto_link] [--timeout D] ADDR[,ADDR…] DURATION_MS",
-			"capture a profile from running profile servers (package profileserver, jax.profiler.start_server) with jax.collect_profile's flags: one run directory with one <host>.xplane.pb per host",
+		{"collect", "[--log_dir DIR] [--host_tracer_level N] [--device_tracer_level N] [--python_tracer_level N] [--no_perfetto_link] [--timeout D] ADDR[,ADDR…] DURATION_MS | --snapshot ADDR[,ADDR…]",
+			"capture a profile from running profile servers (package profileserver, jax.profiler.start_server) with jax.collect_profile's flags: one run directory with one <host>.xplane.pb per host; --snapshot ADDR[,ADDR…] takes their flight-recorder snapshots (the seconds they kept) instead",
 			"devprof collect 127.0.0.1:9999 2000 --log_dir /tmp/prof", runCollect},
 		{"convert", "IN OUT", "convert between .xplane.pb (TensorBoard, JAX, TensorFlow), .pftrace(.gz) (Perfetto) and .json(.gz) (Chrome)",
 			"devprof convert jax-host.xplane.pb jax.pftrace", runConvert},

@@ -6,8 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"unsafe"
-	_ "unsafe" // for go:linkname
+	"unsafe" // also for go:linkname
 )
 
 // chunkRecords is how many records one chunk holds when the budget allows.
@@ -17,11 +16,19 @@ const chunkRecords = 1024
 
 type chunk struct {
 	recs []Record
-	next atomic.Int64 // index of the next free record; may run past len(recs)
-	base uint64       // ID of recs[0] is base+1
-	prev *chunk       // chunks form a list, newest first
-	// shard is the index of the shard that installed the chunk: the P
-	// its records were reserved on (see SpanOrigins).
+	// next is the index of the next free record. Only the P whose shard
+	// holds the chunk writes it, inside its pinned section (storeNext);
+	// snapshots read it with an atomic load.
+	next int64
+	base uint64 // ID of recs[0] is base+1; set before the chunk is installed
+	prev *chunk // chunks of a plain buffer form a list, newest first
+	// retired is set by the P that replaces the chunk on its shard: from
+	// then on nothing but a span's End writes into it, so a flight
+	// recorder may recycle it (ring.go).
+	retired atomic.Bool
+	// shard is the index of the shard that installed the chunk (-1: the
+	// spill shard): the P its records were written on (see SpanOrigins).
+	// Set by install while pinned, before any record of the chunk is.
 	shard int32
 }
 
@@ -36,33 +43,46 @@ type slab struct {
 	ctxs []SpanContext
 }
 
-// shard is a per-P allocation point. Padding keeps each shard's hot words on
-// cache lines of their own (see reference/go_peers.md §1.2).
+// shard is a per-P allocation point. Only the P it belongs to writes into
+// its current chunk, and only while pinned (procPin): that is what lets
+// the hot path reserve with a plain load and store instead of a locked
+// add, and what lets a flight recorder know when a chunk is done with.
+// Padding keeps each shard's hot words on cache lines of their own (see
+// reference/go_peers.md §1.2).
 type shard struct {
-	cur   atomic.Pointer[slab]
+	cur atomic.Pointer[slab]
+	// next is a chunk prepared for the shard while another goroutine on
+	// its P installed one: the next to install, with no refill.
+	next  atomic.Pointer[slab]
 	drops atomic.Int64
-	// refill serialises installing a new chunk on this shard (the slow
-	// path, once per chunk), so that no chunk is ever left unreachable.
-	refill sync.Mutex
-	_      [128 - 24]byte
+	// refilling is set while a goroutine prepares a chunk for the shard.
+	refilling atomic.Bool
+	// lock is taken (spinning, while pinned) only on the spill shard,
+	// which Ps beyond the shards share: GOMAXPROCS raised after the
+	// buffer was made.
+	lock atomic.Uint32
+	_    [128 - 32]byte
 }
 
 // Buffer is the bounded, lock-free event store of one session. Sources
-// reserve records on the hot path (an atomic add on a per-P chunk); when the
-// budget of MaxRecords is spent, events are dropped and counted, never
-// blocking the caller.
+// write records on the hot path into their P's own chunk while the P is
+// pinned (a plain bump, no locked instruction); when the budget of
+// MaxRecords is spent, events are dropped and counted, never blocking the
+// caller — or, for a flight recorder (NewRing), the oldest chunks are
+// recycled.
 type Buffer struct {
 	epoch uint32
 	level uint8 // host tracer level: annotations of level L are kept when L <= level
 
 	_      [64]byte // keep shards[0] off the line that holds the header (nil-check probes read it)
 	shards []shard
+	spill  shard // shared by Ps whose id is past len(shards)
 
 	budget   atomic.Int64 // records not yet handed to any chunk
 	idBase   atomic.Uint64
-	chunks   atomic.Pointer[chunk]
-	overflow atomic.Int64 // drops counted by sources (Drop)
-	full     atomic.Bool  // set once no room is left anywhere: later reservations fail fast
+	chunks   atomic.Pointer[chunk] // plain buffers: every chunk, newest first
+	overflow atomic.Int64          // drops counted by sources (Drop)
+	full     atomic.Bool           // set once no room is left anywhere: later reservations fail fast
 
 	maxRecords int64
 
@@ -71,6 +91,8 @@ type Buffer struct {
 	correlator DeviceCorrelator
 
 	strs *strtab // names, argument keys and string values of the records
+
+	ring *ring // non-nil for a flight recorder: chunks are recycled oldest first
 
 	spares       chan *slab    // slabs prepared by prefetch; nil for buffers without one
 	stopPrefetch chan struct{} // closed by Deactivate
@@ -85,7 +107,7 @@ var epochs atomic.Uint32
 // NewBuffer returns a buffer that keeps at most maxRecords records and
 // records host annotations up to level.
 func NewBuffer(maxRecords int64, level uint8) *Buffer {
-	b := newBuffer(maxRecords, level, runtime.GOMAXPROCS(0))
+	b := newBuffer(maxRecords, level, max(runtime.GOMAXPROCS(0), runtime.NumCPU()))
 	if useTSC {
 		b.cal = &calibration{}
 		b.cal.add()
@@ -107,7 +129,7 @@ func newBuffer(maxRecords int64, level uint8, n int) *Buffer {
 		maxRecords = 1
 	}
 	b := &Buffer{
-		epoch:      epochs.Add(1),
+		epoch:      epochs.Add(1) &^ ringEpoch,
 		level:      level,
 		shards:     make([]shard, shardCount(n)),
 		maxRecords: maxRecords,
@@ -140,15 +162,217 @@ func procPin() int
 //go:linkname procUnpin runtime.procUnpin
 func procUnpin()
 
-// Reserve returns n consecutive zeroed records (n >= 1), or nil when the
-// buffer is full, in which case the drop is counted. The caller fills the
-// first record, then calls Commit on it.
-func (b *Buffer) Reserve(n int) *Record {
-	c, i := b.reserve(n)
-	if c == nil {
+// pin pins the calling goroutine to its P and reserves n consecutive
+// records in the P's chunk. It returns the slab, the index of the first
+// record and the shard to hand to unpin; or a nil slab when the buffer is
+// full (the drop is counted, and the caller is not pinned). Everything
+// written into a chunk is written between pin and unpin: the P owns its
+// shard's chunk for that time, so the bump is a plain load and store, and
+// a chunk the P has moved on from is never written again (but by End).
+func (b *Buffer) pin(n int) (*slab, int64, *shard) {
+	p := procPin()
+	var s *shard
+	if uint(p) < uint(len(b.shards)) {
+		s = &b.shards[p]
+	} else {
+		s = b.lockSpill()
+	}
+	if sl := s.cur.Load(); sl != nil {
+		if i := sl.loadNext(); i+int64(n) <= int64(len(sl.recs)) {
+			sl.storeNext(i + int64(n))
+			return sl, i, s
+		}
+	}
+	return b.pinSlow(s, n)
+}
+
+// unpin ends the pinned section pin began.
+func (b *Buffer) unpin(s *shard) {
+	if s == &b.spill {
+		s.lock.Store(0)
+	}
+	procUnpin()
+}
+
+// lockSpill takes the spill shard's lock. The holder is pinned (it cannot
+// be preempted), so the wait is the length of one record's write.
+func (b *Buffer) lockSpill() *shard {
+	for !b.spill.lock.CompareAndSwap(0, 1) {
+	}
+	return &b.spill
+}
+
+// pinSlow is pin when the P's chunk has no room: it installs the shard's
+// waiting chunk, or unpins, prepares a chunk (from the budget, the
+// prefetcher, or a flight recorder's oldest chunk), pins again — perhaps
+// on another P — and installs it.
+func (b *Buffer) pinSlow(s *shard, n int) (*slab, int64, *shard) {
+	for {
+		if sl := s.next.Swap(nil); sl != nil {
+			if int64(n) <= int64(len(sl.recs)) {
+				return b.install(s, sl, n)
+			}
+			sl.retired.Store(true) // too small for this event: a ring recycles it
+		}
+		// One refill per shard at a time: the others on this P wait for
+		// it (a flight recorder would otherwise overwrite a chunk of old
+		// events for each of them, and use one).
+		if s.refilling.CompareAndSwap(false, true) {
+			break
+		}
+		b.unpin(s)
+		runtime.Gosched()
+		p := procPin()
+		if uint(p) < uint(len(b.shards)) {
+			s = &b.shards[p]
+		} else {
+			s = b.lockSpill()
+		}
+		if sl := s.cur.Load(); sl != nil {
+			if i := sl.loadNext(); i+int64(n) <= int64(len(sl.recs)) {
+				sl.storeNext(i + int64(n))
+				return sl, i, s
+			}
+		}
+	}
+	owner := s
+	defer owner.refilling.Store(false)
+	b.unpin(s)
+	sl := b.refill(n)
+	if sl == nil {
+		owner.drops.Add(1)
+		return nil, 0, nil
+	}
+	p := procPin()
+	if uint(p) < uint(len(b.shards)) {
+		s = &b.shards[p]
+	} else {
+		s = b.lockSpill()
+	}
+	// The goroutine may be on another P now, whose chunk may have room:
+	// use it first, and keep the new chunk for when it is full.
+	if cur := s.cur.Load(); cur != nil {
+		if i := cur.loadNext(); i+int64(n) <= int64(len(cur.recs)) {
+			cur.storeNext(i + int64(n))
+			if !s.next.CompareAndSwap(nil, sl) {
+				sl.retired.Store(true) // a ring recycles it; a plain buffer loses its room
+			}
+			return cur, i, s
+		}
+	}
+	return b.install(s, sl, n)
+}
+
+// install makes sl the shard's current chunk, with its first n records
+// reserved, and retires the chunk it replaces. The caller is pinned.
+func (b *Buffer) install(s *shard, sl *slab, n int) (*slab, int64, *shard) {
+	sl.shard = -1
+	if s != &b.spill {
+		sl.shard = int32((uintptr(unsafe.Pointer(s)) - uintptr(unsafe.Pointer(&b.shards[0]))) / unsafe.Sizeof(shard{}))
+	}
+	sl.storeNext(int64(n))
+	if old := s.cur.Swap(sl); old != nil {
+		old.retired.Store(true)
+	}
+	return sl, 0, s
+}
+
+// refill prepares a chunk with room for n records, unpinned, or returns
+// nil when the budget is spent.
+func (b *Buffer) refill(n int) *slab {
+	if b.ring != nil {
+		return b.ring.refill(b, n)
+	}
+	if b.full.Load() {
 		return nil
 	}
-	return c.take(i)
+	size := b.claim(n)
+	if size == 0 {
+		if n == 1 { // a larger event not fitting says nothing about single records
+			b.full.Store(true)
+		}
+		return nil
+	}
+	sl := b.fresh(size)
+	c := sl.chunk
+	c.base = b.idBase.Add(uint64(size)) - uint64(size)
+	for {
+		h := b.chunks.Load()
+		c.prev = h
+		if b.chunks.CompareAndSwap(h, c) {
+			break
+		}
+	}
+	return sl
+}
+
+// fresh returns a new slab of size records: one the prefetcher prepared
+// when it has the size, else a new one.
+func (b *Buffer) fresh(size int64) *slab {
+	if size == chunkRecords {
+		select {
+		case sl := <-b.spares:
+			return sl
+		default:
+		}
+	}
+	return newSlab(size)
+}
+
+// Put records one complete event: e's fields, name and args (interned
+// first, outside the pinned section, since a new string takes the string
+// table's lock). It returns the record's ID, or 0 when the buffer was
+// full.
+func (b *Buffer) Put(e *Entry, name string, args []event.Arg) uint64 {
+	nameID := b.strs.id(name)
+	var inl [InlineArgs]slotArg
+	var more []slotArg
+	nargs := min(len(args), 255)
+	if nargs <= InlineArgs {
+		for j := range nargs {
+			inl[j] = b.strs.arg(&args[j])
+		}
+	} else {
+		var buf [maxStackArgs]slotArg
+		more = b.strs.args(buf[:], args[:nargs])
+	}
+	n := SlotsFor(nargs)
+	sl, i, s := b.pin(n)
+	if sl == nil {
+		return 0
+	}
+	r := &sl.recs[i]
+	id := sl.base + uint64(i) + 1
+	r.setID(id)
+	r.Kind, r.Level, r.Flags = e.Kind, e.Level, e.Flags
+	r.Lane, r.Parent, r.ID2 = e.Lane, e.Parent, e.ID2
+	r.NameID = nameID
+	r.NArgs = uint8(nargs)
+	if more == nil {
+		r.args = inl
+	} else {
+		r.setMore(id, more)
+	}
+	r.Start = e.Start
+	r.end.Store(max(e.End, e.Start) + 1)
+	r.publish()
+	b.unpin(s)
+	return id
+}
+
+// maxStackArgs is how many arguments an event may have before interning
+// them takes a heap slice.
+const maxStackArgs = 16
+
+// Entry is a complete event as Put records it. Times are ticks (Now), or
+// monotonic nanoseconds when Flags holds FlagMonoTime.
+type Entry struct {
+	Kind         event.Kind
+	Level, Flags uint8
+	Lane         uint32
+	Parent       uint64
+	ID2          int64
+	Start, End   int64 // End < Start is taken as Start
 }
 
 // StartSpan records the start of a span begun in parent, named name, with
@@ -157,60 +381,110 @@ func (b *Buffer) Reserve(n int) *Record {
 // id2 are stored as given (a step sets FlagStep and its number). It returns
 // the span's context and record, or nils when the buffer is full.
 func (b *Buffer) StartSpan(parent context.Context, name string, args []event.Arg, level, flags uint8, id2 int64) (*SpanContext, *Record) {
-	n := 1
-	if len(args) > InlineArgs {
-		n = SlotsFor(len(args))
+	nameID := b.strs.id(name)
+	var inl [InlineArgs]slotArg
+	var more []slotArg
+	nargs := min(len(args), 255)
+	if nargs <= InlineArgs {
+		for j := range nargs {
+			a := &args[j]
+			inl[j] = slotArg{num: a.Num, key: b.strs.id(a.Key), kind: a.Kind}
+			if a.Kind == event.ArgString {
+				inl[j].num = uint64(b.strs.id(a.Str))
+			}
+		}
+	} else {
+		var buf [maxStackArgs]slotArg
+		more = b.strs.args(buf[:], args[:nargs])
 	}
-	sl, i := b.reserve(n)
+	// parentSpan, written out (StartSpan is too big for the inliner to
+	// inline it).
+	var ps *SpanContext
+	if c, ok := parent.(*SpanContext); ok {
+		ps = c
+	} else if *(*uintptr)(unsafe.Pointer(&parent)) != backgroundType {
+		ps = SpanFromContext(parent)
+	}
+	var pid uint64
+	var plane uint32
+	if ps != nil && ps.epoch == b.epoch {
+		pid, plane = ps.id, ps.lane
+	}
+	n := 1
+	if more != nil {
+		n = SlotsFor(nargs)
+	}
+	// pin's fast path, written out: pin is too big to inline, and a call
+	// is a nanosecond of the span.
+	var sl *slab
+	var i int64
+	var s *shard
+	p := procPin()
+	if uint(p) < uint(len(b.shards)) {
+		s = &b.shards[p]
+		if sl = s.cur.Load(); sl != nil {
+			if i = sl.loadNext(); i+int64(n) <= int64(len(sl.recs)) {
+				sl.storeNext(i + int64(n))
+			} else {
+				sl = nil
+			}
+		}
+	}
 	if sl == nil {
-		return nil, nil
+		if sl, i, s = b.pinAgain(p, n); sl == nil {
+			return nil, nil
+		}
 	}
 	r := &sl.recs[i]
-	if j := i + prefetchAhead; j < int64(len(sl.recs)) {
-		// Own the lines of a later record now, so that the stores to this
-		// one are not waiting on memory when Commit's fence drains them.
-		prefetchw(unsafe.Pointer(&sl.recs[j]))
-	}
-	r.ID = sl.base + uint64(i) + 1
-	sc := &sl.ctxs[i]
-	sc.parent, sc.rec, sc.epoch = parent, r, b.epoch
+	id := sl.base + uint64(i) + 1
+	r.setID(id)
 	r.Kind = event.KindSpan
 	r.Level = level
 	r.Flags = flags
 	r.ID2 = id2
-	r.NameID = b.strs.id(name)
-	r.Lane = uint32(r.ID)
-	if p := parentSpan(parent); p != nil && p.epoch == b.epoch {
-		r.Parent, r.Lane = p.rec.ID, p.rec.Lane
+	r.NameID = nameID
+	r.Lane, r.Parent = uint32(id), 0
+	if pid != 0 {
+		r.Parent, r.Lane = pid, plane
 	}
-	if len(args) <= InlineArgs {
-		r.NArgs = uint8(len(args))
-		for j := range args {
-			a := &args[j]
-			sa := &r.args[j]
-			sa.key, sa.kind, sa.num = b.strs.id(a.Key), a.Kind, a.Num
-			if a.Kind == event.ArgString {
-				sa.num = uint64(b.strs.id(a.Str))
-			}
-		}
+	r.NArgs = uint8(nargs)
+	if more == nil {
+		r.args = inl
 	} else {
-		r.SetArgs(b, args)
+		r.setMore(id, more)
 	}
-	r.Start = Now()
-	r.Commit()
+	r.setOpen(id)
+	sc := &sl.ctxs[i]
+	sc.parent, sc.rec, sc.id, sc.lane, sc.epoch = parent, r, id, r.Lane, b.epoch
+	if useTSC { // Now, written out (it does not inline)
+		r.Start = rdtsc()
+	} else {
+		r.Start = nanotime()
+	}
+	r.publish()
+	if s == &b.spill {
+		s.lock.Store(0)
+	}
+	procUnpin()
 	return sc, r
 }
 
-func (b *Buffer) reserve(n int) (*slab, int64) {
-	p := procPin()
-	procUnpin()
-	s := &b.shards[uint(p)&uint(len(b.shards)-1)] // a power of two: no division
-	if c := s.cur.Load(); c != nil {
-		if i := c.next.Add(int64(n)) - int64(n); i+int64(n) <= int64(len(c.recs)) {
-			return c, i
+// pinAgain is pin for a goroutine pinned on P p whose shard had no room
+// (or that is past the shards): the spill shard's lock, or the slow path.
+func (b *Buffer) pinAgain(p, n int) (*slab, int64, *shard) {
+	var s *shard
+	if uint(p) < uint(len(b.shards)) {
+		s = &b.shards[p]
+	} else {
+		s = b.lockSpill()
+		if sl := s.cur.Load(); sl != nil {
+			if i := sl.loadNext(); i+int64(n) <= int64(len(sl.recs)) {
+				sl.storeNext(i + int64(n))
+				return sl, i, s
+			}
 		}
 	}
-	return b.reserveSlow(s, n)
+	return b.pinSlow(s, n)
 }
 
 // model returns the chunk's records as the event model sees them.
@@ -218,106 +492,19 @@ func (c *chunk) model() []event.Record {
 	return unsafe.Slice((*event.Record)(unsafe.Pointer(unsafe.SliceData(c.recs))), len(c.recs))
 }
 
-func (c *chunk) take(i int64) *Record {
-	r := &c.recs[i]
-	r.ID = c.base + uint64(i) + 1
-	return r
-}
+// backgroundType is the type word of context.Background()'s interface
+// value. Its type is an empty struct, so every value of it is the same
+// and the type word alone says "Background": comparing the interfaces
+// with == would call runtime.ifaceeq instead.
+var backgroundType = typeWord(context.Background())
 
-// reserveSlow installs a fresh chunk from the budget, or, once the budget is
-// spent, takes leftover room in other shards' chunks so that exactly
-// maxRecords records are kept before anything is dropped.
-func (b *Buffer) reserveSlow(s *shard, n int) (*slab, int64) {
-	if b.full.Load() {
-		// The budget is spent, but a shard's current chunk may still have
-		// room (one installed while the search that set full ran), and
-		// checking them costs a few loads.
-		if c, i := b.steal(n); c != nil {
-			return c, i
-		}
-		s.drops.Add(1)
-		return nil, 0
-	}
-	s.refill.Lock()
-	if c := s.cur.Load(); c != nil { // another goroutine on this P may have refilled
-		if i := c.next.Add(int64(n)) - int64(n); i+int64(n) <= int64(len(c.recs)) {
-			s.refill.Unlock()
-			return c, i
-		}
-	}
-	if size := b.claim(n); size > 0 {
-		var sl *slab
-		if size == chunkRecords {
-			select {
-			case sl = <-b.spares:
-			default:
-			}
-		}
-		if sl == nil {
-			sl = newSlab(size)
-		}
-		c := sl.chunk
-		c.base = b.idBase.Add(uint64(size)) - uint64(size)
-		c.shard = int32((uintptr(unsafe.Pointer(s)) - uintptr(unsafe.Pointer(&b.shards[0]))) / unsafe.Sizeof(shard{}))
-		c.next.Store(int64(n))
-		for {
-			h := b.chunks.Load()
-			c.prev = h
-			if b.chunks.CompareAndSwap(h, c) {
-				break
-			}
-		}
-		s.cur.Store(sl)
-		s.refill.Unlock()
-		return sl, 0
-	}
-	s.refill.Unlock()
-	if c, i := b.steal(n); c != nil {
-		return c, i
-	}
-	if n == 1 { // a larger event not fitting says nothing about single records
-		b.full.Store(true)
-	}
-	s.drops.Add(1)
-	return nil, 0
-}
-
-// steal takes n records from the room left in any shard's current chunk.
-func (b *Buffer) steal(n int) (*slab, int64) {
-	for i := range b.shards {
-		if c := b.shards[i].cur.Load(); c != nil {
-			if j := c.next.Load(); j+int64(n) <= int64(len(c.recs)) {
-				if k := c.next.Add(int64(n)) - int64(n); k+int64(n) <= int64(len(c.recs)) {
-					return c, k
-				}
-			}
-		}
-	}
-	return nil, 0
-}
-
-// prefetchAhead is how many records ahead of the one being written
-// StartSpan prefetches.
-const prefetchAhead = 4
-
-// background is compared with, not called: Value on it would find nothing.
-var background = context.Background()
-
-// parentSpan is SpanFromContext for the hot path: a span's own context and
-// context.Background() are answered without calling Value.
-func parentSpan(ctx context.Context) *SpanContext {
-	if c, ok := ctx.(*SpanContext); ok {
-		return c
-	}
-	if ctx == background {
-		return nil
-	}
-	return SpanFromContext(ctx)
-}
+// typeWord returns the first word of an interface value: its itab.
+// (StartSpan reads it itself.)
+func typeWord(ctx context.Context) uintptr { return *(*uintptr)(unsafe.Pointer(&ctx)) }
 
 // shardCount returns the number of shards for n Ps: the power of two at
-// or above n, so that a P picks its shard with a mask (a division costs
-// tens of cycles on the hot path), and Ps added later by GOMAXPROCS share.
+// or above n, so that Ps added later by GOMAXPROCS past it share the spill
+// shard.
 func shardCount(n int) int {
 	c := 1
 	for c < n {
@@ -348,6 +535,9 @@ const prefetchMin = 16 * chunkRecords
 func (b *Buffer) prefetch(stop <-chan struct{}) {
 	for {
 		if b.budget.Load() < prefetchMin/2 {
+			if b.ring != nil {
+				b.ring.prefetchContexts(stop)
+			}
 			return // the last chunks are smaller; and nothing is wasted
 		}
 		sl := newSlab(chunkRecords)
@@ -395,7 +585,7 @@ func (b *Buffer) Drop(n int64) { b.overflow.Add(n) }
 
 // Dropped returns how many events were dropped so far.
 func (b *Buffer) Dropped() int64 {
-	d := b.overflow.Load()
+	d := b.overflow.Load() + b.spill.drops.Load()
 	for i := range b.shards {
 		d += b.shards[i].drops.Load()
 	}

@@ -25,10 +25,7 @@ func TestReserveExactBudgetAcrossGoroutines(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 2*max; i++ {
-				if r := b.Reserve(1); r != nil {
-					r.Kind = event.KindInstant
-					r.Commit()
-				}
+				b.Put(&Entry{Kind: event.KindInstant}, "", nil)
 			}
 		}()
 	}
@@ -36,9 +33,13 @@ func TestReserveExactBudgetAcrossGoroutines(t *testing.T) {
 	// A device source's drops, already in the meta, stay beside the
 	// recorder's.
 	s := b.Snapshot(event.Meta{Drops: []event.Drops{{Source: "cupti", Events: 3}}})
-	want := []event.Drops{{Source: "cupti", Events: 3}, {Source: event.DropsRecorder, Events: 16*max - max}}
-	if len(s.Events) != max || !slices.Equal(s.Meta.Drops, want) || s.Meta.Dropped() != 16*max-max+3 {
-		t.Fatalf("kept %d, drops %v (total %d), want %v", len(s.Events), s.Meta.Drops, s.Meta.Dropped(), want)
+	// Every event is either kept or counted. A P's chunk is its own (no
+	// other P takes its leftover room), so what the shards of the Ps that
+	// stopped writing first had left can go unused: at most one chunk of
+	// the last, small ones per shard.
+	want := []event.Drops{{Source: "cupti", Events: 3}, {Source: event.DropsRecorder, Events: 16*max - int64(len(s.Events))}}
+	if len(s.Events) > max || len(s.Events) < max-len(b.shards)*(max/(2*len(b.shards))) || !slices.Equal(s.Meta.Drops, want) {
+		t.Fatalf("kept %d of %d, drops %v, want %v", len(s.Events), max, s.Meta.Drops, want)
 	}
 	for _, r := range s.Events {
 		if s.Lookup(r.ID) != r {
@@ -52,11 +53,13 @@ func TestReserveExactBudgetAcrossGoroutines(t *testing.T) {
 
 func TestUncommittedRecordsAreInvisible(t *testing.T) {
 	b := NewBuffer(10, 3)
-	r := b.Reserve(1)
+	sl, i, s := b.pin(1)
+	r := &sl.recs[i]
+	r.setID(sl.base + uint64(i) + 1)
 	r.Kind = event.KindSpan
-	r.SetName(b, "half-written")
-	s := b.Snapshot(event.Meta{})
-	if len(s.Events) != 0 || s.Lookup(r.ID) != nil {
+	b.unpin(s)
+	snap := b.Snapshot(event.Meta{})
+	if len(snap.Events) != 0 || snap.Lookup(r.ID) != nil {
 		t.Fatal("an uncommitted record was exported")
 	}
 }

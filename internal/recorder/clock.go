@@ -4,6 +4,7 @@ import (
 	"github.com/devprof/devprof/event"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -65,6 +66,7 @@ type calPoint struct{ tick, mono int64 }
 type calibration struct {
 	mu     sync.Mutex
 	points []calPoint
+	keep   int // most points kept, the newest (a flight recorder runs for days); 0: all
 }
 
 // add takes one calibration point: a tick read between two monotonic
@@ -82,6 +84,9 @@ func (c *calibration) add() {
 	}
 	c.mu.Lock()
 	c.points = append(c.points, best)
+	if c.keep > 0 && len(c.points) > c.keep {
+		c.points = slices.Delete(c.points, 0, len(c.points)-c.keep/2)
+	}
 	c.mu.Unlock()
 }
 

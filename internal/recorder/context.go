@@ -3,6 +3,7 @@ package recorder
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/devprof/devprof/event"
@@ -16,7 +17,12 @@ import (
 type SpanContext struct {
 	parent context.Context
 	rec    *Record
-	epoch  uint32 // session that owns rec; parents from other sessions are ignored
+	// id and lane are the span's, kept here so that a child begun in this
+	// context never reads the record: a flight recorder may have recycled
+	// it for a later event.
+	id    uint64
+	lane  uint32
+	epoch uint32 // session that owns rec; parents from other sessions are ignored
 }
 
 // spanKey is the context key under which a SpanContext finds itself.
@@ -42,8 +48,25 @@ func (c *SpanContext) Value(key any) any {
 // String names the context in panics and logs, as the standard contexts do.
 func (c *SpanContext) String() string { return "devprof span context" }
 
-// Record returns the span's record.
-func (c *SpanContext) Record() *Record { return c.rec }
+// ID returns the span's record ID.
+func (c *SpanContext) ID() uint64 { return c.id }
+
+// EndToken returns what Record.EndSpan takes to end this span: its ID,
+// with the top bit set in a flight recorder.
+func (c *SpanContext) EndToken() uint64 { return c.id | uint64(c.epoch>>31)<<63 }
+
+// Lane returns the span's lane.
+func (c *SpanContext) Lane() uint32 { return c.lane }
+
+// live reports whether the span's record still holds the span (a flight
+// recorder recycles records) and the span has not ended. In a flight
+// recorder the record may be recycled right after the check, so what the
+// caller reads of it next (SpanPath's name, StepOf's step) can, rarely,
+// be the next event's: a memory label, not a trace record, is what may
+// come out wrong.
+func (c *SpanContext) live() bool {
+	return atomic.LoadUint64(&c.rec.ID) == c.id && !c.rec.Ended()
+}
 
 // SpanFromContext returns the innermost span recorded in ctx, or nil.
 func SpanFromContext(ctx context.Context) *SpanContext {
@@ -64,7 +87,7 @@ func SpanFromContext(ctx context.Context) *SpanContext {
 func (b *Buffer) SpanPath(ctx context.Context, dst []string) []string {
 	n := len(dst)
 	for c := SpanFromContext(ctx); c != nil && c.epoch == b.epoch; c = SpanFromContext(c.parent) {
-		if c.rec.Ended() {
+		if !c.live() {
 			continue
 		}
 		dst = append(dst, b.strs.name(c.rec.NameID))
@@ -79,7 +102,7 @@ func (b *Buffer) SpanPath(ctx context.Context, dst []string) []string {
 // a memory tracker labelling an allocation; it takes no lock.
 func (b *Buffer) StepOf(ctx context.Context) (int64, bool) {
 	for c := SpanFromContext(ctx); c != nil && c.epoch == b.epoch; c = SpanFromContext(c.parent) {
-		if c.rec.Flags&event.FlagStep != 0 && !c.rec.Ended() {
+		if c.live() && c.rec.Flags&event.FlagStep != 0 {
 			return c.rec.ID2, true
 		}
 	}

@@ -29,7 +29,7 @@ func TestStepOf(t *testing.T) {
 	if n, _ := b.StepOf(sub); n != 3 {
 		t.Errorf("StepOf(inner step 3) = %d", n)
 	}
-	subRec.SetEnd(Now())
+	subRec.EndSpan(sub.EndToken(), Now())
 	if n, _ := b.StepOf(sub); n != 7 {
 		t.Errorf("StepOf after the inner step ended = %d, want 7", n)
 	}
@@ -37,8 +37,8 @@ func TestStepOf(t *testing.T) {
 	if _, ok := other.StepOf(inner); ok {
 		t.Error("another buffer sees this session's step")
 	}
-	innerRec.SetEnd(Now())
-	stepRec.SetEnd(Now())
+	innerRec.EndSpan(inner.EndToken(), Now())
+	stepRec.EndSpan(step.EndToken(), Now())
 	if _, ok := b.StepOf(inner); ok {
 		t.Error("a step that ended still counts")
 	}

@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"context"
 	"reflect"
 	"testing"
 
@@ -52,36 +53,25 @@ func TestSnapshotReadsThroughModel(t *testing.T) {
 		{Key: "b", Kind: event.ArgBool, Num: 1},
 		{Key: "s2", Kind: event.ArgString, Str: "nine"},
 	}
-	r := b.Reserve(SlotsFor(len(args)))
-	r.Kind = event.KindSpan
-	r.SetName(b, "with args")
-	r.SetArgs(b, args)
-	r.Start = 10
-	r.Flags = FlagMonoTime
-	r.SetEnd(20)
-	r.Commit()
-	open := b.Reserve(1)
-	open.Kind = event.KindSpan
-	open.SetName(b, "open")
-	open.Start = 30
-	open.Flags = FlagMonoTime
-	open.Commit()
+	rid := b.Put(&Entry{Kind: event.KindSpan, Flags: FlagMonoTime, Start: 10, End: 20}, "with args", args)
+	sc, open := b.StartSpan(context.Background(), "open", nil, 1, FlagMonoTime, 0)
+	open.Start = 30 // as if begun then
 	s := b.Snapshot(event.Meta{Stop: event.ClockAnchor{Mono: 50}})
 	if len(s.Events) != 2 {
 		t.Fatalf("%d events, want 2", len(s.Events))
 	}
-	m := s.Lookup(r.ID)
+	m := s.Lookup(rid)
 	if m == nil || s.Name(m) != "with args" || m.Start != 10 || m.End() != 20 || !m.Ended() || m.Flags != 0 {
 		t.Fatalf("record read back as %+v (name %q)", m, s.Name(m))
 	}
 	if got := s.Args(m); !reflect.DeepEqual(got, args) {
 		t.Fatalf("args %+v, want %+v", got, args)
 	}
-	o := s.Lookup(open.ID)
+	o := s.Lookup(sc.ID())
 	if end, finished := s.EndOf(o); o.Ended() || finished || end != 50 {
 		t.Fatalf("open span: ended %v, end %d finished %v; want the stop time", o.Ended(), end, finished)
 	}
-	open.SetEnd(40) // a late End must not reach an exported record
+	open.EndSpan(sc.EndToken(), 40) // a late End must not reach an exported record
 	if o.Ended() {
 		t.Fatal("an End after the snapshot changed the exported record")
 	}

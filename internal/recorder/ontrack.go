@@ -13,42 +13,19 @@ import (
 // exporter (the layout marks it Displaced). It returns the record's ID,
 // or 0 if the buffer was full.
 func (b *Buffer) TrackSpanMono(track uint32, parent uint64, name string, start, end int64, args []event.Arg) uint64 {
-	r := b.Reserve(SlotsFor(len(args)))
-	if r == nil {
-		return 0
-	}
-	r.Kind = event.KindSpan
-	r.Level = 1
-	r.Flags = FlagMonoTime | event.FlagOnTrack
-	r.Parent, r.Lane = parent, track
-	r.SetName(b, name)
-	r.Start = start
-	if len(args) > 0 {
-		r.SetArgs(b, args)
-	}
-	r.SetEnd(max(end, start))
-	r.Commit()
-	return r.ID
+	return b.Put(&Entry{
+		Kind: event.KindSpan, Level: 1, Flags: FlagMonoTime | event.FlagOnTrack,
+		Lane: track, Parent: parent, Start: start, End: end,
+	}, name, args)
 }
 
 // TrackInstantMono records a point event on a registered track at t, in
 // monotonic nanoseconds.
 func (b *Buffer) TrackInstantMono(track uint32, name string, t int64, args []event.Arg) {
-	r := b.Reserve(SlotsFor(len(args)))
-	if r == nil {
-		return
-	}
-	r.Kind = event.KindInstant
-	r.Level = 1
-	r.Flags = FlagMonoTime | event.FlagOnTrack
-	r.Lane = track
-	r.SetName(b, name)
-	r.Start = t
-	if len(args) > 0 {
-		r.SetArgs(b, args)
-	}
-	r.SetEnd(t)
-	r.Commit()
+	b.Put(&Entry{
+		Kind: event.KindInstant, Level: 1, Flags: FlagMonoTime | event.FlagOnTrack,
+		Lane: track, Start: t, End: t,
+	}, name, args)
 }
 
 // SpanOrigin is where and when a host span began: its record, the P whose
@@ -69,7 +46,9 @@ type SpanOrigin struct {
 // buffer was made with. Records taken from another shard's chunk once the
 // budget was spent carry that shard's P.
 func (b *Buffer) SpanOrigins() (spans []SpanOrigin, ok bool) {
-	if runtime.GOMAXPROCS(0) > len(b.shards) {
+	if runtime.GOMAXPROCS(0) > len(b.shards) || b.ring != nil {
+		// A flight recorder recycles chunks: its records are read through
+		// its snapshots, not here.
 		return nil, false
 	}
 	conv := func(t int64) int64 { return t }
@@ -78,7 +57,7 @@ func (b *Buffer) SpanOrigins() (spans []SpanOrigin, ok bool) {
 		conv = b.cal.converter()
 	}
 	for c := b.chunks.Load(); c != nil; c = c.prev {
-		used := min(c.next.Load(), int64(len(c.recs)))
+		used := min(c.loadNext(), int64(len(c.recs)))
 		for i := range used {
 			r := &c.recs[i]
 			if !r.committed() || r.Kind != event.KindSpan || r.Flags&(event.FlagOnTrack|FlagMonoTime) != 0 {

@@ -45,7 +45,7 @@ type Record struct {
 
 	// Start is the begin time (or the only time) in ticks.
 	Start int64
-	end   atomic.Int64 // end tick + 1; 0 while the span is open
+	end   atomic.Int64 // end tick + 1; -ID while the span is open (see EndSpan)
 
 	ID     uint64 // unique, non-zero within the session
 	Parent uint64 // ID of the enclosing span, 0 for a root
@@ -60,63 +60,78 @@ const kindArgs = event.KindActivity + 1
 
 // openAtStop marks a span that was still open when its buffer was
 // snapshotted, so that a late End cannot write into an exported record.
-// The model reads the same value.
+// The model reads the same value. (While recording, an open span's end
+// word holds -ID instead: see EndSpan.)
 const openAtStop = -1 << 63
+
+// closeAtStop marks r open at stop if it is an open span, whatever an End
+// racing with it does: it is the snapshot's side of EndSpan.
+func (r *Record) closeAtStop() {
+	for {
+		e := r.end.Load()
+		if e > 0 || e == openAtStop || r.end.CompareAndSwap(e, openAtStop) {
+			return
+		}
+	}
+}
 
 // End returns the end time in ticks, or 0 if the span has not ended.
 func (r *Record) End() int64 {
-	if e := r.end.Load(); e != 0 && e != openAtStop {
+	if e := r.end.Load(); e > 0 {
 		return e - 1
 	}
 	return 0
 }
 
-// Ended reports whether SetEnd was called (before the snapshot).
-func (r *Record) Ended() bool {
-	e := r.end.Load()
-	return e != 0 && e != openAtStop
-}
+// Ended reports whether the span has ended (before the snapshot).
+func (r *Record) Ended() bool { return r.end.Load() > 0 }
 
-// SetEnd records the end time; only the first call has an effect, so a
-// span ended twice keeps its first end.
-func (r *Record) SetEnd(t int64) { r.end.CompareAndSwap(0, t+1) }
-
-// Commit publishes a fully written record to the snapshot.
-func (r *Record) Commit() { r.state.Store(1) }
-
-// committed reports whether Commit was called.
-func (r *Record) committed() bool { return r.state.Load() == 1 }
-
-// SetName sets the record's name, interned in b's string table.
-func (r *Record) SetName(b *Buffer, name string) { r.NameID = b.strs.id(name) }
-
-// SetArgs copies args into the record and its reserved continuation
-// records (reserved by Buffer.Reserve with SlotsFor(len(args))), interning
-// keys and string values in b's string table.
-func (r *Record) SetArgs(b *Buffer, args []event.Arg) {
-	n := len(args)
-	if n > 255 {
-		n = 255
-	}
-	r.NArgs = uint8(n)
-	k := min(n, InlineArgs)
-	for i := 0; i < k; i++ {
-		r.args[i] = b.strs.arg(&args[i])
-	}
-	if k == n {
+// EndSpan records the end time of the span whose end token is tok
+// (SpanContext.EndToken); only the first call has an effect, so a span
+// ended twice keeps its first end.
+//
+// A span's end word holds -ID while the span is open (setOpen), and End
+// writes the end only over exactly that. In a flight recorder (the token's
+// top bit), chunks are recycled: the record may by now hold a later event,
+// which an End of the old span must leave alone, so there the check and
+// the store are one compare-and-swap. In a plain buffer nothing is
+// recycled, and End is a load and a plain store, made inside a pinned
+// section: Snapshot waits for every P to leave its pinned section after
+// it closes open spans (quiesce), so an End racing with Stop is either
+// seen whole or not at all. (endPlain is in publish_*.go.)
+func (r *Record) EndSpan(tok uint64, t int64) {
+	if tok&ringToken != 0 {
+		r.end.CompareAndSwap(-int64(tok&^ringToken), t+1)
 		return
 	}
-	rest := args[k:n]
+	r.endPlain(-int64(tok), t+1)
+}
+
+// ringToken marks the end token of a span in a flight recorder.
+const ringToken = 1 << 63
+
+// committed reports whether the record was published.
+func (r *Record) committed() bool { return r.state.Load() == 1 }
+
+// setMore stores args (all of the event's, as slotArgs) in r and the
+// continuation records after it, which pin reserved with it
+// (SlotsFor(len(args)) in all), and publishes the continuation records.
+// id is r's ID.
+func (r *Record) setMore(id uint64, args []slotArg) {
+	r.args = [InlineArgs]slotArg{args[0], args[1]}
+	rest := args[InlineArgs:]
 	for c := r; len(rest) > 0; {
 		c = c.next() // only while arguments are left: the last record may end its chunk
+		id++
+		c.setID(id)
 		c.Kind = kindArgs
-		k = min(len(rest), InlineArgs)
-		for i := 0; i < k; i++ {
-			c.args[i] = b.strs.arg(&rest[i])
-		}
+		c.Flags, c.Level, c.Lane, c.NameID, c.Parent, c.ID2, c.Start = 0, 0, 0, 0, 0, 0, 0
+		k := min(len(rest), InlineArgs)
+		c.args = [InlineArgs]slotArg{}
+		copy(c.args[:], rest[:k])
 		c.NArgs = uint8(k)
 		rest = rest[k:]
-		c.Commit()
+		c.publish()
 	}
 }
 

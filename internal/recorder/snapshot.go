@@ -3,7 +3,9 @@ package recorder
 import (
 	"cmp"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync/atomic"
 	_ "unsafe" // for go:linkname
 
 	"github.com/devprof/devprof/event"
@@ -22,6 +24,9 @@ func adopt(meta event.Meta, bases []uint64, chunks [][]event.Record, events []*e
 // events the buffer had no room for are added to meta.Drops as the
 // recorder's; strings the full string table replaced are a warning.
 func (b *Buffer) Snapshot(meta event.Meta) *event.Snapshot {
+	if b.ring != nil {
+		return b.ring.snapshot(b, meta, 0)
+	}
 	meta.Drops = slices.Clone(meta.Drops) // the caller's slice stays as it was
 	meta.AddDrops(event.DropsRecorder, b.Dropped())
 	if n := b.StringsOverflowed(); n > 0 {
@@ -36,27 +41,45 @@ func (b *Buffer) Snapshot(meta event.Meta) *event.Snapshot {
 	slices.SortFunc(chunks, func(a, b *chunk) int { return cmp.Compare(a.base, b.base) })
 	n := 0
 	for _, c := range chunks {
-		n += int(min(c.next.Load(), int64(len(c.recs))))
+		n += int(min(atomic.LoadInt64(&c.next), int64(len(c.recs))))
 	}
 	var conv func(int64) int64
 	if b.cal != nil {
 		b.cal.add()
 		conv = b.cal.converter()
 	}
+	// Close open spans for good, then wait until no End can be half done
+	// (see Record.EndSpan), then turn ticks into nanoseconds. A record
+	// published after the first pass (a late writer) is not in the
+	// snapshot: an End racing with it could land after the second.
+	used := make([]int64, len(chunks))
+	var late map[*Record]bool
+	for k, c := range chunks {
+		used[k] = min(atomic.LoadInt64(&c.next), int64(len(c.recs)))
+		for i := range used[k] {
+			switch r := &c.recs[i]; {
+			case !r.committed():
+				if late == nil {
+					late = map[*Record]bool{}
+				}
+				late[r] = true
+			case r.Kind != kindArgs:
+				r.closeAtStop()
+			}
+		}
+	}
+	quiesce()
 	events := make([]*event.Record, 0, n)
 	bases := make([]uint64, len(chunks))
 	recs := make([][]event.Record, len(chunks))
 	for k, c := range chunks {
 		bases[k] = c.base
 		recs[k] = c.model()
-		used := min(c.next.Load(), int64(len(c.recs)))
-		for i := range used {
+		for i := range used[k] {
 			r := &c.recs[i]
-			if !r.committed() || r.Kind == kindArgs {
+			if late[r] || r.Kind == kindArgs {
 				continue
 			}
-			// Close open spans for good, then turn ticks into nanoseconds.
-			r.end.CompareAndSwap(0, openAtStop)
 			if r.Flags&FlagMonoTime != 0 {
 				r.Flags &^= FlagMonoTime
 			} else if conv != nil {
@@ -72,4 +95,14 @@ func (b *Buffer) Snapshot(meta event.Meta) *event.Snapshot {
 	tracks := slices.Clone(b.tracks)
 	b.mu.Unlock()
 	return adopt(meta, bases, recs, events, tracks, b.strs.snapshot())
+}
+
+// quiesce returns once every P has left the pinned section it was in, if
+// any: runtime.ReadMemStats stops the world, and the world stops only
+// when every goroutine is at a safe point, which a goroutine between
+// procPin and procUnpin never is (it cannot be preempted). It costs tens
+// of microseconds, once per snapshot.
+func quiesce() {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
 }

@@ -21,22 +21,7 @@ func (b *Buffer) ActivityMono(track uint32, kind event.ActivityKind, name string
 }
 
 func (b *Buffer) activity(track uint32, kind event.ActivityKind, name string, start, end int64, args []event.Arg, flags uint8) uint64 {
-	r := b.Reserve(SlotsFor(len(args)))
-	if r == nil {
-		return 0
-	}
-	r.Flags = flags
-	r.Kind = event.KindActivity
-	r.SetName(b, name)
-	r.Lane = track
-	r.ID2 = int64(kind)
-	r.Start = start
-	if len(args) > 0 {
-		r.SetArgs(b, args)
-	}
-	r.SetEnd(max(end, start))
-	r.Commit()
-	return r.ID
+	return b.Put(&Entry{Kind: event.KindActivity, Flags: flags, Lane: track, ID2: int64(kind), Start: start, End: end}, name, args)
 }
 
 // TrackCounterMono records one sample of a counter series at t, in
@@ -44,21 +29,12 @@ func (b *Buffer) activity(track uint32, kind event.ActivityKind, name string, st
 // track (a device's counters, on its event.TrackDevice track) or, with
 // track 0, the host's; unit is "" for a plain number.
 func (b *Buffer) TrackCounterMono(track uint32, name, unit string, t int64, v float64) {
-	r := b.Reserve(1)
-	if r == nil {
-		return
-	}
-	r.Kind = event.KindCounter
-	r.Flags = FlagMonoTime
+	e := Entry{Kind: event.KindCounter, Flags: FlagMonoTime, Start: t, End: t}
 	if track != 0 {
-		r.Flags |= event.FlagOnTrack
-		r.Lane = track
+		e.Flags |= event.FlagOnTrack
+		e.Lane = track
 	}
-	r.SetName(b, name)
-	r.SetArgs(b, []event.Arg{{Key: unit, Kind: event.ArgFloat, Num: math.Float64bits(v)}})
-	r.Start = t
-	r.SetEnd(t)
-	r.Commit()
+	b.Put(&e, name, []event.Arg{{Key: unit, Kind: event.ArgFloat, Num: math.Float64bits(v)}})
 }
 
 // ChildSpanMono records a finished span, start and end in monotonic
@@ -66,20 +42,5 @@ func (b *Buffer) TrackCounterMono(track uint32, name, unit string, t int64, v fl
 // the API calls a span made (a kernel launch) beneath it. It returns the
 // record's ID, or 0 if the buffer was full.
 func (b *Buffer) ChildSpanMono(parent uint64, lane uint32, name string, start, end int64, args []event.Arg) uint64 {
-	r := b.Reserve(SlotsFor(len(args)))
-	if r == nil {
-		return 0
-	}
-	r.Kind = event.KindSpan
-	r.Level = 1
-	r.Flags = FlagMonoTime
-	r.Parent, r.Lane = parent, lane
-	r.SetName(b, name)
-	r.Start = start
-	if len(args) > 0 {
-		r.SetArgs(b, args)
-	}
-	r.SetEnd(max(end, start))
-	r.Commit()
-	return r.ID
+	return b.Put(&Entry{Kind: event.KindSpan, Level: 1, Flags: FlagMonoTime, Parent: parent, Lane: lane, Start: start, End: end}, name, args)
 }

@@ -124,6 +124,20 @@ func (t *strtab) arg(a *event.Arg) slotArg {
 	return sa
 }
 
+// args returns args as the buffer stores them, in buf when it has room
+// (the caller's stack array) else in a new slice: the form of an event
+// with more arguments than a record holds.
+func (t *strtab) args(buf []slotArg, args []event.Arg) []slotArg {
+	out := buf[:0]
+	if len(args) > cap(buf) {
+		out = make([]slotArg, 0, len(args))
+	}
+	for i := range args {
+		out = append(out, t.arg(&args[i]))
+	}
+	return out
+}
+
 // snapshot returns the id → string table as it is now.
 func (t *strtab) snapshot() []string {
 	t.mu.Lock()

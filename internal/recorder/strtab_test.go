@@ -173,10 +173,7 @@ func TestStringsOverflowIsWarned(t *testing.T) {
 	b := NewBuffer(10, 3)
 	b.strs = newStrtab(3, 1<<20) // "", the placeholder and one more
 	for _, name := range []string{"kept", "lost-1", "lost-2"} {
-		r := b.Reserve(1)
-		r.Kind = event.KindInstant
-		r.SetName(b, name)
-		r.Commit()
+		b.Put(&Entry{Kind: event.KindInstant}, name, nil)
 	}
 	s := b.Snapshot(event.Meta{})
 	if len(s.Meta.Warnings) != 1 || s.Meta.Warnings[0].Code != "strings_overflow" || !strings.HasPrefix(s.Meta.Warnings[0].Text, "2 new names") {

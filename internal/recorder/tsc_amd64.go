@@ -1,7 +1,5 @@
 package recorder
 
-import "unsafe"
-
 // rdtsc reads the time-stamp counter.
 func rdtsc() int64
 
@@ -18,9 +16,3 @@ func invariantTSC() bool {
 	_, _, _, d := cpuid(0x80000007, 0)
 	return d&(1<<8) != 0
 }
-
-// prefetchw asks the CPU to bring the cache line at p into its cache for
-// writing, ahead of the stores that will fill it.
-//
-//go:noescape
-func prefetchw(p unsafe.Pointer)

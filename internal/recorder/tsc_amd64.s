@@ -18,10 +18,3 @@ TEXT ·cpuid(SB),NOSPLIT,$0-24
 	MOVL	CX, c+16(FP)
 	MOVL	DX, d+20(FP)
 	RET
-
-// func prefetchw(p unsafe.Pointer)
-TEXT ·prefetchw(SB),NOSPLIT,$0-8
-	MOVQ	p+0(FP), AX
-	// PREFETCHW (AX), which the Go assembler does not name.
-	BYTE	$0x0F; BYTE $0x0D; BYTE $0x08
-	RET

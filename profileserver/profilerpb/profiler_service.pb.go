@@ -29,6 +29,44 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// GetSnapshotRequest asks for the flight recorder's snapshot. Empty: the
+// server's own window applies.
+type GetSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSnapshotRequest) Reset() {
+	*x = GetSnapshotRequest{}
+	mi := &file_profiler_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSnapshotRequest) ProtoMessage() {}
+
+func (x *GetSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_profiler_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*GetSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_profiler_service_proto_rawDescGZIP(), []int{0}
+}
+
 // ToolRequestOptions asks for one tool's output in a given form (legacy;
 // devprof ignores it).
 type ToolRequestOptions struct {
@@ -41,7 +79,7 @@ type ToolRequestOptions struct {
 
 func (x *ToolRequestOptions) Reset() {
 	*x = ToolRequestOptions{}
-	mi := &file_profiler_service_proto_msgTypes[0]
+	mi := &file_profiler_service_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -53,7 +91,7 @@ func (x *ToolRequestOptions) String() string {
 func (*ToolRequestOptions) ProtoMessage() {}
 
 func (x *ToolRequestOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_profiler_service_proto_msgTypes[0]
+	mi := &file_profiler_service_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -66,7 +104,7 @@ func (x *ToolRequestOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolRequestOptions.ProtoReflect.Descriptor instead.
 func (*ToolRequestOptions) Descriptor() ([]byte, []int) {
-	return file_profiler_service_proto_rawDescGZIP(), []int{0}
+	return file_profiler_service_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *ToolRequestOptions) GetOutputFormats() string {
@@ -110,7 +148,7 @@ type ProfileRequest struct {
 
 func (x *ProfileRequest) Reset() {
 	*x = ProfileRequest{}
-	mi := &file_profiler_service_proto_msgTypes[1]
+	mi := &file_profiler_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -122,7 +160,7 @@ func (x *ProfileRequest) String() string {
 func (*ProfileRequest) ProtoMessage() {}
 
 func (x *ProfileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_profiler_service_proto_msgTypes[1]
+	mi := &file_profiler_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -135,7 +173,7 @@ func (x *ProfileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProfileRequest.ProtoReflect.Descriptor instead.
 func (*ProfileRequest) Descriptor() ([]byte, []int) {
-	return file_profiler_service_proto_rawDescGZIP(), []int{1}
+	return file_profiler_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ProfileRequest) GetDurationMs() uint64 {
@@ -213,7 +251,7 @@ type ProfileToolData struct {
 
 func (x *ProfileToolData) Reset() {
 	*x = ProfileToolData{}
-	mi := &file_profiler_service_proto_msgTypes[2]
+	mi := &file_profiler_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -225,7 +263,7 @@ func (x *ProfileToolData) String() string {
 func (*ProfileToolData) ProtoMessage() {}
 
 func (x *ProfileToolData) ProtoReflect() protoreflect.Message {
-	mi := &file_profiler_service_proto_msgTypes[2]
+	mi := &file_profiler_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -238,7 +276,7 @@ func (x *ProfileToolData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProfileToolData.ProtoReflect.Descriptor instead.
 func (*ProfileToolData) Descriptor() ([]byte, []int) {
-	return file_profiler_service_proto_rawDescGZIP(), []int{2}
+	return file_profiler_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ProfileToolData) GetName() string {
@@ -273,7 +311,7 @@ type ProfileResponse struct {
 
 func (x *ProfileResponse) Reset() {
 	*x = ProfileResponse{}
-	mi := &file_profiler_service_proto_msgTypes[3]
+	mi := &file_profiler_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -285,7 +323,7 @@ func (x *ProfileResponse) String() string {
 func (*ProfileResponse) ProtoMessage() {}
 
 func (x *ProfileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_profiler_service_proto_msgTypes[3]
+	mi := &file_profiler_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -298,7 +336,7 @@ func (x *ProfileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProfileResponse.ProtoReflect.Descriptor instead.
 func (*ProfileResponse) Descriptor() ([]byte, []int) {
-	return file_profiler_service_proto_rawDescGZIP(), []int{3}
+	return file_profiler_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ProfileResponse) GetToolData() []*ProfileToolData {
@@ -332,7 +370,7 @@ type TerminateRequest struct {
 
 func (x *TerminateRequest) Reset() {
 	*x = TerminateRequest{}
-	mi := &file_profiler_service_proto_msgTypes[4]
+	mi := &file_profiler_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -344,7 +382,7 @@ func (x *TerminateRequest) String() string {
 func (*TerminateRequest) ProtoMessage() {}
 
 func (x *TerminateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_profiler_service_proto_msgTypes[4]
+	mi := &file_profiler_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -357,7 +395,7 @@ func (x *TerminateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminateRequest.ProtoReflect.Descriptor instead.
 func (*TerminateRequest) Descriptor() ([]byte, []int) {
-	return file_profiler_service_proto_rawDescGZIP(), []int{4}
+	return file_profiler_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *TerminateRequest) GetSessionId() string {
@@ -376,7 +414,7 @@ type TerminateResponse struct {
 
 func (x *TerminateResponse) Reset() {
 	*x = TerminateResponse{}
-	mi := &file_profiler_service_proto_msgTypes[5]
+	mi := &file_profiler_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -388,7 +426,7 @@ func (x *TerminateResponse) String() string {
 func (*TerminateResponse) ProtoMessage() {}
 
 func (x *TerminateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_profiler_service_proto_msgTypes[5]
+	mi := &file_profiler_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -401,7 +439,7 @@ func (x *TerminateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminateResponse.ProtoReflect.Descriptor instead.
 func (*TerminateResponse) Descriptor() ([]byte, []int) {
-	return file_profiler_service_proto_rawDescGZIP(), []int{5}
+	return file_profiler_service_proto_rawDescGZIP(), []int{6}
 }
 
 // MonitorRequest asks for a report on the process.
@@ -417,7 +455,7 @@ type MonitorRequest struct {
 
 func (x *MonitorRequest) Reset() {
 	*x = MonitorRequest{}
-	mi := &file_profiler_service_proto_msgTypes[6]
+	mi := &file_profiler_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -429,7 +467,7 @@ func (x *MonitorRequest) String() string {
 func (*MonitorRequest) ProtoMessage() {}
 
 func (x *MonitorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_profiler_service_proto_msgTypes[6]
+	mi := &file_profiler_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -442,7 +480,7 @@ func (x *MonitorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MonitorRequest.ProtoReflect.Descriptor instead.
 func (*MonitorRequest) Descriptor() ([]byte, []int) {
-	return file_profiler_service_proto_rawDescGZIP(), []int{6}
+	return file_profiler_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *MonitorRequest) GetDurationMs() uint64 {
@@ -477,7 +515,7 @@ type MonitorResponse struct {
 
 func (x *MonitorResponse) Reset() {
 	*x = MonitorResponse{}
-	mi := &file_profiler_service_proto_msgTypes[7]
+	mi := &file_profiler_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -489,7 +527,7 @@ func (x *MonitorResponse) String() string {
 func (*MonitorResponse) ProtoMessage() {}
 
 func (x *MonitorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_profiler_service_proto_msgTypes[7]
+	mi := &file_profiler_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -502,7 +540,7 @@ func (x *MonitorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MonitorResponse.ProtoReflect.Descriptor instead.
 func (*MonitorResponse) Descriptor() ([]byte, []int) {
-	return file_profiler_service_proto_rawDescGZIP(), []int{7}
+	return file_profiler_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *MonitorResponse) GetData() string {
@@ -517,7 +555,8 @@ var File_profiler_service_proto protoreflect.FileDescriptor
 const file_profiler_service_proto_rawDesc = "" +
 	"\n" +
 	"\x16profiler_service.proto\x12\n" +
-	"tensorflow\x1a\x16profiler_options.proto\"]\n" +
+	"tensorflow\x1a\x16profiler_options.proto\"\x14\n" +
+	"\x12GetSnapshotRequest\"]\n" +
 	"\x12ToolRequestOptions\x12%\n" +
 	"\x0eoutput_formats\x18\x02 \x01(\tR\routputFormats\x12 \n" +
 	"\fsave_to_repo\x18\x03 \x01(\bR\n" +
@@ -558,11 +597,12 @@ const file_profiler_service_proto_rawDesc = "" +
 	"\ttimestamp\x18\x03 \x01(\bR\ttimestamp\"+\n" +
 	"\x0fMonitorResponse\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\tR\x04dataJ\x04\b\x02\x10\n" +
-	"2\xe9\x01\n" +
+	"2\xb7\x02\n" +
 	"\x0fProfilerService\x12D\n" +
 	"\aProfile\x12\x1a.tensorflow.ProfileRequest\x1a\x1b.tensorflow.ProfileResponse\"\x00\x12J\n" +
 	"\tTerminate\x12\x1c.tensorflow.TerminateRequest\x1a\x1d.tensorflow.TerminateResponse\"\x00\x12D\n" +
-	"\aMonitor\x12\x1a.tensorflow.MonitorRequest\x1a\x1b.tensorflow.MonitorResponse\"\x00B5Z3github.com/devprof/devprof/profileserver/profilerpbb\x06proto3"
+	"\aMonitor\x12\x1a.tensorflow.MonitorRequest\x1a\x1b.tensorflow.MonitorResponse\"\x00\x12L\n" +
+	"\vGetSnapshot\x12\x1e.tensorflow.GetSnapshotRequest\x1a\x1b.tensorflow.ProfileResponse\"\x00B5Z3github.com/devprof/devprof/profileserver/profilerpbb\x06proto3"
 
 var (
 	file_profiler_service_proto_rawDescOnce sync.Once
@@ -576,35 +616,38 @@ func file_profiler_service_proto_rawDescGZIP() []byte {
 	return file_profiler_service_proto_rawDescData
 }
 
-var file_profiler_service_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_profiler_service_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_profiler_service_proto_goTypes = []any{
-	(*ToolRequestOptions)(nil), // 0: tensorflow.ToolRequestOptions
-	(*ProfileRequest)(nil),     // 1: tensorflow.ProfileRequest
-	(*ProfileToolData)(nil),    // 2: tensorflow.ProfileToolData
-	(*ProfileResponse)(nil),    // 3: tensorflow.ProfileResponse
-	(*TerminateRequest)(nil),   // 4: tensorflow.TerminateRequest
-	(*TerminateResponse)(nil),  // 5: tensorflow.TerminateResponse
-	(*MonitorRequest)(nil),     // 6: tensorflow.MonitorRequest
-	(*MonitorResponse)(nil),    // 7: tensorflow.MonitorResponse
-	nil,                        // 8: tensorflow.ProfileRequest.ToolOptionsEntry
-	(*ProfileOptions)(nil),     // 9: tensorflow.ProfileOptions
+	(*GetSnapshotRequest)(nil), // 0: tensorflow.GetSnapshotRequest
+	(*ToolRequestOptions)(nil), // 1: tensorflow.ToolRequestOptions
+	(*ProfileRequest)(nil),     // 2: tensorflow.ProfileRequest
+	(*ProfileToolData)(nil),    // 3: tensorflow.ProfileToolData
+	(*ProfileResponse)(nil),    // 4: tensorflow.ProfileResponse
+	(*TerminateRequest)(nil),   // 5: tensorflow.TerminateRequest
+	(*TerminateResponse)(nil),  // 6: tensorflow.TerminateResponse
+	(*MonitorRequest)(nil),     // 7: tensorflow.MonitorRequest
+	(*MonitorResponse)(nil),    // 8: tensorflow.MonitorResponse
+	nil,                        // 9: tensorflow.ProfileRequest.ToolOptionsEntry
+	(*ProfileOptions)(nil),     // 10: tensorflow.ProfileOptions
 }
 var file_profiler_service_proto_depIdxs = []int32{
-	8, // 0: tensorflow.ProfileRequest.tool_options:type_name -> tensorflow.ProfileRequest.ToolOptionsEntry
-	9, // 1: tensorflow.ProfileRequest.opts:type_name -> tensorflow.ProfileOptions
-	2, // 2: tensorflow.ProfileResponse.tool_data:type_name -> tensorflow.ProfileToolData
-	0, // 3: tensorflow.ProfileRequest.ToolOptionsEntry.value:type_name -> tensorflow.ToolRequestOptions
-	1, // 4: tensorflow.ProfilerService.Profile:input_type -> tensorflow.ProfileRequest
-	4, // 5: tensorflow.ProfilerService.Terminate:input_type -> tensorflow.TerminateRequest
-	6, // 6: tensorflow.ProfilerService.Monitor:input_type -> tensorflow.MonitorRequest
-	3, // 7: tensorflow.ProfilerService.Profile:output_type -> tensorflow.ProfileResponse
-	5, // 8: tensorflow.ProfilerService.Terminate:output_type -> tensorflow.TerminateResponse
-	7, // 9: tensorflow.ProfilerService.Monitor:output_type -> tensorflow.MonitorResponse
-	7, // [7:10] is the sub-list for method output_type
-	4, // [4:7] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	9,  // 0: tensorflow.ProfileRequest.tool_options:type_name -> tensorflow.ProfileRequest.ToolOptionsEntry
+	10, // 1: tensorflow.ProfileRequest.opts:type_name -> tensorflow.ProfileOptions
+	3,  // 2: tensorflow.ProfileResponse.tool_data:type_name -> tensorflow.ProfileToolData
+	1,  // 3: tensorflow.ProfileRequest.ToolOptionsEntry.value:type_name -> tensorflow.ToolRequestOptions
+	2,  // 4: tensorflow.ProfilerService.Profile:input_type -> tensorflow.ProfileRequest
+	5,  // 5: tensorflow.ProfilerService.Terminate:input_type -> tensorflow.TerminateRequest
+	7,  // 6: tensorflow.ProfilerService.Monitor:input_type -> tensorflow.MonitorRequest
+	0,  // 7: tensorflow.ProfilerService.GetSnapshot:input_type -> tensorflow.GetSnapshotRequest
+	4,  // 8: tensorflow.ProfilerService.Profile:output_type -> tensorflow.ProfileResponse
+	6,  // 9: tensorflow.ProfilerService.Terminate:output_type -> tensorflow.TerminateResponse
+	8,  // 10: tensorflow.ProfilerService.Monitor:output_type -> tensorflow.MonitorResponse
+	4,  // 11: tensorflow.ProfilerService.GetSnapshot:output_type -> tensorflow.ProfileResponse
+	8,  // [8:12] is the sub-list for method output_type
+	4,  // [4:8] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_profiler_service_proto_init() }
@@ -619,7 +662,7 @@ func file_profiler_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_profiler_service_proto_rawDesc), len(file_profiler_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,9 +27,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ProfilerService_Profile_FullMethodName   = "/tensorflow.ProfilerService/Profile"
-	ProfilerService_Terminate_FullMethodName = "/tensorflow.ProfilerService/Terminate"
-	ProfilerService_Monitor_FullMethodName   = "/tensorflow.ProfilerService/Monitor"
+	ProfilerService_Profile_FullMethodName     = "/tensorflow.ProfilerService/Profile"
+	ProfilerService_Terminate_FullMethodName   = "/tensorflow.ProfilerService/Terminate"
+	ProfilerService_Monitor_FullMethodName     = "/tensorflow.ProfilerService/Monitor"
+	ProfilerService_GetSnapshot_FullMethodName = "/tensorflow.ProfilerService/GetSnapshot"
 )
 
 // ProfilerServiceClient is the client API for ProfilerService service.
@@ -46,6 +47,15 @@ type ProfilerServiceClient interface {
 	Terminate(ctx context.Context, in *TerminateRequest, opts ...grpc.CallOption) (*TerminateResponse, error)
 	// Monitor reports on the process without recording a profile.
 	Monitor(ctx context.Context, in *MonitorRequest, opts ...grpc.CallOption) (*MonitorResponse, error)
+	// GetSnapshot answers at once with what a continuously recording
+	// profiler holds (a devprof flight recorder's last window), without
+	// stopping it. The name and the request and response types are those
+	// of TSL's newer service (2026, marked unstable there: it pairs it with
+	// Start/StopContinuousProfiling, which devprof does not serve, since a
+	// flight recorder is started by the program itself). The fields of
+	// TSL's GetSnapshotRequest were not found, and look empty: ours is
+	// empty too.
+	GetSnapshot(ctx context.Context, in *GetSnapshotRequest, opts ...grpc.CallOption) (*ProfileResponse, error)
 }
 
 type profilerServiceClient struct {
@@ -86,6 +96,16 @@ func (c *profilerServiceClient) Monitor(ctx context.Context, in *MonitorRequest,
 	return out, nil
 }
 
+func (c *profilerServiceClient) GetSnapshot(ctx context.Context, in *GetSnapshotRequest, opts ...grpc.CallOption) (*ProfileResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ProfileResponse)
+	err := c.cc.Invoke(ctx, ProfilerService_GetSnapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProfilerServiceServer is the server API for ProfilerService service.
 // All implementations must embed UnimplementedProfilerServiceServer
 // for forward compatibility.
@@ -100,6 +120,15 @@ type ProfilerServiceServer interface {
 	Terminate(context.Context, *TerminateRequest) (*TerminateResponse, error)
 	// Monitor reports on the process without recording a profile.
 	Monitor(context.Context, *MonitorRequest) (*MonitorResponse, error)
+	// GetSnapshot answers at once with what a continuously recording
+	// profiler holds (a devprof flight recorder's last window), without
+	// stopping it. The name and the request and response types are those
+	// of TSL's newer service (2026, marked unstable there: it pairs it with
+	// Start/StopContinuousProfiling, which devprof does not serve, since a
+	// flight recorder is started by the program itself). The fields of
+	// TSL's GetSnapshotRequest were not found, and look empty: ours is
+	// empty too.
+	GetSnapshot(context.Context, *GetSnapshotRequest) (*ProfileResponse, error)
 	mustEmbedUnimplementedProfilerServiceServer()
 }
 
@@ -118,6 +147,9 @@ func (UnimplementedProfilerServiceServer) Terminate(context.Context, *TerminateR
 }
 func (UnimplementedProfilerServiceServer) Monitor(context.Context, *MonitorRequest) (*MonitorResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Monitor not implemented")
+}
+func (UnimplementedProfilerServiceServer) GetSnapshot(context.Context, *GetSnapshotRequest) (*ProfileResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSnapshot not implemented")
 }
 func (UnimplementedProfilerServiceServer) mustEmbedUnimplementedProfilerServiceServer() {}
 func (UnimplementedProfilerServiceServer) testEmbeddedByValue()                         {}
@@ -194,6 +226,24 @@ func _ProfilerService_Monitor_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ProfilerService_GetSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProfilerServiceServer).GetSnapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ProfilerService_GetSnapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProfilerServiceServer).GetSnapshot(ctx, req.(*GetSnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ProfilerService_ServiceDesc is the grpc.ServiceDesc for ProfilerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -212,6 +262,10 @@ var ProfilerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Monitor",
 			Handler:    _ProfilerService_Monitor_Handler,
+		},
+		{
+			MethodName: "GetSnapshot",
+			Handler:    _ProfilerService_GetSnapshot_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -150,6 +150,7 @@ var checks = []check{
 	{target: "span on vs two time.Since calls", bench: "DevprofSpanOn", unit: "ns/op", format: fmtNs, peer: "TwoTimeSince", limit: 0.6, goal: "<= 0.60x"},
 	{target: "span on vs runtime/trace, tracer on", bench: "DevprofSpanOn", unit: "ns/op", format: fmtNs, peer: "RuntimeTraceRegion", peerOverValue: true, ratioSuffix: " faster", limit: 5, atLeast: true, goal: ">= 5x faster"},
 	{target: "span on vs OTel SDK span", bench: "DevprofSpanOn", unit: "ns/op", format: fmtNs, peer: "OTelSpan", peerOverValue: true, ratioSuffix: " faster", limit: 10, atLeast: true, goal: ">= 10x faster"},
+	{target: "flight-recorder span vs span on", bench: "DevprofSpanFlight", unit: "ns/op", format: fmtNs, peer: "DevprofSpanOn", limit: 1.10, goal: "<= 1.10x"},
 	{target: "span on, RunParallel vs 1 core", bench: "DevprofSpanOnParallel", unit: "ns/op", format: fmtNs, peer: "DevprofSpanOn", peerOverValue: true, limit: 1.8, atLeast: true, goal: ">= 1.80x"},
 	{target: "Perfetto encoding, one core", bench: "PerfettoEncode", unit: "events/s", format: fmtRate, limit: 20e6, atLeast: true, goal: ">= 20 M events/s"},
 	{target: "XPlane encoding, one core", bench: "XPlaneEncode", unit: "events/s", format: fmtRate, limit: 10e6, atLeast: true, goal: ">= 10 M events/s"},

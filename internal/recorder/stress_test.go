@@ -1,0 +1,136 @@
+package recorder
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/devprof/devprof/event"
+)
+
+// A plain buffer snapshotted while 64 goroutines begin, nest and end
+// spans — a third of them ended on other goroutines, many ended after the
+// snapshot, some twice — exports records that never change afterwards:
+// ends are plain stores (EndSpan), and the snapshot closes open spans and
+// waits for every End in flight before it reads them. Run with and
+// without -race: the race build takes the atomic form of the same
+// protocol (publish_atomic.go), the plain build the plain stores.
+func TestStressSnapshotWhileSpansRun(t *testing.T) {
+	for round := range 3 {
+		b := NewBuffer(1<<20, 3)
+		var stop atomic.Bool
+		ends := make(chan func(), 4096)
+		var enders, workers sync.WaitGroup
+		for range 4 {
+			enders.Add(1)
+			go func() {
+				defer enders.Done()
+				for end := range ends {
+					end()
+				}
+			}()
+		}
+		for g := range 64 {
+			workers.Add(1)
+			go func() {
+				defer workers.Done()
+				for i := 0; !stop.Load(); i++ {
+					ctx, outer := b.StartSpan(context.Background(), "outer", []event.Arg{{Key: "g", Kind: event.ArgInt, Num: uint64(g)}}, 1, 0, 0)
+					if outer == nil {
+						return // full
+					}
+					ictx, inner := b.StartSpan(ctx, "inner", nil, 1, 0, 0)
+					if inner != nil {
+						tok := ictx.EndToken()
+						if i%3 == 0 {
+							ends <- func() { inner.EndNow(tok); inner.EndNow(tok) }
+						} else {
+							inner.EndNow(tok)
+						}
+					}
+					outer.EndNow(ctx.EndToken())
+					if i%2 == 0 {
+						outer.EndNow(ctx.EndToken()) // twice: the first end stays
+					}
+				}
+			}()
+		}
+		time.Sleep(time.Duration(20+30*round) * time.Millisecond)
+		s := b.Snapshot(event.Meta{Stop: event.ClockAnchor{Mono: nanotime()}})
+		type fact struct {
+			start, end int64
+			ended      bool
+		}
+		before := make(map[uint64]fact, len(s.Events))
+		for _, r := range s.Events {
+			before[r.ID] = fact{r.Start, r.End(), r.Ended()}
+			if r.Ended() && r.End() < r.Start {
+				t.Fatalf("span %d ends at %d before its start %d", r.ID, r.End(), r.Start)
+			}
+		}
+		// Spans go on ending (after the snapshot) for a while.
+		time.Sleep(10 * time.Millisecond)
+		stop.Store(true)
+		workers.Wait()
+		close(ends)
+		enders.Wait()
+		open := 0
+		for _, r := range s.Events {
+			if f := before[r.ID]; f != (fact{r.Start, r.End(), r.Ended()}) {
+				t.Fatalf("record %d changed after the snapshot: %+v, now start %d end %d ended %v", r.ID, f, r.Start, r.End(), r.Ended())
+			}
+			if !r.Ended() {
+				open++
+				// (A span the writers, never deactivated here, began after
+				// the stop time was read ends where it began.)
+				if end, fin := s.EndOf(r); fin || end != max(s.Meta.Stop.Mono, r.Start) {
+					t.Fatalf("open span %d ends at %d (finished %v), want the stop time", r.ID, end, fin)
+				}
+			}
+		}
+		if len(s.Events) == 0 {
+			t.Fatal("nothing recorded")
+		}
+		t.Logf("round %d: %d events, %d open at the snapshot", round, len(s.Events), open)
+	}
+}
+
+// Ps past the buffer's shards (GOMAXPROCS raised after it was made) share
+// the spill shard under its lock: nothing is lost or written twice.
+func TestSpillShardSharedByExtraPs(t *testing.T) {
+	b := newBuffer(1<<16, 3, 1) // one shard: every P but P 0 spills
+	const goroutines, per = 16, 2000
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range per {
+				ctx, r := b.StartSpan(context.Background(), "s", nil, 1, 0, 0)
+				r.EndNow(ctx.EndToken())
+				b.Put(&Entry{Kind: event.KindInstant}, "i", nil)
+			}
+		}()
+	}
+	wg.Wait()
+	s := b.Snapshot(event.Meta{})
+	if len(s.Events) != 2*goroutines*per || s.Meta.Dropped() != 0 {
+		t.Fatalf("%d events, %d dropped; want %d and 0", len(s.Events), s.Meta.Dropped(), 2*goroutines*per)
+	}
+	seen := map[uint64]bool{}
+	for _, r := range s.Events {
+		if seen[r.ID] {
+			t.Fatalf("ID %d twice", r.ID)
+		}
+		seen[r.ID] = true
+		if s.Name(r) == "s" && !r.Ended() {
+			t.Fatalf("span %d lost its end", r.ID)
+		}
+	}
+	if b.spill.cur.Load() == nil && runtime.GOMAXPROCS(0) > 1 {
+		t.Log("no goroutine ran on a P past the first: the spill shard was not exercised this time")
+	}
+}
