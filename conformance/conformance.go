@@ -82,6 +82,11 @@ type Arg struct {
 func Expect(s *event.Snapshot, traceName string) *Manifest {
 	m := &Manifest{Trace: traceName, ProcessName: s.Meta.Program, Dropped: s.Meta.Dropped(),
 		Spans: []Span{}, Instants: []Instant{}, Counters: []Counter{}, Flows: [][2]string{}}
+	if m.ProcessName == "" {
+		// A program without a name: the Perfetto writer names its
+		// process track after its pid (a process track needs a name).
+		m.ProcessName = fmt.Sprintf("Process %d", s.Meta.PID)
+	}
 	type flowEnd struct {
 		t    int64
 		name string
@@ -90,7 +95,9 @@ func Expect(s *event.Snapshot, traceName string) *Manifest {
 	counters := map[[2]string]int{}
 	for _, r := range s.Events {
 		args := map[string]Arg{}
-		for _, a := range s.Args(r) {
+		// The writers key arguments by name and keep repeated keys
+		// (JAX's _src) apart as "k (2)", …: the manifest says the same.
+		for _, a := range event.UniqueKeys(s.Args(r)) {
 			if a.Kind == event.ArgFlow {
 				flows[a.Num] = append(flows[a.Num], flowEnd{r.Start, s.Name(r)})
 				continue
@@ -287,6 +294,13 @@ type XprofManifest struct {
 	// LaunchLinks counts host spans linked to device activity by a flow id
 	// (a launch and its kernel or copy): xprof draws each as a flow.
 	LaunchLinks int `json:"launch_links"`
+	// HostFlows are the arrows xprof's trace viewer must draw between host
+	// events (flows no device activity carries, written as flow stats): for
+	// each flow, its shown ends in time order, as consecutive [from, to]
+	// event-name pairs. xprof keeps one flow per event, the last flow stat,
+	// so an event on several such flows shows only the last of its args.
+	// None of them may be a launch (category gpu_launch).
+	HostFlows [][2]string `json:"host_flows"`
 	// DeviceType is what the overview page must call the device, from the
 	// capability stats (measured on xprof 2.24.2: compute capability 9.x
 	// reads as "Nvidia GPU (Hopper)"); empty when not checked.
@@ -496,6 +510,11 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 	for _, r := range l.Loose {
 		m.Events = append(m.Events, XprofEvent{Process: "/host:CPU", Name: s.Name(r), Thread: "Instants", TSUs: us(r.Start), Args: args(r, true)})
 	}
+	launchIDs := make(map[uint64]bool, len(device))
+	for id := range device {
+		launchIDs[id] = true
+	}
+	m.HostFlows = xprofHostFlows(s, l, launchIDs)
 	idx := map[string]int{}
 	samples := slices.Clone(l.Counters) // the host's, then each device's (on its plane)
 	for _, d := range l.Devices {
@@ -516,6 +535,77 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 		m.Counters[i].Samples = append(m.Counters[i].Samples, [2]float64{us(r.Start), val})
 	}
 	return m
+}
+
+// xprofHostFlows computes XprofManifest.HostFlows: the flows between the
+// host events the XPlane writer puts out (rows of host threads, memory
+// events aside, and loose instants) whose ids no device activity carries
+// (launch holds those) and that have two ends or more there.
+func xprofHostFlows(s *event.Snapshot, l *event.Layout, launch map[uint64]bool) [][2]string {
+	ends := map[uint64][]*event.Record{}
+	note := func(r *event.Record) {
+		for _, a := range s.Args(r) {
+			if a.Kind == event.ArgFlow && !launch[a.Num] && !slices.Contains(ends[a.Num], r) {
+				ends[a.Num] = append(ends[a.Num], r)
+			}
+		}
+	}
+	for i := range l.Rows {
+		row := &l.Rows[i]
+		if t, ok := s.Track(row); ok && t.Kind == event.TrackDeviceStream {
+			continue
+		}
+		for _, p := range row.Spans {
+			if p.End == p.Start && isMemoryEvent(s, p.Record) {
+				continue
+			}
+			note(p.Record)
+		}
+		for _, r := range row.Instants {
+			note(r)
+		}
+	}
+	for _, r := range l.Loose {
+		note(r)
+	}
+	// The flow an end shows: the last of its written flows (xprof keeps
+	// the last flow stat of an event).
+	shows := func(r *event.Record, id uint64) bool {
+		var last uint64
+		for _, a := range s.Args(r) {
+			if a.Kind == event.ArgFlow && !launch[a.Num] && len(ends[a.Num]) >= 2 {
+				last = a.Num
+			}
+		}
+		return last == id
+	}
+	name := func(r *event.Record) string {
+		if r.Flags&event.FlagStep != 0 {
+			return fmt.Sprintf("%s %d", s.Name(r), r.ID2)
+		}
+		return s.Name(r)
+	}
+	ids := make([]uint64, 0, len(ends))
+	for id, rs := range ends {
+		if len(rs) >= 2 {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	pairs := [][2]string{}
+	for _, id := range ids {
+		var rs []*event.Record
+		for _, r := range ends[id] {
+			if shows(r, id) {
+				rs = append(rs, r)
+			}
+		}
+		slices.SortStableFunc(rs, func(a, b *event.Record) int { return cmp.Compare(a.Start, b.Start) })
+		for i := 1; i < len(rs); i++ {
+			pairs = append(pairs, [2]string{name(rs[i-1]), name(rs[i])})
+		}
+	}
+	return pairs
 }
 
 // ExportXPlane copies an .xplane.pb into the conformance directory as

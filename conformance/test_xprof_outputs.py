@@ -173,6 +173,35 @@ def test_launch_flows(manifest):
     assert set(into) == set(out), "flows whose host and device ends do not match"
 
 
+@pytest.mark.parametrize("manifest", manifests(), ids=lambda p: os.path.basename(p))
+def test_host_flows(manifest):
+    """Flows between host events (written as xprof's flow stat) are arrows
+    in the UI's trace viewer with both ends: the same bind_id on each end,
+    flow_out on the first and flow_in on the last, in the recorded order,
+    and none of them a launch (category gpu_launch, which test_launch_flows
+    counts)."""
+    m, xplane = _load(manifest)
+    trace = xt.run_tool(xplane, xt.TRACE_VIEWER_STREAMING, {"resolution": "0"})
+    ends = {}
+    for e in trace["traceEvents"]:
+        if e and e.get("ph") == "X" and "bind_id" in e and e.get("cat") != "gpu_launch":
+            ends.setdefault(e["bind_id"], []).append(e)
+    got = Counter()
+    problems = []
+    for bind_id, es in ends.items():
+        if len(es) < 2:
+            continue  # an end whose other ends show other flows (one flow per event)
+        es.sort(key=lambda e: e["ts"])
+        if not es[0].get("flow_out") or not es[-1].get("flow_in"):
+            problems.append(f"flow {bind_id}: first end {es[0]['name']!r} flow_out={es[0].get('flow_out')}, "
+                            f"last end {es[-1]['name']!r} flow_in={es[-1].get('flow_in')}")
+        for a, b in zip(es, es[1:]):
+            got[(a["name"], b["name"])] += 1
+    want = Counter(tuple(p) for p in m["host_flows"])
+    assert not problems, "\n".join(problems[:10])
+    assert got == want, f"xprof draws host flows {sorted(got.items())[:10]}, recorded {sorted(want.items())[:10]}"
+
+
 def test_demo_run_is_discovered(tmp_path):
     src = os.environ.get("DEVPROF_DEMO_LOGDIR", "")
     assert src and os.path.isdir(src), "DEVPROF_DEMO_LOGDIR must name the demo's log directory (run scripts/test)"

@@ -15,10 +15,13 @@ type Builder struct {
 	nextID uint64
 	tracks []Track
 	procs  []Process
-	strs   []string
-	ids    map[string]uint32
-	lanes  map[uint64]uint32 // span ID -> lane, so children share their root's lane
-	events []*Record
+	// procTracks holds the TrackProcess track of each process that has
+	// one (ProcessTrack).
+	procTracks map[int]uint32
+	strs       []string
+	ids        map[string]uint32
+	lanes      map[uint64]uint32 // span ID -> lane, so children share their root's lane
+	events     []*Record
 }
 
 // builderSegment is how many records a Builder stores per segment.
@@ -114,7 +117,9 @@ func (b *Builder) TrackSlice(track uint32, name string, start, end int64, args [
 }
 
 // Instant adds a point event on a track (or, with track 0, on the lane of
-// parent, or on the process when parent is 0 too).
+// parent, or on the program's process when parent is 0 too). An instant
+// of another process that is on none of its threads goes on that
+// process's TrackProcess track (Builder.ProcessTrack).
 func (b *Builder) Instant(name string, t int64, track uint32, parent uint64, args []Arg) {
 	r := b.add(KindInstant, name, t, args)
 	r.Level = 1
@@ -135,8 +140,10 @@ func (b *Builder) Counter(name, unit string, t int64, v float64) {
 	b.commit(r)
 }
 
-// TrackCounter adds one sample of a counter series of a registered track
-// (a device's utilization, on its TrackDevice track).
+// TrackCounter adds one sample of a counter series of a registered track:
+// a device's (its utilization, on its TrackDevice track), a process's (on
+// its TrackProcess track, Builder.ProcessTrack) or a thread's (on its
+// TrackHostThread track).
 func (b *Builder) TrackCounter(track uint32, name, unit string, t int64, v float64) {
 	r := b.add(KindCounter, name, t, []Arg{{Key: unit, Kind: ArgFloat, Num: math.Float64bits(v)}})
 	r.Lane = track

@@ -17,10 +17,15 @@ import (
 // Such a child is Displaced: exporters link it to its parent explicitly.
 type Layout struct {
 	Rows []Row
-	// Loose holds instants that belong to no span and no track (shown on
-	// the process).
+	// Loose holds instants that belong to no span and no thread, in time
+	// order: the program's (on no track) and each process's (on its
+	// TrackProcess track); Snapshot.Owner says whose.
 	Loose []*Record
-	// Counters holds the host's counter samples in time order.
+	// Counters holds the host's counter samples in time order: the
+	// program's (on no track), a process's (on its TrackProcess track)
+	// and a thread's (on its TrackHostThread track); Snapshot.Owner says
+	// whose. A thread with counter samples has a row, if only an empty
+	// one, so that every writer declares it.
 	Counters []*Record
 	// Devices lists every device that has stream rows or counter samples,
 	// by index, each with its identity merged from all its tracks (name,
@@ -222,6 +227,10 @@ func (s *Snapshot) computeLayout() *Layout {
 			l.Rows[at].Instants = append(l.Rows[at].Instants, r)
 			continue
 		}
+		if t, ok := s.TrackOf(r); ok && t.Kind == TrackProcess {
+			l.Loose = append(l.Loose, r)
+			continue
+		}
 		if g := group(r); g != 0 {
 			rows := groups[g]
 			if len(rows) == 0 {
@@ -231,6 +240,12 @@ func (s *Snapshot) computeLayout() *Layout {
 			continue
 		}
 		l.Loose = append(l.Loose, r)
+	}
+	// A thread whose only events are counter samples still has a row.
+	for _, r := range l.Counters {
+		if t, ok := s.TrackOf(r); ok && t.Kind == TrackHostThread && len(groups[r.Lane]) == 0 {
+			newRow(r.Lane, "")
+		}
 	}
 	for i := range l.Rows {
 		slices.SortFunc(l.Rows[i].Instants, byStart)

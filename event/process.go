@@ -42,3 +42,41 @@ func (b *Builder) Process(p Process) int {
 	b.procs = append(b.procs, p)
 	return len(b.procs)
 }
+
+// ProcessTrack returns the TrackProcess track of a process (0: the
+// recording program; n: a number from Builder.Process), registering it on
+// first use: the track that process-scoped counters (TrackCounter) and
+// instants on no thread (Instant) of that process go on.
+func (b *Builder) ProcessTrack(process int) uint32 {
+	if id, ok := b.procTracks[process]; ok {
+		return id
+	}
+	if b.procTracks == nil {
+		b.procTracks = map[int]uint32{}
+	}
+	id := b.Track(Track{Kind: TrackProcess, Process: process})
+	b.procTracks[process] = id
+	return id
+}
+
+// Owner returns where on the host a counter sample or an instant belongs:
+// its process (0 for the recording program, n for Processes[n-1]) and
+// its thread (the id of its TrackHostThread track, 0 when it belongs to
+// the process itself: a sample or instant on no track, or on a
+// TrackProcess track). ok is false for records of devices (device
+// counters, activity, memory events) and spans.
+func (s *Snapshot) Owner(r *Record) (process int, thread uint32, ok bool) {
+	if r.Kind != KindCounter && r.Kind != KindInstant {
+		return 0, 0, false
+	}
+	t, on := s.TrackOf(r)
+	switch {
+	case !on:
+		return 0, 0, true
+	case t.Kind == TrackProcess:
+		return t.Process, 0, true
+	case t.Kind == TrackHostThread:
+		return t.Process, r.Lane, true
+	}
+	return 0, 0, false
+}

@@ -18,6 +18,13 @@ const (
 	// ActivityAlloc and ActivityFree instants with the memory arguments
 	// (ArgAddress, ArgBytes, ArgInUse, …; see event/memory.go).
 	TrackMemory
+	// TrackProcess is a whole process of the host (Process says which:
+	// 0 for the recording program, n for Snapshot.Processes[n-1]): the
+	// counter samples of that process and its instants that sit on no
+	// thread (Chrome's process- and global-scoped instants, Perfetto's
+	// events on a process track) are on it. Builder.ProcessTrack makes
+	// one; Snapshot.Owner says whose a record is.
+	TrackProcess
 )
 
 // Track describes a timeline that KindActivity records are placed on.
@@ -44,10 +51,10 @@ type Track struct {
 	// Caps describes the device of a device track, when the source knows
 	// it; zero fields are unknown.
 	Caps DeviceCaps
-	// Process is the process a host-thread track belongs to: 0 for the
-	// recording program (Meta), n for Snapshot.Processes[n-1] (see
-	// Snapshot.ProcessOf). Device tracks stay devices: their process is
-	// their device's.
+	// Process is the process a host-thread or process track belongs to:
+	// 0 for the recording program (Meta), n for Snapshot.Processes[n-1]
+	// (see Snapshot.ProcessOf). Device tracks stay devices: their process
+	// is their device's.
 	Process int
 	// SortIndex orders the track among its process's threads in viewers
 	// that honour it (Chrome's thread_sort_index), when Sorted.

@@ -35,15 +35,15 @@ func (v *service) Monitor(_ context.Context, req *profilerpb.MonitorRequest) (*p
 	active := v.s.active
 	var id string
 	var start time.Time
-	var dur time.Duration
+	var length string
 	if active != nil {
-		id, start, dur = active.sessionID, active.start, active.duration
+		id, start, length = active.sessionID, active.start, active.length()
 	}
 	v.s.mu.Unlock()
 	switch st, ok := trace.Running(); {
 	case ok && st.Capture:
-		fmt.Fprintf(&b, "session: a remote capture (session %q) running since %s (%v of %v), host tracer level %d, device tracer level %d\n",
-			id, st.Start.Format(time.TimeOnly), now.Sub(start).Round(time.Millisecond), dur, st.HostTracerLevel, st.DeviceTracerLevel)
+		fmt.Fprintf(&b, "session: a remote capture (session %q) running since %s (%v of %s), host tracer level %d, device tracer level %d\n",
+			id, st.Start.Format(time.TimeOnly), now.Sub(start).Round(time.Millisecond), length, st.HostTracerLevel, st.DeviceTracerLevel)
 	case ok:
 		fmt.Fprintf(&b, "session: a local session writing to %s running since %s (%v); remote captures wait for it to stop\n",
 			st.Logdir, st.Start.Format(time.TimeOnly), now.Sub(st.Start).Round(time.Millisecond))

@@ -25,21 +25,7 @@ import (
 // virtualenv is always there and a skip would hide a failure.
 func venvPython(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
-	py := filepath.Join(dir, ".venv", "bin", "python")
+	py := filepath.Join(moduleRoot(t), ".venv", "bin", "python")
 	if _, err := os.Stat(py); err != nil {
 		if conformance.Dir() != "" {
 			t.Fatalf("DEVPROF_CONFORMANCE_DIR is set but the conformance virtualenv is missing (%v): run scripts/pyenv", err)
@@ -47,6 +33,25 @@ func venvPython(t *testing.T) string {
 		t.Skipf("no conformance virtualenv (%v): run scripts/pyenv, or scripts/test", err)
 	}
 	return py
+}
+
+// moduleRoot returns the directory of the module's go.mod.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
 }
 
 // TestJaxCollectProfileCapturesAGoProgram is the real client's test: JAX's

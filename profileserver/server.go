@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -38,7 +39,8 @@ import (
 	"github.com/devprof/devprof/trace"
 )
 
-// MaxDuration bounds a capture's duration_ms.
+// MaxDuration is the default of Options.MaxDuration: how long one
+// capture may record.
 const MaxDuration = 10 * time.Minute
 
 // MaxStartDelay bounds how far in the future a request's
@@ -56,6 +58,15 @@ type Options struct {
 	// Log receives the server's warnings (listening on every interface,
 	// options it accepts but cannot honour); nil means standard error.
 	Log io.Writer
+	// MaxDuration bounds every capture; 0 means the package's
+	// MaxDuration (10 minutes). A request's duration_ms may ask for at
+	// most this. A request without a duration — duration_ms 0, which
+	// ProfileOptions defines as "until stopped", or a value no clock can
+	// honour, such as the UINT64_MAX that JAX's subprocess profiling
+	// sends before it ends the capture with Terminate — records until
+	// Terminate, Server.Stop or the client's going away, and at the
+	// latest until this bound, and then answers with what was recorded.
+	MaxDuration time.Duration
 }
 
 // Server is a running profile server.
@@ -63,6 +74,7 @@ type Server struct {
 	grpc *grpc.Server
 	lis  net.Listener
 	log  io.Writer
+	max  time.Duration // Options.MaxDuration, defaulted
 	done chan struct{} // closed when Serve has returned
 
 	mu       sync.Mutex
@@ -76,7 +88,16 @@ type capture struct {
 	sessionID string
 	start     time.Time
 	duration  time.Duration
+	open      bool                    // no duration asked for: until Terminate, duration is the server's bound
 	end       context.CancelCauseFunc // ends it early (Terminate, Stop)
+}
+
+// length describes how long c records, for messages.
+func (c *capture) length() string {
+	if c.open {
+		return fmt.Sprintf("until Terminate, at most %v", c.duration)
+	}
+	return c.duration.String()
 }
 
 var (
@@ -94,11 +115,18 @@ func StartServer(addr string, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	maxDur := o.MaxDuration
+	switch {
+	case maxDur < 0:
+		return nil, fmt.Errorf("profile server: MaxDuration %v is negative (0: the default, %v)", maxDur, MaxDuration)
+	case maxDur == 0:
+		maxDur = MaxDuration
+	}
 	lis, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("profile server: %w", err)
 	}
-	s := &Server{lis: lis, log: o.Log, done: make(chan struct{}), noted: map[string]bool{}}
+	s := &Server{lis: lis, log: o.Log, max: maxDur, done: make(chan struct{}), noted: map[string]bool{}}
 	if s.log == nil {
 		s.log = os.Stderr
 	}
@@ -186,8 +214,8 @@ func (s *Server) begin(c *capture) error {
 	case s.stopping:
 		return status.Error(codes.Unavailable, errStopping.Error())
 	case s.active != nil:
-		return status.Errorf(codes.FailedPrecondition, "another capture is running on this server (session %q, started %s, %v of %v recorded); only one capture runs at a time",
-			s.active.sessionID, s.active.start.Format(time.TimeOnly), time.Since(s.active.start).Round(time.Millisecond), s.active.duration)
+		return status.Errorf(codes.FailedPrecondition, "another capture is running on this server (session %q, started %s, %v recorded of %s); only one capture runs at a time",
+			s.active.sessionID, s.active.start.Format(time.TimeOnly), time.Since(s.active.start).Round(time.Millisecond), s.active.length())
 	}
 	s.active = c
 	return nil
@@ -212,7 +240,7 @@ type service struct {
 // as tool data "xplane.pb", which clients save as <run>/<host>.xplane.pb
 // (or in the xspace field, when the request sets emit_xspace).
 func (v *service) Profile(ctx context.Context, req *profilerpb.ProfileRequest) (*profilerpb.ProfileResponse, error) {
-	opts, d, err := v.options(req)
+	opts, d, open, err := v.options(req)
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -221,7 +249,7 @@ func (v *service) Profile(ctx context.Context, req *profilerpb.ProfileRequest) (
 	}
 	capCtx, end := context.WithCancelCause(ctx)
 	defer end(nil)
-	c := &capture{sessionID: req.GetSessionId(), start: time.Now(), duration: d, end: end}
+	c := &capture{sessionID: req.GetSessionId(), start: time.Now(), duration: d, open: open, end: end}
 	if err := v.s.begin(c); err != nil {
 		return nil, err
 	}
@@ -248,6 +276,9 @@ func (v *service) Profile(ctx context.Context, req *profilerpb.ProfileRequest) (
 		case err != nil:
 			return nil, status.Error(codes.Internal, err.Error())
 		}
+		if open && !got.Early {
+			fmt.Fprintf(v.s.log, "devprof: capture %q asked for no duration (until Terminate) and reached the server's bound of %v; it answers with what was recorded\n", c.sessionID, d)
+		}
 	}
 	if ctx.Err() != nil {
 		// The client is gone (it disconnected, or its deadline passed):
@@ -266,24 +297,34 @@ func (v *service) Profile(ctx context.Context, req *profilerpb.ProfileRequest) (
 	return resp, nil
 }
 
-// options translates a request into session options and its duration.
+// options translates a request into session options and its duration,
+// and says whether the request asked for none (open: record until
+// Terminate, bounded by the server's MaxDuration, which d then is).
 // Errors name the field at fault; trace.Options.Validate checks the rest.
-func (v *service) options(req *profilerpb.ProfileRequest) (*trace.Options, time.Duration, error) {
+func (v *service) options(req *profilerpb.ProfileRequest) (o *trace.Options, d time.Duration, open bool, err error) {
 	po := req.GetOpts()
 	ms := po.GetDurationMs()
 	if ms == 0 {
 		ms = req.GetDurationMs() // old clients set only the request's copy
 	}
-	if ms == 0 || ms > uint64(MaxDuration/time.Millisecond) {
-		return nil, 0, fmt.Errorf("duration_ms %d out of range: want 1..%d (a capture is bounded to %v)", ms, MaxDuration/time.Millisecond, MaxDuration)
+	bound := v.s.max
+	switch {
+	case ms == 0 || ms > math.MaxInt64/uint64(time.Millisecond):
+		// No duration, or one longer than a time.Duration holds (292
+		// years: UINT64_MAX and kin are "forever", not a length).
+		d, open = bound, true
+	case ms > uint64(bound/time.Millisecond):
+		return nil, 0, false, fmt.Errorf("duration_ms %d out of range: want 1..%d (this server bounds a capture to %v), or 0 to record until Terminate", ms, bound/time.Millisecond, bound)
+	default:
+		d = time.Duration(ms) * time.Millisecond
 	}
 	if ns := po.GetStartTimestampNs(); ns > 0 && time.Until(time.Unix(0, int64(min(ns, 1<<62)))) > MaxStartDelay {
-		return nil, 0, fmt.Errorf("start_timestamp_ns %d is more than %v from now", ns, MaxStartDelay)
+		return nil, 0, false, fmt.Errorf("start_timestamp_ns %d is more than %v from now", ns, MaxStartDelay)
 	}
-	o := &trace.Options{}
+	o = &trace.Options{}
 	if me := req.GetMaxEvents(); me > 0 {
 		if me > maxEventsLimit {
-			return nil, 0, fmt.Errorf("max_events %d out of range: want at most %d (0: the default, %d)", me, maxEventsLimit, trace.DefaultMaxEvents)
+			return nil, 0, false, fmt.Errorf("max_events %d out of range: want at most %d (0: the default, %d)", me, maxEventsLimit, trace.DefaultMaxEvents)
 		}
 		o.MaxEvents = int(me)
 	}
@@ -308,11 +349,11 @@ func (v *service) options(req *profilerpb.ProfileRequest) (*trace.Options, time.
 			case *profilerpb.ProfileOptions_AdvancedConfigValue_Int64Value:
 				o.AdvancedConfig[k] = x.Int64Value
 			default:
-				return nil, 0, fmt.Errorf("advanced configuration key %q has no value", k)
+				return nil, 0, false, fmt.Errorf("advanced configuration key %q has no value", k)
 			}
 		}
 	}
-	return o, time.Duration(ms) * time.Millisecond, nil
+	return o, d, open, nil
 }
 
 // level maps a request's tracer level (0 off) to trace.Options' (0

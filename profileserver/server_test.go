@@ -3,6 +3,7 @@ package profileserver_test
 import (
 	"bytes"
 	"context"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -30,7 +31,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func serve(t *testing.T) (*profileserver.Server, pb.ProfilerServiceClient) {
 	t.Helper()
 	var log bytes.Buffer
-	srv, err := profileserver.StartServer("", profileserver.Options{Log: &log})
+	return serveWith(t, profileserver.Options{Log: &log})
+}
+
+// serveWith is serve with the server's options.
+func serveWith(t *testing.T, o profileserver.Options) (*profileserver.Server, pb.ProfilerServiceClient) {
+	t.Helper()
+	srv, err := profileserver.StartServer("", o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,8 +207,7 @@ func TestProfileRejectsBadOptions(t *testing.T) {
 		{"path in session_id", cfg("session_id", str("../../etc")), "not a valid directory name"},
 		{"host level", func() *pb.ProfileRequest { r := request(10); r.Opts.HostTracerLevel = 7; return r }(), "HostTracerLevel 7"},
 		{"device level", func() *pb.ProfileRequest { r := request(10); r.Opts.DeviceTracerLevel = 2; return r }(), "DeviceTracerLevel 2"},
-		{"no duration", request(0), "duration_ms 0"},
-		{"too long", request(uint64(profileserver.MaxDuration/time.Millisecond) + 1), "duration_ms 600001"},
+		{"too long", request(uint64(profileserver.MaxDuration/time.Millisecond) + 1), "duration_ms 600001 out of range: want 1..600000 (this server bounds a capture to 10m0s), or 0"},
 		{"too many events", func() *pb.ProfileRequest { r := request(10); r.MaxEvents = 1 << 40; return r }(), "max_events"},
 		{"far start", func() *pb.ProfileRequest {
 			r := request(10)
@@ -261,6 +267,107 @@ func TestOneCaptureAtATimeAndTerminate(t *testing.T) {
 	}
 	_, err = c.Terminate(context.Background(), &pb.TerminateRequest{})
 	wantCode(t, err, codes.FailedPrecondition, "no capture is running")
+}
+
+// TestNoDurationRecordsUntilTerminate: duration_ms 0 ("until stopped")
+// and UINT64_MAX (what JAX's subprocess profiling sends, with
+// emit_xspace, before it ends the capture by session_id) both record
+// until Terminate, and answer with what was recorded.
+func TestNoDurationRecordsUntilTerminate(t *testing.T) {
+	_, c := serve(t)
+	work(t, "open-ended")
+	for _, tc := range []struct {
+		name string
+		req  *pb.ProfileRequest
+	}{
+		{"duration_ms 0", request(0)},
+		{"UINT64_MAX, emit_xspace", func() *pb.ProfileRequest {
+			r := request(math.MaxUint64)
+			r.SessionId = "subprocess_1234_1795585787000"
+			r.EmitXspace = true
+			return r
+		}()},
+	} {
+		type result struct {
+			resp *pb.ProfileResponse
+			err  error
+		}
+		done := make(chan result, 1)
+		start := time.Now()
+		go func() {
+			resp, err := c.Profile(context.Background(), tc.req)
+			done <- result{resp, err}
+		}()
+		waitCapturing(t)
+		m, err := c.Monitor(context.Background(), &pb.MonitorRequest{MonitoringLevel: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(m.GetData(), "until Terminate, at most 10m0s") {
+			t.Errorf("%s: Monitor does not say the capture runs until Terminate:\n%s", tc.name, m.GetData())
+		}
+		time.Sleep(300 * time.Millisecond)
+		if _, err := c.Terminate(context.Background(), &pb.TerminateRequest{SessionId: tc.req.SessionId}); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		r := <-done
+		if r.err != nil {
+			t.Fatalf("%s: %v", tc.name, r.err)
+		}
+		if d := time.Since(start); d < 300*time.Millisecond || d > time.Minute {
+			t.Errorf("%s: the capture answered after %v, want it to end at Terminate (after 300ms)", tc.name, d)
+		}
+		data := r.resp.GetXspace()
+		if !tc.req.EmitXspace {
+			data = xspaceOf(t, r.resp)
+		}
+		snap, err := xplane.Read(bytes.NewReader(data))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if n := spans(t, data)["open-ended"]; n < 50 {
+			t.Errorf("%s: %d open-ended spans in the answer, want those of the 300ms before Terminate", tc.name, n)
+		}
+		if d := time.Duration(snap.Meta.Stop.Mono - snap.Meta.Start.Mono); d < 300*time.Millisecond {
+			t.Errorf("%s: the capture recorded %v, want at least the 300ms before Terminate", tc.name, d)
+		}
+	}
+}
+
+// TestNoDurationStopsAtTheServersBound: a capture without a duration that
+// nobody terminates ends at Options.MaxDuration, answers with what was
+// recorded, and says so in the server's log; a duration above the bound
+// is refused naming it.
+func TestNoDurationStopsAtTheServersBound(t *testing.T) {
+	var log lockedBuffer
+	_, c := serveWith(t, profileserver.Options{Log: &log, MaxDuration: 400 * time.Millisecond})
+	work(t, "bounded")
+	start := time.Now()
+	resp, err := c.Profile(context.Background(), request(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	data := xspaceOf(t, resp)
+	snap, err := xplane.Read(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Duration(snap.Meta.Stop.Mono - snap.Meta.Start.Mono); d < 400*time.Millisecond || took > time.Minute {
+		t.Errorf("the capture recorded %v and answered after %v, want it to end at the 400ms bound", d, took)
+	}
+	if n := spans(t, data)["bounded"]; n < 50 {
+		t.Errorf("%d bounded spans in the answer, want those of the 400ms", n)
+	}
+	if !strings.Contains(log.String(), `capture "2026_01_02_03_04_05" asked for no duration (until Terminate) and reached the server's bound of 400ms`) {
+		t.Errorf("the server's log does not say the capture hit the bound: %q", log.String())
+	}
+	_, err = c.Profile(context.Background(), request(401))
+	wantCode(t, err, codes.InvalidArgument, "duration_ms 401 out of range: want 1..400 (this server bounds a capture to 400ms)")
+
+	if _, err := profileserver.StartServer("", profileserver.Options{MaxDuration: -time.Second}); err == nil || !strings.Contains(err.Error(), "MaxDuration -1s is negative") {
+		t.Errorf("a negative MaxDuration: %v, want an error naming it", err)
+	}
 }
 
 func TestProfileWhileALocalSessionRuns(t *testing.T) {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -255,5 +257,46 @@ func TestMergeHostsAlignsWallClocks(t *testing.T) {
 	}
 	if len(s.Processes) != 2 || s.Processes[0].Name != "late:1" || s.Processes[1].Name != "early:2" {
 		t.Errorf("processes %+v", s.Processes)
+	}
+
+	// The collector's own process is not empty: in the file, it shows
+	// each host's capture window at its wall-clock place, with what the
+	// host returned.
+	var buf bytes.Buffer
+	if err := formats.Perfetto.Write(&buf, s, false); err != nil {
+		t.Fatal(err)
+	}
+	back, err := formats.Perfetto.Decode(&buf, "merged.pftrace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type window struct {
+		start, end time.Duration
+		args       string
+	}
+	windows := map[string]window{}
+	for _, r := range back.Events {
+		if r.Kind != event.KindSpan || !strings.HasPrefix(back.Name(r), "capture ") {
+			continue
+		}
+		if r.Flags&event.FlagOnTrack != 0 && int(r.Lane) <= len(back.Tracks) && back.Tracks[r.Lane-1].Process != 0 {
+			t.Errorf("%q sits in process %q, want the collector's", back.Name(r), back.ProcessOf(back.Tracks[r.Lane-1]).Name)
+		}
+		end, _ := back.EndOf(r)
+		var args []string
+		for _, a := range back.Args(r) {
+			args = append(args, fmt.Sprintf("%s=%v", a.Key, a.Value()))
+		}
+		windows[back.Name(r)] = window{time.Duration(r.Start - back.Meta.Start.Mono), time.Duration(end - back.Meta.Start.Mono), strings.Join(args, " ")}
+	}
+	want := map[string]window{
+		"capture late:1":  {1500 * time.Millisecond, 2500 * time.Millisecond, "host=late:1 program=server pid=42 events=1 dropped=0"},
+		"capture early:2": {0, time.Second, "host=early:2 program=server pid=42 events=1 dropped=0"},
+	}
+	if !maps.Equal(windows, want) {
+		t.Errorf("the collector's capture windows in the file:\n%+v\nwant\n%+v", windows, want)
+	}
+	if back.Meta.Program != "devprof collect" {
+		t.Errorf("the trace's own process is %q, want the collector", back.Meta.Program)
 	}
 }

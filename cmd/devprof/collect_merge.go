@@ -33,6 +33,13 @@ type collectedHost struct {
 // devices stay apart, their names prefixed with the host; flow ids are
 // kept apart per host the same way. Counters that belong to no track
 // (process-wide) are named "<host>: <counter>".
+//
+// The trace's own process is the collector ("devprof collect"): it holds
+// the hosts' warnings, notes and drops (each prefixed with its host),
+// and one span per host, "capture <host>", over the window that host
+// recorded, with what it returned (its program, pid, events kept and
+// dropped) — so the collector's row says when each host captured and how
+// the windows line up, instead of being an empty process.
 func mergeHosts(hosts []collectedHost) *event.Snapshot {
 	base := int64(math.MaxInt64)
 	for _, h := range hosts {
@@ -57,8 +64,27 @@ func mergeHosts(hosts []collectedHost) *event.Snapshot {
 	nextDevice := 0
 	for hi, h := range hosts {
 		mergeHost(b, hi, h, base, &nextDevice)
+		captureWindow(b, h, base)
 	}
 	return b.Snapshot()
+}
+
+// captureWindow adds the collector's span for host h's capture window
+// (see mergeHosts).
+func captureWindow(b *event.Builder, h collectedHost, base int64) {
+	m := &h.snap.Meta
+	start := m.Start.Wall - base
+	args := []event.Arg{
+		{Key: "host", Kind: event.ArgString, Str: h.name},
+		{Key: "program", Kind: event.ArgString, Str: m.Program},
+		{Key: "pid", Kind: event.ArgInt, Num: uint64(m.PID)},
+		{Key: "events", Kind: event.ArgInt, Num: uint64(len(h.snap.Events))},
+		{Key: "dropped", Kind: event.ArgInt, Num: uint64(m.Dropped())},
+	}
+	if m.Host != "" && m.Host != h.name {
+		args = append(args, event.Arg{Key: "hostname", Kind: event.ArgString, Str: m.Host})
+	}
+	b.Span(event.Span{Name: "capture " + h.name, Start: start, End: start + m.Stop.Mono - m.Start.Mono, Args: args})
 }
 
 // flowHostShift keeps the flow ids of different hosts apart: host i's
@@ -98,7 +124,7 @@ func mergeHost(b *event.Builder, hi int, h collectedHost, base int64, nextDevice
 	tracks := make([]uint32, len(s.Tracks))
 	for i, t := range s.Tracks {
 		switch t.Kind {
-		case event.TrackHostThread:
+		case event.TrackHostThread, event.TrackProcess:
 			if t.Process > 0 && t.Process <= len(procs) {
 				t.Process = procs[t.Process-1]
 			} else {

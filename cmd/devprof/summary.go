@@ -66,12 +66,8 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s (%s): %s on %s, %s, %s\n", path, f.Display, plural(int64(table.Spans), "span"), plural(int64(table.Tracks), "row"),
 		plural(int64(instants), "instant"), plural(int64(counters), "counter sample"))
-	if s.Meta.Dropped() > 0 {
-		low := "; totals are low"
-		if onlyFlows(&s.Meta) {
-			low = "; every span is counted: only flows (arrows) are missing"
-		}
-		fmt.Fprintf(stdout, "warning: %s%s\n", strings.TrimPrefix(metatext.DropSummary(&s.Meta), "devprof: "), low)
+	for _, line := range dropLines(&s.Meta) {
+		fmt.Fprintf(stdout, "warning: %s\n", line)
 	}
 	for _, w := range s.Meta.Warnings {
 		fmt.Fprintf(stdout, "warning: %s\n", w.Text)
@@ -392,16 +388,37 @@ func number(v float64) string {
 	return fmt.Sprintf("%.4g", v)
 }
 
-// onlyFlows reports whether everything a trace lost is flows a reader
-// dropped for lack of a second end (sources named "… flows", as
-// chrome.DropsFlows): the span totals are then whole.
-func onlyFlows(m *event.Meta) bool {
+// dropLines words what a trace lost, one line per kind: events (spans,
+// instants, counter samples the recorder or a reader could not keep),
+// which make the totals low, and flows a reader dropped for lack of a
+// second end (sources named "… flows", as chrome.DropsFlows), which are
+// arrows, not events: they cost no span, so the totals stay whole.
+func dropLines(m *event.Meta) []string {
+	events, flows := *m, *m
+	events.Drops, flows.Drops = nil, nil
 	for _, d := range m.Drops {
-		if d.Events > 0 && !strings.HasSuffix(d.Source, " flows") {
-			return false
+		if d.Events <= 0 {
+			continue
+		}
+		if strings.HasSuffix(d.Source, " flows") {
+			flows.Drops = append(flows.Drops, d)
+		} else {
+			events.Drops = append(events.Drops, d)
 		}
 	}
-	return true
+	var lines []string
+	if n := events.Dropped(); n > 0 {
+		lines = append(lines, strings.TrimPrefix(metatext.DropSummary(&events), "devprof: ")+"; totals are low")
+	}
+	if n := flows.Dropped(); n > 0 {
+		var parts []string
+		for _, d := range flows.Drops {
+			parts = append(parts, fmt.Sprintf("%s: %d", d.Source, d.Events))
+		}
+		lines = append(lines, fmt.Sprintf("%s dropped (%s): flows are arrows between events; every span and event is counted",
+			plural(n, "one-ended flow"), strings.Join(parts, "; ")))
+	}
+	return lines
 }
 
 // spansOf flattens the layout of s for spanstats: a span's track is its

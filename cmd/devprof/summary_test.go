@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/chrome"
 )
 
 // TestSummaryByProcess checks that summary splits its table by process
@@ -51,5 +55,27 @@ func TestSummaryByProcess(t *testing.T) {
 	}
 	if len(out.Processes) != 4 || spans["python3"] != 10501 || spans["label:Spans"] != 1 || out.Spans != 10503 {
 		t.Errorf("processes %+v (spans %v), want 4 holding all 10503 spans", out.Processes, spans)
+	}
+}
+
+// TestSummaryDropLines: events lost (the recorder's, a reader's) make the
+// totals low; flows lost beside them are worded apart, as flows.
+func TestSummaryDropLines(t *testing.T) {
+	m := event.Meta{MaxEvents: 1000, Drops: []event.Drops{
+		{Source: event.DropsRecorder, Events: 10},
+		{Source: "a:1: chrome flows", Events: 1},
+		{Source: "perfetto reader", Events: 2},
+		{Source: chrome.DropsFlows, Events: 3},
+	}}
+	got := dropLines(&m)
+	want := []string{
+		"12 events dropped (recorder: 10, buffer full at max_events=1000; perfetto reader: 2); totals are low",
+		"4 one-ended flows dropped (a:1: chrome flows: 1; chrome flows: 3): flows are arrows between events; every span and event is counted",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("dropLines:\n%q\nwant\n%q", got, want)
+	}
+	if got := dropLines(&event.Meta{}); len(got) != 0 {
+		t.Errorf("no drops: %q", got)
 	}
 }

@@ -163,14 +163,15 @@ func TestSummarySkipsMemoryEvents(t *testing.T) {
 }
 
 // TestSummaryFlowDropsAreNotLowTotals: flows a reader dropped for lack of
-// a second end cost no span, and summary says so instead of "totals are
-// low".
+// a second end cost no span, and summary says so — as flows, not "events
+// dropped", and without "totals are low".
 func TestSummaryFlowDropsAreNotLowTotals(t *testing.T) {
 	code, out, errOut := runCLI("summary", "../../testdata/real-gpu/kineto-h100-libwork.json.gz")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(out, "(chrome flows: 5501); every span is counted") || strings.Contains(out, "totals are low") {
+	if !strings.Contains(out, "warning: 5501 one-ended flows dropped (chrome flows: 5501): flows are arrows between events; every span and event is counted\n") ||
+		strings.Contains(out, "totals are low") || strings.Contains(out, "events dropped") {
 		t.Errorf("summary of the Kineto trace:\n%s", out)
 	}
 }

@@ -96,10 +96,14 @@ func (j *jw) begin() {
 }
 
 // counter writes one counter sample ("C") on process pid.
-func (j *jw) counter(r *event.Record, pid pidTok) {
+func (j *jw) counter(r *event.Record, pid pidTok, tid int) {
 	j.begin()
 	j.b = append(j.b, `{"ph":"C","pid":`...)
 	j.b = append(j.b, pid...)
+	if tid >= 0 {
+		j.b = append(j.b, `,"tid":`...)
+		j.b = strconv.AppendInt(j.b, int64(tid), 10)
+	}
 	j.b = append(j.b, `,"ts":`...)
 	j.b = j.us(j.b, r.Start)
 	j.b = append(j.b, `,"name":`...)
@@ -240,15 +244,38 @@ func (j *jw) write() {
 		}
 	}
 	j.writeV1()
+	// Loose instants and host counters go to their owner's process; a
+	// thread's counter carries the thread's tid too (the format's "C"
+	// events are process-scoped: viewers and readers keep the process).
+	threadTID := map[uint32]int{}
+	for i := range l.Rows {
+		if l.Rows[i].Track != 0 && l.Rows[i].Sub == 0 {
+			threadTID[l.Rows[i].Track] = tids[i]
+		}
+	}
+	ownerPID := func(r *event.Record) (pidTok, int, bool) {
+		proc, thread, _ := j.s.Owner(r)
+		p := pid
+		if proc > 0 && proc <= len(procPIDs) {
+			p = procPIDs[proc-1]
+		}
+		tid, ok := threadTID[thread]
+		return p, tid, ok && thread != 0
+	}
 	for _, r := range l.Loose {
-		j.instant(r, pid, 0, "p")
+		p, _, _ := ownerPID(r)
+		j.instant(r, p, 0, "p")
 	}
 	for _, r := range l.Counters {
-		j.counter(r, pid)
+		p, tid, ok := ownerPID(r)
+		if !ok {
+			tid = -1
+		}
+		j.counter(r, p, tid)
 	}
 	for _, dev := range l.Devices {
 		for _, r := range l.DeviceCounters[dev.Device] {
-			j.counter(r, devicePID[dev.Device])
+			j.counter(r, devicePID[dev.Device], -1)
 		}
 	}
 	for i := range memory {

@@ -74,3 +74,39 @@ func flowChains(s *event.Snapshot) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestFlowsOnInstants: a bind_id on an instant ("ph":"i") binds it to
+// its flow as on a complete event, so a flow that begins, passes or ends
+// at an instant keeps that end; the model's flows on instants survive a
+// round trip through Chrome JSON.
+func TestFlowsOnInstants(t *testing.T) {
+	in := `[{"ph":"X","name":"send","pid":1,"tid":1,"ts":0,"dur":10,"bind_id":"7","flow_out":true},
+	  {"ph":"i","s":"t","name":"hop","pid":1,"tid":2,"ts":20,"bind_id":"7","flow_in":true,"flow_out":true},
+	  {"ph":"X","name":"recv","pid":2,"tid":3,"ts":30,"dur":5,"bind_id":"7","flow_in":true},
+	  {"ph":"i","s":"t","name":"lone","pid":1,"tid":1,"ts":40,"bind_id":"9","flow_out":true},
+	  {"ph":"X","name":"start","pid":1,"tid":1,"ts":50,"dur":5,"bind_id":"8","flow_out":true},
+	  {"ph":"I","name":"land","pid":2,"tid":3,"ts":60,"bind_id":"8","flow_in":true}]`
+	s, err := chrome.Read(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"send -> hop -> recv", "start -> land"}
+	if g := flowChains(s); !slices.Equal(g, want) {
+		t.Errorf("flows %q, want %q", g, want)
+	}
+	// "lone" begins a flow nothing continues: one end, dropped and counted.
+	if d := s.Meta.Dropped(); d != 1 {
+		t.Errorf("%d dropped, want 1 (the one-ended flow of \"lone\")", d)
+	}
+	var buf bytes.Buffer
+	if err := chrome.Write(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	back, err := chrome.Read(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := flowChains(back); !slices.Equal(g, want) {
+		t.Errorf("after a round trip: flows %q, want %q\n%s", g, want, buf.String())
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/eventtest"
 )
 
 // dumpProcs describes the processes of a snapshot and the threads under
@@ -29,6 +30,10 @@ func dumpProcs(s *event.Snapshot) string {
 		b.WriteString("\n")
 	}
 	for i, t := range s.Tracks {
+		if t.Kind == event.TrackProcess {
+			fmt.Fprintf(&b, "track %d proc=%d (the process)\n", i+1, t.Process)
+			continue
+		}
 		fmt.Fprintf(&b, "track %d proc=%d %q tid=%d", i+1, t.Process, t.Name, t.ID)
 		if t.Sorted {
 			fmt.Fprintf(&b, " sort=%d", t.SortIndex)
@@ -63,6 +68,7 @@ track 1 proc=1 "main" tid=2 sort=5
 track 2 proc=2 "tid 13" tid=13
 track 3 proc=3 "PyTorch Profiler" tid=16
 track 4 proc=4 "tid 3" tid=3
+track 5 proc=4 (the process)
 `,
 	}, {
 		name: "devprof's own file keeps its program as Meta",
@@ -170,5 +176,23 @@ func TestRoundTripKineto(t *testing.T) {
 	}
 	if _, _, f := shape(got); f != 2500 {
 		t.Errorf("%d flows, want 2500", f)
+	}
+}
+
+// TestOwnersRoundTrip: counters and loose instants keep their process
+// through a Chrome JSON file: "C" events carry their process's pid (and
+// a thread's tid), instants on no thread are process-scoped instants of
+// their process. The format's counters belong to processes, so a
+// thread's counter comes back as its process's.
+func TestOwnersRoundTrip(t *testing.T) {
+	orig := eventtest.OwnedSnapshot()
+	got := mustRead(t, encode(t, orig))
+	want := eventtest.OwnerFacts(orig, false)
+	if g := eventtest.OwnerFacts(got, false); !slices.Equal(g, want) {
+		t.Errorf("owners read back:\n got %q\nwant %q", g, want)
+	}
+	again := mustRead(t, encode(t, got))
+	if g := eventtest.OwnerFacts(again, false); !slices.Equal(g, want) {
+		t.Errorf("owners after a second round trip:\n got %q\nwant %q", g, want)
 	}
 }

@@ -63,8 +63,11 @@ func ReadFile(path string) (*event.Snapshot, error) {
 // Async events get a track per (pid, cat, name, id). Flows become
 // event.ArgFlow arguments of the slices they bind to by the format's rules
 // (v1 s/t/f keyed by id, cat and name, an id free again after its f; v2
-// bind_id with flow_in/flow_out); a flow with fewer than two ends bound is
-// dropped and counted under DropsFlows, except in a file devprof wrote.
+// bind_id with flow_in/flow_out, on complete, begin and instant events);
+// a flow with fewer than two ends bound is dropped and counted under
+// DropsFlows, except in a file devprof wrote. Counter samples ("C") and
+// process- or global-scoped instants belong to their pid's process
+// (event.TrackProcess; the program's need no track).
 // Within a track, a span's parent is the latest-starting span
 // that contains it. devprof's own markers (step_num, unfinished, the
 // warning, note and dropped-events instants, otherData) are turned back
@@ -1241,7 +1244,8 @@ type span struct {
 type instant struct {
 	name   string
 	t      int64
-	lane   int // -1: the process
+	lane   int    // -1: the process
+	pid    procID // the process of a process- or global-scoped instant (lane -1)
 	parent int
 	args   []event.Arg
 }
@@ -1483,20 +1487,28 @@ func (b *builder) end(e *ev, li int) {
 // takes it on). A flow_out without flow_in begins a new flow, so ids can
 // be reused once their flow has ended.
 func (b *builder) flowV2(s *span, e *ev) {
+	if n, ok := b.flowV2Num(e); ok {
+		addFlow(s, n)
+	}
+}
+
+// flowV2Num returns the flow e's bind_id binds e to (see flowV2), and
+// false if e has none.
+func (b *builder) flowV2Num(e *ev) (uint64, bool) {
 	if e.flags&fHasBind == 0 || e.flags&(fFlowIn|fFlowOut) == 0 {
-		return
+		return 0, false
 	}
 	key := "v2\x00" + e.bindID
 	n, open := b.flowNums[key]
 	if e.flags&fFlowIn == 0 || !open {
 		n = b.freshFlow()
 	}
-	addFlow(s, n)
 	if e.flags&fFlowOut != 0 {
 		b.setFlow(key, n)
 	} else {
 		delete(b.flowNums, key)
 	}
+	return n, true
 }
 
 func (b *builder) push(li, si int) {
@@ -1616,7 +1628,13 @@ func (b *builder) add(e *ev) {
 		if e.flags&fProcScope == 0 {
 			li = b.threadLane(e.thread)
 		}
-		b.instants = append(b.instants, instant{name: e.name, t: t, lane: li, parent: -1, args: e.args})
+		args := e.args
+		// An instant is a slice of no duration: a bind_id binds it to
+		// its flow as it binds a complete event.
+		if n, ok := b.flowV2Num(e); ok && len(args) < maxArgs {
+			args = append(args[:len(args):len(args)], event.Arg{Kind: event.ArgFlow, Num: n})
+		}
+		b.instants = append(b.instants, instant{name: e.name, t: t, lane: li, pid: p.threads[e.thread].pid, parent: -1, args: args})
 	case 'C':
 		b.counter(e, t)
 	case 's', 't', 'f':
@@ -1771,6 +1789,13 @@ func (b *builder) dropOneEnded() {
 			}
 		}
 	}
+	for i := range b.instants {
+		for _, a := range b.instants[i].args {
+			if a.Kind == event.ArgFlow {
+				ends[a.Num]++
+			}
+		}
+	}
 	complete := 0
 	for _, n := range ends {
 		if n >= 2 {
@@ -1781,10 +1806,15 @@ func (b *builder) dropOneEnded() {
 	if b.oneEnded == 0 {
 		return
 	}
+	lone := func(a event.Arg) bool { return a.Kind == event.ArgFlow && ends[a.Num] < 2 }
 	for i := range b.spans {
-		s := &b.spans[i]
-		if slices.ContainsFunc(s.args, func(a event.Arg) bool { return a.Kind == event.ArgFlow && ends[a.Num] < 2 }) {
-			s.args = slices.DeleteFunc(s.args, func(a event.Arg) bool { return a.Kind == event.ArgFlow && ends[a.Num] < 2 })
+		if s := &b.spans[i]; slices.ContainsFunc(s.args, lone) {
+			s.args = slices.DeleteFunc(s.args, lone)
+		}
+	}
+	for i := range b.instants {
+		if in := &b.instants[i]; slices.ContainsFunc(in.args, lone) {
+			in.args = slices.DeleteFunc(in.args, lone)
 		}
 	}
 }
@@ -1937,17 +1967,18 @@ func (b *builder) emitInstants(bl *event.Builder) {
 		if in.parent >= 0 {
 			parent = b.spans[in.parent].id
 		}
+		if in.lane < 0 {
+			// A process- or global-scoped instant stays on its own
+			// process (Kineto's global instants have pids of their own).
+			track = b.processTrack(bl, in.pid)
+		}
 		bl.Instant(in.name, in.t, track, parent, in.args)
 	}
 }
 
-// emitCounters adds the counter samples; with several processes, each
-// series names its pid.
+// emitCounters adds the counter samples, each on its process ("C" events
+// are process-scoped, as trace_processor keeps them).
 func (b *builder) emitCounters(bl *event.Builder) {
-	pids := map[procID]bool{}
-	for _, c := range b.counters {
-		pids[c.pid] = true
-	}
 	for _, c := range b.counters {
 		name, unit := c.base, ""
 		switch {
@@ -1956,11 +1987,22 @@ func (b *builder) emitCounters(bl *event.Builder) {
 		case c.key != "value":
 			unit = c.key
 		}
-		if len(pids) > 1 {
-			name += " (pid " + c.pid.String() + ")"
+		if track := b.processTrack(bl, c.pid); track != 0 {
+			bl.TrackCounter(track, name, unit, c.t, c.v)
+			continue
 		}
 		bl.Counter(name, unit, c.t, c.v)
 	}
+}
+
+// processTrack returns the TrackProcess track of pid's process, or 0 for
+// the program's own (Meta), whose counters and instants need no track.
+func (b *builder) processTrack(bl *event.Builder, pid procID) uint32 {
+	pi := b.p.procs[pid]
+	if pi == nil || pi.num == 0 {
+		return 0
+	}
+	return bl.ProcessTrack(pi.num)
 }
 
 // warn adds the warnings for what Read skipped or could not represent.

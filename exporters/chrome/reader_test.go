@@ -80,7 +80,7 @@ func checkSnapshot(s *event.Snapshot) error {
 		return fmt.Errorf("session %d..%d", s.Meta.Start.Mono, stop)
 	}
 	for _, tk := range s.Tracks {
-		if tk.Kind != event.TrackHostThread {
+		if tk.Kind != event.TrackHostThread && tk.Kind != event.TrackProcess || tk.Process < 0 || tk.Process > len(s.Processes) {
 			return fmt.Errorf("track %+v", tk)
 		}
 	}
@@ -151,6 +151,10 @@ func dump(s *event.Snapshot) string {
 	fmt.Fprintf(&b, "meta host=%q pid=%d program=%q dropped=%d max=%d wall=%d stop=%d\n",
 		m.Host, m.PID, m.Program, m.Dropped(), m.MaxEvents, m.Start.Wall, m.Stop.Mono)
 	for i, tk := range s.Tracks {
+		if tk.Kind == event.TrackProcess {
+			fmt.Fprintf(&b, "track %d process %d\n", i+1, tk.Process)
+			continue
+		}
 		fmt.Fprintf(&b, "track %d %q tid=%d\n", i+1, tk.Name, tk.ID)
 	}
 	where := func(r *event.Record) string {
@@ -176,6 +180,9 @@ func dump(s *event.Snapshot) string {
 			l = fmt.Sprintf("instant %s %q %d", where(r), s.Name(r), r.Start)
 		case event.KindCounter:
 			l = fmt.Sprintf("counter %q unit=%q %d = %v", s.Name(r), s.Args(r)[0].Key, r.Start, s.Args(r)[0].Float())
+			if r.Flags&event.FlagOnTrack != 0 {
+				l += " on " + where(r)
+			}
 			lines = append(lines, l)
 			continue
 		}
@@ -547,12 +554,13 @@ span T1 "same" 0..100000 parent="outer"@0
 	  {"ph":"C","name":"odd","pid":1,"ts":4,"args":{"v":"NaN"}},
 	  {"ph":"C","name":"empty","pid":1,"ts":5,"args":{}}]`,
 	want: `meta host="" pid=1 program="pid 1" dropped=0 max=0 wall=0 stop=5000
-counter "ctr" unit="" 1000 = 3
-counter "mem heap" unit="" 0 = 10
-counter "mem stack" unit="" 0 = 2.5
-counter "odd" unit="v" 4000 = NaN
-counter "q id: 7" unit="bytes" 3000 = 6
-counter "q" unit="bytes" 2000 = 5
+track 1 process 1
+counter "ctr" unit="" 1000 = 3 on T1
+counter "mem heap" unit="" 0 = 10 on T1
+counter "mem stack" unit="" 0 = 2.5 on T1
+counter "odd" unit="v" 4000 = NaN on T1
+counter "q id: 7" unit="bytes" 3000 = 6 on T1
+counter "q" unit="bytes" 2000 = 5 on T1
 warn chrome: skipped 1 counter events without numeric values
 `,
 }, {
@@ -560,8 +568,10 @@ warn chrome: skipped 1 counter events without numeric values
 	in: `[{"ph":"C","name":"mem","pid":1,"ts":0,"args":{"value":1}},
 	  {"ph":"C","name":"mem","pid":2,"ts":0,"args":{"value":2}}]`,
 	want: `meta host="" pid=1 program="pid 1" dropped=0 max=0 wall=0 stop=0
-counter "mem (pid 1)" unit="" 0 = 1
-counter "mem (pid 2)" unit="" 0 = 2
+track 1 process 1
+track 2 process 2
+counter "mem" unit="" 0 = 1 on T1
+counter "mem" unit="" 0 = 2 on T2
 `,
 }, {
 	name: "async",
@@ -664,11 +674,13 @@ warn chrome: dropped 4 flows with fewer than two ends bound to slices (of 8 in t
 	want: `meta host="" pid=1 program="pid 1" dropped=0 max=0 wall=0 stop=11000
 track 1 "tid 1" tid=1
 track 2 "tid 9" tid=9
+track 3 process 2
+track 4 process 1
 instant T1 "old" 10000 parent="span"@0
 instant T1 "thread" 5000 parent="span"@0
 instant T2 "alone" 7000
-instant proc "global" 6000
-instant proc "mark" 11000
+instant T3 "global" 6000
+instant T4 "mark" 11000
 span T1 "span" 0..10000
 `,
 }, {

@@ -227,8 +227,32 @@ func TestReadKinetoProcesses(t *testing.T) {
 	if tk, ok := threads[fmt.Sprintf("%d/PyTorch Profiler", spans.PID)]; !ok || s.ProcessOf(tk).Label != "Spans" {
 		t.Errorf("no thread \"PyTorch Profiler\" under \"Spans\": %v", threads)
 	}
-	if len(s.Tracks) != 4 {
-		t.Errorf("%d tracks, want 4", len(s.Tracks))
+	// Four threads, and the tracks of the processes "Traces" and "" for
+	// their global instants (one each, counted from the file with a
+	// script), which stay on their own process.
+	procTracks := map[string]int{}
+	threadCount := 0
+	for _, tk := range s.Tracks {
+		switch tk.Kind {
+		case event.TrackHostThread:
+			threadCount++
+		case event.TrackProcess:
+			procTracks[strconv.Quote(s.ProcessOf(tk).Label)] = 0
+		}
+	}
+	for _, r := range s.Events {
+		if r.Kind != event.KindInstant {
+			continue
+		}
+		tk, ok := s.TrackOf(r)
+		if !ok || tk.Kind != event.TrackProcess {
+			t.Errorf("instant %q on %+v (%v), want a process's track", s.Name(r), tk, ok)
+			continue
+		}
+		procTracks[strconv.Quote(s.ProcessOf(tk).Label)]++
+	}
+	if threadCount != 4 || len(procTracks) != 2 || procTracks[`"Traces"`] != 1 || procTracks[`""`] != 1 {
+		t.Errorf("%d threads and process tracks with instants %v, want 4 and \"Traces\": 1, \"\": 1", threadCount, procTracks)
 	}
 }
 

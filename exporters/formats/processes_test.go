@@ -13,8 +13,10 @@ import (
 
 // TestKinetoThroughEveryFormat: the real PyTorch profiler trace keeps its
 // processes, threads, spans and two-ended flows through Perfetto and back
-// to Chrome JSON (issue 19), and its processes, threads and spans through
-// XSpace, which has no place for flows between host threads.
+// to Chrome JSON (issue 19), and through XSpace and back to Chrome JSON,
+// where its flows between host threads (Kineto's CPU op -> GPU kernel
+// arrows: the GPU is a process of threads in a Chrome trace) are xprof's
+// flow stats.
 func TestKinetoThroughEveryFormat(t *testing.T) {
 	src, err := formats.Chrome.ReadFile(filepath.Join("..", "..", "testdata", "real-gpu", "kineto-h100-libwork.json.gz"), nil)
 	if err != nil {
@@ -73,6 +75,15 @@ func TestKinetoThroughEveryFormat(t *testing.T) {
 			t.Errorf("%s: no thread \"stream 13 \"", name)
 		}
 	}
+	// PyTorch's global instants stay on their processes ("Traces", "")
+	// through every format.
+	owners := eventtest.OwnerFacts(src, false)
+	if len(owners) != 2 {
+		t.Errorf("the fixture's instants and counters on no span: %q, want its two global instants", owners)
+	}
+	for name, s := range map[string]*event.Snapshot{"Perfetto": pf, "Perfetto → Chrome JSON": back, "XSpace": through(src, formats.XPlane)} {
+		same(name+" owners", eventtest.OwnerFacts(s, false), owners)
+	}
 	for name, s := range map[string]*event.Snapshot{"Perfetto": pf, "Perfetto → Chrome JSON": back} {
 		p, th, sp, fl := eventtest.ConversionFacts(s, false)
 		same(name+" processes", p, procs)
@@ -87,8 +98,15 @@ func TestKinetoThroughEveryFormat(t *testing.T) {
 	// process that is only named (Kineto's python3 "GPU n" metadata).
 	xs := through(src, formats.XPlane)
 	withThreads, _, _, _ := eventtest.ConversionFacts(src, true)
-	p, th, sp, _ := eventtest.ConversionFacts(xs, true)
+	p, th, sp, fl := eventtest.ConversionFacts(xs, true)
 	same("XSpace processes", p, withThreads)
 	same("XSpace threads", th, threads)
 	same("XSpace spans", sp, spans)
+	same("XSpace flows", fl, flows)
+	// (Back in Chrome JSON the two loose instants sit on a thread of
+	// their own, XSpace's "Instants" line; the threads are not compared.)
+	xsBack := through(xs, formats.Chrome)
+	_, _, sp, fl = eventtest.ConversionFacts(xsBack, true)
+	same("XSpace → Chrome JSON spans", sp, spans)
+	same("XSpace → Chrome JSON flows", fl, flows)
 }

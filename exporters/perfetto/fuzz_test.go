@@ -7,7 +7,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -54,6 +56,9 @@ func fuzzSeeds(t testing.TB) [][]byte {
 		plain[:len(plain)-1],
 		plain[:len(plain)/2],
 	}
+	for _, name := range slices.Sorted(maps.Keys(ruleTraces())) {
+		seeds = append(seeds, ruleTraces()[name])
+	}
 	flipped := bytes.Clone(plain)
 	flipped[len(flipped)/3] ^= 0x40
 	return append(seeds, flipped)
@@ -73,6 +78,7 @@ func FuzzRead(f *testing.F) {
 	f.Add(real)
 	f.Add(encode(f, eventtest.GoldenSnapshot(), false))       // memory events and their counters
 	f.Add(encode(f, eventtest.MultiProcessSnapshot(), false)) // other processes, ranks, devprof's process labels
+	f.Add(encode(f, eventtest.OwnedSnapshot(), false))        // counters under threads and processes, process instants
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tr, err := Read(bytes.NewReader(data))
 		if err != nil {

@@ -140,3 +140,58 @@ func TestProcessOrdering(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnersRoundTrip: counters and instants stay under their owners: a
+// process's counter is a counter track under its process track, a
+// thread's under its thread track (a thread with only counter samples
+// included), an instant of a process on no thread is on its process
+// track; reading the file back, and writing and reading it again, gives
+// each the same owner, thread included.
+func TestOwnersRoundTrip(t *testing.T) {
+	orig := eventtest.OwnedSnapshot()
+	var buf bytes.Buffer
+	if err := Write(&buf, orig, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "owners.pftrace")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	conformance.Export(t, "owners", path, orig)
+	tr := mustRead(t, buf.Bytes())
+	byUUID := map[uint64]Track{}
+	for _, tk := range tr.Tracks {
+		byUUID[tk.UUID] = tk
+	}
+	parents := map[string]string{} // counter track -> its parent's kind and name
+	for _, tk := range tr.Tracks {
+		if tk.Kind == TrackCounter {
+			p := byUUID[tk.ParentUUID]
+			parents[tk.Name] = p.Kind.String() + " " + p.Name
+		}
+	}
+	for name, want := range map[string]string{"load": "process trainer", "rss": "thread MainThread", "queue": "thread sampler", "utilization": "process python3"} {
+		if parents[name] != want {
+			t.Errorf("counter track %q is under %q, want %q", name, parents[name], want)
+		}
+	}
+	for _, in := range tr.Instants {
+		if in.Name == "global mark" || in.Name == "Iteration Start: PyTorch Profiler" {
+			if k := byUUID[in.Track]; k.Kind != TrackProcess {
+				t.Errorf("instant %q on %+v, want a process track", in.Name, k)
+			}
+		}
+	}
+	want := eventtest.OwnerFacts(orig, true)
+	got := tr.Snapshot()
+	if g := eventtest.OwnerFacts(got, true); !slices.Equal(g, want) {
+		t.Errorf("owners read back:\n got %q\nwant %q", g, want)
+	}
+	var again bytes.Buffer
+	if err := Write(&again, got, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if g := eventtest.OwnerFacts(mustRead(t, again.Bytes()).Snapshot(), true); !slices.Equal(g, want) {
+		t.Errorf("owners after a second round trip:\n got %q\nwant %q", g, want)
+	}
+}

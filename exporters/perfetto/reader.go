@@ -76,8 +76,13 @@ const (
 	rLeBindID       = 8
 	rLeLocalID      = 10
 	rLeGlobalID     = 11
+	rLeBindEncl     = 12 // LegacyEvent.bind_to_enclosing
+	rLePidOverride  = 18 // LegacyEvent.pid_override
+	rLeTidOverride  = 19 // LegacyEvent.tid_override
 	rLeFlowDir      = 13
 	rLeInstantScope = 14
+	rLtdPid         = 1 // ThreadDescriptor.pid (the legacy TracePacket.thread_descriptor)
+	rLtdTid         = 2 // ThreadDescriptor.tid
 
 	rFlowIn, rFlowOut, rFlowInOut                = 1, 2, 3 // LegacyEvent.FlowDirection
 	rScopeGlobal, rScopeProcess                  = 1, 2    // LegacyEvent.InstantEventScope
@@ -336,6 +341,10 @@ func decode(data []byte) (*Trace, error) {
 		clocks: newClockState(),
 	}
 	r.nameBudget = nameBudget(len(data))
+	// Most packets of a large trace are one event each: room for as many
+	// events as the file has packets saves growing the (large) pending
+	// events again and again.
+	r.events = make([]pendingEvent, 0, countPackets(data))
 	if err := r.packets(data, false); err != nil {
 		return nil, err
 	}
@@ -343,6 +352,23 @@ func decode(data []byte) (*Trace, error) {
 		return nil, err
 	}
 	return r.t, nil
+}
+
+// countPackets counts the top-level TracePackets of data, stopping
+// quietly at the first malformed field (packets reports it).
+func countPackets(data []byte) int {
+	n := 0
+	for len(data) > 0 {
+		f, size, err := readField(data)
+		if err != nil {
+			break
+		}
+		if f.num == fTracePacket && f.wt == wireBytes {
+			n++
+		}
+		data = data[size:]
+	}
+	return n
 }
 
 // dropError is an error that costs only the event (or descriptor) it is
@@ -371,7 +397,17 @@ func asDrop(stat string, err error) error {
 // drop counts one event dropped for err under stat, in the packet being
 // read.
 func (r *reader) drop(stat string, err error) {
-	r.dropAt(stat, r.where, err)
+	for i := range r.t.Drops {
+		if r.t.Drops[i].Stat == stat {
+			r.t.Drops[i].Events++
+			return
+		}
+	}
+	where := pktWhere(r.pkt, r.off)
+	if r.inner != 0 {
+		where += fmt.Sprintf(": compressed packet %d (offset %d)", r.inner, r.innerOff)
+	}
+	r.dropAt(stat, where, err)
 }
 
 // dropAt counts one event dropped for err under stat; where names its
@@ -421,10 +457,16 @@ func (f *field) key() uint64    { return key(f.num, f.wt) }
 func (f *field) int64() int64   { return int64(f.u) }
 func (f *field) float() float64 { return math.Float64frombits(f.u) }
 
-// uvarint reads the varint at the start of b; what names it in errors.
-func uvarint(b []byte, what string) (uint64, int, error) {
+// uvarint reads the varint at the start of b; what names it in errors,
+// followed by " of field num" when num is not 0 (the name is only made
+// for an error: making it for every varint was most of the reader's
+// allocations).
+func uvarint(b []byte, what string, num int) (uint64, int, error) {
 	v, n := protowire.ConsumeVarint(b)
 	if n < 0 {
+		if num != 0 {
+			what += " of field " + strconv.Itoa(num)
+		}
 		if errors.Is(protowire.ParseError(n), io.ErrUnexpectedEOF) {
 			return 0, 0, fmt.Errorf("truncated %s", what)
 		}
@@ -437,7 +479,7 @@ func uvarint(b []byte, what string) (uint64, int, error) {
 // size. Lengths are checked against the bytes left before anything is
 // sliced or allocated.
 func readField(b []byte) (field, int, error) {
-	tag, n, err := uvarint(b, "field tag")
+	tag, n, err := uvarint(b, "field tag", 0)
 	if err != nil {
 		return field{}, 0, err
 	}
@@ -449,7 +491,7 @@ func readField(b []byte) (field, int, error) {
 	rest := b[n:]
 	switch protowire.Type(wt) {
 	case protowire.VarintType:
-		v, m, err := uvarint(rest, "varint of field "+strconv.Itoa(f.num))
+		v, m, err := uvarint(rest, "varint", f.num)
 		if err != nil {
 			return field{}, 0, err
 		}
@@ -470,7 +512,7 @@ func readField(b []byte) (field, int, error) {
 		f.u = uint64(v)
 		return f, n + m, nil
 	case protowire.BytesType:
-		l, m, err := uvarint(rest, "length of field "+strconv.Itoa(f.num))
+		l, m, err := uvarint(rest, "length", f.num)
 		if err != nil {
 			return field{}, 0, err
 		}
@@ -484,14 +526,16 @@ func readField(b []byte) (field, int, error) {
 	return field{}, 0, fmt.Errorf("field %d has unsupported wire type %d", f.num, wt)
 }
 
-// eachField calls fn for every field of the message b.
-func eachField(b []byte, fn func(f *field) error) error {
+// eachField calls fn for every field of the message b. fn takes the
+// field by value: a pointer would move every field to the heap (most of
+// the reader's allocations).
+func eachField(b []byte, fn func(f field) error) error {
 	for len(b) > 0 {
 		f, n, err := readField(b)
 		if err != nil {
 			return err
 		}
-		if err := fn(&f); err != nil {
+		if err := fn(f); err != nil {
 			return err
 		}
 		b = b[n:]
@@ -506,7 +550,7 @@ func appendVarints(dst []uint64, f *field) ([]uint64, error) {
 		return append(dst, f.u), nil
 	}
 	for b := f.b; len(b) > 0; {
-		v, n, err := uvarint(b, "packed varint of field "+strconv.Itoa(f.num))
+		v, n, err := uvarint(b, "packed varint", f.num)
 		if err != nil {
 			return nil, err
 		}
@@ -545,11 +589,15 @@ type reader struct {
 	events   []pendingEvent
 	counters []pendingCounter
 
-	pkt, off   int               // top-level packet being read, for errors found at the end
-	where      string            // the packet being read, for drops
-	synthetic  map[string]uint64 // tracks the reader made, by key
-	wallSet    bool              // WallStart was taken from a snapshot
-	nameBudget int               // bytes left for flattened annotation names
+	pkt, off    int               // top-level packet being read, for errors found at the end
+	inner       int               // compressed packet being read within packet pkt (0: none), for drops
+	innerOff    int               // its offset in the decompressed bytes
+	synthetic   map[string]uint64 // tracks the reader made, by key
+	v1          []v1Flow          // the flow v1 events (pendingEvent.v1)
+	pkts        [2]packet         // the packet being applied, and one inside its compressed_packets
+	droppedDesc map[uint64]bool   // uuids whose only descriptors were dropped (invalid)
+	wallSet     bool              // WallStart was taken from a snapshot
+	nameBudget  int               // bytes left for flattened annotation names
 }
 
 // seqState is the incremental state of one packet sequence.
@@ -574,6 +622,20 @@ type generation struct {
 	// reference_timestamp_us; hasLegacy says one was given.
 	legacyNS  int64
 	hasLegacy bool
+
+	// thread is the sequence's legacy ThreadDescriptor (pid, tid): the
+	// thread of its events that name no track, as in trace_processor.
+	threadPID, threadTID int64
+	hasThread            bool
+}
+
+// setThread makes (pid, tid) the sequence's thread, and refUS (µs on
+// CLOCK_MONOTONIC, 0 when the descriptor gives none) the time its legacy
+// timestamp deltas add to, as trace_processor does for every
+// ThreadDescriptor of a sequence.
+func (g *generation) setThread(pid, tid, refUS int64) {
+	g.threadPID, g.threadTID, g.hasThread = pid, tid, true
+	g.legacyNS, g.hasLegacy = refUS*1000, true
 }
 
 func newGeneration() *generation {
@@ -602,18 +664,22 @@ const (
 
 // pendingEvent is a BEGIN, END or INSTANT waiting for the end of the file.
 type pendingEvent struct {
-	kind     uint8
 	track    uint64
 	at       timestamp
 	order    int
 	name     string
-	hasName  bool
 	args     []Arg
 	flows    []uint64
 	terms    []uint64
-	complete bool  // a legacy X event: a BEGIN whose END is dur later
 	dur      int64 // ns
 	pkt, off int
+	tidx     int    // index of track in Trace.Tracks, once times are resolved
+	bind     uint64 // a legacy bind_id, when bindDir is not 0 (its flow_direction)
+	v1       int    // for evFlowV1, the flow's index in reader.v1 plus one
+	kind     uint8  // evBegin, evEnd, evInst, evFlowV1
+	bindDir  uint8
+	hasName  bool
+	complete bool // a legacy X event: a BEGIN whose END is dur later
 }
 
 type pendingCounter struct {
@@ -638,9 +704,9 @@ func (r *reader) packets(data []byte, nested bool) error {
 			if !nested {
 				r.pkt, r.off = n, off
 			}
-			r.where = fmt.Sprintf("packet %d (offset %d)", n, off)
+			r.inner, r.innerOff = 0, 0
 			if nested {
-				r.where = fmt.Sprintf("packet %d (offset %d): compressed packet %d (offset %d)", r.pkt, r.off, n, off)
+				r.inner, r.innerOff = n, off
 			}
 			if err := r.packet(f.b, nested); err != nil {
 				if d, ok := errors.AsType[*dropError](err); ok {
@@ -677,10 +743,20 @@ type packet struct {
 	threadDescs                                                    [][]byte
 }
 
-// decodePacket collects the fields of one TracePacket the reader uses.
-func decodePacket(b []byte) (packet, error) {
-	var p packet
-	err := eachField(b, func(f *field) error {
+// decodePacket collects the fields of one TracePacket the reader uses
+// into p, whose lists it reuses (a packet's lists are needed only while
+// it is applied).
+func decodePacket(b []byte, p *packet) error {
+	*p = packet{
+		interned: p.interned[:0], defaults: p.defaults[:0], snapshots: p.snapshots[:0], events: p.events[:0],
+		descriptors: p.descriptors[:0], compressed: p.compressed[:0], threadDescs: p.threadDescs[:0],
+	}
+	for len(b) > 0 {
+		f, n, err := readField(b)
+		if err != nil {
+			return err
+		}
+		b = b[n:]
 		switch f.key() {
 		case key(pktTimestamp, wireVarint):
 			p.ts, p.hasTS = f.u, true
@@ -709,24 +785,26 @@ func decodePacket(b []byte) (packet, error) {
 		case key(rPktThreadDesc, wireBytes):
 			p.threadDescs = append(p.threadDescs, f.b)
 		}
-		return nil
-	})
-	return p, err
+	}
+	return nil
 }
 
 // packet applies one TracePacket. The order follows trace_processor's
 // ProtoTraceReader::ParsePacket.
 func (r *reader) packet(b []byte, nested bool) error {
-	p, err := decodePacket(b)
-	if err != nil {
+	p := &r.pkts[0]
+	if nested {
+		p = &r.pkts[1] // the packet holding it is still being applied
+	}
+	if err := decodePacket(b, p); err != nil {
 		return err
 	}
-	seq, err := r.sequence(&p)
+	seq, err := r.sequence(p)
 	if err != nil {
 		return err
 	}
 	if len(p.snapshots) > 0 {
-		return r.clockSnapshots(&p) // the rest of a snapshot packet is not read
+		return r.clockSnapshots(p) // the rest of a snapshot packet is not read
 	}
 	if p.flags&seqNeedsIncrementalState != 0 {
 		if p.seq == 0 {
@@ -736,10 +814,10 @@ func (r *reader) packet(b []byte, nested bool) error {
 			return nil // skipped, as trace_processor does after data loss
 		}
 	}
-	if err := r.compressed(&p, nested); err != nil {
+	if err := r.compressed(p, nested); err != nil {
 		return err
 	}
-	at, tsErr := r.packetTime(&p, seq)
+	at, tsErr := r.packetTime(p, seq)
 	// A sequence-scoped clock on a packet without a sequence is an error
 	// whatever the packet holds (with no sequence, the clock is the
 	// packet's own).
@@ -747,7 +825,7 @@ func (r *reader) packet(b []byte, nested bool) error {
 		return asDrop("clock_sync_failure_unknown_source_clock", tsErr)
 	}
 	for _, d := range p.descriptors {
-		if err := r.trackDescriptor(d); err != nil {
+		if err := r.trackDescriptor(d, seq); err != nil {
 			err = fmt.Errorf("track_descriptor: %w", err)
 			d, ok := errors.AsType[*dropError](err)
 			if !ok {
@@ -760,7 +838,7 @@ func (r *reader) packet(b []byte, nested bool) error {
 		if p.seq == 0 {
 			return dropf("track_event_missing_sequence_id", "track event without a trusted_packet_sequence_id")
 		}
-		if err := r.legacyTime(&p, seq, &at, &tsErr); err != nil {
+		if err := r.legacyTime(p, seq, &at, &tsErr); err != nil {
 			return err
 		}
 		if !p.hasTS {
@@ -785,7 +863,7 @@ func (r *reader) legacyTime(p *packet, seq *seqState, at *timestamp, tsErr *erro
 	var delta, abs int64
 	var hasDelta, hasAbs bool
 	for _, b := range p.events {
-		err := eachField(b, func(f *field) error {
+		err := eachField(b, func(f field) error {
 			switch f.key() {
 			case key(rTeTimestampDeltaUS, wireVarint):
 				delta, hasDelta, hasAbs = f.int64(), true, false
@@ -840,6 +918,9 @@ func (r *reader) clockSnapshots(p *packet) error {
 // for none), after the packet's resets, defaults and interned data.
 func (r *reader) sequence(p *packet) (*seqState, error) {
 	if p.seq == 0 {
+		if len(p.threadDescs) > 0 {
+			r.drop("thread_descriptor_missing_sequence_id", errors.New("thread_descriptor without a trusted_packet_sequence_id"))
+		}
 		return nil, nil
 	}
 	seq := r.seqs[p.seq]
@@ -854,15 +935,28 @@ func (r *reader) sequence(p *packet) (*seqState, error) {
 		seq.valid = false
 	}
 	for _, d := range p.threadDescs {
-		err := eachField(d, func(f *field) error {
-			if f.key() == key(rLtdRefTimestampUS, wireVarint) {
-				seq.gen.legacyNS, seq.gen.hasLegacy = f.int64()*1000, true
+		// trace_processor ignores a ThreadDescriptor while the sequence's
+		// incremental state is invalid (its deltas would be wrong).
+		if !seq.valid {
+			r.drop("thread_descriptor_skipped_incremental_state_invalid", errors.New("thread_descriptor while the sequence's incremental state is invalid"))
+			continue
+		}
+		var pid, tid, refUS int64
+		err := eachField(d, func(f field) error {
+			switch f.key() {
+			case key(rLtdRefTimestampUS, wireVarint):
+				refUS = f.int64()
+			case key(rLtdPid, wireVarint):
+				pid = int64(int32(f.u))
+			case key(rLtdTid, wireVarint):
+				tid = f.int64()
 			}
 			return nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("thread_descriptor: %w", err)
 		}
+		seq.gen.setThread(pid, tid, refUS)
 	}
 	for _, d := range p.defaults {
 		if err := parseDefaults(seq.gen, d); err != nil {
@@ -890,7 +984,9 @@ func (r *reader) compressed(p *packet, nested bool) error {
 			return fmt.Errorf("compressed_packets: %w", err)
 		}
 		r.nameBudget += nameBudget(len(data))
-		if err := r.packets(data, true); err != nil {
+		err = r.packets(data, true)
+		r.inner, r.innerOff = 0, 0 // drops after these are the outer packet's
+		if err != nil {
 			return err
 		}
 	}
@@ -942,12 +1038,12 @@ func inflate(b []byte) ([]byte, error) {
 }
 
 func parseDefaults(g *generation, b []byte) error {
-	return eachField(b, func(f *field) error {
+	return eachField(b, func(f field) error {
 		switch f.key() {
 		case key(rDefClockID, wireVarint):
 			g.clockID = uint32(f.u)
 		case key(defTrackEventDefaults, wireBytes):
-			return eachField(f.b, func(f *field) error {
+			return eachField(f.b, func(f field) error {
 				var err error
 				switch f.num {
 				case tedTrackUUID:
@@ -956,11 +1052,11 @@ func parseDefaults(g *generation, b []byte) error {
 					}
 				case rTedExtraCounters:
 					if f.wt == wireVarint || f.wt == wireBytes {
-						g.extra, err = appendVarints(g.extra, f)
+						g.extra, err = appendVarints(g.extra, &f)
 					}
 				case rTedExtraDblCounters:
 					if f.wt == wireVarint || f.wt == wireBytes {
-						g.extraDbl, err = appendVarints(g.extraDbl, f)
+						g.extraDbl, err = appendVarints(g.extraDbl, &f)
 					}
 				}
 				return err
@@ -971,7 +1067,7 @@ func parseDefaults(g *generation, b []byte) error {
 }
 
 func parseInterned(g *generation, b []byte) error {
-	return eachField(b, func(f *field) error {
+	return eachField(b, func(f field) error {
 		if f.wt != wireBytes {
 			return nil
 		}
@@ -990,7 +1086,7 @@ func parseInterned(g *generation, b []byte) error {
 		}
 		var iid uint64
 		var name string
-		err := eachField(f.b, func(e *field) error {
+		err := eachField(f.b, func(e field) error {
 			switch e.key() {
 			case key(internIID, wireVarint):
 				iid = e.u
@@ -1020,6 +1116,8 @@ type descriptor struct {
 	name                 string
 	process, thread, ctr bool
 	pid, tid             int64
+	hasPID, hasTID       bool
+	threadRefUS          int64 // the thread's reference_timestamp_us
 	procName, threadName string
 	labels               []string
 	description          string
@@ -1033,7 +1131,7 @@ type descriptor struct {
 }
 
 // field stores one TrackDescriptor field.
-func (d *descriptor) field(f *field) error {
+func (d *descriptor) field(f field) error {
 	switch f.key() {
 	case key(tdUUID, wireVarint):
 		d.uuid, d.hasUUID = f.u, true
@@ -1061,10 +1159,10 @@ func (d *descriptor) field(f *field) error {
 }
 
 // processField stores one ProcessDescriptor field.
-func (d *descriptor) processField(f *field) error {
+func (d *descriptor) processField(f field) error {
 	switch f.key() {
 	case key(pdPid, wireVarint):
-		d.pid = int64(int32(f.u))
+		d.pid, d.hasPID = int64(int32(f.u)), true
 	case key(pdProcessName, wireBytes):
 		d.procName = string(f.b)
 	case key(pdProcessLabel, wireBytes):
@@ -1074,12 +1172,14 @@ func (d *descriptor) processField(f *field) error {
 }
 
 // threadField stores one ThreadDescriptor field.
-func (d *descriptor) threadField(f *field) error {
+func (d *descriptor) threadField(f field) error {
 	switch f.key() {
 	case key(thPid, wireVarint):
-		d.pid = int64(int32(f.u))
+		d.pid, d.hasPID = int64(int32(f.u)), true
 	case key(thTid, wireVarint):
-		d.tid = f.int64()
+		d.tid, d.hasTID = f.int64(), true
+	case key(rLtdRefTimestampUS, wireVarint):
+		d.threadRefUS = f.int64()
 	case key(thName, wireBytes):
 		d.threadName = string(f.b)
 	}
@@ -1087,7 +1187,7 @@ func (d *descriptor) threadField(f *field) error {
 }
 
 // counterField stores one CounterDescriptor field.
-func (d *descriptor) counterField(f *field) error {
+func (d *descriptor) counterField(f field) error {
 	switch f.key() {
 	case key(rCdType, wireVarint):
 		d.ctrType = f.u
@@ -1131,7 +1231,7 @@ func (d *descriptor) track() Track {
 }
 
 // trackDescriptor applies one TrackDescriptor.
-func (r *reader) trackDescriptor(b []byte) error {
+func (r *reader) trackDescriptor(b []byte, seq *seqState) error {
 	var d descriptor
 	if err := eachField(b, d.field); err != nil {
 		return err
@@ -1139,7 +1239,26 @@ func (r *reader) trackDescriptor(b []byte) error {
 	if !d.hasUUID {
 		return dropf("track_descriptor_missing_uuid", "descriptor without a uuid")
 	}
+	// trace_processor drops a thread descriptor without pid and tid and
+	// a process descriptor without pid; the events on such a track find
+	// no track and are dropped too (dropEventsOn).
+	if d.thread && (!d.hasPID || !d.hasTID) {
+		r.dropped(d.uuid)
+		return dropf("track_descriptor_thread_missing_pid_tid", "thread descriptor of track %d without pid and tid", d.uuid)
+	}
+	if d.process && !d.thread && !d.hasPID {
+		r.dropped(d.uuid)
+		return dropf("track_descriptor_process_missing_pid", "process descriptor of track %d without a pid", d.uuid)
+	}
 	tr := d.track()
+	if d.thread && seq != nil && seq.valid {
+		// A thread's descriptor is also its sequence's thread, as a
+		// legacy ThreadDescriptor is (trace_processor's
+		// TokenizeThreadDescriptor): the events of the sequence that name
+		// no track are that thread's, and its timestamp deltas start from
+		// its reference time.
+		seq.gen.setThread(d.pid, d.tid, d.threadRefUS)
+	}
 	ti := r.tracks[d.uuid]
 	switch {
 	case ti == nil:
@@ -1238,6 +1357,8 @@ type trackEvent struct {
 	dur             int64
 	oldFlows        []uint64 // the deprecated varint forms, read when the
 	oldTerms        []uint64 // fixed64 ones are absent (as trace_processor)
+	bind            uint64   // a legacy bind_id, with its flow_direction
+	bindDir         uint8
 	catNames        []string // categories (strings)
 	legacy          legacyEvent
 	hasLegacy       bool
@@ -1257,10 +1378,15 @@ type legacyEvent struct {
 	hasBind      bool
 	flowDir      uint64
 	instantScope uint64
+	enclosing    bool // bind_to_enclosing
+	pidOverride  int64
+	tidOverride  int64
+	hasPidO      bool
+	hasTidO      bool
 }
 
 // field stores one LegacyEvent field.
-func (l *legacyEvent) field(f *field) error {
+func (l *legacyEvent) field(f field) error {
 	switch f.key() {
 	case key(rLeNameIID, wireVarint):
 		l.nameIID = f.u
@@ -1280,6 +1406,12 @@ func (l *legacyEvent) field(f *field) error {
 		l.bindID, l.hasBind = f.u, true
 	case key(rLeFlowDir, wireVarint):
 		l.flowDir = f.u
+	case key(rLeBindEncl, wireVarint):
+		l.enclosing = f.u != 0
+	case key(rLePidOverride, wireVarint):
+		l.pidOverride, l.hasPidO = int64(int32(f.u)), true
+	case key(rLeTidOverride, wireVarint):
+		l.tidOverride, l.hasTidO = int64(uint32(f.u)), true
 	case key(rLeInstantScope, wireVarint):
 		l.instantScope = f.u
 	}
@@ -1305,7 +1437,7 @@ func decodeTrackEvent(parts [][]byte) (trackEvent, error) {
 }
 
 // field stores one TrackEvent field.
-func (e *trackEvent) field(f *field) error {
+func (e *trackEvent) field(f field) error {
 	var err error
 	switch f.key() {
 	case key(teType, wireVarint):
@@ -1317,7 +1449,7 @@ func (e *trackEvent) field(f *field) error {
 	case key(rTeName, wireBytes):
 		e.nameIID, e.name, e.hasName = 0, string(f.b), true
 	case key(rTeCategoryIIDs, wireVarint), key(rTeCategoryIIDs, wireBytes):
-		e.cats, err = appendVarints(e.cats, f)
+		e.cats, err = appendVarints(e.cats, &f)
 	case key(teDebugAnnotations, wireBytes):
 		e.annotations = append(e.annotations, f.b)
 	case key(rTeCategories, wireBytes):
@@ -1336,25 +1468,25 @@ func (e *trackEvent) field(f *field) error {
 }
 
 // listField stores one of the TrackEvent's repeated id and value fields.
-func (e *trackEvent) listField(f *field) error {
+func (e *trackEvent) listField(f field) error {
 	var err error
 	switch f.key() {
 	case key(rTeExtraCounters, wireVarint), key(rTeExtraCounters, wireBytes):
-		e.extra, err = appendVarints(e.extra, f)
+		e.extra, err = appendVarints(e.extra, &f)
 	case key(rTeExtraCounterVals, wireVarint), key(rTeExtraCounterVals, wireBytes):
-		e.extraVals, err = appendVarints(e.extraVals, f)
+		e.extraVals, err = appendVarints(e.extraVals, &f)
 	case key(rTeExtraDblCounters, wireVarint), key(rTeExtraDblCounters, wireBytes):
-		e.extraDbl, err = appendVarints(e.extraDbl, f)
+		e.extraDbl, err = appendVarints(e.extraDbl, &f)
 	case key(rTeExtraDblVals, wireI64), key(rTeExtraDblVals, wireBytes):
-		e.extraDblVals, err = appendFixed64s(e.extraDblVals, f)
+		e.extraDblVals, err = appendFixed64s(e.extraDblVals, &f)
 	case key(teFlowIDs, wireI64), key(teFlowIDs, wireBytes):
-		e.flows, err = appendFixed64s(e.flows, f)
+		e.flows, err = appendFixed64s(e.flows, &f)
 	case key(teTerminatingFlowIDs, wireI64), key(teTerminatingFlowIDs, wireBytes):
-		e.terms, err = appendFixed64s(e.terms, f)
+		e.terms, err = appendFixed64s(e.terms, &f)
 	case key(rTeFlowIDsOld, wireVarint), key(rTeFlowIDsOld, wireBytes):
-		e.oldFlows, err = appendVarints(e.oldFlows, f)
+		e.oldFlows, err = appendVarints(e.oldFlows, &f)
 	case key(rTeTermFlowIDsOld, wireVarint), key(rTeTermFlowIDsOld, wireBytes):
-		e.oldTerms, err = appendVarints(e.oldTerms, f)
+		e.oldTerms, err = appendVarints(e.oldTerms, &f)
 	}
 	return err
 }
@@ -1379,6 +1511,34 @@ func (r *reader) trackEvent(g *generation, parts [][]byte, at timestamp) error {
 	if !e.hasTrack && g.hasTrack {
 		track = g.track
 	}
+	// An event on no track (none given, or 0 given to a legacy phase)
+	// falls back to the thread of its sequence's ThreadDescriptor, or to
+	// the process or thread a legacy pid_override or tid_override names,
+	// as in trace_processor; a counter needs its counter track.
+	onThread := false
+	if track == 0 && e.typ != typeCounter {
+		l := &e.legacy
+		if (!e.hasTrack || e.typ == 0) && g.hasThread || l.hasPidO || l.hasTidO && g.hasThread {
+			pid, tid := g.threadPID, g.threadTID
+			if l.hasPidO {
+				// A thread of its own in the process: trace_processor's
+				// synthetic tid (pid << 32 | -1), which is -1.
+				pid = l.pidOverride
+				tid = pid<<32 | -1
+			}
+			if l.hasTidO {
+				tid = l.tidOverride
+				if g.threadTID&^0xffffffff != 0 { // the sequence's tid is synthetic
+					tid = pid<<32 | tid
+				}
+			}
+			if pid == 0 || tid == 0 {
+				return dropf("track_event_parser_errors", "thread pid %d tid %d: pid/tid 0 is reserved for the swapper thread", pid, tid)
+			}
+			track, onThread = r.legacyThreadTrack(pid, tid), true
+		}
+	}
+	onThread = onThread || r.threadScoped(track)
 	// trace_processor drops the whole event when it has more extra counter
 	// values than tracks.
 	if err := extraMismatch(len(e.extra), len(g.extra), len(e.extraVals)); err != nil {
@@ -1392,7 +1552,13 @@ func (r *reader) trackEvent(g *generation, parts [][]byte, at timestamp) error {
 			r.drop("flow_without_direction", err) // the event itself loads
 		}
 		if e.legacy.hasPhase {
-			if track, err = r.legacyPhase(g, &e, track, name); err != nil {
+			switch e.legacy.phase {
+			case 's', 't', 'f':
+				return r.flowV1(g, &e, track, name, at)
+			case 'M':
+				return r.metadata(&e, track, onThread, name, args)
+			}
+			if track, err = r.legacyPhase(g, &e, track, onThread, name); err != nil {
 				return err
 			}
 		}
@@ -1420,9 +1586,10 @@ func (r *reader) trackEvent(g *generation, parts [][]byte, at timestamp) error {
 	return r.extraCounters(g, e.extraDbl, g.extraDbl, len(e.extraDblVals), at, func(i int) float64 { return math.Float64frombits(e.extraDblVals[i]) })
 }
 
-// legacyFlow adds a legacy bind_id to the event's flows: trace_processor
-// binds it, whatever its flow_direction (in, out or inout), to the
-// event's slice, in the same id space as flow_ids.
+// legacyFlow keeps a legacy bind_id with its flow_direction for the
+// event's slice: trace_processor binds it, in the same id space as
+// flow_ids, as a flow's start (out), a step (inout) or an end that does
+// not close it (in); see linkFlows.
 func (e *trackEvent) legacyFlow() error {
 	l := &e.legacy
 	if !l.hasBind {
@@ -1430,7 +1597,7 @@ func (e *trackEvent) legacyFlow() error {
 	}
 	switch l.flowDir {
 	case rFlowIn, rFlowOut, rFlowInOut:
-		e.flows = append(e.flows, l.bindID)
+		e.bind, e.bindDir = l.bindID, uint8(l.flowDir)
 		return nil
 	}
 	return dropf("flow_without_direction", "legacy bind_id %d without a flow_direction", l.bindID)
@@ -1443,8 +1610,17 @@ func (e *trackEvent) legacyFlow() error {
 // goes on a track of the trace or of the event's process; async events
 // (b/e/n, and the older S/F/T/p) go on a track per id, id scope and
 // category (name for the older ones), process-scoped for a local_id.
-func (r *reader) legacyPhase(g *generation, e *trackEvent, track uint64, name string) (uint64, error) {
+func (r *reader) legacyPhase(g *generation, e *trackEvent, track uint64, onThread bool, name string) (uint64, error) {
 	l := &e.legacy
+	switch l.phase {
+	case 'B', 'E', 'X', 'I', 'i':
+		// trace_processor places these on a thread only: on any other
+		// track (a process's, a custom one) they are dropped, unless an
+		// instant is global or process-scoped.
+		if !onThread && (l.phase == 'B' || l.phase == 'E' || l.phase == 'X' || l.instantScope != rScopeGlobal && l.instantScope != rScopeProcess) {
+			return 0, dropf("track_event_parser_errors", "legacy phase %q on track %d, which is not a thread's", rune(l.phase), track)
+		}
+	}
 	switch l.phase {
 	case 'B':
 		e.typ = typeSliceBegin
@@ -1461,6 +1637,9 @@ func (r *reader) legacyPhase(g *generation, e *trackEvent, track uint64, name st
 		case rScopeGlobal:
 			return r.syntheticTrack("global instants", 0, "Global legacy instants"), nil
 		case rScopeProcess:
+			if !r.processScoped(track) {
+				return 0, dropf("track_event_parser_errors", "process-scoped legacy instant on track %d, which belongs to no process", track)
+			}
 			pid, proc := r.processOfTrack(track)
 			if proc != 0 {
 				return proc, nil
@@ -1489,6 +1668,9 @@ func (r *reader) legacyPhase(g *generation, e *trackEvent, track uint64, name st
 		var pid int64
 		proc := uint64(0)
 		if l.idKind == rLegacyLocal {
+			if !r.processScoped(track) {
+				return 0, dropf("track_event_parser_errors", "async legacy event %q with a local_id on track %d, which belongs to no process", rune(l.phase), track)
+			}
 			pid, proc = r.processOfTrack(track)
 		}
 		key := fmt.Sprintf("async/%t/%d/%d/%s", l.idKind == rLegacyLocal, pid, l.id, scope)
@@ -1610,7 +1792,7 @@ func (r *reader) sliceEvent(e *trackEvent, track uint64, name string, args []Arg
 	r.events = append(r.events, pendingEvent{
 		kind: uint8(e.typ), track: track, at: at, order: len(r.events) + len(r.counters),
 		name: name, hasName: e.hasName && name != "",
-		args: args, flows: e.flows, terms: e.terms, complete: e.complete, dur: e.dur, pkt: r.pkt, off: r.off,
+		args: args, flows: e.flows, terms: e.terms, bind: e.bind, bindDir: e.bindDir, complete: e.complete, dur: e.dur, pkt: r.pkt, off: r.off,
 	})
 	return nil
 }
@@ -1676,7 +1858,7 @@ type debugAnnotation struct {
 }
 
 // field stores one DebugAnnotation field.
-func (a *debugAnnotation) field(f *field) error {
+func (a *debugAnnotation) field(f field) error {
 	switch f.key() {
 	case key(daNameIID, wireVarint):
 		s, ok := a.g.argNames[f.u]
@@ -1703,7 +1885,7 @@ func (a *debugAnnotation) field(f *field) error {
 		}
 		a.value = s
 	case key(rDaDictEntries, wireBytes), key(rDaArrayValues, wireBytes):
-		c := *f
+		c := f // only this branch moves a field to the heap
 		a.children = append(a.children, &c)
 	}
 	return nil
@@ -1815,9 +1997,9 @@ func newClockState() *clockState {
 // (as trace_processor defers such packets to the end of the file).
 type timestamp struct {
 	ts       int64
-	ok       bool
 	clock    clockKey
 	ns       int64 // in the clock's domain (raw units when scaled is false)
+	ok       bool
 	unscaled bool
 }
 
@@ -1830,7 +2012,7 @@ type rawClock struct {
 }
 
 // field stores one ClockSnapshot.Clock field.
-func (k *rawClock) field(f *field) error {
+func (k *rawClock) field(f field) error {
 	switch f.key() {
 	case key(clkID, wireVarint):
 		k.id = uint32(f.u)
@@ -1846,7 +2028,7 @@ func (k *rawClock) field(f *field) error {
 
 // decodeClockSnapshot returns a ClockSnapshot's clocks and primary clock.
 func decodeClockSnapshot(b []byte) (clocks []rawClock, primary uint64, err error) {
-	err = eachField(b, func(f *field) error {
+	err = eachField(b, func(f field) error {
 		switch f.key() {
 		case key(rCsPrimaryClock, wireVarint):
 			primary = f.u
@@ -2096,6 +2278,7 @@ func (c *clockState) reading(snap int, k clockKey) (int64, bool) {
 
 func (r *reader) finish() error {
 	r.resolveTimes()
+	r.linkFlows()
 	bs := r.pairSlices()
 	parentFlows(bs)
 	r.orderSlices(bs)
@@ -2113,23 +2296,35 @@ func (r *reader) trackIdx(uuid uint64) int { return r.tracks[uuid].idx }
 // whose time cannot be converted or is negative, and ENDs on tracks
 // nothing else uses.
 func (r *reader) resolveTimes() {
+	invalid := map[uint64]trackCheck{}
 	evs := r.events[:0]
 	for _, e := range r.events {
 		if r.settle(&e.at, e.pkt, e.off) {
 			continue
 		}
-		if r.tracks[e.track] == nil { // only an END can name a track nothing else uses
+		ti := r.tracks[e.track]
+		if ti == nil { // only an END can name a track nothing else uses
 			r.dropAt("track_event_end_on_unknown_track", pktWhere(e.pkt, e.off), fmt.Errorf("slice end on unknown track %d", e.track))
 			continue
 		}
+		if stat, err := r.invalidTrack(e.track, invalid); err != nil {
+			r.dropAt(stat, pktWhere(e.pkt, e.off), err)
+			continue
+		}
+		e.tidx = ti.idx
 		evs = append(evs, e)
 	}
 	r.events = evs
 	cs := r.counters[:0]
 	for _, c := range r.counters {
-		if !r.settle(&c.at, c.pkt, c.off) {
-			cs = append(cs, c)
+		if r.settle(&c.at, c.pkt, c.off) {
+			continue
 		}
+		if stat, err := r.invalidTrack(c.track, invalid); err != nil {
+			r.dropAt(stat, pktWhere(c.pkt, c.off), err)
+			continue
+		}
+		cs = append(cs, c)
 	}
 	r.counters = cs
 }
@@ -2170,14 +2365,33 @@ type building struct {
 func (r *reader) pairSlices() []building {
 	evs := r.events
 	slices.SortFunc(evs, func(a, b pendingEvent) int {
-		return cmp.Or(cmp.Compare(r.trackIdx(a.track), r.trackIdx(b.track)), cmp.Compare(a.at.ts, b.at.ts), cmp.Compare(a.order, b.order))
+		return cmp.Or(cmp.Compare(a.tidx, b.tidx), cmp.Compare(a.at.ts, b.at.ts), cmp.Compare(a.order, b.order))
 	})
-	var bs []building
+	begins, instants := 0, 0
+	for i := range evs {
+		switch evs[i].kind {
+		case evBegin:
+			begins++
+		case evInst:
+			instants++
+		}
+	}
+	bs := make([]building, 0, begins)
+	r.t.Instants = slices.Grow(r.t.Instants, instants)
 	var stack []int
+	var bound []v1Binding // flow v1 events with the slice each binds to
+	var next []int        // flow v1 ends waiting for the next slice on the track (indices into evs)
+	unbound := func() {
+		for _, j := range next {
+			r.dropAt("flow_v1_end_without_next_slice", pktWhere(evs[j].pkt, evs[j].off), errors.New("a flow v1 end (f) with no slice beginning after it on its track"))
+		}
+		next = next[:0]
+	}
 	cur := -1
 	for i := range evs {
 		e := &evs[i]
-		if ti := r.trackIdx(e.track); ti != cur {
+		if ti := e.tidx; ti != cur {
+			unbound()
 			cur, stack = ti, stack[:0]
 		}
 		// Complete events that ended by now leave the stack, as
@@ -2198,6 +2412,26 @@ func (r *reader) pairSlices() []building {
 			}
 			stack = append(stack, len(bs))
 			bs = append(bs, building{s: s, track: cur, order: e.order, beginFlows: len(e.flows), beginTerms: len(e.terms), complete: e.complete})
+			for _, j := range next {
+				bound = append(bound, v1Binding{flow: evs[j].v1 - 1, slice: len(bs) - 1, instant: -1, ts: evs[j].at.ts, order: evs[j].order, pkt: evs[j].pkt, off: evs[j].off})
+			}
+			next = next[:0]
+		case evFlowV1:
+			f := &r.v1[e.v1-1]
+			if f.phase == 'f' && !f.enclosing {
+				next = append(next, i)
+				continue
+			}
+			// The slice open on the track: the topmost that has not ended.
+			k := len(stack) - 1
+			for k >= 0 && bs[stack[k]].complete && bs[stack[k]].s.Start+bs[stack[k]].s.Dur <= e.at.ts {
+				k--
+			}
+			if k < 0 {
+				r.dropAt("flow_no_enclosing_slice", pktWhere(e.pkt, e.off), fmt.Errorf("a flow v1 event (%q) with no slice open on its track", rune(f.phase)))
+				continue
+			}
+			bound = append(bound, v1Binding{flow: e.v1 - 1, slice: stack[k], instant: -1, ts: e.at.ts, order: e.order, pkt: e.pkt, off: e.off})
 		case evEnd:
 			stack = closeSlice(bs, stack, e)
 		case evInst:
@@ -2206,8 +2440,16 @@ func (r *reader) pairSlices() []building {
 				flows = nil
 			}
 			r.t.Instants = append(r.t.Instants, Instant{Track: e.track, Name: e.name, TS: e.at.ts, Args: e.args, FlowIDs: flows})
+			// An instant is a slice too: flow v1 ends waiting for the
+			// next slice on the track bind to it.
+			for _, j := range next {
+				bound = append(bound, v1Binding{flow: evs[j].v1 - 1, slice: -1, instant: len(r.t.Instants) - 1, ts: evs[j].at.ts, order: evs[j].order, pkt: evs[j].pkt, off: evs[j].off})
+			}
+			next = next[:0]
 		}
 	}
+	unbound()
+	r.bindFlowsV1(bs, bound)
 	return bs
 }
 

@@ -50,7 +50,6 @@ func (t *Trace) Snapshot() *event.Snapshot {
 	for i := range t.Slices {
 		c.slice(i)
 	}
-	c.indexSlices()
 	var marks metatext.Collector
 	c.instants(&marks)
 	c.counters()
@@ -133,7 +132,6 @@ type converter struct {
 	procs    map[int64]*Track  // process tracks by pid
 	tracks   map[uint64]uint32 // track uuid -> builder track (0: the process level)
 	ids      []uint64          // builder IDs of t.Slices, 0 until added
-	byTrack  map[uint64][]int  // indices of t.Slices by track uuid, in start order
 	progUUID uint64            // the program's process track (Meta), 0 if none
 	lone     map[uint64]bool   // flow ids with one end, dropped
 	procNum  map[int64]int     // pid of another host process -> its Track.Process
@@ -179,11 +177,14 @@ func (c *converter) meta() event.Meta {
 		if tr.Kind == TrackProcess {
 			c.procName[tr.PID] = tr.Name
 			c.procs[tr.PID] = tr
-			if meta.Program == "perfetto" || meta.PID == 0 {
-				if !gpuProcess.MatchString(tr.Name) {
-					meta.Program, meta.PID = tr.Name, int(tr.PID)
-					c.progUUID = tr.UUID
+			// The first process that is not a GPU is the program, pid 0
+			// included: a later process does not take its place.
+			if c.progUUID == 0 && !gpuProcess.MatchString(tr.Name) {
+				meta.Program, meta.PID = tr.Name, int(tr.PID)
+				if slices.Contains(tr.Labels, ProcessLabelUnnamed) {
+					meta.Program = ""
 				}
+				c.progUUID = tr.UUID
 			}
 		}
 	}
@@ -240,8 +241,10 @@ func (c *converter) processOf(pid int64) int {
 	return n
 }
 
-// trackOf returns the builder track of a track uuid, adding it on first
-// use.
+// trackOf returns the builder track of a track uuid for a slice, adding
+// it on first use: 0 (the program's lanes) for the program's process
+// track, a thread of its process for another process's track (the model's
+// processes hold slices on their threads only), else the track's own.
 func (c *converter) trackOf(uuid uint64) uint32 {
 	if id, ok := c.tracks[uuid]; ok {
 		return id
@@ -251,7 +254,7 @@ func (c *converter) trackOf(uuid uint64) uint32 {
 	switch {
 	case tr == nil:
 		id = c.b.Track(event.Track{Kind: event.TrackHostThread, Name: fmt.Sprintf("track %d", uuid)})
-	case tr.Kind == TrackProcess:
+	case tr.Kind == TrackProcess && (uuid == c.progUUID || tr.PID == int64(c.pid)):
 		id = 0
 	case tr.Description == MemoryEventsDescription:
 		id = c.b.Track(c.memoryTrack(tr))
@@ -262,15 +265,50 @@ func (c *converter) trackOf(uuid uint64) uint32 {
 	return id
 }
 
-// threadTrack returns the model's track for a thread track: a device
-// stream on a "GPU <n>" process other than the snapshot's, a host thread
-// otherwise.
+// instantTrackOf returns the builder track of a track uuid for an
+// instant: an instant on another process's own track (not one of its
+// threads) belongs to that process (its TrackProcess track); any other
+// goes where a slice would.
+func (c *converter) instantTrackOf(uuid uint64) uint32 {
+	if tr := c.byUUID[uuid]; tr != nil && tr.Kind == TrackProcess && uuid != c.progUUID && tr.PID != int64(c.pid) {
+		if _, dev := c.deviceOf(tr.PID); !dev {
+			return c.b.ProcessTrack(c.processOf(tr.PID))
+		}
+	}
+	return c.trackOf(uuid)
+}
+
+// inProcess returns the pid of the process a track belongs to: its own,
+// or its nearest process or thread ancestor's; false for a track of no
+// process (a global track).
+func (c *converter) inProcess(tr *Track) (int64, bool) {
+	for range maxTrackAncestors {
+		if tr.Kind == TrackProcess || tr.Kind == TrackThread {
+			return tr.PID, true
+		}
+		if tr = c.byUUID[tr.ParentUUID]; tr == nil {
+			break
+		}
+	}
+	return 0, false
+}
+
+// threadTrack returns the model's track for a thread track, or for
+// another track events are on: a device stream on a "GPU <n>" process
+// other than the snapshot's, a host thread otherwise, of the track's
+// process (the program when it has none). A process track of another
+// process becomes a thread of that process (named after it, with its pid
+// as tid).
 func (c *converter) threadTrack(tr *Track) event.Track {
+	pid, inProc := c.inProcess(tr)
 	dev, ok := c.deviceOf(tr.PID)
-	if !ok {
+	if !ok || !inProc {
 		t := event.Track{Kind: event.TrackHostThread, ID: tr.TID, Name: trimOverflow(tr.Name), SortIndex: tr.Rank, Sorted: tr.Ranked}
-		if tr.Kind == TrackThread {
-			t.Process = c.processOf(tr.PID)
+		if tr.Kind == TrackProcess {
+			t.ID, t.SortIndex, t.Sorted = tr.PID, 0, false
+		}
+		if inProc {
+			t.Process = c.processOf(pid)
 		}
 		return t
 	}
@@ -348,36 +386,60 @@ func (c *converter) slice(i int) {
 	c.ids[i] = c.b.Span(sp)
 }
 
-// indexSlices lists the slices of every track for enclosing.
-func (c *converter) indexSlices() {
-	c.byTrack = map[uint64][]int{}
+// enclosingSlices finds, for every instant, the innermost slice on its
+// track that contains it: the span it was recorded in (0: none). One sweep
+// per track over its slices in start order and its instants in time order
+// (Trace keeps both sorted so), with the open slices on a stack: linear,
+// where a scan of the track's slices per instant was quadratic (most of
+// the time of converting a JAX capture with ten thousand instants).
+func (c *converter) enclosingSlices() []uint64 {
+	out := make([]uint64, len(c.t.Instants))
+	slicesOf := map[uint64][]int{}
 	for i := range c.t.Slices {
-		c.byTrack[c.t.Slices[i].Track] = append(c.byTrack[c.t.Slices[i].Track], i)
+		slicesOf[c.t.Slices[i].Track] = append(slicesOf[c.t.Slices[i].Track], i)
 	}
-}
-
-// enclosing finds the innermost slice on the instant's track that
-// contains it: the span it was recorded in (0: none).
-func (c *converter) enclosing(in *Instant) uint64 {
-	best, depth := -1, -1
-	for _, i := range c.byTrack[in.Track] {
-		s := &c.t.Slices[i]
-		if s.Start > in.TS {
-			break
-		}
-		if (s.Dur < 0 || in.TS < s.Start+s.Dur) && s.Depth > depth {
-			best, depth = i, s.Depth
+	instantsOf := map[uint64][]int{}
+	for k := range c.t.Instants {
+		if tr := c.t.Instants[k].Track; len(slicesOf[tr]) > 0 {
+			instantsOf[tr] = append(instantsOf[tr], k)
 		}
 	}
-	if best < 0 {
-		return 0
+	var stack []int
+	for track, ins := range instantsOf {
+		sl := slicesOf[track]
+		stack = stack[:0]
+		// ended reports whether slice i is over at t (slices are closed on
+		// the left, open on the right; Dur < 0 never ended).
+		ended := func(i int, t int64) bool {
+			s := &c.t.Slices[i]
+			return s.Dur >= 0 && s.Start+s.Dur <= t
+		}
+		j := 0
+		for _, k := range ins {
+			ts := c.t.Instants[k].TS
+			for ; j < len(sl) && c.t.Slices[sl[j]].Start <= ts; j++ {
+				for len(stack) > 0 && ended(stack[len(stack)-1], c.t.Slices[sl[j]].Start) {
+					stack = stack[:len(stack)-1]
+				}
+				stack = append(stack, sl[j])
+			}
+			for len(stack) > 0 && ended(stack[len(stack)-1], ts) {
+				stack = stack[:len(stack)-1]
+			}
+			// The top of the stack is the innermost open slice: it started
+			// last of those that contain ts.
+			if len(stack) > 0 {
+				out[k] = c.ids[stack[len(stack)-1]]
+			}
+		}
 	}
-	return c.ids[best]
+	return out
 }
 
 // instants adds the instants; those devprof wrote to show the metadata
 // go to marks instead, to become metadata again.
 func (c *converter) instants(marks *metatext.Collector) {
+	encl := c.enclosingSlices()
 	for k := range c.t.Instants {
 		in := &c.t.Instants[k]
 		var unfinished bool
@@ -390,39 +452,74 @@ func (c *converter) instants(marks *metatext.Collector) {
 				args = append(args, event.Arg{Kind: event.ArgFlow, Num: f})
 			}
 		}
-		track := c.trackOf(in.Track)
+		track := c.instantTrackOf(in.Track)
 		if t, ok := c.b.TrackInfo(track); ok && t.Kind == event.TrackMemory {
 			c.b.ActivityOf(memoryKind(in.Name), track, in.Name, in.TS, in.TS, memoryArgs(args))
 			continue
 		}
-		c.b.Instant(in.Name, in.TS, track, c.enclosing(in), args)
+		c.b.Instant(in.Name, in.TS, track, encl[k], args)
 	}
 }
 
-// counters adds the counter samples, named after their tracks; those of a
-// counter track under a GPU process are that device's.
+// counters adds the counter samples, named after their tracks, under
+// their parents as trace_processor keeps them: a counter track under a
+// GPU process is that device's; under a thread track, that thread's;
+// under another process's track (or a track of it), that process's; the
+// rest (the program's, and global counters, which the model has no place
+// for but the program) the program's.
 func (c *converter) counters() {
-	devices := map[int64]uint32{} // GPU process pid -> its TrackDevice track
+	devices := map[int64]uint32{}  // GPU process pid -> its TrackDevice track
+	parents := map[uint64]uint32{} // counter track uuid -> the builder track of its parent (0: the program)
 	for _, cs := range c.t.Counters {
 		tr := c.byUUID[cs.Track]
-		name, unit := "counter", ""
-		if tr != nil && tr.Description == MemoryCounterDescription {
+		if tr == nil {
+			c.b.Counter("counter", "", cs.TS, cs.Value)
+			continue
+		}
+		if tr.Description == MemoryCounterDescription {
 			continue // derived from the memory events again
 		}
-		if tr != nil {
-			name, unit = tr.Name, tr.Unit
-			if dev, ok := c.deviceOf(tr.PID); ok {
-				id, seen := devices[tr.PID]
-				if !seen {
-					id = c.b.Track(dev)
-					devices[tr.PID] = id
-				}
-				c.b.TrackCounter(id, name, unit, cs.TS, cs.Value)
-				continue
-			}
+		id, seen := parents[cs.Track]
+		if !seen {
+			id = c.counterParent(tr, devices)
+			parents[cs.Track] = id
 		}
-		c.b.Counter(name, unit, cs.TS, cs.Value)
+		if id == 0 {
+			c.b.Counter(tr.Name, tr.Unit, cs.TS, cs.Value)
+			continue
+		}
+		c.b.TrackCounter(id, tr.Name, tr.Unit, cs.TS, cs.Value)
 	}
+}
+
+// counterParent returns the builder track a counter track's samples go
+// on (0: the program's, as plain counters).
+func (c *converter) counterParent(tr *Track, devices map[int64]uint32) uint32 {
+	pid, inProc := c.inProcess(tr)
+	if !inProc {
+		return 0
+	}
+	if dev, ok := c.deviceOf(pid); ok {
+		id, seen := devices[pid]
+		if !seen {
+			id = c.b.Track(dev)
+			devices[pid] = id
+		}
+		return id
+	}
+	// The nearest thread ancestor, if any.
+	for p, n := c.byUUID[tr.ParentUUID], 0; p != nil && n < maxTrackAncestors; p, n = c.byUUID[p.ParentUUID], n+1 {
+		if p.Kind == TrackThread {
+			return c.trackOf(p.UUID)
+		}
+		if p.Kind == TrackProcess {
+			break
+		}
+	}
+	if pid == int64(c.pid) {
+		return 0
+	}
+	return c.b.ProcessTrack(c.processOf(pid))
 }
 
 // isDevice reports whether a builder track is a device stream or a

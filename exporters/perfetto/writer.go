@@ -198,7 +198,8 @@ type writer struct {
 	procPID     []int64
 	procUUIDs   []uint64
 	usedPID     map[int64]bool
-	rowUUID     []uint64 // thread track of each layout row
+	rowUUID     []uint64          // thread track of each layout row
+	threadUUID  map[uint32]uint64 // thread track of each model track with rows (its first row's)
 	counterUUID map[counterKey]uint64
 
 	// memory holds the memory timelines of the TrackMemory tracks, and
@@ -208,9 +209,10 @@ type writer struct {
 	memUUID [][]uint64
 }
 
-// counterKey is one counter track: a series of a device (-1: the host).
+// counterKey is one counter track: a series of its parent track (a
+// device's process, the program's or another process, a thread).
 type counterKey struct {
-	device     int
+	parent     uint64
 	name, unit string
 }
 
@@ -350,7 +352,13 @@ func (w *writer) programProcess() {
 	w.pkt.Uint(tdUUID, w.procUUID)
 	q := w.pkt.Begin(tdProcess)
 	w.pkt.Int(pdPid, int64(m.PID))
-	w.pkt.String(pdProcessName, m.Program)
+	if m.Program == "" {
+		// A process track must have a name; the label says it had none.
+		w.pkt.String(pdProcessName, fmt.Sprintf("Process %d", m.PID))
+		w.pkt.String(pdProcessLabel, ProcessLabelUnnamed)
+	} else {
+		w.pkt.String(pdProcessName, m.Program)
+	}
 	w.pkt.String(pdProcessLabel, fmt.Sprintf("devprof host=%s", m.Host))
 	if d := m.Dropped(); d > 0 {
 		w.pkt.String(pdProcessLabel, fmt.Sprintf("devprof dropped_events=%d", d))
@@ -537,6 +545,7 @@ func (w *writer) deviceProcess(dev event.Track, pid int64) {
 // its rank.
 func (w *writer) rowThreads(l *event.Layout, tid int64) {
 	w.rowUUID = make([]uint64, len(l.Rows))
+	w.threadUUID = map[uint32]uint64{}
 	type threadKey struct{ pid, tid int64 }
 	used := map[threadKey]bool{}
 	// The tids other processes' threads keep, first come, first served.
@@ -590,6 +599,9 @@ func (w *writer) rowThreads(l *event.Layout, tid int64) {
 			}
 		}
 		w.rowUUID[i] = w.uuid()
+		if row.Track != 0 && row.Sub == 0 {
+			w.threadUUID[row.Track] = w.rowUUID[i]
+		}
 		w.startPacket(w.start, true)
 		p := w.pkt.Begin(pktTrackDescriptor)
 		w.pkt.Uint(tdUUID, w.rowUUID[i])
@@ -609,10 +621,33 @@ func (w *writer) rowThreads(l *event.Layout, tid int64) {
 	}
 }
 
-// counterOf returns the counter track a sample of device belongs to.
+// counterOf returns the counter track a sample of device belongs to; for
+// the host's (-1), the track of its owner: its thread, its process, else
+// the program's.
 func (w *writer) counterOf(device int, r *event.Record) counterKey {
 	unit, _ := w.s.Counter(r)
-	return counterKey{device, w.s.Name(r), unit}
+	parent := w.deviceUUID[device]
+	if device < 0 {
+		parent = w.ownerUUID(r)
+	}
+	return counterKey{parent, w.s.Name(r), unit}
+}
+
+// ownerUUID returns the track a host counter sample or a loose instant
+// belongs under (Snapshot.Owner): its thread's, its process's, else the
+// program's process track.
+func (w *writer) ownerUUID(r *event.Record) uint64 {
+	proc, thread, ok := w.s.Owner(r)
+	if !ok {
+		return w.procUUID
+	}
+	if u, ok := w.threadUUID[thread]; ok && thread != 0 {
+		return u
+	}
+	if proc > 0 && proc <= len(w.procUUIDs) {
+		return w.procUUIDs[proc-1]
+	}
+	return w.procUUID
 }
 
 // counterTracks declares one counter track per device, name and unit,
@@ -638,7 +673,7 @@ func (w *writer) counterTrack(k counterKey) {
 	w.startPacket(w.start, true)
 	p := w.pkt.Begin(pktTrackDescriptor)
 	w.pkt.Uint(tdUUID, u)
-	w.pkt.Uint(tdParentUUID, w.deviceUUID[k.device])
+	w.pkt.Uint(tdParentUUID, k.parent)
 	w.pkt.String(tdName, k.name)
 	q := w.pkt.Begin(tdCounter)
 	if unit := builtinUnit(k.unit); unit != 0 {
@@ -721,7 +756,7 @@ func (w *writer) rowSequence(track uint64) {
 func (w *writer) processEvents(l *event.Layout) {
 	m := w.m
 	for _, r := range l.Loose {
-		w.slice(typeInstant, r.Start, w.procUUID, r, true, nil, false)
+		w.slice(typeInstant, r.Start, w.ownerUUID(r), r, true, nil, false)
 	}
 	for _, mk := range metatext.Markers(m) {
 		at := w.start

@@ -12,8 +12,8 @@ import (
 // TestProcessPlanes: each process besides the program is a "/host:CPU
 // [<pid>]" plane with its identity as plane stats and its threads as
 // lines (tids as line ids); reading it back gives the same processes,
-// threads and spans, and the launch -> kernel flow (host-to-host flows
-// have no form in XSpace that xprof would not misread).
+// threads and spans, and the flows: the launch -> kernel one (a
+// correlation_id) and those between host threads (flow stats).
 func TestProcessPlanes(t *testing.T) {
 	orig := eventtest.MultiProcessSnapshot()
 	data := writeXSpace(t, orig)
@@ -51,6 +51,7 @@ func TestProcessPlanes(t *testing.T) {
 	}
 	wp, _, ws, _ := eventtest.ProcessFacts(orig, true)
 	gp, _, gs, gf := eventtest.ProcessFacts(got, true)
+	_, _, _, wf := eventtest.ProcessFacts(orig, true)
 	_, wt, _, _ := eventtest.ProcessFacts(orig, false)
 	_, gt, _, _ := eventtest.ProcessFacts(got, false)
 	// Thread sort indices have no place in XSpace (xprof sorts lines by
@@ -66,9 +67,39 @@ func TestProcessPlanes(t *testing.T) {
 	for _, c := range []struct {
 		what      string
 		got, want []string
-	}{{"processes", gp, wp}, {"threads", gt, wt}, {"spans", strip(gs), strip(ws)}, {"flows", gf, []string{"launch -> kernel"}}} {
+	}{{"processes", gp, wp}, {"threads", gt, wt}, {"spans", strip(gs), strip(ws)}, {"flows", gf, wf}} {
 		if !slices.Equal(c.got, c.want) {
 			t.Errorf("%s read back:\n got %q\nwant %q", c.what, c.got, c.want)
 		}
+	}
+}
+
+// TestOwnerPlanes: counters and loose instants stay in their process's
+// plane: the program's on the host plane, another process's on its
+// "/host:CPU [<pid>]" plane (counters on its _counters_ line, instants on
+// its Instants line), so reading the file back gives each the same
+// process. XSpace has no thread counters: a thread's counter comes back
+// as its process's.
+func TestOwnerPlanes(t *testing.T) {
+	orig := eventtest.OwnedSnapshot()
+	data := writeXSpace(t, orig)
+	lines := map[string][]string{}
+	for _, p := range decodeXSpace(t, data).Planes {
+		for _, l := range p.Lines {
+			lines[p.Name] = append(lines[p.Name], l.Name)
+		}
+	}
+	for plane, want := range map[string][]string{
+		xplane.HostPlaneName: {"train (lane 1)", xplane.InstantsLineName, xplane.CountersLineName},
+		"/host:CPU [620]":    {"MainThread", "sampler", xplane.InstantsLineName, xplane.CountersLineName},
+		"/host:CPU [Traces]": {xplane.InstantsLineName},
+	} {
+		if g := lines[plane]; !slices.Equal(g, want) {
+			t.Errorf("plane %s lines %q, want %q", plane, g, want)
+		}
+	}
+	want := eventtest.OwnerFacts(orig, false)
+	if g := eventtest.OwnerFacts(readXSpace(t, data), false); !slices.Equal(g, want) {
+		t.Errorf("owners read back:\n got %q\nwant %q", g, want)
 	}
 }

@@ -197,6 +197,9 @@ type reader struct {
 
 	// args and devArgs are scratch space for one event's arguments.
 	args, devArgs []event.Arg
+	// xflows maps the ids of xprof flow stats to the model's flow ids
+	// (flows.go).
+	xflows map[uint64]uint64
 }
 
 type hostKey struct {
@@ -219,6 +222,11 @@ type trackData struct {
 	allocator string
 	from      []*trackData
 	diverted  int
+
+	// loose marks the instants of a process on no thread (an Instants
+	// line): they go on the process's TrackProcess track, or on none for
+	// the program's.
+	loose bool
 }
 
 // argsOf returns the arguments of one of the track's events.
@@ -242,6 +250,7 @@ type counterSample struct {
 	t          int64
 	v          float64
 	device     *event.Track // the device the series belongs to; nil for the host
+	proc       int          // the host process (event.Track.Process) whose plane it is on
 }
 
 // planeCtx resolves one plane's metadata.
@@ -309,6 +318,11 @@ func (r *reader) read() *event.Snapshot {
 	}
 	deviceTrack := map[int]uint32{}
 	for _, c := range r.counters {
+		if c.device == nil && c.proc > 0 {
+			// A process plane's counters are that process's.
+			b.TrackCounter(b.ProcessTrack(c.proc), c.name, c.unit, c.t, c.v)
+			continue
+		}
 		if c.device == nil {
 			b.Counter(c.name, c.unit, c.t, c.v)
 			continue
@@ -672,7 +686,20 @@ func (r *reader) hostPlane(p *xplane) {
 			continue
 		}
 		if l.name == CountersLineName {
-			r.counterLine(pc, l, nil)
+			r.counterLine(pc, l, nil, proc)
+			continue
+		}
+		if l.name == InstantsLineName && r.pointsOnly(l) {
+			// The Instants line devprof writes for a process's instants
+			// on no thread: they go back on the process.
+			key := hostKey{group + "\x00" + InstantsLineName, 0}
+			td := r.host[key]
+			if td == nil {
+				td = &trackData{track: event.Track{Kind: event.TrackProcess, Process: proc}, loose: true}
+				r.host[key] = td
+				r.tracks = append(r.tracks, td)
+			}
+			r.lineEvents(pc, l, td)
 			continue
 		}
 		key := hostKey{group, l.id}
@@ -690,6 +717,17 @@ func (r *reader) hostPlane(p *xplane) {
 		}
 		r.lineEvents(pc, l, td)
 	}
+}
+
+// pointsOnly reports whether every event of a line has no duration.
+func (r *reader) pointsOnly(l *xline) bool {
+	events := r.xs.eventsOf(l)
+	for i := range events {
+		if events[i].durationPS != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // deviceOf reads a device plane's identity and capabilities (the stats
@@ -754,7 +792,7 @@ func (r *reader) devicePlane(p *xplane) {
 		if l.name == CountersLineName {
 			dev := device
 			dev.Kind = event.TrackDevice
-			r.counterLine(pc, l, &dev)
+			r.counterLine(pc, l, &dev, 0)
 			continue
 		}
 		if skipDerived && derived(l) {
@@ -821,7 +859,7 @@ func (r *reader) lineEvents(pc *planeCtx, l *xline, td *trackData) {
 		}
 		ev := pending{name: info.name, start: start, end: end, span: td.device || end > start}
 		ev.args.start = len(td.args)
-		td.args = special(td.args, args, &ev, !td.device)
+		td.args = r.special(td.args, args, &ev, !td.device)
 		ev.args.end = len(td.args)
 		if ev.step {
 			r.noteProducer(td.argsOf(&ev), ev.stepNum)
@@ -830,9 +868,10 @@ func (r *reader) lineEvents(pc *planeCtx, l *xline, td *trackData) {
 	}
 }
 
-// counterLine reads a _counters_ line: the host's, or with device set,
+// counterLine reads a _counters_ line: a host plane's (of process proc,
+// 0 for the program), or with device set,
 // the counters of that device.
-func (r *reader) counterLine(pc *planeCtx, l *xline, device *event.Track) {
+func (r *reader) counterLine(pc *planeCtx, l *xline, device *event.Track, proc int) {
 	base := r.lineBase(l.timestampNS)
 	events := r.xs.eventsOf(l)
 	for i := range events {
@@ -864,7 +903,7 @@ func (r *reader) counterLine(pc *planeCtx, l *xline, device *event.Track) {
 		if n, u, ok := strings.Cut(name, " ("); ok && strings.HasSuffix(u, ")") && !strings.Contains(u, " (") {
 			name, unit = n, strings.TrimSuffix(u, ")")
 		}
-		r.counters = append(r.counters, counterSample{name: name, unit: unit, t: t, v: v, device: device})
+		r.counters = append(r.counters, counterSample{name: name, unit: unit, t: t, v: v, device: device, proc: proc})
 	}
 }
 
@@ -929,10 +968,14 @@ func (r *reader) statArg(p *xplane, st *xstat) (event.Arg, bool) {
 
 // special interprets the stats with a meaning in devprof's model: on host
 // events _r (with step_num or iter_num) makes a step and devprof's
-// unfinished=1 an unfinished span; correlation_id becomes a flow. It
-// appends the remaining arguments to dst.
-func special(dst, args []event.Arg, ev *pending, host bool) []event.Arg {
+// unfinished=1 an unfinished span; correlation_id becomes a flow, and so
+// does xprof's flow stat (flows.go). It appends the remaining arguments
+// to dst.
+func (r *reader) special(dst, args []event.Arg, ev *pending, host bool) []event.Arg {
 	step := host && slices.ContainsFunc(args, func(a event.Arg) bool { return a.Key == "_r" })
+	correlated := slices.ContainsFunc(args, func(a event.Arg) bool {
+		return a.Key == "correlation_id" && (a.Kind == event.ArgInt || a.Kind == event.ArgUint)
+	})
 	if step {
 		ev.step, ev.span = true, true
 		ev.stepNum = stepNumOf(args)
@@ -945,6 +988,12 @@ func special(dst, args []event.Arg, ev *pending, host bool) []event.Arg {
 			flow := event.Arg{Kind: event.ArgFlow, Num: a.Num}
 			if !slices.Contains(out[len(dst):], flow) {
 				out = append(out, flow)
+			}
+		case a.Key == StatFlow && (a.Kind == event.ArgInt || a.Kind == event.ArgUint):
+			if id, ok := r.xflow(a.Num, correlated); ok {
+				if flow := (event.Arg{Kind: event.ArgFlow, Num: id}); !slices.Contains(out[len(dst):], flow) {
+					out = append(out, flow)
+				}
 			}
 		case step && (a.Key == "_r" || a.Key == "step_num"):
 		case host && ev.span && a.Key == "unfinished" && a.Kind == event.ArgInt && a.Num == 1:
@@ -1034,6 +1083,17 @@ func neutralDevice(dst, args []event.Arg) (event.ActivityKind, []event.Arg) {
 // the parent of the events it properly contains), device events become
 // activity.
 func (r *reader) build(b *event.Builder, td *trackData) {
+	if td.loose {
+		var id uint32
+		if td.track.Process > 0 {
+			id = b.ProcessTrack(td.track.Process)
+		}
+		slices.SortStableFunc(td.events, func(x, y pending) int { return cmp.Compare(x.start, y.start) })
+		for i := range td.events {
+			b.Instant(td.events[i].name, td.events[i].start, id, 0, td.argsOf(&td.events[i]))
+		}
+		return
+	}
 	id := b.Track(td.track)
 	ev := td.events
 	slices.SortStableFunc(ev, func(x, y pending) int {

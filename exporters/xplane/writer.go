@@ -33,7 +33,10 @@
 //   - device activity (KindActivity on device-stream tracks) on
 //     /device:GPU:<n> planes (id = ordinal) with Stream #<id>(<kinds>)
 //     lines; a flow id shared by a device event and a host span becomes a
-//     uint64 correlation_id on both.
+//     uint64 correlation_id on both;
+//   - a flow between host events only (no device activity carries its id)
+//     as xprof's "flow" stat on each end (flows.go), which its trace viewer
+//     draws as an arrow and its analyses do not count as a launch.
 package xplane
 
 import (
@@ -121,6 +124,7 @@ func Write(w io.Writer, s *event.Snapshot) error {
 	}
 	x.linkSteps()
 	l := s.Layout()
+	x.planHostFlows(l)
 	// About 22 bytes per event: reserve them so the space does not regrow.
 	space := protoenc.Enc{B: make([]byte, 0, 24*len(s.Events)+4096)}
 	x.hostPlane(&space, l)
@@ -159,6 +163,9 @@ type writer struct {
 	// IDs), and producers holds those spans (memory.go).
 	memStep   map[uint64]uint64
 	producers map[uint64]bool
+	// hostFlow holds the "flow" stat of each end of a flow between host
+	// events (flows.go).
+	hostFlow map[flowEnd]uint64
 }
 
 // plane accumulates one XPlane's lines and interned metadata.
@@ -289,7 +296,8 @@ func (x *writer) rel(t int64) int64 { return t - x.m.Start.Mono }
 
 // args writes a record's arguments as stats. A flow id becomes a uint64
 // correlation_id on device events, and on host events whose id also
-// appears on device activity (a launch and its kernel).
+// appears on device activity (a launch and its kernel); a flow between
+// host events becomes a "flow" stat (flows.go).
 func (x *writer) args(p *plane, r *event.Record, finished, device bool) {
 	x.argBuf = x.s.AppendArgs(x.argBuf[:0], r)
 	for _, a := range x.argBuf {
@@ -313,6 +321,8 @@ func (x *writer) args(p *plane, r *event.Record, finished, device bool) {
 		case event.ArgFlow:
 			if device || x.correlated[a.Num] {
 				p.statUint("correlation_id", a.Num)
+			} else if v, ok := x.hostFlow[flowEnd{r, a.Num}]; ok {
+				p.statUint(StatFlow, v)
 			}
 		}
 	}
@@ -423,20 +433,50 @@ func (x *writer) hostPlane(space *protoenc.Enc, l *event.Layout) {
 		x.events(p, row, false)
 		p.endLine()
 	}
-	if len(l.Loose) > 0 {
-		p.beginLine(next, InstantsLineName, total)
-		next++
-		for _, r := range l.Loose {
+	loose, counters := x.ownedBy(0, l)
+	x.looseAndCounters(p, func() int64 { next++; return next - 1 }, loose, counters, total)
+	p.finish()
+}
+
+// ownedBy returns the loose instants and host counter samples of one
+// process (0: the program): each goes on its process's plane
+// (Snapshot.Owner; a thread's samples on its process's counters line).
+func (x *writer) ownedBy(proc int, l *event.Layout) (loose, counters []*event.Record) {
+	of := func(r *event.Record) int {
+		p, _, _ := x.s.Owner(r)
+		if p < 0 || p > len(x.s.Processes) {
+			return 0
+		}
+		return p
+	}
+	for _, r := range l.Loose {
+		if of(r) == proc {
+			loose = append(loose, r)
+		}
+	}
+	for _, r := range l.Counters {
+		if of(r) == proc {
+			counters = append(counters, r)
+		}
+	}
+	return loose, counters
+}
+
+// looseAndCounters writes a plane's Instants line and counters line,
+// when it has such events, with line ids from id.
+func (x *writer) looseAndCounters(p *plane, id func() int64, loose, counters []*event.Record, total int64) {
+	if len(loose) > 0 {
+		p.beginLine(id(), InstantsLineName, total)
+		for _, r := range loose {
 			p.event(x.s.Name(r), x.rel(r.Start), 0, func(p *plane) { x.args(p, r, true, false) })
 		}
 		p.endLine()
 	}
-	if len(l.Counters) > 0 {
-		p.beginLine(next, CountersLineName, total)
-		x.counters(p, l.Counters)
+	if len(counters) > 0 {
+		p.beginLine(id(), CountersLineName, total)
+		x.counters(p, counters)
 		p.endLine()
 	}
-	p.finish()
 }
 
 // hostRowOrder returns the indexes of l's rows in the order of the host
@@ -509,7 +549,8 @@ func (x *writer) processPlanes(space *protoenc.Enc, l *event.Layout) {
 	}
 	total := x.rel(x.m.Stop.Mono) * 1000
 	for i, proc := range x.s.Processes {
-		if len(rows[i]) == 0 {
+		loose, counters := x.ownedBy(i+1, l)
+		if len(rows[i]) == 0 && len(loose) == 0 && len(counters) == 0 {
 			continue
 		}
 		pid := strconv.FormatInt(proc.PID, 10)
@@ -553,6 +594,13 @@ func (x *writer) processPlanes(space *protoenc.Enc, l *event.Layout) {
 			x.events(p, row, false)
 			p.endLine()
 		}
+		x.looseAndCounters(p, func() int64 {
+			for used[next] || taken[next] {
+				next++
+			}
+			taken[next] = true
+			return next
+		}, loose, counters, total)
 		p.finish()
 	}
 }

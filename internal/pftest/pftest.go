@@ -250,3 +250,30 @@ const (
 
 // InstantScope is LegacyEvent.instant_event_scope (14).
 func InstantScope(s uint64) Field { return Varint(14, s) }
+
+// BindToEnclosing is LegacyEvent.bind_to_enclosing (12) set: a flow v1
+// end (phase f) binds to the slice open on its track, not the next one.
+func BindToEnclosing() Field { return Varint(12, 1) }
+
+// PidOverride is LegacyEvent.pid_override (18).
+func PidOverride(pid int64) Field { return Int(18, pid) }
+
+// TidOverride is LegacyEvent.tid_override (19).
+func TidOverride(tid int64) Field { return Int(19, tid) }
+
+// Annotation is a TrackEvent.debug_annotations (4) entry with a string
+// value: DebugAnnotation {name 10, string_value 6}.
+func Annotation(name, value string) Field { return Msg(4, String(10, name), String(6, value)) }
+
+// LegacyThread is the deprecated TracePacket.thread_descriptor (44): a
+// ThreadDescriptor {pid 1, tid 2} that gives the events of its sequence
+// that name no track their thread.
+func LegacyThread(pid, tid int64) Field { return Msg(44, Int(1, pid), Int(2, tid)) }
+
+// ProcessNoPID is TrackDescriptor.process (3) without a pid: a
+// ProcessDescriptor {process_name 6} alone.
+func ProcessNoPID(name string) Field { return Msg(3, String(6, name)) }
+
+// ThreadNoTID is TrackDescriptor.thread (4) without a tid: a
+// ThreadDescriptor {pid 1, thread_name 5}.
+func ThreadNoTID(pid int64, name string) Field { return Msg(4, Int(1, pid), String(5, name)) }
