@@ -232,7 +232,7 @@ func TestParentFromOldSessionIgnored(t *testing.T) {
 	}
 }
 
-func TestBoundedExactlyN(t *testing.T) {
+func TestBoundedAtMostN(t *testing.T) {
 	const n = 1000
 	for _, workers := range []int{1, 8} {
 		s := record(t, n, 2, func() {
@@ -249,8 +249,12 @@ func TestBoundedExactlyN(t *testing.T) {
 			}
 			wg.Wait()
 		})
-		if len(s.Events) != n || s.Meta.Dropped() != 9*n {
-			t.Errorf("%d workers: kept %d dropped %d, want %d and %d", workers, len(s.Events), s.Meta.Dropped(), n, 9*n)
+		// Every span is kept or counted, never more than n kept. A P's
+		// chunk is its own, so room a goroutine left behind on a P it moved
+		// away from can go unused near the bound (the recorder's
+		// TestReserveExactBudgetAcrossGoroutines bounds it: at most half).
+		if kept := len(s.Events); kept > n || kept < n/2 || int64(kept)+s.Meta.Dropped() != 10*n {
+			t.Errorf("%d workers: kept %d dropped %d, want at most %d (at least %d) and the rest dropped", workers, kept, s.Meta.Dropped(), n, n/2)
 		}
 		seen := map[uint64]bool{}
 		for _, r := range s.Events {

@@ -45,7 +45,11 @@ type Options struct {
 	// MaxEvents bounds the events buffered in memory; past it events are
 	// dropped without blocking, counted, and the count is written into every
 	// output. 0 means DefaultMaxEvents. An event with more than two
-	// arguments takes one extra slot per two further arguments.
+	// arguments takes one extra slot per two further arguments. The bound
+	// is handed out to each P in chunks that only that P writes (the span
+	// path takes no lock), so near it a chunk a goroutine left behind on
+	// another P may go unused: a full session keeps at most MaxEvents
+	// events, and usually all but a few of them.
 	MaxEvents int
 
 	// NoPerfetto skips the Perfetto output (<host>.pftrace).
