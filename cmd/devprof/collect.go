@@ -50,9 +50,12 @@ func runCollect(args []string, stdout, stderr io.Writer) (err error) {
 		return err
 	}
 	if *snapshot {
-		return runCollectSnapshot(fs, *logdir, *noLink, *timeout, stdout, stderr)
-	}
-	if fs.NArg() != 2 {
+		if fs.NArg() != 1 {
+			fmt.Fprintf(stderr, "devprof collect --snapshot: want ADDR[,ADDR…] (and no duration: a snapshot is what the hosts already hold), got %d arguments\n", fs.NArg())
+			fs.Usage()
+			return errUsage
+		}
+	} else if fs.NArg() != 2 {
 		fmt.Fprintf(stderr, "devprof collect: want ADDR[,ADDR…] and DURATION_MS, got %d arguments\n", fs.NArg())
 		fs.Usage()
 		return errUsage
@@ -61,13 +64,20 @@ func runCollect(args []string, stdout, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	ms, err := strconv.ParseUint(fs.Arg(1), 10, 32)
-	if err != nil || ms == 0 {
-		return fmt.Errorf("DURATION_MS %q: want a positive number of milliseconds", fs.Arg(1))
-	}
-	d := time.Duration(ms) * time.Millisecond
-	if *timeout <= 0 {
-		*timeout = 2*d + time.Minute
+	var d time.Duration
+	if *snapshot {
+		if *timeout <= 0 {
+			*timeout = snapshotTimeout
+		}
+	} else {
+		ms, err := strconv.ParseUint(fs.Arg(1), 10, 32)
+		if err != nil || ms == 0 {
+			return fmt.Errorf("DURATION_MS %q: want a positive number of milliseconds", fs.Arg(1))
+		}
+		d = time.Duration(ms) * time.Millisecond
+		if *timeout <= 0 {
+			*timeout = 2*d + time.Minute
+		}
 	}
 	// A bucket URL: the run is written to a local staging directory and
 	// uploaded at the end (publishRemote).
@@ -102,15 +112,23 @@ func runCollect(args []string, stdout, stderr io.Writer) (err error) {
 
 	ctx, stop := collectInterrupt(context.Background())
 	defer stop()
-	opts := &pb.ProfileOptions{
-		Version: 1, HostTracerLevel: uint32(*hostLevel), DeviceTracerLevel: uint32(*deviceLevel),
-		PythonTracerLevel: uint32(*pythonLevel), IncludeDatasetOps: true, EnableHloProto: true,
-		DurationMs: ms, RepositoryPath: *logdir, SessionId: run,
+	var fetch func(addr string) (string, error)
+	stopCountdown := func() {}
+	if *snapshot {
+		fmt.Fprintf(stderr, "devprof collect: taking the flight-recorder snapshot of %d host(s)\n", len(addrs))
+		fetch = func(addr string) (string, error) { return snapshotOne(addr, runDir, *timeout) }
+	} else {
+		opts := &pb.ProfileOptions{
+			Version: 1, HostTracerLevel: uint32(*hostLevel), DeviceTracerLevel: uint32(*deviceLevel),
+			PythonTracerLevel: uint32(*pythonLevel), IncludeDatasetOps: true, EnableHloProto: true,
+			DurationMs: uint64(d / time.Millisecond), RepositoryPath: *logdir, SessionId: run,
+		}
+		fmt.Fprintf(stderr, "devprof collect: capturing %v from %d host(s); Ctrl-C ends it early and keeps what was recorded\n", d, len(addrs))
+		fetch = func(addr string) (string, error) { return collectOne(ctx, addr, opts, runDir, *timeout) }
+		stopCountdown = countdown(stderr, d)
 	}
-	fmt.Fprintf(stderr, "devprof collect: capturing %v from %d host(s); Ctrl-C ends it early and keeps what was recorded\n", d, len(addrs))
 	results := make([]error, len(addrs))
 	paths := make([]string, len(addrs))
-	stopCountdown := countdown(stderr, d)
 	sem := make(chan struct{}, collectConcurrency)
 	var wg sync.WaitGroup
 	for i, addr := range addrs {
@@ -119,7 +137,7 @@ func runCollect(args []string, stdout, stderr io.Writer) (err error) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			paths[i], results[i] = collectOne(ctx, addr, opts, runDir, *timeout)
+			paths[i], results[i] = fetch(addr)
 		}()
 	}
 	wg.Wait()
@@ -145,6 +163,9 @@ func runCollect(args []string, stdout, stderr io.Writer) (err error) {
 	}
 	if wrote == 0 {
 		os.Remove(runDir) // only if empty: TensorBoard would list it as a run
+		if *snapshot {
+			return fmt.Errorf("no host returned a snapshot")
+		}
 		return fmt.Errorf("no host returned a trace")
 	}
 	if remote == "" { // else publishRemote prints the run's URL
@@ -232,8 +253,7 @@ func collectAddrs(s string) ([]string, error) {
 // ends (Ctrl-C) it sends Terminate, so the server answers with what it
 // recorded.
 func collectOne(ctx context.Context, addr string, opts *pb.ProfileOptions, runDir string, timeout time.Duration) (string, error) {
-	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<31-1)))
+	conn, err := dialProfiler(addr)
 	if err != nil {
 		return "", err
 	}
@@ -266,14 +286,8 @@ func collectOne(ctx context.Context, addr string, opts *pb.ProfileOptions, runDi
 		return "", errors.New("no trace event was collected (the server recorded nothing in the window)")
 	}
 	path := filepath.Join(runDir, fileHostName(addr)+formats.XPlane.SessionExt)
-	for _, td := range resp.GetToolData() {
-		if td.GetName() != strings.TrimPrefix(formats.XPlane.SessionExt, ".") {
-			continue
-		}
-		return path, writeFileAtomic(path, td.GetData())
-	}
-	if x := resp.GetXspace(); len(x) > 0 {
-		return path, writeFileAtomic(path, x)
+	if ok, err := writeResponseXPlane(resp, path); ok {
+		return path, err
 	}
 	// An older TSL server ignores emit_xspace and writes
 	// <repository_root>/<session_id>/<host>.xplane.pb itself: that is path
@@ -282,6 +296,28 @@ func collectOne(ctx context.Context, addr string, opts *pb.ProfileOptions, runDi
 		return path, nil
 	}
 	return "", errors.New("the answer holds no xplane.pb (a server on another machine that saved it on its own disk keeps it there)")
+}
+
+// dialProfiler makes a client connection to the profile server at addr
+// (no TLS, as TSL's client; a whole XSpace fits in one answer).
+func dialProfiler(addr string) (*grpc.ClientConn, error) {
+	return grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<31-1)))
+}
+
+// writeResponseXPlane writes the XSpace a ProfileResponse carries (as
+// xplane.pb tool data, or in its xspace field) to path; ok is false when
+// it carries none.
+func writeResponseXPlane(resp *pb.ProfileResponse, path string) (ok bool, err error) {
+	for _, td := range resp.GetToolData() {
+		if td.GetName() == strings.TrimPrefix(formats.XPlane.SessionExt, ".") {
+			return true, writeFileAtomic(path, td.GetData())
+		}
+	}
+	if x := resp.GetXspace(); len(x) > 0 {
+		return true, writeFileAtomic(path, x)
+	}
+	return false, nil
 }
 
 // fileHostName names a host's file as TSL's client does (':' → '_').

@@ -381,12 +381,22 @@ func TestS3TensorBoardListsRun(t *testing.T) {
 // profile servers into one run in the bucket (each host's xplane and the
 // merged trace), prints the run's URL, and leaves no staging behind.
 func TestS3CollectFanOut(t *testing.T) {
+	t.Run("capture", func(t *testing.T) { testS3Collect(t, "", "500") })
+	// --snapshot writes its run through the same path: flight recorders'
+	// windows land in the bucket as a capture's do.
+	t.Run("snapshot", func(t *testing.T) { testS3Collect(t, "flight:", "--snapshot") })
+}
+
+func testS3Collect(t *testing.T, childPrefix, modeArg string) {
 	srv := s3test.Start(t)
 	tmp := t.TempDir()
-	addrs := []string{startCollectChild(t, "a"), startCollectChild(t, "b")}
+	addrs := []string{startCollectChild(t, childPrefix+"a"), startCollectChild(t, childPrefix+"b")}
 	t.Setenv("TMPDIR", tmp) // where collect stages the run (after the children started)
 	logdir := srv.URL("collected")
-	code, stdout, stderr := runCLI("collect", strings.Join(addrs, ","), "500", "--log_dir", logdir, "--no_perfetto_link")
+	if childPrefix != "" {
+		time.Sleep(flightWindow) // let the rings fill a window
+	}
+	code, stdout, stderr := runCLI("collect", strings.Join(addrs, ","), modeArg, "--log_dir", logdir, "--no_perfetto_link")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
