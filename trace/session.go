@@ -13,7 +13,10 @@
 // The log directory may also be a bucket URL (s3://, gs://, azblob://):
 // the files are written locally first and each is uploaded whole when
 // Stop ends (see internal/runstore; README, "Log directories on object
-// storage").
+// storage"). The program links the cloud driver of each scheme it uses
+// with gocloud.dev's blank import (gocloud.dev/blob/s3blob, gcsblob,
+// azureblob): none is linked by default, since they add tens of
+// megabytes to a binary; without it Start fails naming the import.
 //
 // The one-line form mirrors jax.profiler.trace:
 //

@@ -67,3 +67,20 @@ func TestSessionToBucketURL(t *testing.T) {
 		t.Errorf("staging left behind in TMPDIR: %v", left)
 	}
 }
+
+// TestBucketWithoutDriver: a program that does not link a scheme's cloud
+// driver (trace links none) fails at Start, naming the URL and the import
+// that adds the driver, and records nothing.
+func TestBucketWithoutDriver(t *testing.T) {
+	s, err := trace.StartSession("gs://bucket/prof", &trace.Options{})
+	if err == nil {
+		s.Stop()
+		t.Fatal("a session to gs:// started without the driver")
+	}
+	if !strings.Contains(err.Error(), "gs://bucket/prof") || !strings.Contains(err.Error(), `import _ "gocloud.dev/blob/gcsblob"`) {
+		t.Fatalf("error %q, want the URL and the driver's import", err)
+	}
+	if _, running := trace.Running(); running {
+		t.Fatal("a session is running after Start failed")
+	}
+}

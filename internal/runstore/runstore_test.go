@@ -16,8 +16,28 @@ import (
 	"testing"
 	"time"
 
+	_ "gocloud.dev/blob/s3blob" // s3:// for the tests against a real server; gs:// and azblob:// stay out
+
 	"github.com/devprof/devprof/internal/s3test"
 )
+
+// TestDriverNotLinked: a scheme whose driver the program does not import
+// fails at once (no retries), naming the URL and the import that adds it.
+func TestDriverNotLinked(t *testing.T) {
+	for _, c := range []struct{ loc, imp string }{
+		{"gs://bucket/logs", "gocloud.dev/blob/gcsblob"},
+		{"azblob://container/logs", "gocloud.dev/blob/azureblob"},
+	} {
+		start := time.Now()
+		err := Check(context.Background(), c.loc)
+		if err == nil || !strings.Contains(err.Error(), c.loc) || !strings.Contains(err.Error(), `import _ "`+c.imp+`"`) {
+			t.Errorf("Check(%s) = %v, want an error naming the URL and %s", c.loc, err, c.imp)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("Check(%s) took %v: a missing driver is not transient", c.loc, d)
+		}
+	}
+}
 
 func TestLocations(t *testing.T) {
 	for _, c := range []struct {
