@@ -149,6 +149,27 @@ func BenchmarkDevprofSpanOn(b *testing.B) {
 	done()
 }
 
+// BenchmarkDevprofSpanOnInt is BenchmarkDevprofSpanOn through annotate.BeginInt,
+// the one-integer-argument form whose key and value travel in registers
+// instead of in a variadic array.
+func BenchmarkDevprofSpanOnInt(b *testing.B) {
+	r := startRotator(b)
+	defer r.stop(b)
+	ctx := context.Background()
+	n := int64(0)
+	b.ReportAllocs()
+	done := cpuTimer(b)
+	for b.Loop() {
+		_, s := annotate.BeginInt(ctx, "span", "batch", 32)
+		s.End()
+		if n++; n == countBatch {
+			r.add(n)
+			n = 0
+		}
+	}
+	done()
+}
+
 // BenchmarkDevprofSpanOnParallel is BenchmarkDevprofSpanOn on every P at
 // once; its ns/op is wall time per span with all of them running.
 func BenchmarkDevprofSpanOnParallel(b *testing.B) {
