@@ -104,6 +104,60 @@ func TestNestingThroughContext(t *testing.T) {
 	}
 }
 
+// BeginInt records exactly what Begin with one Int64 argument records:
+// name, argument, level, parent and lane; and nothing when the host
+// tracer's level is below critical or tracing is off.
+func TestBeginIntMatchesBegin(t *testing.T) {
+	s := record(t, 1000, 3, func() {
+		ctx, root := BeginInt(context.Background(), "root", "batch", -7)
+		_, a := Begin(ctx, "a", Int64("n", 1<<40))
+		_, b := BeginInt(ctx, "b", "n", 1<<40)
+		b.End()
+		a.End()
+		root.End()
+		var none context.Context // a nil context is taken as Background
+		_, c := BeginInt(none, "nil-ctx", "k", 0)
+		c.End()
+	})
+	m := byName(s)
+	root, a, b, c := m["root"], m["a"], m["b"], m["nil-ctx"]
+	if root == nil || a == nil || b == nil || c == nil {
+		t.Fatalf("missing records: %v", m)
+	}
+	if args := s.Args(root); len(args) != 1 || args[0].Key != "batch" || args[0].Kind != event.ArgInt || args[0].Int() != -7 {
+		t.Fatalf("root args %+v", args)
+	}
+	aa, ba := s.Args(a), s.Args(b)
+	if len(aa) != 1 || len(ba) != 1 || aa[0] != ba[0] || ba[0].Int() != 1<<40 {
+		t.Fatalf("Begin args %+v, BeginInt args %+v", aa, ba)
+	}
+	if a.Kind != b.Kind || a.Level != b.Level || a.Flags != b.Flags || a.Parent != root.ID || b.Parent != root.ID || a.Lane != b.Lane {
+		t.Fatalf("Begin kind %v level %d flags %d parent %d lane %d; BeginInt kind %v level %d flags %d parent %d lane %d (root id %d)", a.Kind, a.Level, a.Flags, a.Parent, a.Lane, b.Kind, b.Level, b.Flags, b.Parent, b.Lane, root.ID)
+	}
+	if e, fin := s.EndOf(b); !fin || e < b.Start {
+		t.Fatalf("b end %d finished %v", e, fin)
+	}
+	if c.Parent != 0 || c.Lane == root.Lane {
+		t.Fatalf("nil-ctx span: parent %d lane %d (root lane %d)", c.Parent, c.Lane, root.Lane)
+	}
+	// Host tracer below critical: nothing.
+	if s := record(t, 1000, 0, func() {
+		_, sp := BeginInt(context.Background(), "x", "k", 1)
+		if sp.Recording() {
+			t.Error("BeginInt recorded with the host tracer off")
+		}
+		sp.End()
+	}); len(s.Events) != 0 {
+		t.Fatalf("host tracer off: %d events", len(s.Events))
+	}
+	// Tracing off: the context comes back as given.
+	type key struct{}
+	ctx := context.WithValue(context.Background(), key{}, 1)
+	if c, sp := BeginInt(ctx, "x", "k", 1); c != ctx || sp.Recording() {
+		t.Fatal("BeginInt with tracing off changed the context or recorded")
+	}
+}
+
 func TestSpanContextDelegates(t *testing.T) {
 	record(t, 100, 2, func() {
 		type key struct{}

@@ -46,6 +46,17 @@ func BenchmarkSpanOn(b *testing.B) {
 	}
 }
 
+// BenchmarkSpanOnInt is BenchmarkSpanOn through BeginInt.
+func BenchmarkSpanOnInt(b *testing.B) {
+	ctx := context.Background()
+	defer benchBuffer(b)()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, s := BeginInt(ctx, "span", "batch", 32)
+		s.End()
+	}
+}
+
 func BenchmarkSpanOnNested(b *testing.B) {
 	defer benchBuffer(b)()
 	ctx, root := Begin(context.Background(), "root")

@@ -53,6 +53,20 @@ func ExampleBegin() {
 	// span matmul
 }
 
+// BeginInt records what Begin with one Int64 argument records, with the
+// key and value passed in registers (the hot-loop form).
+func ExampleBeginInt() {
+	record(func(ctx context.Context) {
+		ctx, fw := annotate.BeginInt(ctx, "forward", "batch", 32)
+		_, mm := annotate.BeginInt(ctx, "matmul", "n", -1024) // a child, as with Begin
+		mm.End()
+		fw.End()
+	})
+	// Output:
+	// span forward batch=32
+	// span matmul n=-1024
+}
+
 func ExampleStep() {
 	record(func(ctx context.Context) {
 		for step := range 2 {

@@ -148,6 +148,11 @@ var checks = []check{
 	{target: "span on (one int arg)", bench: "DevprofSpanOn", unit: "ns/op", format: fmtNs, limit: 30, goal: "<= 30 ns"},
 	{target: "span on: allocations", bench: "DevprofSpanOn", unit: "allocs/op", format: fmtAllocs, limit: 0, goal: "0 allocs/op"},
 	{target: "span on vs two time.Since calls", bench: "DevprofSpanOn", unit: "ns/op", format: fmtNs, peer: "TwoTimeSince", limit: 0.6, goal: "<= 0.60x"},
+	{target: "span on vs two time.Since, thread CPU", bench: "DevprofSpanOn", unit: "cpu-ns/op", format: fmtNs, peer: "TwoTimeSince", limit: 0.6, goal: "<= 0.60x"},
+	{target: "span on: bytes (fresh buffer memory)", bench: "DevprofSpanOn", unit: "B/op", format: fmtBop, limit: 0, goal: "0 B/op"},
+	{target: "span on: chunks the writer made itself", bench: "DevprofSpanOn", unit: "self-made-chunks/Mspan", format: fmtPerM, limit: 0, goal: "0 per M spans"},
+	{target: "BeginInt (one int arg) vs two time.Since", bench: "DevprofSpanOnInt", unit: "ns/op", format: fmtNs, peer: "TwoTimeSince", limit: 0.6, goal: "<= 0.60x"},
+	{target: "BeginInt vs two time.Since, thread CPU", bench: "DevprofSpanOnInt", unit: "cpu-ns/op", format: fmtNs, peer: "TwoTimeSince", limit: 0.6, goal: "<= 0.60x"},
 	{target: "span on vs runtime/trace, tracer on", bench: "DevprofSpanOn", unit: "ns/op", format: fmtNs, peer: "RuntimeTraceRegion", peerOverValue: true, ratioSuffix: " faster", limit: 5, atLeast: true, goal: ">= 5x faster"},
 	{target: "span on vs OTel SDK span", bench: "DevprofSpanOn", unit: "ns/op", format: fmtNs, peer: "OTelSpan", peerOverValue: true, ratioSuffix: " faster", limit: 10, atLeast: true, goal: ">= 10x faster"},
 	{target: "flight-recorder span vs span on", bench: "DevprofSpanFlight", unit: "ns/op", format: fmtNs, peer: "DevprofSpanOn", limit: 1.10, goal: "<= 1.10x"},
@@ -177,6 +182,8 @@ func fmtNs(ns float64) string {
 }
 
 func fmtAllocs(v float64) string { return fmt.Sprintf("%g allocs/op", v) }
+func fmtBop(v float64) string    { return fmt.Sprintf("%g B/op", v) }
+func fmtPerM(v float64) string   { return fmt.Sprintf("%.0f per M spans", v) }
 func fmtRate(v float64) string   { return fmt.Sprintf("%.1f M events/s", v/1e6) }
 func fmtBytes(v float64) string  { return fmt.Sprintf("%.2f B/event", v) }
 func fmtMiB(v float64) string    { return fmt.Sprintf("+%.1f MiB", v) }
