@@ -82,6 +82,9 @@ func TestRowsAreComplete(t *testing.T) {
 			if f.Write == nil && (name == "Write" || name == "SessionExt") {
 				continue // an input-only format: sessions and convert do not write it
 			}
+			if name == "DecodeBounded" {
+				continue // only a streamed input has one
+			}
 			if fv.IsZero() || (fv.Kind() == reflect.Slice && fv.Len() == 0) {
 				t.Errorf("row %q lacks %s", f.Name, name)
 			}

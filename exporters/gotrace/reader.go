@@ -87,7 +87,7 @@ func Read(r io.Reader, o Options) (*event.Snapshot, error) {
 	}
 	b := event.NewBuilder(event.Meta{Program: prog, HostTracerLevel: 3})
 	b.SetMaxEvents(o.MaxEvents)
-	k := &sink{b: b, left: o.MaxEvents}
+	k := &sink{b: b, left: o.MaxEvents, collectorLeft: CollectorEvents}
 	res, err := gotrace.Convert(in, k, gotrace.Options{MaxGoroutines: o.MaxGoroutines, Progress: o.Progress})
 	if err != nil && res.Events == 0 {
 		return nil, fmt.Errorf("%s%w", where, err)
@@ -96,6 +96,15 @@ func Read(r io.Reader, o Options) (*event.Snapshot, error) {
 		// What was read stays: a trace cut short (a process that died
 		// mid-write) still shows up to where it ends.
 		b.Warn(event.Warning{Source: SourceName, Code: "truncated", Text: fmt.Sprintf("the trace ends early: %v", err)})
+	}
+	if k.dropped > 0 {
+		// The first MaxEvents are kept, not the last: the builder appends,
+		// and the start of a trace is where its goroutines get their
+		// names. The collector's slices go on past the cut (their own
+		// budget), and the counts in the note cover the whole file.
+		b.Warn(event.Warning{Source: SourceName, Code: "max_events", Text: fmt.Sprintf(
+			"kept the first %d events, up to %.3f s into the trace's %.3f s, and the GC cycles and pauses of the whole trace; %d later events were dropped (-max_events N keeps more, at about 250 bytes of memory each)",
+			o.MaxEvents, float64(k.cutAt-res.First)/1e9, float64(res.Last-res.First)/1e9, k.dropped)})
 	}
 	b.AddDrops(SourceName, k.dropped+res.Dropped)
 	b.Note(event.Note{Source: SourceName, Text: fmt.Sprintf("Go execution trace: %d events; %d GCs, %d stop-the-world pauses, %d goroutines", res.Events, res.GCs, res.Pauses, res.Goroutines)})
@@ -116,10 +125,18 @@ type sink struct {
 	b       *event.Builder
 	left    int64
 	dropped int64
+	cutAt   int64 // trace time of the first event dropped
+	// collector holds the tracks of GC cycles and pauses, whose slices
+	// have a budget of their own (CollectorEvents).
+	collector     map[uint32]bool
+	collectorLeft int64
 }
 
-func (k *sink) room() bool {
+func (k *sink) room(t int64) bool {
 	if k.left <= 0 {
+		if k.dropped == 0 {
+			k.cutAt = t
+		}
 		k.dropped++
 		return false
 	}
@@ -127,12 +144,29 @@ func (k *sink) room() bool {
 	return true
 }
 
-func (k *sink) Track(t event.Track) uint32 { return k.b.Track(t) }
+// CollectorEvents is how many slices of the collector's tracks (GC
+// cycles and stop-the-world pauses, a few per cycle) are kept past
+// MaxEvents: the pauses a user converts a trace to find stay whole after
+// the goroutines' rows are cut, at about 20 MB at most.
+const CollectorEvents = 100_000
+
+func (k *sink) Track(t event.Track) uint32 {
+	id := k.b.Track(t)
+	if t.Name == gotrace.TrackGC || t.Name == gotrace.TrackSTW {
+		if k.collector == nil {
+			k.collector = map[uint32]bool{}
+		}
+		k.collector[id] = true
+	}
+	return id
+}
 
 func (k *sink) RenameTrack(id uint32, name string) { k.b.SetTrackName(id, name) }
 
 func (k *sink) Slice(track uint32, parent uint64, name string, start, end int64, args []event.Arg) uint64 {
-	if !k.room() {
+	if k.left <= 0 && k.collector[track] && k.collectorLeft > 0 {
+		k.collectorLeft--
+	} else if !k.room(end) {
 		return 0
 	}
 	if parent == 0 {
@@ -142,13 +176,13 @@ func (k *sink) Slice(track uint32, parent uint64, name string, start, end int64,
 }
 
 func (k *sink) Instant(track uint32, name string, t int64, args []event.Arg) {
-	if k.room() {
+	if k.room(t) {
 		k.b.Instant(name, t, track, 0, args)
 	}
 }
 
 func (k *sink) Counter(name, unit string, t int64, v float64) {
-	if k.room() {
+	if k.room(t) {
 		k.b.Counter(name, unit, t, v)
 	}
 }
