@@ -70,7 +70,7 @@ func init() {
 		{"collect", "[--log_dir DIR] [--host_tracer_level N] [--device_tracer_level N] [--python_tracer_level N] [--no_perfetto_link] [--timeout D] ADDR[,ADDR…] DURATION_MS | --snapshot ADDR[,ADDR…]",
 			"capture a profile from running profile servers (package profileserver, jax.profiler.start_server) with jax.collect_profile's flags: one run directory with one <host>.xplane.pb per host; --snapshot ADDR[,ADDR…] takes their flight-recorder snapshots (the seconds they kept) instead",
 			"devprof collect 127.0.0.1:9999 2000 --log_dir /tmp/prof", runCollect},
-		{"convert", "[-max_events N] IN OUT", "convert between .xplane.pb (TensorBoard, JAX, TensorFlow), .pftrace(.gz) (Perfetto) and .json(.gz) (Chrome)",
+		{"convert", "[-max_events N] IN OUT", "convert between .xplane.pb (TensorBoard, JAX, TensorFlow), .pftrace(.gz) (Perfetto) and .json(.gz) (Chrome); a Go execution trace (go test -trace, /debug/pprof/trace) converts to any of them",
 			"devprof convert jax-host.xplane.pb jax.pftrace", runConvert},
 		{"version", "", "print devprof's version (the module version it was built at)",
 			"devprof version", runVersion},

@@ -51,7 +51,7 @@ func readTrace(cmd, path string, stderr io.Writer, maxEvents int64) (*event.Snap
 
 // maxEventsFlag adds -max_events to a command that reads a trace.
 func maxEventsFlag(fs *flag.FlagSet) *int64 {
-	return fs.Int64("max_events", 0, fmt.Sprintf("keep at most `N` events of a Go execution trace, which is read as a stream: later ones are counted as dropped, while the GC, pause and goroutine counts still cover the whole file (0: %d, about 1 GB of memory at most)", gotrace.DefaultMaxEvents))
+	return fs.Int64("max_events", 0, fmt.Sprintf("keep the first `N` events of a Go execution trace, which is read as a stream: later ones are counted as dropped and a warning says where the cut fell, but GC cycles and pauses are kept past it, so the GC figures cover the whole file (0: %d, under 1 GB of memory)", gotrace.DefaultMaxEvents))
 }
 
 // checkMaxEvents refuses a negative -max_events.
