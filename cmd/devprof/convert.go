@@ -11,7 +11,11 @@ import (
 
 func runConvert(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("convert", stderr)
+	maxEvents := maxEventsFlag(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkMaxEvents("convert", *maxEvents, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() != 2 {
@@ -28,7 +32,7 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	start := time.Now()
-	s, inFmt, err := readTrace("convert", in, stderr)
+	s, inFmt, err := readTrace("convert", in, stderr, *maxEvents)
 	if err != nil {
 		return err
 	}

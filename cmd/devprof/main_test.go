@@ -19,6 +19,7 @@ import (
 	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
+	"github.com/devprof/devprof/internal/gotrace"
 	"github.com/devprof/devprof/internal/mlpdemo"
 )
 
@@ -398,5 +399,46 @@ func TestGoTraceInput(t *testing.T) {
 	}
 	if code, _, stderr := runCLI("convert", filepath.Join(dir, "t.pftrace"), filepath.Join(dir, "back.out")); code == 0 || !strings.Contains(stderr, "does not write") {
 		t.Errorf("convert to a Go trace: exit %d, %s", code, stderr)
+	}
+}
+
+// TestGoTraceMaxEvents: -max_events bounds what convert and summary keep
+// of a Go execution trace and says what was dropped, while the GC counts
+// still cover the whole file; a bound on a format read whole, or a
+// negative one, is refused.
+func TestGoTraceMaxEvents(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "trace.out")
+	if err := os.WriteFile(in, goTraceFile(t, "my-region"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "t.pftrace")
+	code, stdout, stderr := runCLI("convert", "-max_events", "20", in, out)
+	if code != 0 || !strings.Contains(stdout, " events)") || !regexp.MustCompile(`kept the first 20 events, up to [0-9.]+ s into the trace's [0-9.]+ s, and the GC cycles and pauses of the whole trace; [1-9][0-9]* later events were dropped`).MatchString(stderr) {
+		t.Errorf("convert -max_events 20: exit %d\n%s%s", code, stdout, stderr)
+	}
+	s, _, err := formats.Read(out)
+	// The first 20 events and the collector's slices past them.
+	collector := 0
+	for _, e := range s.Events {
+		if e.Lane == 0 || int(e.Lane) > len(s.Tracks) {
+			continue
+		}
+		if n := s.Tracks[e.Lane-1].Name; n == gotrace.TrackGC || n == gotrace.TrackSTW {
+			collector++
+		}
+	}
+	if err != nil || collector == 0 || len(s.Events) > 20+collector {
+		t.Fatalf("the Perfetto file read back: %v, %d events of which %d the collector's, want at most 20 others", err, len(s.Events), collector)
+	}
+	code, stdout, _ = runCLI("summary", "-max_events", "20", in)
+	if code != 0 || !regexp.MustCompile(`Go runtime: [1-9][0-9]* GC cycles?; [1-9][0-9]* stop-the-world pauses?`).MatchString(stdout) {
+		t.Errorf("summary -max_events 20: exit %d\n%s", code, stdout)
+	}
+	if code, _, stderr := runCLI("convert", "-max_events", "20", out, filepath.Join(dir, "u.json.gz")); code == 0 || !strings.Contains(stderr, "read whole") {
+		t.Errorf("-max_events on a Perfetto input: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := runCLI("summary", "-max_events", "-1", in); code != 2 || !strings.Contains(stderr, "want 0") {
+		t.Errorf("-max_events -1: exit %d, %s", code, stderr)
 	}
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
+	"github.com/devprof/devprof/exporters/gotrace"
 	"github.com/devprof/devprof/internal/runstore"
 )
 
@@ -14,11 +16,14 @@ import (
 // it is a terminal (bytes read of the file's size while reading, then the
 // events and the rate) and staying silent elsewhere: in a pipe or a log a
 // progress line would make a refusal of a bad input more than its one line.
-func readTrace(cmd, path string, stderr io.Writer) (*event.Snapshot, *formats.Format, error) {
+//
+// maxEvents bounds the events kept from a streamed input (a Go execution
+// trace, -max_events); 0 means the reader's default.
+func readTrace(cmd, path string, stderr io.Writer, maxEvents int64) (*event.Snapshot, *formats.Format, error) {
 	if runstore.IsURL(path) {
 		var f *formats.Format
 		s, err := readRemote(path, func(local string) (s *event.Snapshot, err error) {
-			s, f, err = readTrace(cmd, local, stderr)
+			s, f, err = readTrace(cmd, local, stderr, maxEvents)
 			return s, err
 		})
 		return s, f, err
@@ -28,12 +33,12 @@ func readTrace(cmd, path string, stderr io.Writer) (*event.Snapshot, *formats.Fo
 		return nil, nil, err
 	}
 	if !isTerminal(stderr) {
-		s, err := f.ReadFile(path, nil)
+		s, err := f.ReadFileWith(path, formats.ReadOptions{MaxEvents: maxEvents})
 		return s, f, err
 	}
 	m := &progressMeter{w: stderr, label: "devprof " + cmd + ": reading " + path, every: 200 * time.Millisecond}
 	start := time.Now()
-	s, err := f.ReadFile(path, m.update)
+	s, err := f.ReadFileWith(path, formats.ReadOptions{Progress: m.update, MaxEvents: maxEvents})
 	m.clear()
 	if err != nil {
 		return nil, nil, err
@@ -42,6 +47,20 @@ func readTrace(cmd, path string, stderr io.Writer) (*event.Snapshot, *formats.Fo
 	fmt.Fprintf(stderr, "devprof %s: read %s (%s) in %v, %s/s\n", cmd, plural(int64(len(s.Events)), "event"), f.Display,
 		took.Round(time.Millisecond), si(float64(len(s.Events))/max(took.Seconds(), 1e-9)))
 	return s, f, nil
+}
+
+// maxEventsFlag adds -max_events to a command that reads a trace.
+func maxEventsFlag(fs *flag.FlagSet) *int64 {
+	return fs.Int64("max_events", 0, fmt.Sprintf("keep the first `N` events of a Go execution trace, which is read as a stream: later ones are counted as dropped and a warning says where the cut fell, but GC cycles and pauses are kept past it, so the GC figures cover the whole file (0: %d, under 1 GB of memory)", gotrace.DefaultMaxEvents))
+}
+
+// checkMaxEvents refuses a negative -max_events.
+func checkMaxEvents(cmd string, n int64, stderr io.Writer) error {
+	if n < 0 {
+		fmt.Fprintf(stderr, "devprof %s: -max_events %d: want 0 (the default bound) or more\n", cmd, n)
+		return errUsage
+	}
+	return nil
 }
 
 // progressMeter draws one line it rewrites in place ("\r"), at most once

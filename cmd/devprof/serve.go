@@ -18,7 +18,11 @@ import (
 func runServe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
 	timeout := fs.Duration("timeout", 0, "give up if the link is not opened within `D` (0 waits until it is)")
+	maxEvents := maxEventsFlag(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkMaxEvents("serve", *maxEvents, stderr); err != nil {
 		return err
 	}
 	path, err := oneFile(fs)
@@ -30,7 +34,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	// A file that is not a trace would be served, opened and fail in the
 	// UI, using up the link; reading it here says what is wrong instead.
-	s, f, err := readTrace("serve", path, stderr)
+	s, f, err := readTrace("serve", path, stderr, *maxEvents)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,11 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 	top := fs.Int("top", 20, "show the top `N` span names (0 for all)")
 	sortBy := fs.String("sort", "total", "order rows by `KEY`: total, self, count, mean or name")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object (every span name, whatever -top says) for scripts")
+	maxEvents := maxEventsFlag(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkMaxEvents("summary", *maxEvents, stderr); err != nil {
 		return err
 	}
 	if *top < 0 {
@@ -37,7 +41,7 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 	if path, err = inputFile("summary", path, stderr); err != nil {
 		return err
 	}
-	s, f, err := readTrace("summary", path, stderr)
+	s, f, err := readTrace("summary", path, stderr, *maxEvents)
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,7 @@ func runTimeline(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s, _, err := readTrace("memory timeline", path, stderr)
+	s, _, err := readTrace("memory timeline", path, stderr, 0)
 	if err != nil {
 		return err
 	}

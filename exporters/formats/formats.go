@@ -60,6 +60,11 @@ type Format struct {
 	// into the event model. name is the file's path: errors name it, and a
 	// format whose files may not say their host takes it from the name.
 	Decode func(r io.Reader, name string) (*event.Snapshot, error)
+	// DecodeBounded is Decode keeping at most maxEvents events (0: the
+	// reader's default), for a format read as a stream whose files may
+	// hold more events than fit in memory (a Go execution trace); nil for
+	// the others.
+	DecodeBounded func(r io.Reader, name string, maxEvents int64) (*event.Snapshot, error)
 }
 
 // Match is how surely some bytes are in a format.
@@ -173,6 +178,9 @@ var GoTrace = register(&Format{
 	},
 	Decode: func(r io.Reader, name string) (*event.Snapshot, error) {
 		return gotrace.Read(r, gotrace.Options{Name: name})
+	},
+	DecodeBounded: func(r io.Reader, name string, maxEvents int64) (*event.Snapshot, error) {
+		return gotrace.Read(r, gotrace.Options{Name: name, MaxEvents: maxEvents})
 	},
 })
 
@@ -438,6 +446,26 @@ func Read(path string) (*event.Snapshot, *Format, error) {
 // called as the file is read, with the bytes read so far and the file's
 // size (a caller that shows progress decides how often to draw it).
 func (f *Format) ReadFile(path string, progress func(read, size int64)) (*event.Snapshot, error) {
+	return f.ReadFileWith(path, ReadOptions{Progress: progress})
+}
+
+// ReadOptions tune ReadFileWith.
+type ReadOptions struct {
+	// Progress, when not nil, is called as the file is read, with the
+	// bytes read so far and the file's size.
+	Progress func(read, size int64)
+	// MaxEvents bounds the events a streamed reader keeps (0: its
+	// default). Only a format with DecodeBounded takes it; for the others
+	// a non-zero MaxEvents is an error, since they read the whole file.
+	MaxEvents int64
+}
+
+// ReadFileWith is ReadFile with options.
+func (f *Format) ReadFileWith(path string, o ReadOptions) (*event.Snapshot, error) {
+	if o.MaxEvents != 0 && f.DecodeBounded == nil {
+		return nil, fmt.Errorf("%s: a bound on events applies to a streamed input (a Go execution trace), not to a %s, which is read whole", path, f.Display)
+	}
+	progress := o.Progress
 	file, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -450,6 +478,9 @@ func (f *Format) ReadFile(path string, progress func(read, size int64)) (*event.
 			size = st.Size()
 		}
 		r = &countingReader{r: file, size: size, progress: progress}
+	}
+	if o.MaxEvents != 0 {
+		return f.DecodeBounded(r, path, o.MaxEvents)
 	}
 	return f.Decode(r, path)
 }

@@ -1,9 +1,9 @@
 package gotrace_test
 
 import (
-	"bytes"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	rtrace "runtime/trace"
 	"strconv"
@@ -16,10 +16,16 @@ import (
 	"github.com/devprof/devprof/exporters/perfetto"
 )
 
-// bigTrace records a busy program's execution trace until it holds at
-// least mb MiB.
-func bigTrace(tb testing.TB, mb int) []byte {
-	w := &lockedBuffer{}
+// bigTrace records a busy program's execution trace into a file until it
+// holds at least mb MiB, and returns its path. The trace goes straight to
+// disk, so that the benchmark's heap holds only what the reader keeps.
+func bigTrace(tb testing.TB, mb int) string {
+	path := filepath.Join(tb.TempDir(), "big.trace")
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := &countingWriter{w: f}
 	if err := rtrace.Start(w); err != nil {
 		tb.Fatal(err)
 	}
@@ -43,35 +49,37 @@ func bigTrace(tb testing.TB, mb int) []byte {
 			defer wg.Done()
 			for b := range ch {
 				runtime.KeepAlive(b)
+				// A goroutine per message, as a server starts one per
+				// request: the converter's state must not grow with them.
+				done := make(chan struct{})
+				go func() { close(done) }()
+				<-done
 			}
 		}()
 	}
-	for {
+	for w.n.Load() < int64(mb)<<20 {
 		time.Sleep(50 * time.Millisecond)
-		w.mu.Lock()
-		n := w.b.Len()
-		w.mu.Unlock()
-		if n >= mb<<20 {
-			break
-		}
 	}
 	close(stop)
 	wg.Wait()
 	rtrace.Stop()
-	return w.b.Bytes()
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return path
 }
 
-// lockedBuffer is a buffer the tracer writes to while the benchmark reads
-// its length.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// countingWriter counts the bytes the tracer wrote while the benchmark
+// reads the count.
+type countingWriter struct {
+	w io.Writer
+	n atomic.Int64
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 // peakHeap samples the heap in use until stop is closed and returns the
@@ -98,44 +106,68 @@ func peakHeap(stop <-chan struct{}) <-chan uint64 {
 }
 
 // BenchmarkConvert is devprof convert trace.out run.pftrace on a big Go
-// execution trace (DEVPROF_GOTRACE_BENCH_MB MiB, default 32): the read
-// (streamed, at most MaxEvents kept) and the Perfetto write, in trace
-// bytes and events per second, with the peak heap in use. "capped" keeps
-// at most 1 M events, to show the bound holds memory whatever the size.
+// execution trace (DEVPROF_GOTRACE_BENCH_MB MiB, default 32) streamed
+// from a file: the read (at most MaxEvents kept) and the Perfetto write,
+// in trace bytes and events per second, with the peak heap in use above
+// what was in use before the read. "capped" keeps at most 1 M events:
+// its peak heap stays the same whatever the trace's size, which is the
+// bound (run it at two sizes to see).
 func BenchmarkConvert(b *testing.B) {
 	mb := 32
 	if v, err := strconv.Atoi(os.Getenv("DEVPROF_GOTRACE_BENCH_MB")); err == nil && v > 0 {
 		mb = v
 	}
-	data := bigTrace(b, mb)
+	path := bigTrace(b, mb)
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		max  int64
 	}{{"default", 0}, {"capped", 1_000_000}} {
 		b.Run(c.name, func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
+			b.SetBytes(st.Size())
 			var peak uint64
 			var events atomic.Int64
 			kept := 0
 			for b.Loop() {
-				runtime.GC()
-				stop := make(chan struct{})
-				p := peakHeap(stop)
-				s, err := gotrace.Read(bytes.NewReader(data), gotrace.Options{MaxEvents: c.max, Progress: func(n int64) { events.Store(n) }})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := perfetto.Write(io.Discard, s, perfetto.WriteOptions{}); err != nil {
-					b.Fatal(err)
-				}
-				close(stop)
-				peak = max(peak, <-p)
-				kept = len(s.Events)
+				s := convertFile(b, path, c.max, &peak, &events)
+				kept = s
 			}
 			b.ReportMetric(float64(events.Load())*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
-			b.ReportMetric(float64(len(data))/(1<<20), "trace-MiB")
+			b.ReportMetric(float64(st.Size())/(1<<20), "trace-MiB")
 			b.ReportMetric(float64(kept), "kept-events")
 		})
 	}
+}
+
+// convertFile reads the trace at path and writes it as Perfetto,
+// raising peak to the heap in use above the baseline; it returns the
+// number of events kept.
+func convertFile(b *testing.B, path string, maxEvents int64, peak *uint64, events *atomic.Int64) int {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapInuse
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	stop := make(chan struct{})
+	p := peakHeap(stop)
+	s, err := gotrace.Read(f, gotrace.Options{MaxEvents: maxEvents, Progress: func(n int64) { events.Store(n) }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := perfetto.Write(io.Discard, s, perfetto.WriteOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	close(stop)
+	if h := <-p; h > base {
+		*peak = max(*peak, h-base)
+	}
+	return len(s.Events)
 }

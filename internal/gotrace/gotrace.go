@@ -258,6 +258,13 @@ type converter struct {
 // An error names what could not be read; what was converted before it
 // stays in the sink.
 func Convert(r io.Reader, sink Sink, o Options) (*Result, error) {
+	c, err := convert(r, sink, o)
+	return &c.res, err
+}
+
+// convert is Convert, returning the converter so that a test can see
+// the state it kept.
+func convert(r io.Reader, sink Sink, o Options) (*converter, error) {
 	if o.MaxGoroutines == 0 {
 		o.MaxGoroutines = DefaultMaxGoroutines
 	}
@@ -270,7 +277,7 @@ func Convert(r io.Reader, sink Sink, o Options) (*Result, error) {
 	}
 	tr, err := xtrace.NewReader(r)
 	if err != nil {
-		return &c.res, explain(err)
+		return c, explain(err)
 	}
 	for {
 		ev, err := tr.ReadEvent()
@@ -279,12 +286,12 @@ func Convert(r io.Reader, sink Sink, o Options) (*Result, error) {
 		}
 		if err != nil {
 			c.finish()
-			return &c.res, fmt.Errorf("go execution trace: after %d events: %w", c.res.Events, err)
+			return c, fmt.Errorf("go execution trace: after %d events: %w", c.res.Events, err)
 		}
 		c.event(&ev)
 	}
 	c.finish()
-	return &c.res, nil
+	return c, nil
 }
 
 // versionRe finds the Go version in x/exp/trace's refusal of a header.
@@ -494,6 +501,15 @@ func (c *converter) goTrack(g *goState, id xtrace.GoID) uint32 {
 	return g.track
 }
 
+// rename gives goroutine id's track the name of its start function when
+// the track was registered before the name was known.
+func (c *converter) rename(g *goState, id xtrace.GoID) {
+	if rn, ok := c.sink.(Renamer); ok && g.track != 0 && g.name != g.trackName {
+		rn.RenameTrack(g.track, GoroutinePrefix+strconv.FormatInt(int64(id), 10)+" "+g.name)
+		g.trackName = g.name
+	}
+}
+
 // goSlice adds a slice on a goroutine's track, counting it as dropped
 // when the goroutine has none.
 func (c *converter) goSlice(g *goState, id xtrace.GoID, name string, start, end int64, args []event.Arg) {
@@ -569,6 +585,15 @@ func (c *converter) goTransition(ev *xtrace.Event, st *xtrace.StateTransition, t
 	}
 	g.state, g.since, g.reason = to, t, st.Reason
 	g.p = -1
+	if to == xtrace.GoNotExist && len(g.regions) == 0 && len(g.ranges) == 0 {
+		// An exited goroutine's state goes (goroutine IDs are never
+		// reused): a server that starts a goroutine per request makes
+		// millions, and keeping each would grow with the file, not the
+		// bound. Its track, if it has one, keeps its final name.
+		c.rename(g, id)
+		delete(c.gs, id)
+		return
+	}
 	if to == xtrace.GoRunning {
 		if p := ev.Proc(); p != xtrace.NoProc {
 			g.p = int64(p)
@@ -777,9 +802,7 @@ func (c *converter) finish() {
 		for _, r := range g.regions {
 			c.goSlice(g, id, r.name, r.start, end, r.args)
 		}
-		if rn, ok := c.sink.(Renamer); ok && g.track != 0 && g.name != g.trackName {
-			rn.RenameTrack(g.track, GoroutinePrefix+strconv.FormatInt(int64(id), 10)+" "+g.name)
-		}
+		c.rename(g, id)
 		for _, name := range slices.Sorted(maps.Keys(g.ranges)) {
 			if strings.HasPrefix(name, "stop-the-world") {
 				c.stw(name, g.ranges[name], end)
