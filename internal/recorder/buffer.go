@@ -174,20 +174,33 @@ func procUnpin()
 // shard's chunk for that time, so the bump is a plain load and store, and
 // a chunk the P has moved on from is never written again (but by End).
 func (b *Buffer) pin(n int) (*slab, int64, *shard) {
-	p := procPin()
-	var s *shard
-	if uint(p) < uint(len(b.shards)) {
-		s = &b.shards[p]
-	} else {
-		s = b.lockSpill()
+	s := b.shardOf(procPin())
+	if sl, i := s.take(n); sl != nil {
+		return sl, i, s
 	}
+	return b.pinSlow(s, n)
+}
+
+// shardOf is the shard of P p, for a goroutine pinned on p: the spill
+// shard, locked, for a P past the shards.
+func (b *Buffer) shardOf(p int) *shard {
+	if uint(p) < uint(len(b.shards)) {
+		return &b.shards[p]
+	}
+	return b.lockSpill()
+}
+
+// take reserves n records in the shard's current chunk, or returns a nil
+// slab when it has no room. The caller is pinned on the shard's P, its
+// only writer, so the bump is a plain load and store.
+func (s *shard) take(n int) (*slab, int64) {
 	if sl := s.cur.Load(); sl != nil {
 		if i := sl.loadNext(); i+int64(n) <= int64(len(sl.recs)) {
 			sl.storeNext(i + int64(n))
-			return sl, i, s
+			return sl, i
 		}
 	}
-	return b.pinSlow(s, n)
+	return nil, 0
 }
 
 // unpin ends the pinned section pin began.
@@ -226,17 +239,9 @@ func (b *Buffer) pinSlow(s *shard, n int) (*slab, int64, *shard) {
 		}
 		b.unpin(s)
 		runtime.Gosched()
-		p := procPin()
-		if uint(p) < uint(len(b.shards)) {
-			s = &b.shards[p]
-		} else {
-			s = b.lockSpill()
-		}
-		if sl := s.cur.Load(); sl != nil {
-			if i := sl.loadNext(); i+int64(n) <= int64(len(sl.recs)) {
-				sl.storeNext(i + int64(n))
-				return sl, i, s
-			}
+		s = b.shardOf(procPin())
+		if sl, i := s.take(n); sl != nil {
+			return sl, i, s
 		}
 	}
 	owner := s
@@ -247,22 +252,14 @@ func (b *Buffer) pinSlow(s *shard, n int) (*slab, int64, *shard) {
 		owner.drops.Add(1)
 		return nil, 0, nil
 	}
-	p := procPin()
-	if uint(p) < uint(len(b.shards)) {
-		s = &b.shards[p]
-	} else {
-		s = b.lockSpill()
-	}
+	s = b.shardOf(procPin())
 	// The goroutine may be on another P now, whose chunk may have room:
 	// use it first, and keep the new chunk for when it is full.
-	if cur := s.cur.Load(); cur != nil {
-		if i := cur.loadNext(); i+int64(n) <= int64(len(cur.recs)) {
-			cur.storeNext(i + int64(n))
-			if !s.next.CompareAndSwap(nil, sl) {
-				sl.retired.Store(true) // a ring recycles it; a plain buffer loses its room
-			}
-			return cur, i, s
+	if cur, i := s.take(n); cur != nil {
+		if !s.next.CompareAndSwap(nil, sl) {
+			sl.retired.Store(true) // a ring recycles it; a plain buffer loses its room
 		}
+		return cur, i, s
 	}
 	return b.install(s, sl, n)
 }
@@ -485,16 +482,10 @@ func (b *Buffer) StartSpan(parent context.Context, name string, args []event.Arg
 // pinAgain is pin for a goroutine pinned on P p whose shard had no room
 // (or that is past the shards): the spill shard's lock, or the slow path.
 func (b *Buffer) pinAgain(p, n int) (*slab, int64, *shard) {
-	var s *shard
-	if uint(p) < uint(len(b.shards)) {
-		s = &b.shards[p]
-	} else {
-		s = b.lockSpill()
-		if sl := s.cur.Load(); sl != nil {
-			if i := sl.loadNext(); i+int64(n) <= int64(len(sl.recs)) {
-				sl.storeNext(i + int64(n))
-				return sl, i, s
-			}
+	s := b.shardOf(p)
+	if s == &b.spill {
+		if sl, i := s.take(n); sl != nil {
+			return sl, i, s
 		}
 	}
 	return b.pinSlow(s, n)
