@@ -47,6 +47,20 @@ extern "C" int devprof_workload(int n, long long spin_ns, long long bytes) {
 	return cudaDeviceSynchronize();
 }
 
+__global__ void tiny(float *p) { p[threadIdx.x] += 1.0f; }
+
+// devprof_launch_loop is a launch-bound step: `launches` tiny kernels
+// back to back, then one synchronize (launches + 1 CUDA calls), the shape
+// whose slow-down under tracing gpu-check compares with the peers'.
+extern "C" int devprof_launch_loop(int launches) {
+	static float *buf;
+	cudaError_t e;
+	if (!buf && (e = cudaMalloc(&buf, 256 * sizeof(float)))) return e;
+	for (int i = 0; i < launches; i++) tiny<<<1, 256>>>(buf);
+	if ((e = cudaGetLastError())) return e;
+	return cudaDeviceSynchronize();
+}
+
 // devprof_alloc_free allocates bytes of device memory and frees it (the
 // device-memory check expects every such pair to be matched, and nothing
 // of it to stay live).

@@ -13,11 +13,13 @@ package main
 
 typedef int (*workload_fn)(int, long long, long long);
 typedef int (*alloc_free_fn)(long long);
+typedef int (*launch_loop_fn)(int);
 
 static void *open_workload(const char *path) { return dlopen(path, RTLD_NOW | RTLD_LOCAL); }
 static void *find(void *h, const char *name) { return dlsym(h, name); }
 static int call(void *f, int n, long long spin, long long bytes) { return ((workload_fn)f)(n, spin, bytes); }
 static int call_alloc_free(void *f, long long bytes) { return ((alloc_free_fn)f)(bytes); }
+static int call_launch_loop(void *f, int launches) { return ((launch_loop_fn)f)(launches); }
 static const char *last_error(void) { const char *e = dlerror(); return e ? e : "unknown error"; }
 */
 import "C"
@@ -26,7 +28,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"runtime"
 	"time"
 	"unsafe"
@@ -43,6 +47,9 @@ func main() {
 	steps := flag.Int("steps", 20, "workload iterations, one training step each")
 	spin := flag.Duration("spin", time.Millisecond, "how long each spin kernel busy-waits")
 	bytes := flag.Int64("bytes", 1<<20, "bytes of each copy")
+	overhead := flag.Int("overhead", 0, "after the checks, this many paired rounds timing a launch-bound loop without and with a session (0: none)")
+	overheadSteps := flag.Int("overhead-steps", 2000, "steps of the launch-bound loop a round times")
+	launches := flag.Int("launches", 46, "kernel launches in one launch-bound step (one synchronize follows)")
 	flag.Parse()
 	if *workload == "" || *logdir == "" {
 		fmt.Fprintln(os.Stderr, "gpucheck: -workload and -logdir are required (scripts/gpu-check sets them)")
@@ -51,6 +58,12 @@ func main() {
 	if err := run(*workload, *logdir, *steps, *spin, *bytes); err != nil {
 		fmt.Fprintln(os.Stderr, "gpucheck:", err)
 		os.Exit(1)
+	}
+	if *overhead > 0 {
+		if err := measureOverhead(*workload, *overhead, *overheadSteps, *launches); err != nil {
+			fmt.Fprintln(os.Stderr, "gpucheck: overhead:", err)
+			os.Exit(1)
+		}
 	}
 }
 
@@ -138,6 +151,21 @@ func run(path, logdir string, steps int, spin time.Duration, bytes int64) error 
 		held[0].Count = 3
 	}
 	problems = append(problems, gpucheck.CheckMemory(mem, held, pairs)...)
+	var heldBytes uint64
+	for _, h := range held {
+		if h.Kind == "device" {
+			heldBytes += h.Bytes * uint64(h.Count)
+		}
+	}
+	problems = append(problems, gpucheck.CheckMetrics(snap, 0, heldBytes)...)
+	if m, ok := gpucheck.MetricsOf(snap, 0); ok {
+		fmt.Printf("gpucheck: NVML: %s (%s, %s), %d SMs, cc %d.%d, %.1f GiB, %.0f GB/s\n", m.Device.DeviceName, m.Device.UUID, m.Device.PCIBusID,
+			m.Device.Caps.Cores, m.Device.Caps.ComputeCapMajor, m.Device.Caps.ComputeCapMinor, float64(m.Device.Caps.MemoryBytes)/(1<<30), float64(m.Device.Caps.MemoryBandwidth)/1e9)
+		for _, name := range slices.Sorted(maps.Keys(m.Series)) {
+			vs := m.Series[name]
+			fmt.Printf("gpucheck: NVML %-30s %3d samples, min %g max %g\n", name, len(vs), slices.Min(vs), slices.Max(vs))
+		}
+	}
 	for _, b := range mem.Buffers {
 		fmt.Printf("gpucheck: live %s %d bytes %s on gpu %d, allocated at %s\n", b.API, b.Bytes, b.Kind, b.Device, b.Site())
 	}
@@ -151,4 +179,26 @@ func run(path, logdir string, steps int, spin time.Duration, bytes int64) error 
 	}
 	fmt.Println("gpucheck: counts, launch shapes, copy sizes, spin durations, launch causality and live device memory with Go stacks all match")
 	return nil
+}
+
+// lookup returns the address of symbol name in the library at path.
+func lookup(path, name string) (unsafe.Pointer, error) {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	h := C.open_workload(cpath)
+	if h == nil {
+		return nil, fmt.Errorf("loading %s: %s", path, C.GoString(C.last_error()))
+	}
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	f := C.find(h, cname)
+	if f == nil {
+		return nil, fmt.Errorf("%s has no %s (rebuild it from scripts/gpucheck/workload.cu)", path, name)
+	}
+	return f, nil
+}
+
+// launchLoop runs one launch-bound step of the workload at f.
+func launchLoop(f unsafe.Pointer, launches int) int {
+	return int(C.call_launch_loop(f, C.int(launches)))
 }
