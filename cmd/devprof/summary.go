@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -45,13 +47,14 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	table := spanstats.Compute(spansOf(s, -1))
+	table := spanstats.Compute(spansOf(s, -1, false))
 	if err := table.Sort(*sortBy); err != nil {
 		return err
 	}
 	groups := processGroups(s)
+	splitDevices := slices.ContainsFunc(groups, func(g procGroup) bool { return g.device >= 0 })
 	for i := range groups {
-		groups[i].table = spanstats.Compute(spansOf(s, groups[i].process))
+		groups[i].table = spanstats.Compute(spansOf(s, groups[i].key, splitDevices))
 		if err := groups[i].table.Sort(*sortBy); err != nil {
 			return err
 		}
@@ -94,7 +97,11 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		fmt.Fprintf(stdout, "process %s: %s on %s\n", g.label, plural(int64(g.table.Spans), "span"), plural(int64(g.table.Tracks), "row"))
+		kind := "process"
+		if g.device >= 0 {
+			kind = "device"
+		}
+		fmt.Fprintf(stdout, "%s %s: %s on %s\n", kind, g.label, plural(int64(g.table.Spans), "span"), plural(int64(g.table.Tracks), "row"))
 		if err := g.table.Write(stdout, *top); err != nil {
 			return err
 		}
@@ -135,25 +142,34 @@ func writeGoRuntime(w io.Writer, s *event.Snapshot, top int) error {
 	return tw.Flush()
 }
 
-// procGroup is one process's share of a summary: its spans' table.
+// procGroup is one process's share of a summary, or one device's in a
+// trace of several processes: its spans' table.
 type procGroup struct {
-	process int // Track.Process: 0 for the recording program
+	key     int // rowGroup's key: Track.Process (0 for the recording program), or deviceGroup(d)
+	device  int // the device's ordinal, for a device group; -1 for a process
 	pid     int64
 	pidText string // the pid as the trace wrote it (a number or a quoted label)
 	name    string
-	label   string // how the text summary names it: pid and name
+	label   string // how the text summary names it: pid and name, or the device
 	table   *spanstats.Table
 }
 
+// deviceGroup is the group key of device d's rows.
+func deviceGroup(d int) int { return -2 - d }
+
 // processGroups returns the processes whose rows hold spans, the
 // program's first and then in Snapshot.Processes order, when there are
-// several; a trace of one process gives one group or none.
+// several; a trace of one process gives one group or none. In a trace of
+// several processes (devprof collect's merge of hosts) each device is a
+// group of its own after them: its rows belong to no host process in
+// the model, and counting them under the recording program's (the
+// collector's) would say that process ran them.
 func processGroups(s *event.Snapshot) []procGroup {
 	l := s.Layout()
 	seen := map[int]bool{}
 	for ri := range l.Rows {
 		if len(l.Rows[ri].Spans) > 0 {
-			seen[rowProcess(s, &l.Rows[ri])] = true
+			seen[rowGroup(s, &l.Rows[ri], false)] = true
 		}
 	}
 	var out []procGroup
@@ -167,7 +183,7 @@ func processGroups(s *event.Snapshot) []procGroup {
 		} else {
 			p = s.Processes[n-1]
 		}
-		g := procGroup{process: n, pid: p.PID, pidText: fmt.Sprint(p.PID), name: p.Name}
+		g := procGroup{key: n, device: -1, pid: p.PID, pidText: fmt.Sprint(p.PID), name: p.Name}
 		if p.IsLabel {
 			g.pidText = fmt.Sprintf("%q", p.Label)
 		}
@@ -180,14 +196,39 @@ func processGroups(s *event.Snapshot) []procGroup {
 		}
 		out = append(out, g)
 	}
+	if len(out) < 2 {
+		return out
+	}
+	devices := map[int]string{}
+	for ri := range l.Rows {
+		if t, ok := s.Track(&l.Rows[ri]); ok && len(l.Rows[ri].Spans) > 0 && rowGroup(s, &l.Rows[ri], true) < -1 {
+			if _, named := devices[t.Device]; !named || devices[t.Device] == "" {
+				devices[t.Device] = t.DeviceName
+			}
+		}
+	}
+	for _, d := range slices.Sorted(maps.Keys(devices)) {
+		g := procGroup{key: deviceGroup(d), device: d, name: devices[d], label: fmt.Sprintf("%d", d)}
+		if g.name != "" {
+			g.label += " (" + g.name + ")"
+		}
+		out = append(out, g)
+	}
 	return out
 }
 
-// rowProcess returns the process a layout row belongs to (Track.Process):
-// 0, the program's, for lanes and device tracks.
-func rowProcess(s *event.Snapshot, row *event.Row) int {
-	if t, ok := s.Track(row); ok && t.Kind == event.TrackHostThread {
+// rowGroup returns the group a layout row belongs to: its Track.Process
+// for a host thread; for lanes and device tracks 0, the program's, or,
+// with devices split out, deviceGroup of a device track's ordinal.
+func rowGroup(s *event.Snapshot, row *event.Row, devices bool) int {
+	t, ok := s.Track(row)
+	switch {
+	case !ok:
+		return 0
+	case t.Kind == event.TrackHostThread:
 		return t.Process
+	case devices && t.Kind != event.TrackProcess:
+		return deviceGroup(t.Device)
 	}
 	return 0
 }
@@ -211,6 +252,9 @@ type jsonSummary struct {
 	DeviceCounters []jsonCounter `json:"device_counters"`
 	// Processes splits the table by process when the trace has several.
 	Processes []jsonProcess `json:"processes,omitempty"`
+	// Devices splits the devices' rows out of Processes' (each device
+	// its own table) when the trace has several processes.
+	Devices []jsonDevice `json:"devices,omitempty"`
 	// GoRuntime is the Go runtime's section, when the trace has its
 	// tracks.
 	GoRuntime *jsonGoRuntime `json:"go_runtime,omitempty"`
@@ -241,6 +285,15 @@ type jsonProcess struct {
 	Spans int       `json:"spans"`
 	Rows  int       `json:"rows"`
 	Table []jsonRow `json:"table"`
+}
+
+// jsonDevice is one device's part of summary -json (see Devices).
+type jsonDevice struct {
+	Device int       `json:"device"`
+	Name   string    `json:"name"`
+	Spans  int       `json:"spans"`
+	Rows   int       `json:"rows"`
+	Table  []jsonRow `json:"table"`
 }
 
 type jsonDrops struct {
@@ -299,9 +352,13 @@ func writeJSON(w io.Writer, path string, f *formats.Format, s *event.Snapshot, t
 		if len(groups) < 2 {
 			break
 		}
+		if g.device >= 0 {
+			out.Devices = append(out.Devices, jsonDevice{Device: g.device, Name: g.name, Spans: g.table.Spans, Rows: g.table.Tracks, Table: jsonRows(g.table)})
+			continue
+		}
 		jp := jsonProcess{PID: g.pid, Name: g.name, Spans: g.table.Spans, Rows: g.table.Tracks, Table: jsonRows(g.table)}
-		if g.process > 0 && s.Processes[g.process-1].IsLabel {
-			jp.Label = &s.Processes[g.process-1].Label
+		if g.key > 0 && s.Processes[g.key-1].IsLabel {
+			jp.Label = &s.Processes[g.key-1].Label
 		}
 		out.Processes = append(out.Processes, jp)
 	}
@@ -427,14 +484,15 @@ func dropLines(m *event.Meta) []string {
 
 // spansOf flattens the layout of s for spanstats: a span's track is its
 // row, and its parent the span directly above it on that row, so self time
-// subtracts only nested work, not work running beside it. With process
-// >= 0, only the rows of that process (Track.Process) count.
-func spansOf(s *event.Snapshot, process int) []spanstats.Span {
+// subtracts only nested work, not work running beside it. With group
+// other than -1, only the rows of that group (rowGroup's key, devices
+// split out or not) count.
+func spansOf(s *event.Snapshot, group int, devices bool) []spanstats.Span {
 	l := s.Layout()
 	runtime := gotrace.RuntimeTracks(s) // the Go runtime's rows have a section of their own
 	var out []spanstats.Span
 	for ri := range l.Rows {
-		if process >= 0 && rowProcess(s, &l.Rows[ri]) != process || runtime[l.Rows[ri].Track] {
+		if group != -1 && rowGroup(s, &l.Rows[ri], devices) != group || runtime[l.Rows[ri].Track] {
 			continue
 		}
 		var stack []int // indexes into out

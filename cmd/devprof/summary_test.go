@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/chrome"
+	"github.com/devprof/devprof/exporters/perfetto"
+	"github.com/devprof/devprof/exporters/xplane"
 )
 
 // TestSummaryByProcess checks that summary splits its table by process
@@ -77,5 +82,67 @@ func TestSummaryDropLines(t *testing.T) {
 	}
 	if got := dropLines(&event.Meta{}); len(got) != 0 {
 		t.Errorf("no drops: %q", got)
+	}
+}
+
+// TestSummaryMergedHostsDevices: in devprof collect's merge of two GPU
+// hosts (the real H100 JAX training profile twice), each host's kernels
+// are summarized under their own device, not under the collector's
+// process, whose only spans are its capture windows.
+func TestSummaryMergedHostsDevices(t *testing.T) {
+	x, err := xplane.ReadFile("../../testdata/real-gpu/jax-h100-train.xplane.pb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernels := 0
+	for _, r := range x.Events {
+		if tr, ok := x.TrackOf(r); ok && r.Kind != event.KindCounter && (tr.Kind == event.TrackDevice || tr.Kind == event.TrackDeviceStream) {
+			kernels++
+		}
+	}
+	if kernels == 0 {
+		t.Fatal("the fixture has no device work")
+	}
+	var buf bytes.Buffer
+	if err := perfetto.Write(&buf, mergeHosts([]collectedHost{{name: "a:1", snap: x}, {name: "b:2", snap: x}}), perfetto.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "collect.pftrace")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI("summary", "-top", "1", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		" (devprof collect): 2 spans on ", // the collector: its two capture windows, nothing else
+		"\ndevice 0 (a:1: ",
+		"\ndevice 1 (b:2: ",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("no %q in\n%s", want, stdout)
+		}
+	}
+	code, stdout, stderr = runCLI("summary", "-json", path)
+	if code != 0 {
+		t.Fatalf("-json: exit %d: %s", code, stderr)
+	}
+	var out jsonSummary
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Devices) != 2 || out.Devices[0].Spans != out.Devices[1].Spans || !strings.HasPrefix(out.Devices[1].Name, "b:2: ") {
+		t.Fatalf("devices %+v, want two alike, the second b:2's", out.Devices)
+	}
+	total := 0
+	for _, p := range out.Processes {
+		total += p.Spans
+	}
+	for _, d := range out.Devices {
+		total += d.Spans
+	}
+	if total != out.Spans || out.Devices[0].Spans == 0 {
+		t.Errorf("processes and devices hold %d spans, the trace %d", total, out.Spans)
 	}
 }
