@@ -248,6 +248,24 @@ func BenchmarkTwoTimeSince(b *testing.B) {
 	sinkDur = d
 }
 
+// BenchmarkTwoSpanClockReads measures the two reads of the clock a span
+// itself makes (recorder.Now: the time-stamp counter where it is
+// invariant, as on every amd64 machine measured so far): the floor under
+// any span with a start and an end, against which DevprofSpanOn's own
+// work is the difference.
+func BenchmarkTwoSpanClockReads(b *testing.B) {
+	b.ReportAllocs()
+	var d int64
+	done := cpuTimer(b)
+	for b.Loop() {
+		t0 := recorder.Now()
+		t1 := recorder.Now()
+		d += t1 - t0
+	}
+	done()
+	sinkDur = time.Duration(d)
+}
+
 // BenchmarkRuntimeTraceRegion measures a runtime/trace region with the
 // execution tracer on (writing to io.Discard).
 func BenchmarkRuntimeTraceRegion(b *testing.B) {

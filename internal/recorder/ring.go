@@ -61,8 +61,8 @@ type ring struct {
 // holds).
 func NewRing(maxRecords int64, level uint8, window time.Duration) *Buffer {
 	n := max(runtime.GOMAXPROCS(0), runtime.NumCPU())
-	maxRecords = max(maxRecords, int64(2*shardCount(n)+2)*chunkRecords)
-	b := NewBuffer(maxRecords, level)
+	maxRecords = max(maxRecords, int64(2*shardCount(n)+2)*ringChunkRecords)
+	b := newClocked(maxRecords, level, ringChunkRecords)
 	b.ring = &ring{window: int64(max(window, 0)), ctxs: make(chan []SpanContext, 4)}
 	// The top bit of a ring's epoch marks its spans' end tokens
 	// (SpanContext.EndToken): their End must compare-and-swap.
@@ -105,12 +105,12 @@ func (g *ring) refill(b *Buffer, n int) *slab {
 	select {
 	case ctxs = <-g.ctxs:
 	default:
-		ctxs = make([]SpanContext, chunkRecords)
+		ctxs = make([]SpanContext, b.chunk)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.copying > 0 {
-		sl := newSlab(max(chunkRecords, int64(n)))
+		sl := newSlab(max(b.chunk, int64(n)))
 		sl.base = b.idBase.Add(uint64(len(sl.recs))) - uint64(len(sl.recs))
 		g.fifo = append(g.fifo, sl.chunk)
 		g.extra += int64(len(sl.recs))
@@ -145,7 +145,7 @@ func (g *ring) refill(b *Buffer, n int) *slab {
 func (g *ring) prefetchContexts(stop <-chan struct{}) {
 	for {
 		select {
-		case g.ctxs <- make([]SpanContext, chunkRecords):
+		case g.ctxs <- make([]SpanContext, ringChunkRecords):
 		case <-stop:
 			return
 		}

@@ -101,7 +101,7 @@ func TestStressSnapshotWhileSpansRun(t *testing.T) {
 // Ps past the buffer's shards (GOMAXPROCS raised after it was made) share
 // the spill shard under its lock: nothing is lost or written twice.
 func TestSpillShardSharedByExtraPs(t *testing.T) {
-	b := newBuffer(1<<16, 3, 1) // one shard: every P but P 0 spills
+	b := newBuffer(1<<16, 3, 1, chunkRecords) // one shard: every P but P 0 spills
 	const goroutines, per = 16, 2000
 	var wg sync.WaitGroup
 	for range goroutines {
