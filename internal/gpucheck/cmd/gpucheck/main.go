@@ -30,8 +30,8 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"slices"
 	"runtime"
+	"slices"
 	"time"
 	"unsafe"
 
