@@ -7,8 +7,14 @@ import (
 	"strings"
 
 	"github.com/devprof/devprof/event"
-	"github.com/devprof/devprof/sources/nvml"
 )
+
+// MetricNames are the NVML source's counter names (sources/nvml's
+// Counter* constants; the driver passes them, so that this package reads
+// the event model alone, as any consumer of a trace does).
+type MetricNames struct {
+	MemTotal, MemUsed, Util, Power, SMClock, Temp string
+}
 
 // Metrics is what the NVML source recorded of one device: its facts and
 // each counter series' values in time order.
@@ -55,7 +61,7 @@ func MetricsOf(s *event.Snapshot, dev int) (m Metrics, ok bool) {
 // real NVIDIA GPU that held at least heldBytes of device memory reports:
 // named facts, and samples of memory, power, clock and temperature in
 // their physical ranges.
-func CheckMetrics(s *event.Snapshot, dev int, heldBytes uint64) []string {
+func CheckMetrics(s *event.Snapshot, dev int, heldBytes uint64, names MetricNames) []string {
 	var problems []string
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	m, ok := MetricsOf(s, dev)
@@ -82,8 +88,8 @@ func CheckMetrics(s *event.Snapshot, dev int, heldBytes uint64) []string {
 		}
 		return vs
 	}
-	total := in(nvml.CounterMemTotal, 1<<30, 1<<42)
-	used := in(nvml.CounterMemUsed, 0, 1<<42)
+	total := in(names.MemTotal, 1<<30, 1<<42)
+	used := in(names.MemUsed, 0, 1<<42)
 	if len(total) > 0 && len(used) > 0 {
 		if slices.Max(used) > total[0] {
 			bad("GPU %d: memory used %g above total %g", dev, slices.Max(used), total[0])
@@ -94,9 +100,9 @@ func CheckMetrics(s *event.Snapshot, dev int, heldBytes uint64) []string {
 			bad("GPU %d: memory used peaked at %g bytes, the workload held %d", dev, slices.Max(used), heldBytes)
 		}
 	}
-	in(nvml.CounterUtil, 0, 100)
-	in(nvml.CounterPower, 1, 2000)
-	in(nvml.CounterSMClock, 1, 5000)
-	in(nvml.CounterTemp, 1, 110)
+	in(names.Util, 0, 100)
+	in(names.Power, 1, 2000)
+	in(names.SMClock, 1, 5000)
+	in(names.Temp, 1, 110)
 	return problems
 }

@@ -31,6 +31,9 @@ func metricsSnapshot(facts bool, edit func(map[string]float64)) *event.Snapshot 
 	return b.Snapshot()
 }
 
+var names = MetricNames{MemTotal: nvml.CounterMemTotal, MemUsed: nvml.CounterMemUsed, Util: nvml.CounterUtil,
+	Power: nvml.CounterPower, SMClock: nvml.CounterSMClock, Temp: nvml.CounterTemp}
+
 func TestCheckMetrics(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -46,12 +49,12 @@ func TestCheckMetrics(t *testing.T) {
 		{"no power", true, func(v map[string]float64) { delete(v, nvml.CounterPower) }, 0, `no "power" samples`},
 		{"hot", true, func(v map[string]float64) { v[nvml.CounterTemp] = 300 }, 0, "outside"},
 	} {
-		got := CheckMetrics(metricsSnapshot(c.facts, c.edit), 0, c.held)
+		got := CheckMetrics(metricsSnapshot(c.facts, c.edit), 0, c.held, names)
 		if c.want == "" && len(got) > 0 || c.want != "" && (len(got) == 0 || !strings.Contains(strings.Join(got, "; "), c.want)) {
 			t.Errorf("%s: problems %q, want %q", c.name, got, c.want)
 		}
 	}
-	if got := CheckMetrics(metricsSnapshot(true, nil), 1, 0); len(got) != 1 || !strings.Contains(got[0], "no device track") {
+	if got := CheckMetrics(metricsSnapshot(true, nil), 1, 0, names); len(got) != 1 || !strings.Contains(got[0], "no device track") {
 		t.Errorf("GPU 1 of a one-GPU trace: %q", got)
 	}
 }

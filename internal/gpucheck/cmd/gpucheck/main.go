@@ -38,6 +38,7 @@ import (
 	"github.com/devprof/devprof/annotate"
 	"github.com/devprof/devprof/devmem"
 	"github.com/devprof/devprof/internal/gpucheck"
+	"github.com/devprof/devprof/sources/nvml"
 	"github.com/devprof/devprof/trace"
 )
 
@@ -157,7 +158,9 @@ func run(path, logdir string, steps int, spin time.Duration, bytes int64) error 
 			heldBytes += h.Bytes * uint64(h.Count)
 		}
 	}
-	problems = append(problems, gpucheck.CheckMetrics(snap, 0, heldBytes)...)
+	problems = append(problems, gpucheck.CheckMetrics(snap, 0, heldBytes, gpucheck.MetricNames{
+		MemTotal: nvml.CounterMemTotal, MemUsed: nvml.CounterMemUsed, Util: nvml.CounterUtil,
+		Power: nvml.CounterPower, SMClock: nvml.CounterSMClock, Temp: nvml.CounterTemp})...)
 	if m, ok := gpucheck.MetricsOf(snap, 0); ok {
 		fmt.Printf("gpucheck: NVML: %s (%s, %s), %d SMs, cc %d.%d, %.1f GiB, %.0f GB/s\n", m.Device.DeviceName, m.Device.UUID, m.Device.PCIBusID,
 			m.Device.Caps.Cores, m.Device.Caps.ComputeCapMajor, m.Device.Caps.ComputeCapMinor, float64(m.Device.Caps.MemoryBytes)/(1<<30), float64(m.Device.Caps.MemoryBandwidth)/1e9)
