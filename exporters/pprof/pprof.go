@@ -146,6 +146,11 @@ func build(m *event.DeviceMemory) (*profile.Profile, error) {
 		SampleType:        []*profile.ValueType{{Type: TypeAllocations, Unit: UnitCount}, {Type: TypeSpace, Unit: UnitBytes}},
 		DefaultSampleType: TypeSpace,
 		Comments:          comments(m),
+		// One mapping that says the locations are already symbolized:
+		// without it, `go tool pprof FILE` looks for the program's binary
+		// to symbolize them and prints "Main binary filename not
+		// available." above every report.
+		Mapping: []*profile.Mapping{{ID: 1, HasFunctions: true, HasFilenames: true, HasLineNumbers: true}},
 	}
 	if !m.Time.IsZero() {
 		p.TimeNanos = m.Time.UnixNano()
@@ -167,7 +172,7 @@ func build(m *event.DeviceMemory) (*profile.Profile, error) {
 			funcs[fk] = fn
 			p.Function = append(p.Function, fn)
 		}
-		l := &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: fn, Line: int64(max(f.Line, 0))}}}
+		l := &profile.Location{ID: uint64(len(p.Location) + 1), Mapping: p.Mapping[0], Line: []profile.Line{{Function: fn, Line: int64(max(f.Line, 0))}}}
 		locs[f] = l
 		p.Location = append(p.Location, l)
 		return l

@@ -158,7 +158,7 @@ func TestLayout(t *testing.T) {
 		*p.SampleType[1] != (profile.ValueType{Type: "space", Unit: "bytes"}) || p.DefaultSampleType != "space" {
 		t.Errorf("sample types %v %v, default %q", p.SampleType[0], p.SampleType[1], p.DefaultSampleType)
 	}
-	if p.TimeNanos != in.Time.UnixNano() || len(p.Mapping) != 0 {
+	if p.TimeNanos != in.Time.UnixNano() || len(p.Mapping) != 1 {
 		t.Errorf("time %d, %d mappings", p.TimeNanos, len(p.Mapping))
 	}
 	want := groups(in)
@@ -182,7 +182,7 @@ func TestLayout(t *testing.T) {
 		}
 		var stack []event.Frame
 		for _, l := range s.Location {
-			if l.Address != 0 || l.Mapping != nil || len(l.Line) != 1 {
+			if m := l.Mapping; l.Address != 0 || m == nil || !m.HasFunctions || !m.HasFilenames || !m.HasLineNumbers || len(l.Line) != 1 {
 				t.Errorf("location %d: address %#x, mapping %v, %d lines", l.ID, l.Address, l.Mapping, len(l.Line))
 				continue
 			}

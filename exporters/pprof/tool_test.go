@@ -52,6 +52,22 @@ func pprofTool(t *testing.T, args ...string) string {
 	return stdout.String()
 }
 
+// TestPprofNeedsNoBinary: pprof run as a user runs it (symbolizing, the
+// default) reports from the profile alone, without looking for the
+// program's binary or complaining that it cannot.
+func TestPprofNeedsNoBinary(t *testing.T) {
+	cmd := exec.Command(goCommand(t), "tool", "pprof", "-top", writeProfile(t, fixture(), "m.pb.gz"))
+	cmd.Env = append(os.Environ(), "PPROF_TMPDIR="+t.TempDir(), "PPROF_BINARY_PATH="+t.TempDir())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go tool pprof -top: %v\n%s", err, stderr.String())
+	}
+	if strings.TrimSpace(stderr.String()) != "" || !strings.Contains(stdout.String(), "Type: space") {
+		t.Errorf("go tool pprof -top: stderr %q; stdout:\n%s", stderr.String(), stdout.String())
+	}
+}
+
 func writeProfile(t *testing.T, m *event.DeviceMemory, name string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name)
