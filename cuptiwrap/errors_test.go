@@ -46,6 +46,7 @@ func TestNames(t *testing.T) {
 	}
 	if MemoryKindName(2) != "Pinned" || MemoryKindName(3) != "Device" || SyncTypeName(3) != "StreamSynchronize" ||
 		MemoryOpName(1) != "alloc" || MemoryOpName(2) != "free" || OverheadKindName(1<<16) != "CUPTI buffer flush" ||
+		OverheadKindName(5<<16) != "Lazy function loading" || OverheadKindName(9<<16) != "CUPTI overhead (kind 0x90000)" ||
 		ExternalKindName(3) != "CUSTOM0" {
 		t.Error("names")
 	}
