@@ -115,11 +115,9 @@ func Write(w io.Writer, s *event.Snapshot) error {
 		if r.Kind != event.KindActivity || r.Lane == 0 || int(r.Lane) > len(s.Tracks) || s.Tracks[r.Lane-1].Kind != event.TrackDeviceStream {
 			continue
 		}
-		x.argBuf = s.AppendArgs(x.argBuf[:0], r)
-		for _, a := range x.argBuf {
-			if a.Kind == event.ArgFlow {
-				x.correlated[a.Num] = true
-			}
+		x.flowBuf = s.AppendFlows(x.flowBuf[:0], r)
+		for _, id := range x.flowBuf {
+			x.correlated[id] = true
 		}
 	}
 	x.linkSteps()
@@ -153,6 +151,7 @@ type writer struct {
 	// spans they become correlation_id stats (launch → kernel).
 	correlated map[uint64]bool
 	argBuf     []event.Arg // reused by args: one record's arguments at a time
+	flowBuf    []uint64    // reused: one record's flow ids at a time
 	// caps holds each device's capabilities, for kernels' occupancy.
 	caps map[int]event.DeviceCaps
 	// memorySize holds each device's memory size, for the free bytes of
@@ -176,8 +175,7 @@ type plane struct {
 	eventMD   protoenc.Enc
 	stats     intern.Table
 	statMD    protoenc.Enc
-	lineStart int          // Begin position of the open line in body
-	ev        protoenc.Enc // scratch for one event
+	lineStart int // Begin position of the open line in body
 }
 
 // newPlane opens a plane in space. Lines and events are written straight
@@ -231,17 +229,22 @@ func (p *plane) beginLine(id int64, name string, durationPS int64) {
 
 // event adds an event to the open line. offsetNS is relative to the
 // profile start.
+//
+// The event is encoded in place in the body, its length back-patched
+// (protoenc.End): a typical event is under 128 bytes, so its one-byte
+// length placeholder is all it takes, where building it in a scratch
+// buffer first cost a copy of every event (the bytes are the same).
 func (p *plane) event(name string, offsetNS, durNS int64, stats func(*plane)) {
-	p.ev.Reset()
-	p.ev.Int(eventMetadataID, p.eventID(name))
-	p.ev.Int(eventOffsetPS, offsetNS*1000)
+	q := p.body.Begin(lineEvents)
+	p.body.Int(eventMetadataID, p.eventID(name))
+	p.body.Int(eventOffsetPS, offsetNS*1000)
 	if durNS > 0 {
-		p.ev.Int(eventDurationPS, durNS*1000)
+		p.body.Int(eventDurationPS, durNS*1000)
 	}
 	if stats != nil {
 		stats(p)
 	}
-	p.body.Bytes(lineEvents, p.ev.B)
+	p.body.End(q)
 }
 
 func (p *plane) endLine() { p.body.End(p.lineStart) }
@@ -260,18 +263,18 @@ func (p *plane) stat(dst *protoenc.Enc, field int, name string, valueField int, 
 	dst.End(q)
 }
 
-func (p *plane) statInt(name string, v int64) { p.stat(&p.ev, eventStats, name, statInt64, uint64(v)) }
+func (p *plane) statInt(name string, v int64) { p.stat(p.body, eventStats, name, statInt64, uint64(v)) }
 
-func (p *plane) statUint(name string, v uint64) { p.stat(&p.ev, eventStats, name, statUint64, v) }
+func (p *plane) statUint(name string, v uint64) { p.stat(p.body, eventStats, name, statUint64, v) }
 
 func (p *plane) statDouble(name string, v float64) {
-	p.stat(&p.ev, eventStats, name, statDouble, math.Float64bits(v))
+	p.stat(p.body, eventStats, name, statDouble, math.Float64bits(v))
 }
 
 // statString interns v as a stat metadata name and refers to it, as the
 // TSL builder does for strings.
 func (p *plane) statString(name, v string) {
-	p.stat(&p.ev, eventStats, name, statRef, uint64(p.statID(v)))
+	p.stat(p.body, eventStats, name, statRef, uint64(p.statID(v)))
 }
 
 // planeStat* add plane-level stats (device capabilities, profile times).
