@@ -244,20 +244,17 @@ func (x *writer) stat(p *plane, a event.Arg) {
 // step (see Steps above): memStep maps the event's ID to the span's, and
 // producers holds the spans so linked.
 //
-// The memory events with a step are found first: a trace without any (a
-// session that tracked no memory) builds no index of its steps, which
-// for a training loop of 1 M spans was 100 k small slices, a quarter of
-// the writer's time.
-func (x *writer) linkSteps() {
+// memory holds the snapshot's memory events in Events order. Those with
+// a step are found first: a trace without any (a session that tracked no
+// memory) builds no index of its steps, which for a training loop of 1 M
+// spans was 100 k small slices, a quarter of the writer's time.
+func (x *writer) linkSteps(memory []*event.Record) {
 	type stepOf struct {
 		r    *event.Record
 		step int64
 	}
 	var want []stepOf // memory events with a step, in Events order
-	for _, r := range x.s.Events {
-		if !x.isMemoryEvent(r) {
-			continue
-		}
+	for _, r := range memory {
 		x.argBuf = x.s.AppendArgs(x.argBuf[:0], r)
 		for _, a := range x.argBuf {
 			if a.Key == event.ArgStep && (a.Kind == event.ArgInt || a.Kind == event.ArgUint) {

@@ -109,20 +109,37 @@ func Write(w io.Writer, s *event.Snapshot) error {
 	for _, d := range s.Layout().Devices {
 		x.caps[d.Device] = d.Caps
 	}
+	// One pass over the records finds what the passes below need, so that a
+	// trace without memory events or host flows (a session's spans) is not
+	// swept again for them: its records fill more memory than any cache.
+	var memory []*event.Record // memory events, for linkSteps
+	hostFlows := false         // whether any record but device work has a flow
 	for _, r := range s.Events {
-		// Only work on a device makes a host event a launch: a flow between
-		// host events (two API calls) is not one.
-		if r.Kind != event.KindActivity || r.Lane == 0 || int(r.Lane) > len(s.Tracks) || s.Tracks[r.Lane-1].Kind != event.TrackDeviceStream {
+		if x.isMemoryEvent(r) {
+			memory = append(memory, r)
+		}
+		if r.NArgs == 0 {
 			continue
 		}
 		x.flowBuf = s.AppendFlows(x.flowBuf[:0], r)
+		if len(x.flowBuf) == 0 {
+			continue
+		}
+		// Only work on a device makes a host event a launch: a flow between
+		// host events (two API calls) is not one.
+		if r.Kind != event.KindActivity || r.Lane == 0 || int(r.Lane) > len(s.Tracks) || s.Tracks[r.Lane-1].Kind != event.TrackDeviceStream {
+			hostFlows = true
+			continue
+		}
 		for _, id := range x.flowBuf {
 			x.correlated[id] = true
 		}
 	}
-	x.linkSteps()
+	x.linkSteps(memory)
 	l := s.Layout()
-	x.planHostFlows(l)
+	if hostFlows {
+		x.planHostFlows(l)
+	}
 	// About 22 bytes per event: reserve them so the space does not regrow.
 	space := protoenc.Enc{B: make([]byte, 0, 24*len(s.Events)+4096)}
 	x.hostPlane(&space, l)
