@@ -16,7 +16,7 @@ import (
 // ones, and every time converted within 1 µs of the monotonic reads
 // around its tick.
 func TestSnapshotConvertsChunksInParallel(t *testing.T) {
-	const goroutines, each = 4, parallelConvertMin/2
+	const goroutines, each = 4, parallelConvertMin / 2
 	b := NewBuffer(2*goroutines*each, 3)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
