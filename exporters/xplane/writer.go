@@ -141,11 +141,11 @@ func Write(w io.Writer, s *event.Snapshot) error {
 		x.planHostFlows(l)
 	}
 	// About 22 bytes per event: reserve them so the space does not regrow.
-	space := protoenc.Enc{B: make([]byte, 0, 24*len(s.Events)+4096)}
-	x.hostPlane(&space, l)
-	x.processPlanes(&space, l)
-	x.devicePlanes(&space, l)
-	x.taskEnvPlane(&space)
+	space := &spaceBuf{Enc: protoenc.Enc{B: make([]byte, 0, 24*len(s.Events)+4096)}}
+	x.hostPlane(space, l)
+	x.processPlanes(space, l)
+	x.devicePlanes(space, l)
+	x.taskEnvPlane(space)
 	// xprof shows XSpace warnings as they are: one line per source's
 	// drops and per warning, whose bracketed prefix the reader parses.
 	for _, d := range s.Meta.Drops {
@@ -157,7 +157,7 @@ func Write(w io.Writer, s *event.Snapshot) error {
 		space.String(spaceWarnings, metatext.WarningLine(warn))
 	}
 	space.String(spaceHostnames, s.Meta.Host)
-	_, err := w.Write(space.B)
+	_, err := space.WriteTo(w)
 	return err
 }
 
@@ -186,7 +186,7 @@ type writer struct {
 
 // plane accumulates one XPlane's lines and interned metadata.
 type plane struct {
-	body      *protoenc.Enc // the space being written: the plane is open in it
+	body      *spaceBuf // the space being written: the plane is open in it
 	start     int           // Begin position of the plane in body
 	events    intern.Table
 	eventMD   protoenc.Enc
@@ -197,7 +197,7 @@ type plane struct {
 
 // newPlane opens a plane in space. Lines and events are written straight
 // into it; interned metadata is appended when the plane is finished.
-func newPlane(space *protoenc.Enc, id int64, name string) *plane {
+func newPlane(space *spaceBuf, id int64, name string) *plane {
 	p := &plane{body: space}
 	p.start = space.Begin(spacePlanes)
 	p.body.Int(planeID, id)
@@ -261,10 +261,10 @@ func (p *plane) event(name string, offsetNS, durNS int64, stats func(*plane)) {
 	if stats != nil {
 		stats(p)
 	}
-	p.body.End(q)
+	p.body.end(q)
 }
 
-func (p *plane) endLine() { p.body.End(p.lineStart) }
+func (p *plane) endLine() { p.body.end(p.lineStart) }
 
 // stat appends an XStat named name to dst under field (an event's or the
 // plane's stats); valueField is the oneof member that holds v.
@@ -280,36 +280,36 @@ func (p *plane) stat(dst *protoenc.Enc, field int, name string, valueField int, 
 	dst.End(q)
 }
 
-func (p *plane) statInt(name string, v int64) { p.stat(p.body, eventStats, name, statInt64, uint64(v)) }
+func (p *plane) statInt(name string, v int64) { p.stat(&p.body.Enc, eventStats, name, statInt64, uint64(v)) }
 
-func (p *plane) statUint(name string, v uint64) { p.stat(p.body, eventStats, name, statUint64, v) }
+func (p *plane) statUint(name string, v uint64) { p.stat(&p.body.Enc, eventStats, name, statUint64, v) }
 
 func (p *plane) statDouble(name string, v float64) {
-	p.stat(p.body, eventStats, name, statDouble, math.Float64bits(v))
+	p.stat(&p.body.Enc, eventStats, name, statDouble, math.Float64bits(v))
 }
 
 // statString interns v as a stat metadata name and refers to it, as the
 // TSL builder does for strings.
 func (p *plane) statString(name, v string) {
-	p.stat(p.body, eventStats, name, statRef, uint64(p.statID(v)))
+	p.stat(&p.body.Enc, eventStats, name, statRef, uint64(p.statID(v)))
 }
 
 // planeStat* add plane-level stats (device capabilities, profile times).
-func (p *plane) planeStatUint(name string, v uint64) { p.stat(p.body, planeStats, name, statUint64, v) }
+func (p *plane) planeStatUint(name string, v uint64) { p.stat(&p.body.Enc, planeStats, name, statUint64, v) }
 
 func (p *plane) planeStatInt(name string, v int64) {
-	p.stat(p.body, planeStats, name, statInt64, uint64(v))
+	p.stat(&p.body.Enc, planeStats, name, statInt64, uint64(v))
 }
 
 func (p *plane) planeStatString(name, v string) {
-	p.stat(p.body, planeStats, name, statRef, uint64(p.statID(v)))
+	p.stat(&p.body.Enc, planeStats, name, statRef, uint64(p.statID(v)))
 }
 
 // finish appends the plane's interned metadata and closes it.
 func (p *plane) finish() {
 	p.body.B = append(p.body.B, p.eventMD.B...)
 	p.body.B = append(p.body.B, p.statMD.B...)
-	p.body.End(p.start)
+	p.body.end(p.start)
 }
 
 func (x *writer) rel(t int64) int64 { return t - x.m.Start.Mono }
@@ -431,7 +431,7 @@ func orUnknown(s string) string {
 	return s
 }
 
-func (x *writer) hostPlane(space *protoenc.Enc, l *event.Layout) {
+func (x *writer) hostPlane(space *spaceBuf, l *event.Layout) {
 	p := newPlane(space, 0, HostPlaneName)
 	// The process, as TSL names it on its planes (process_id) and as
 	// devprof's reader reads it back (process_name; TSL writes none).
@@ -560,7 +560,7 @@ func (x *writer) otherProcess(t event.Track) bool {
 // identity as plane stats, and a line per row of its threads, with the
 // thread's id as the line id where it is free (line ids must be unique in
 // a plane and stay out of xprof's derived range).
-func (x *writer) processPlanes(space *protoenc.Enc, l *event.Layout) {
+func (x *writer) processPlanes(space *spaceBuf, l *event.Layout) {
 	rows := make([][]*event.Row, len(x.s.Processes))
 	for i := range l.Rows {
 		if t, ok := x.s.Track(&l.Rows[i]); ok && x.otherProcess(t) {
@@ -662,7 +662,7 @@ const overflowLineIDs = 0x7f000000
 // devicePlanes writes one /device:GPU:<n> plane per device that has
 // activity or counters: its identity and capabilities as plane stats, one
 // line per stream track, and its counters on a _counters_ line.
-func (x *writer) devicePlanes(space *protoenc.Enc, l *event.Layout) {
+func (x *writer) devicePlanes(space *spaceBuf, l *event.Layout) {
 	byDevice := map[int][]*event.Row{}
 	for i := range l.Rows {
 		if t, ok := x.s.Track(&l.Rows[i]); ok && t.Kind == event.TrackDeviceStream {
@@ -741,7 +741,7 @@ func (x *writer) deviceStats(p *plane, dev event.Track) {
 // noteStat is the Task Environment stat that holds one note.
 const noteStat = "devprof_note"
 
-func (x *writer) taskEnvPlane(space *protoenc.Enc) {
+func (x *writer) taskEnvPlane(space *spaceBuf) {
 	p := newPlane(space, 0, TaskEnvPlaneName)
 	p.planeStatUint("profile_start_time", uint64(x.m.Start.Wall))
 	p.planeStatUint("profile_stop_time", uint64(x.m.Stop.Wall))
