@@ -187,7 +187,7 @@ type writer struct {
 // plane accumulates one XPlane's lines and interned metadata.
 type plane struct {
 	body      *spaceBuf // the space being written: the plane is open in it
-	start     int           // Begin position of the plane in body
+	start     int       // Begin position of the plane in body
 	events    intern.Table
 	eventMD   protoenc.Enc
 	stats     intern.Table
@@ -280,7 +280,9 @@ func (p *plane) stat(dst *protoenc.Enc, field int, name string, valueField int, 
 	dst.End(q)
 }
 
-func (p *plane) statInt(name string, v int64) { p.stat(&p.body.Enc, eventStats, name, statInt64, uint64(v)) }
+func (p *plane) statInt(name string, v int64) {
+	p.stat(&p.body.Enc, eventStats, name, statInt64, uint64(v))
+}
 
 func (p *plane) statUint(name string, v uint64) { p.stat(&p.body.Enc, eventStats, name, statUint64, v) }
 
@@ -295,7 +297,9 @@ func (p *plane) statString(name, v string) {
 }
 
 // planeStat* add plane-level stats (device capabilities, profile times).
-func (p *plane) planeStatUint(name string, v uint64) { p.stat(&p.body.Enc, planeStats, name, statUint64, v) }
+func (p *plane) planeStatUint(name string, v uint64) {
+	p.stat(&p.body.Enc, planeStats, name, statUint64, v)
+}
 
 func (p *plane) planeStatInt(name string, v int64) {
 	p.stat(&p.body.Enc, planeStats, name, statInt64, uint64(v))
