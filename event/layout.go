@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"unsafe"
 )
 
 // Layout places spans, instants and device activity on rows on which every
@@ -90,20 +91,24 @@ func (s *Snapshot) Layout() *Layout {
 
 func (s *Snapshot) computeLayout() *Layout {
 	l := &Layout{}
-	nspans := 0
-	for _, r := range s.Events {
-		if r.Kind == KindSpan || r.Kind == KindActivity {
-			nspans++
-		}
-	}
 	// IDs are dense (segment base + index), so per-ID facts live in slices.
 	maxID := uint64(0)
 	if n := len(s.segs); n > 0 {
 		maxID = s.segs[n-1].base + uint64(len(s.segs[n-1].recs))
 	}
+	// One pass over the records counts the spans and sorts out counters
+	// and instants: a session's records fill more memory than any cache,
+	// and each pass over them cost ~10 ms per million.
+	nspans := 0
+	var instants []*Record // in Events order, placed once spans are
 	l.DeviceCounters = map[int][]*Record{}
 	for _, r := range s.Events {
-		if r.Kind == KindCounter {
+		switch r.Kind {
+		case KindSpan, KindActivity:
+			nspans++
+		case KindInstant:
+			instants = append(instants, r)
+		case KindCounter:
 			if t, ok := s.TrackOf(r); ok && (t.Kind == TrackDevice || t.Kind == TrackDeviceStream) {
 				l.DeviceCounters[t.Device] = append(l.DeviceCounters[t.Device], r)
 				continue
@@ -124,7 +129,13 @@ func (s *Snapshot) computeLayout() *Layout {
 		}
 		return cmp.Compare(a.ID, b.ID)
 	}
-	spans := s.sortedSpans(nspans, order)
+	// The two largest arrays are fresh memory, whose first touch costs the
+	// kernel a page fault per 4 KiB (2.4 us each on a 2-core VM: 17 ms
+	// for a million spans); their pages are touched on another goroutine
+	// while sortedSpans looks for runs.
+	where := make([]int32, maxID+1) // span ID -> its row + 1 (0: not placed)
+	spans := make([]Placed, 0, nspans)
+	spans = s.sortedSpans(spans, order, prefault(spans[:nspans], where))
 	byStart := func(a, b *Record) int { return cmp.Compare(a.Start, b.Start) }
 	slices.SortFunc(l.Counters, byStart)
 	for _, c := range l.DeviceCounters {
@@ -134,11 +145,9 @@ func (s *Snapshot) computeLayout() *Layout {
 	var states []rowState
 	groups := map[uint32][]int{} // group -> its rows, in creation order
 	lanes := 0
-	where := make([]int32, maxID+1) // span ID -> its row + 1 (0: not placed)
-	// Spans are first assigned rows (rowOf), with the open spans of each
+	// Spans are first assigned rows (where), with the open spans of each
 	// row on its stack as indexes into spans; each row's Spans is then
 	// filled in one go, at its final size.
-	rowOf := make([]int32, len(spans))
 	var rowLen []int
 	popTo := func(ri int, t int64) {
 		st := &states[ri]
@@ -147,7 +156,6 @@ func (s *Snapshot) computeLayout() *Layout {
 		}
 	}
 	place := func(ri, i int) {
-		rowOf[i] = int32(ri)
 		rowLen[ri]++
 		states[ri].stack = append(states[ri].stack, i)
 		where[spans[i].ID] = int32(ri) + 1
@@ -215,14 +223,12 @@ func (s *Snapshot) computeLayout() *Layout {
 			l.Rows[ri].Spans = make([]Placed, 0, rowLen[ri])
 		}
 		for i := range spans {
-			l.Rows[rowOf[i]].Spans = append(l.Rows[rowOf[i]].Spans, spans[i])
+			ri := where[spans[i].ID] - 1 // every span was placed, IDs are unique
+			l.Rows[ri].Spans = append(l.Rows[ri].Spans, spans[i])
 		}
 	}
 	// Instants go on the row of their enclosing span, else on their track.
-	for _, r := range s.Events {
-		if r.Kind != KindInstant {
-			continue
-		}
+	for _, r := range instants {
 		if at, ok := rowOfID(where, r.Parent); ok {
 			l.Rows[at].Instants = append(l.Rows[at].Instants, r)
 			continue
@@ -255,14 +261,15 @@ func (s *Snapshot) computeLayout() *Layout {
 	return l
 }
 
-// sortedSpans returns the n spans and activity records of the snapshot as
-// Placed values in order. Buffer order is mostly sorted already: each chunk
+// sortedSpans appends the spans and activity records of the snapshot to
+// spans (empty, with room for them all) as Placed values in order; it
+// calls ready before it writes into spans. Buffer order is mostly sorted already: each chunk
 // fills in the order its spans began, and a goroutine that moves between
 // Ps leaves a few long runs. So the records are merged run by run (a heap
 // of runs, taking from the smallest while it stays smallest) instead of
 // sorted: close to one comparison per span for such traces, and never
 // worse than sorting.
-func (s *Snapshot) sortedSpans(n int, order func(a, b Placed) int) []Placed {
+func (s *Snapshot) sortedSpans(spans []Placed, order func(a, b Placed) int, ready func()) []Placed {
 	placed := func(i int) Placed {
 		r := s.Events[i]
 		end, fin := s.EndOf(r)
@@ -293,7 +300,7 @@ func (s *Snapshot) sortedSpans(n int, order func(a, b Placed) int) []Placed {
 	if len(runs) > 0 {
 		runs[len(runs)-1].end = len(s.Events)
 	}
-	spans := make([]Placed, 0, n)
+	ready()
 	if len(runs) == 1 { // sorted already
 		for i := runs[0].at; i < len(s.Events); i++ {
 			if isSpan(i) {
@@ -505,4 +512,32 @@ func (s *Snapshot) devices(l *Layout) []Track {
 		}
 	}
 	return out
+}
+
+// prefaultMin is the size from which prefault touches an array's pages on
+// a goroutine of its own: below it, a page fault or two is cheaper than
+// starting one.
+const prefaultMin = 1 << 20
+
+// prefault writes a zero into every 4 KiB page of a and b on another
+// goroutine, so that the kernel maps fresh memory there while the caller
+// does other work, and returns the function that waits for it: neither
+// array may be read or written before that returns. Memory the runtime
+// reused is mapped already, and touching it again is cheap.
+func prefault(a []Placed, b []int32) (wait func()) {
+	if int(unsafe.Sizeof(Placed{}))*len(a)+4*len(b) < prefaultMin {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		const page = 4096
+		for i := 0; i < len(a); i += page / int(unsafe.Sizeof(Placed{})) {
+			a[i] = Placed{}
+		}
+		for i := 0; i < len(b); i += page / 4 {
+			b[i] = 0
+		}
+	}()
+	return func() { <-done }
 }

@@ -246,7 +246,7 @@ func TestSortedSpansMatchesSort(t *testing.T) {
 			}
 			return cmp.Compare(a.ID, b.ID)
 		}
-		got := s.sortedSpans(len(s.Events), order)
+		got := s.sortedSpans(make([]Placed, 0, len(s.Events)), order, func() {})
 		want := slices.Clone(got)
 		slices.SortFunc(want, order)
 		if len(got) != len(in) {

@@ -109,28 +109,43 @@ func Write(w io.Writer, s *event.Snapshot) error {
 	for _, d := range s.Layout().Devices {
 		x.caps[d.Device] = d.Caps
 	}
+	// One pass over the records finds what the passes below need, so that a
+	// trace without memory events or host flows (a session's spans) is not
+	// swept again for them: its records fill more memory than any cache.
+	var memory []*event.Record // memory events, for linkSteps
+	hostFlows := false         // whether any record but device work has a flow
 	for _, r := range s.Events {
+		if x.isMemoryEvent(r) {
+			memory = append(memory, r)
+		}
+		if r.NArgs == 0 {
+			continue
+		}
+		x.flowBuf = s.AppendFlows(x.flowBuf[:0], r)
+		if len(x.flowBuf) == 0 {
+			continue
+		}
 		// Only work on a device makes a host event a launch: a flow between
 		// host events (two API calls) is not one.
 		if r.Kind != event.KindActivity || r.Lane == 0 || int(r.Lane) > len(s.Tracks) || s.Tracks[r.Lane-1].Kind != event.TrackDeviceStream {
+			hostFlows = true
 			continue
 		}
-		x.argBuf = s.AppendArgs(x.argBuf[:0], r)
-		for _, a := range x.argBuf {
-			if a.Kind == event.ArgFlow {
-				x.correlated[a.Num] = true
-			}
+		for _, id := range x.flowBuf {
+			x.correlated[id] = true
 		}
 	}
-	x.linkSteps()
+	x.linkSteps(memory)
 	l := s.Layout()
-	x.planHostFlows(l)
+	if hostFlows {
+		x.planHostFlows(l)
+	}
 	// About 22 bytes per event: reserve them so the space does not regrow.
-	space := protoenc.Enc{B: make([]byte, 0, 24*len(s.Events)+4096)}
-	x.hostPlane(&space, l)
-	x.processPlanes(&space, l)
-	x.devicePlanes(&space, l)
-	x.taskEnvPlane(&space)
+	space := &spaceBuf{Enc: protoenc.Enc{B: make([]byte, 0, 24*len(s.Events)+4096)}}
+	x.hostPlane(space, l)
+	x.processPlanes(space, l)
+	x.devicePlanes(space, l)
+	x.taskEnvPlane(space)
 	// xprof shows XSpace warnings as they are: one line per source's
 	// drops and per warning, whose bracketed prefix the reader parses.
 	for _, d := range s.Meta.Drops {
@@ -142,7 +157,7 @@ func Write(w io.Writer, s *event.Snapshot) error {
 		space.String(spaceWarnings, metatext.WarningLine(warn))
 	}
 	space.String(spaceHostnames, s.Meta.Host)
-	_, err := w.Write(space.B)
+	_, err := space.WriteTo(w)
 	return err
 }
 
@@ -153,6 +168,7 @@ type writer struct {
 	// spans they become correlation_id stats (launch → kernel).
 	correlated map[uint64]bool
 	argBuf     []event.Arg // reused by args: one record's arguments at a time
+	flowBuf    []uint64    // reused: one record's flow ids at a time
 	// caps holds each device's capabilities, for kernels' occupancy.
 	caps map[int]event.DeviceCaps
 	// memorySize holds each device's memory size, for the free bytes of
@@ -170,19 +186,18 @@ type writer struct {
 
 // plane accumulates one XPlane's lines and interned metadata.
 type plane struct {
-	body      *protoenc.Enc // the space being written: the plane is open in it
-	start     int           // Begin position of the plane in body
+	body      *spaceBuf // the space being written: the plane is open in it
+	start     int       // Begin position of the plane in body
 	events    intern.Table
 	eventMD   protoenc.Enc
 	stats     intern.Table
 	statMD    protoenc.Enc
-	lineStart int          // Begin position of the open line in body
-	ev        protoenc.Enc // scratch for one event
+	lineStart int // Begin position of the open line in body
 }
 
 // newPlane opens a plane in space. Lines and events are written straight
 // into it; interned metadata is appended when the plane is finished.
-func newPlane(space *protoenc.Enc, id int64, name string) *plane {
+func newPlane(space *spaceBuf, id int64, name string) *plane {
 	p := &plane{body: space}
 	p.start = space.Begin(spacePlanes)
 	p.body.Int(planeID, id)
@@ -231,20 +246,25 @@ func (p *plane) beginLine(id int64, name string, durationPS int64) {
 
 // event adds an event to the open line. offsetNS is relative to the
 // profile start.
+//
+// The event is encoded in place in the body, its length back-patched
+// (protoenc.End): a typical event is under 128 bytes, so its one-byte
+// length placeholder is all it takes, where building it in a scratch
+// buffer first cost a copy of every event (the bytes are the same).
 func (p *plane) event(name string, offsetNS, durNS int64, stats func(*plane)) {
-	p.ev.Reset()
-	p.ev.Int(eventMetadataID, p.eventID(name))
-	p.ev.Int(eventOffsetPS, offsetNS*1000)
+	q := p.body.Begin(lineEvents)
+	p.body.Int(eventMetadataID, p.eventID(name))
+	p.body.Int(eventOffsetPS, offsetNS*1000)
 	if durNS > 0 {
-		p.ev.Int(eventDurationPS, durNS*1000)
+		p.body.Int(eventDurationPS, durNS*1000)
 	}
 	if stats != nil {
 		stats(p)
 	}
-	p.body.Bytes(lineEvents, p.ev.B)
+	p.body.end(q)
 }
 
-func (p *plane) endLine() { p.body.End(p.lineStart) }
+func (p *plane) endLine() { p.body.end(p.lineStart) }
 
 // stat appends an XStat named name to dst under field (an event's or the
 // plane's stats); valueField is the oneof member that holds v.
@@ -260,36 +280,40 @@ func (p *plane) stat(dst *protoenc.Enc, field int, name string, valueField int, 
 	dst.End(q)
 }
 
-func (p *plane) statInt(name string, v int64) { p.stat(&p.ev, eventStats, name, statInt64, uint64(v)) }
+func (p *plane) statInt(name string, v int64) {
+	p.stat(&p.body.Enc, eventStats, name, statInt64, uint64(v))
+}
 
-func (p *plane) statUint(name string, v uint64) { p.stat(&p.ev, eventStats, name, statUint64, v) }
+func (p *plane) statUint(name string, v uint64) { p.stat(&p.body.Enc, eventStats, name, statUint64, v) }
 
 func (p *plane) statDouble(name string, v float64) {
-	p.stat(&p.ev, eventStats, name, statDouble, math.Float64bits(v))
+	p.stat(&p.body.Enc, eventStats, name, statDouble, math.Float64bits(v))
 }
 
 // statString interns v as a stat metadata name and refers to it, as the
 // TSL builder does for strings.
 func (p *plane) statString(name, v string) {
-	p.stat(&p.ev, eventStats, name, statRef, uint64(p.statID(v)))
+	p.stat(&p.body.Enc, eventStats, name, statRef, uint64(p.statID(v)))
 }
 
 // planeStat* add plane-level stats (device capabilities, profile times).
-func (p *plane) planeStatUint(name string, v uint64) { p.stat(p.body, planeStats, name, statUint64, v) }
+func (p *plane) planeStatUint(name string, v uint64) {
+	p.stat(&p.body.Enc, planeStats, name, statUint64, v)
+}
 
 func (p *plane) planeStatInt(name string, v int64) {
-	p.stat(p.body, planeStats, name, statInt64, uint64(v))
+	p.stat(&p.body.Enc, planeStats, name, statInt64, uint64(v))
 }
 
 func (p *plane) planeStatString(name, v string) {
-	p.stat(p.body, planeStats, name, statRef, uint64(p.statID(v)))
+	p.stat(&p.body.Enc, planeStats, name, statRef, uint64(p.statID(v)))
 }
 
 // finish appends the plane's interned metadata and closes it.
 func (p *plane) finish() {
 	p.body.B = append(p.body.B, p.eventMD.B...)
 	p.body.B = append(p.body.B, p.statMD.B...)
-	p.body.End(p.start)
+	p.body.end(p.start)
 }
 
 func (x *writer) rel(t int64) int64 { return t - x.m.Start.Mono }
@@ -411,7 +435,7 @@ func orUnknown(s string) string {
 	return s
 }
 
-func (x *writer) hostPlane(space *protoenc.Enc, l *event.Layout) {
+func (x *writer) hostPlane(space *spaceBuf, l *event.Layout) {
 	p := newPlane(space, 0, HostPlaneName)
 	// The process, as TSL names it on its planes (process_id) and as
 	// devprof's reader reads it back (process_name; TSL writes none).
@@ -540,7 +564,7 @@ func (x *writer) otherProcess(t event.Track) bool {
 // identity as plane stats, and a line per row of its threads, with the
 // thread's id as the line id where it is free (line ids must be unique in
 // a plane and stay out of xprof's derived range).
-func (x *writer) processPlanes(space *protoenc.Enc, l *event.Layout) {
+func (x *writer) processPlanes(space *spaceBuf, l *event.Layout) {
 	rows := make([][]*event.Row, len(x.s.Processes))
 	for i := range l.Rows {
 		if t, ok := x.s.Track(&l.Rows[i]); ok && x.otherProcess(t) {
@@ -642,7 +666,7 @@ const overflowLineIDs = 0x7f000000
 // devicePlanes writes one /device:GPU:<n> plane per device that has
 // activity or counters: its identity and capabilities as plane stats, one
 // line per stream track, and its counters on a _counters_ line.
-func (x *writer) devicePlanes(space *protoenc.Enc, l *event.Layout) {
+func (x *writer) devicePlanes(space *spaceBuf, l *event.Layout) {
 	byDevice := map[int][]*event.Row{}
 	for i := range l.Rows {
 		if t, ok := x.s.Track(&l.Rows[i]); ok && t.Kind == event.TrackDeviceStream {
@@ -721,7 +745,7 @@ func (x *writer) deviceStats(p *plane, dev event.Track) {
 // noteStat is the Task Environment stat that holds one note.
 const noteStat = "devprof_note"
 
-func (x *writer) taskEnvPlane(space *protoenc.Enc) {
+func (x *writer) taskEnvPlane(space *spaceBuf) {
 	p := newPlane(space, 0, TaskEnvPlaneName)
 	p.planeStatUint("profile_start_time", uint64(x.m.Start.Wall))
 	p.planeStatUint("profile_stop_time", uint64(x.m.Stop.Wall))

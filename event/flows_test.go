@@ -1,0 +1,90 @@
+package event_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/devprof/devprof/annotate"
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/eventtest"
+)
+
+// flowsOf is AppendFlows the long way: the ArgFlow arguments of
+// AppendArgs.
+func flowsOf(s *event.Snapshot, r *event.Record) []uint64 {
+	var ids []uint64
+	for _, a := range s.Args(r) {
+		if a.Kind == event.ArgFlow {
+			ids = append(ids, a.Num)
+		}
+	}
+	return ids
+}
+
+// TestAppendFlowsMatchesArgs checks AppendFlows against AppendArgs on
+// records with no, inline and overflow arguments, flows among them at
+// every position, as a Builder and as the recorder store them.
+func TestAppendFlowsMatchesArgs(t *testing.T) {
+	argSets := [][]event.Arg{nil}
+	for n := 1; n <= 7; n++ {
+		for flowAt := -1; flowAt < n; flowAt++ {
+			var args []event.Arg
+			for i := range n {
+				if i == flowAt || (flowAt >= 0 && i == n-1) {
+					args = append(args, annotate.Flow(uint64(100*n+i)))
+				} else {
+					args = append(args, annotate.Int(fmt.Sprint("k", i), i))
+				}
+			}
+			argSets = append(argSets, args)
+		}
+	}
+	b := event.NewBuilder(event.Meta{Host: "h", Stop: event.ClockAnchor{Mono: 1 << 20}})
+	for i, args := range argSets {
+		b.Span(event.Span{Name: "s", Start: int64(10 * i), End: int64(10*i + 5), Args: args})
+	}
+	recorded := eventtest.Record(t, 1<<12, func(ctx context.Context) {
+		for _, args := range argSets {
+			_, sp := annotate.Begin(ctx, "s", args...)
+			sp.End()
+		}
+	})
+	for name, s := range map[string]*event.Snapshot{"builder": b.Snapshot(), "recorder": recorded} {
+		if len(s.Events) != len(argSets) {
+			t.Fatalf("%s: %d events, want %d", name, len(s.Events), len(argSets))
+		}
+		withFlows := 0
+		var buf []uint64
+		for _, r := range s.Events {
+			buf = s.AppendFlows(buf[:0], r)
+			want := flowsOf(s, r)
+			if !slices.Equal(buf, want) {
+				t.Errorf("%s: record %d (%d args): AppendFlows %v, want %v", name, r.ID, r.NArgs, buf, want)
+			}
+			if len(want) > 0 {
+				withFlows++
+			}
+		}
+		if withFlows < len(argSets)/2 {
+			t.Errorf("%s: only %d records carry flows: the test lost its arguments", name, withFlows)
+		}
+	}
+}
+
+// AppendFlows gives a record's flow ids alone, for code that pairs flow
+// ends over every record of a large trace.
+func ExampleSnapshot_AppendFlows() {
+	b := event.NewBuilder(event.Meta{Host: "h", Stop: event.ClockAnchor{Mono: 100}})
+	b.Span(event.Span{Name: "launch", Start: 10, End: 20, Args: []event.Arg{
+		{Key: "batch", Kind: event.ArgInt, Num: 32}, {Kind: event.ArgFlow, Num: 7}}})
+	s := b.Snapshot()
+	var ids []uint64
+	for _, r := range s.Events {
+		ids = s.AppendFlows(ids[:0], r)
+		fmt.Println(s.Name(r), ids)
+	}
+	// Output:
+	// launch [7]
+}
