@@ -11,6 +11,9 @@
 // are interned per sequence before use; all track descriptors precede the
 // events; a clock snapshot pairs BOOTTIME and MONOTONIC with REALTIME so the
 // UI can show wall time; flows are fixed64; repeated fields are unpacked.
+// The packets are written in batches, each deflated (zlib) into one
+// packet's compressed_packets, which trace_processor inflates in place
+// (WriteOptions.Uncompressed writes them bare).
 //
 // Layout: the program is one process; each row of the host layout (lanes of
 // spans, see event.Layout) is a thread of it with a sequence of its own;
@@ -29,13 +32,17 @@ package perfetto
 import (
 	"compress/gzip"
 	"fmt"
-	"github.com/devprof/devprof/internal/intern"
-	"github.com/devprof/devprof/internal/metatext"
 	"io"
 	"math"
+	"math/bits"
 	"strconv"
+	"sync"
+
+	"github.com/klauspost/compress/zlib"
 
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/intern"
+	"github.com/devprof/devprof/internal/metatext"
 	"github.com/devprof/devprof/internal/protoenc"
 )
 
@@ -53,6 +60,7 @@ const (
 	fTracePacket = 1
 
 	pktClockSnapshot   = 6
+	pktCompressed      = 50
 	pktTimestamp       = 8
 	pktSeqID           = 10
 	pktTrackEvent      = 11
@@ -149,8 +157,16 @@ const ParentFlowBit = 1 << 63
 // WriteOptions adjust Write.
 type WriteOptions struct {
 	// Gzip compresses the whole file; the Perfetto UI and trace_processor
-	// read gzip transparently.
+	// read gzip transparently. The packets inside are then written bare:
+	// deflating them twice would cost time and save nothing.
 	Gzip bool
+	// Uncompressed writes every packet bare, for tools that read Perfetto's
+	// protobuf but do not inflate TracePacket.compressed_packets. By
+	// default the packets are written in batches of about 256 KiB, each
+	// deflated into one packet's compressed_packets: a trace of spans is
+	// several times to tens of times smaller, and trace_processor (so the
+	// UI) has read that form since Perfetto's service started writing it.
+	Uncompressed bool
 }
 
 // Write encodes s as a Perfetto trace to w.
@@ -161,6 +177,10 @@ func Write(w io.Writer, s *event.Snapshot, opts WriteOptions) error {
 		w = zw
 	}
 	tw := &writer{w: w, s: s, m: &s.Meta}
+	if !opts.Gzip && !opts.Uncompressed {
+		tw.deflate = deflaters.Get().(*zlib.Writer)
+		defer deflaters.Put(tw.deflate)
+	}
 	tw.write()
 	tw.flush()
 	if zw != nil {
@@ -171,6 +191,14 @@ func Write(w io.Writer, s *event.Snapshot, opts WriteOptions) error {
 	return tw.err
 }
 
+// deflaters holds zlib writers between Writes: each holds about a
+// megabyte of compressor state, which a trace of a few events should not
+// have to allocate again.
+var deflaters = sync.Pool{New: func() any {
+	zw, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
+	return zw
+}}
+
 type writer struct {
 	w   io.Writer
 	s   *event.Snapshot
@@ -180,6 +208,11 @@ type writer struct {
 	pkt    protoenc.Enc
 	intern protoenc.Enc // interned entries of the current packet
 	out    []byte       // framed packets not yet handed to w
+
+	// deflate, when set, compresses each batch of out into one packet's
+	// compressed_packets, built in zout.
+	deflate *zlib.Writer
+	zout    appendWriter
 
 	nextUUID uint64
 	seq      *sequence
@@ -284,12 +317,60 @@ func (w *writer) finishPacket() {
 // writing them: one Write per packet would cost more than encoding it.
 const outBatch = 256 << 10
 
-// flush writes the collected packets to w.
+// flush writes the collected packets to w, bare or deflated into one
+// packet.
 func (w *writer) flush() {
-	if w.err == nil && len(w.out) > 0 {
+	switch {
+	case w.err != nil || len(w.out) == 0:
+	case w.deflate == nil:
 		_, w.err = w.w.Write(w.out)
+	default:
+		w.err = w.writeCompressed()
 	}
 	w.out = w.out[:0]
+}
+
+// compressedHead is room for the head of a compressed packet: the
+// packet's tag and length (1 + up to 5 bytes), compressed_packets' tag (2)
+// and length (up to 5).
+const compressedHead = 1 + 5 + 2 + 5
+
+// writeCompressed deflates the batch of framed packets in out (zlib, as
+// Perfetto's service writes it and trace_processor inflates it, in place,
+// into the packets it held) and writes it as one TracePacket holding only
+// compressed_packets. The compressed bytes are written after room for the
+// head, which is then filled in right before them, so the packet goes to
+// w in one Write without moving the bytes.
+func (w *writer) writeCompressed() error {
+	w.zout.b = append(w.zout.b[:0], make([]byte, compressedHead)...)
+	w.deflate.Reset(&w.zout)
+	if _, err := w.deflate.Write(w.out); err != nil {
+		return err
+	}
+	if err := w.deflate.Close(); err != nil {
+		return err
+	}
+	z := uint64(len(w.zout.b) - compressedHead)
+	var head [compressedHead]byte
+	h := append(head[:0], fTracePacket<<3|wireBytes)
+	h = protoenc.AppendVarint(h, uint64(varintLen(pktCompressed<<3|wireBytes)+varintLen(z))+z)
+	h = protoenc.AppendVarint(h, pktCompressed<<3|wireBytes)
+	h = protoenc.AppendVarint(h, z)
+	start := compressedHead - len(h)
+	copy(w.zout.b[start:], h)
+	_, err := w.w.Write(w.zout.b[start:])
+	return err
+}
+
+// varintLen is the length of v as a varint.
+func varintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
+
+// appendWriter is an io.Writer that appends to b.
+type appendWriter struct{ b []byte }
+
+func (a *appendWriter) Write(p []byte) (int, error) {
+	a.b = append(a.b, p...)
+	return len(p), nil
 }
 
 // iid returns the interned id of s in table, adding an entry to the
