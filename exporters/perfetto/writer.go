@@ -178,11 +178,15 @@ func Write(w io.Writer, s *event.Snapshot, opts WriteOptions) error {
 	}
 	tw := &writer{w: w, s: s, m: &s.Meta}
 	if !opts.Gzip && !opts.Uncompressed {
-		tw.deflate = deflaters.Get().(*zlib.Writer)
-		defer deflaters.Put(tw.deflate)
+		tw.deflate = startDeflater(w)
 	}
 	tw.write()
 	tw.flush()
+	if tw.deflate != nil {
+		if err := tw.deflate.close(); tw.err == nil {
+			tw.err = err
+		}
+	}
 	if zw != nil {
 		if err := zw.Close(); tw.err == nil {
 			tw.err = err
@@ -210,9 +214,8 @@ type writer struct {
 	out    []byte       // framed packets not yet handed to w
 
 	// deflate, when set, compresses each batch of out into one packet's
-	// compressed_packets, built in zout.
-	deflate *zlib.Writer
-	zout    appendWriter
+	// compressed_packets and writes it.
+	deflate *deflater
 
 	nextUUID uint64
 	seq      *sequence
@@ -317,17 +320,71 @@ func (w *writer) finishPacket() {
 // writing them: one Write per packet would cost more than encoding it.
 const outBatch = 256 << 10
 
-// flush writes the collected packets to w, bare or deflated into one
-// packet.
+// flush writes the collected packets to w, bare, or hands them to the
+// deflater and takes back an empty buffer to fill next.
 func (w *writer) flush() {
 	switch {
 	case w.err != nil || len(w.out) == 0:
 	case w.deflate == nil:
 		_, w.err = w.w.Write(w.out)
 	default:
-		w.err = w.writeCompressed()
+		w.out, w.err = w.deflate.put(w.out)
+		return
 	}
 	w.out = w.out[:0]
+}
+
+// deflater compresses batches of framed packets on a goroutine of its
+// own while the writer encodes the next batch, so that on a machine with
+// two cores deflating costs little time beside encoding. Two buffers
+// take turns: the writer fills one while the other is deflated.
+type deflater struct {
+	zw   *zlib.Writer
+	zout appendWriter
+	dst  io.Writer
+	full chan []byte   // batches to deflate and write, in order
+	free chan returned // batches done, emptied, with the first error so far
+	done chan struct{}
+	err  error // the first error; the deflater's goroutine owns it until done
+}
+
+type returned struct {
+	buf []byte
+	err error
+}
+
+func startDeflater(dst io.Writer) *deflater {
+	d := &deflater{zw: deflaters.Get().(*zlib.Writer), dst: dst,
+		full: make(chan []byte), free: make(chan returned, 1), done: make(chan struct{})}
+	d.free <- returned{} // the second buffer, still to be allocated
+	go d.run()
+	return d
+}
+
+func (d *deflater) run() {
+	defer close(d.done)
+	for b := range d.full {
+		if d.err == nil {
+			d.err = d.write(b)
+		}
+		d.free <- returned{b[:0], d.err}
+	}
+}
+
+// put hands a batch to the deflater and returns an empty buffer, and the
+// first error of the batches written so far.
+func (d *deflater) put(b []byte) ([]byte, error) {
+	d.full <- b
+	r := <-d.free
+	return r.buf, r.err
+}
+
+// close waits for the last batch and returns the first error.
+func (d *deflater) close() error {
+	close(d.full)
+	<-d.done
+	deflaters.Put(d.zw)
+	return d.err
 }
 
 // compressedHead is room for the head of a compressed packet: the
@@ -335,30 +392,30 @@ func (w *writer) flush() {
 // and length (up to 5).
 const compressedHead = 1 + 5 + 2 + 5
 
-// writeCompressed deflates the batch of framed packets in out (zlib, as
-// Perfetto's service writes it and trace_processor inflates it, in place,
-// into the packets it held) and writes it as one TracePacket holding only
+// write deflates a batch of framed packets (zlib, as Perfetto's service
+// writes it and trace_processor inflates it, in place, into the packets
+// it held) and writes it as one TracePacket holding only
 // compressed_packets. The compressed bytes are written after room for the
 // head, which is then filled in right before them, so the packet goes to
-// w in one Write without moving the bytes.
-func (w *writer) writeCompressed() error {
-	w.zout.b = append(w.zout.b[:0], make([]byte, compressedHead)...)
-	w.deflate.Reset(&w.zout)
-	if _, err := w.deflate.Write(w.out); err != nil {
+// dst in one Write without moving the bytes.
+func (d *deflater) write(batch []byte) error {
+	d.zout.b = append(d.zout.b[:0], make([]byte, compressedHead)...)
+	d.zw.Reset(&d.zout)
+	if _, err := d.zw.Write(batch); err != nil {
 		return err
 	}
-	if err := w.deflate.Close(); err != nil {
+	if err := d.zw.Close(); err != nil {
 		return err
 	}
-	z := uint64(len(w.zout.b) - compressedHead)
+	z := uint64(len(d.zout.b) - compressedHead)
 	var head [compressedHead]byte
 	h := append(head[:0], fTracePacket<<3|wireBytes)
 	h = protoenc.AppendVarint(h, uint64(varintLen(pktCompressed<<3|wireBytes)+varintLen(z))+z)
 	h = protoenc.AppendVarint(h, pktCompressed<<3|wireBytes)
 	h = protoenc.AppendVarint(h, z)
 	start := compressedHead - len(h)
-	copy(w.zout.b[start:], h)
-	_, err := w.w.Write(w.zout.b[start:])
+	copy(d.zout.b[start:], h)
+	_, err := d.dst.Write(d.zout.b[start:])
 	return err
 }
 
