@@ -18,7 +18,7 @@ import (
 	"github.com/devprof/devprof/internal/eventtest"
 )
 
-// fuzzSeeds returns real traces written by the writer (plain and gzip),
+// fuzzSeeds returns real traces written by the writer (bare, compressed and gzip),
 // the hand-built traces of reader_test.go, and corrupt variants of them.
 func fuzzSeeds(t testing.TB) [][]byte {
 	s := record(t, 1<<12, func(ctx context.Context) {
@@ -44,9 +44,12 @@ func fuzzSeeds(t testing.TB) [][]byte {
 		annotate.Instant(ctx, "loose")
 		step.End()
 	})
-	plain := encode(t, s, false)
+	// The packets bare, so that mutations reach their fields, and in the
+	// default compressed form, so that they reach the inflating too.
+	plain := encodeWith(t, s, WriteOptions{Uncompressed: true})
 	seeds := [][]byte{
 		plain,
+		encode(t, s, false),
 		encode(t, s, true),
 		incrementalClockTrace(),
 		clockConversionTrace(),
@@ -76,9 +79,11 @@ func FuzzRead(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(real)
-	f.Add(encode(f, eventtest.GoldenSnapshot(), false))       // memory events and their counters
-	f.Add(encode(f, eventtest.MultiProcessSnapshot(), false)) // other processes, ranks, devprof's process labels
-	f.Add(encode(f, eventtest.OwnedSnapshot(), false))        // counters under threads and processes, process instants
+	bare := WriteOptions{Uncompressed: true}
+	f.Add(encodeWith(f, eventtest.GoldenSnapshot(), bare))       // memory events and their counters
+	f.Add(encodeWith(f, eventtest.MultiProcessSnapshot(), bare)) // other processes, ranks, devprof's process labels
+	f.Add(encodeWith(f, eventtest.OwnedSnapshot(), bare))        // counters under threads and processes, process instants
+	f.Add(encode(f, eventtest.GoldenSnapshot(), false))          // the same, compressed
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tr, err := Read(bytes.NewReader(data))
 		if err != nil {
