@@ -209,7 +209,8 @@ type writer struct {
 	m   *event.Meta
 	err error
 
-	pkt    protoenc.Enc
+	pkt    protoenc.Enc // the current packet, encoded at the end of out
+	pktPos int          // its start, for pkt.End
 	intern protoenc.Enc // interned entries of the current packet
 	out    []byte       // framed packets not yet handed to w
 
@@ -275,9 +276,13 @@ func (w *writer) uuid() uint64 {
 	return w.nextUUID
 }
 
-// startPacket begins a packet on the current sequence.
+// startPacket begins a packet on the current sequence. The packet is
+// encoded in place at the end of out, its length back-patched by
+// finishPacket (one byte reserved: nearly every packet is shorter than
+// 128 bytes; a longer one is moved once).
 func (w *writer) startPacket(ts int64, hasTS bool) {
-	w.pkt.Reset()
+	w.pkt.B = w.out
+	w.pktPos = w.pkt.Begin(fTracePacket)
 	w.intern.Reset()
 	switch {
 	case !hasTS:
@@ -308,9 +313,36 @@ func (w *writer) finishPacket() {
 		w.pkt.Varint(uint64(len(w.intern.B)))
 		w.pkt.B = append(w.pkt.B, w.intern.B...)
 	}
-	w.out = append(w.out, fTracePacket<<3|wireBytes)
-	w.out = protoenc.AppendVarint(w.out, uint64(len(w.pkt.B)))
-	w.out = append(w.out, w.pkt.B...)
+	w.pkt.End(w.pktPos)
+	w.out = w.pkt.B
+	if len(w.out) >= outBatch {
+		w.flush()
+	}
+}
+
+// sliceEnd writes a slice's END: only its type and time, on the
+// sequence's default track. On a row's sequence (after its first packet,
+// time not going back) its bytes are known but for the delta and the
+// sequence id, and are appended without the general encoder's calls: ends
+// are half the events.
+func (w *writer) sliceEnd(ts int64) {
+	s := w.seq
+	if !s.started || !s.incremental || ts < s.last || s.id >= 0x80 {
+		w.startPacket(ts, true)
+		p := w.pkt.Begin(pktTrackEvent)
+		w.pkt.Uint(teType, typeSliceEnd)
+		w.pkt.End(p)
+		w.finishPacket()
+		return
+	}
+	d := uint64(ts - s.last)
+	s.last = ts
+	// timestamp (1 + delta), sequence id (2), track_event {type} (4): at
+	// most 18 bytes, so one length byte.
+	n := 1 + varintLen(d) + 2 + 4
+	b := append(w.out, fTracePacket<<3|wireBytes, byte(n), pktTimestamp<<3|wireVarint)
+	b = protoenc.AppendVarint(b, d)
+	w.out = append(b, pktSeqID<<3|wireVarint, byte(s.id), pktTrackEvent<<3|wireBytes, 2, teType<<3|wireVarint, typeSliceEnd)
 	if len(w.out) >= outBatch {
 		w.flush()
 	}
@@ -847,11 +879,7 @@ func (w *writer) rows(l *event.Layout) {
 			case event.RowBegin:
 				w.slice(typeSliceBegin, sp.Start, 0, sp.Record, sp.Finished, childLinks[sp.ID], sp.Displaced)
 			case event.RowEnd:
-				w.startPacket(w.boot(sp.End), true)
-				p := w.pkt.Begin(pktTrackEvent)
-				w.pkt.Uint(teType, typeSliceEnd)
-				w.pkt.End(p)
-				w.finishPacket()
+				w.sliceEnd(w.boot(sp.End))
 			case event.RowInstant:
 				w.slice(typeInstant, inst.Start, 0, inst, true, nil, false)
 			}
