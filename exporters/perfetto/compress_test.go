@@ -58,10 +58,11 @@ func packetsOf(t *testing.T, data []byte) [][]byte {
 	return out
 }
 
-// TestCompressedPackets: by default the packets are written in batches,
-// each the only field of a packet, deflated (zlib); inflated and put back
-// in place they are byte for byte what WriteOptions.Uncompressed writes,
-// so nothing the file says changes, and every form reads back alike.
+// TestCompressedPackets: by default a trace of more than one batch is
+// written in batches, each the only field of a packet, deflated (zlib);
+// inflated and put back in place they are byte for byte what
+// WriteOptions.Uncompressed writes, so nothing the file says changes, and
+// every form reads back alike. A trace of one batch is written bare.
 func TestCompressedPackets(t *testing.T) {
 	s := stepsSnapshot(40_000) // about 1.2 MB of packets: several batches
 	def := encodeWith(t, s, WriteOptions{})
@@ -118,6 +119,12 @@ func TestCompressedPackets(t *testing.T) {
 		t.Fatal("the compressed trace does not read back as the snapshot written")
 	}
 
+	// One batch: bare, as with Uncompressed.
+	small := stepsSnapshot(1_000)
+	if def, bare := encode(t, small, false), encodeWith(t, small, WriteOptions{Uncompressed: true}); !bytes.Equal(def, bare) || len(def) >= outBatch {
+		t.Errorf("a trace of one batch (%d bytes) is not written bare (%d bytes)", len(bare), len(def))
+	}
+
 	path := filepath.Join(t.TempDir(), "compressed.pftrace")
 	if err := os.WriteFile(path, def, 0o644); err != nil {
 		t.Fatal(err)
@@ -150,7 +157,7 @@ func TestWriteReturnsWriterError(t *testing.T) {
 			}
 		}
 	}
-	// The golden snapshot (one batch) too.
+	// The golden snapshot (one batch, bare) too.
 	if err := Write(&failAfter{10}, eventtest.GoldenSnapshot(), WriteOptions{}); !errors.Is(err, errDiskFull) {
 		t.Errorf("golden: got %v", err)
 	}

@@ -44,13 +44,14 @@ func fuzzSeeds(t testing.TB) [][]byte {
 		annotate.Instant(ctx, "loose")
 		step.End()
 	})
-	// The packets bare, so that mutations reach their fields, and in the
-	// default compressed form, so that they reach the inflating too.
-	plain := encodeWith(t, s, WriteOptions{Uncompressed: true})
+	// A small trace is written bare, so mutations reach the packets'
+	// fields; a trace of several batches is deflated, so they reach the
+	// inflating too.
+	plain := encode(t, s, false)
 	seeds := [][]byte{
 		plain,
-		encode(t, s, false),
 		encode(t, s, true),
+		encode(t, stepsSnapshot(10_000), false),
 		incrementalClockTrace(),
 		clockConversionTrace(),
 		foreignTrace(),
@@ -79,11 +80,9 @@ func FuzzRead(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(real)
-	bare := WriteOptions{Uncompressed: true}
-	f.Add(encodeWith(f, eventtest.GoldenSnapshot(), bare))       // memory events and their counters
-	f.Add(encodeWith(f, eventtest.MultiProcessSnapshot(), bare)) // other processes, ranks, devprof's process labels
-	f.Add(encodeWith(f, eventtest.OwnedSnapshot(), bare))        // counters under threads and processes, process instants
-	f.Add(encode(f, eventtest.GoldenSnapshot(), false))          // the same, compressed
+	f.Add(encode(f, eventtest.GoldenSnapshot(), false))       // memory events and their counters
+	f.Add(encode(f, eventtest.MultiProcessSnapshot(), false)) // other processes, ranks, devprof's process labels
+	f.Add(encode(f, eventtest.OwnedSnapshot(), false))        // counters under threads and processes, process instants
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tr, err := Read(bytes.NewReader(data))
 		if err != nil {

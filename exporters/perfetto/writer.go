@@ -11,9 +11,10 @@
 // are interned per sequence before use; all track descriptors precede the
 // events; a clock snapshot pairs BOOTTIME and MONOTONIC with REALTIME so the
 // UI can show wall time; flows are fixed64; repeated fields are unpacked.
-// The packets are written in batches, each deflated (zlib) into one
-// packet's compressed_packets, which trace_processor inflates in place
-// (WriteOptions.Uncompressed writes them bare).
+// A trace larger than one batch of packets (256 KiB) is written in
+// batches, each deflated (zlib) into one packet's compressed_packets,
+// which trace_processor inflates in place; a smaller one is written bare
+// (WriteOptions.Uncompressed writes every trace bare).
 //
 // Layout: the program is one process; each row of the host layout (lanes of
 // spans, see event.Layout) is a thread of it with a sequence of its own;
@@ -162,10 +163,13 @@ type WriteOptions struct {
 	Gzip bool
 	// Uncompressed writes every packet bare, for tools that read Perfetto's
 	// protobuf but do not inflate TracePacket.compressed_packets. By
-	// default the packets are written in batches of about 256 KiB, each
-	// deflated into one packet's compressed_packets: a trace of spans is
-	// several times to tens of times smaller, and trace_processor (so the
-	// UI) has read that form since Perfetto's service started writing it.
+	// default a trace whose packets fill more than one batch of 256 KiB
+	// is written in batches, each deflated into one packet's
+	// compressed_packets: a trace of spans is several times to tens of
+	// times smaller, and trace_processor (so the UI) has read that form
+	// since Perfetto's service started writing it. A smaller trace is
+	// written bare: deflating it would save a few kilobytes, and bare it
+	// stays readable by any protobuf tool.
 	Uncompressed bool
 }
 
@@ -176,12 +180,9 @@ func Write(w io.Writer, s *event.Snapshot, opts WriteOptions) error {
 		zw, _ = gzip.NewWriterLevel(w, gzip.BestSpeed)
 		w = zw
 	}
-	tw := &writer{w: w, s: s, m: &s.Meta}
-	if !opts.Gzip && !opts.Uncompressed {
-		tw.deflate = startDeflater(w)
-	}
+	tw := &writer{w: w, s: s, m: &s.Meta, compress: !opts.Gzip && !opts.Uncompressed}
 	tw.write()
-	tw.flush()
+	tw.emit()
 	if tw.deflate != nil {
 		if err := tw.deflate.close(); tw.err == nil {
 			tw.err = err
@@ -214,9 +215,11 @@ type writer struct {
 	intern protoenc.Enc // interned entries of the current packet
 	out    []byte       // framed packets not yet handed to w
 
-	// deflate, when set, compresses each batch of out into one packet's
-	// compressed_packets and writes it.
-	deflate *deflater
+	// compress says to deflate the batches if there are more than one;
+	// deflate, started at the first full batch, compresses each batch of
+	// out into one packet's compressed_packets and writes it.
+	compress bool
+	deflate  *deflater
 
 	nextUUID uint64
 	seq      *sequence
@@ -352,9 +355,18 @@ func (w *writer) sliceEnd(ts int64) {
 // writing them: one Write per packet would cost more than encoding it.
 const outBatch = 256 << 10
 
-// flush writes the collected packets to w, bare, or hands them to the
-// deflater and takes back an empty buffer to fill next.
+// flush writes out, a full batch with more packets to come: the trace is
+// more than one batch, so from here on it is deflated if it is to be.
 func (w *writer) flush() {
+	if w.compress && w.deflate == nil && w.err == nil {
+		w.deflate = startDeflater(w.w)
+	}
+	w.emit()
+}
+
+// emit writes the collected packets to w, bare, or hands them to the
+// deflater and takes back an empty buffer to fill next.
+func (w *writer) emit() {
 	switch {
 	case w.err != nil || len(w.out) == 0:
 	case w.deflate == nil:
@@ -415,6 +427,7 @@ func (d *deflater) put(b []byte) ([]byte, error) {
 func (d *deflater) close() error {
 	close(d.full)
 	<-d.done
+	d.zw.Reset(nil) // the pool must not keep this trace's output alive
 	deflaters.Put(d.zw)
 	return d.err
 }
