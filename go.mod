@@ -11,6 +11,7 @@ require github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724
 require (
 	github.com/NVIDIA/go-nvml v0.13.0-1
 	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
+	github.com/klauspost/compress v1.19.2
 	go.yaml.in/yaml/v4 v4.0.0
 	gocloud.dev v0.47.0
 	golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4

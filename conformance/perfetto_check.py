@@ -21,7 +21,11 @@ violation otherwise, 2 on a usage error (unreadable file or manifest).
 Library use: ``check_file(path, manifest=None) -> Result`` and
 ``check_bytes(data, manifest=None) -> Result``; ``Result.violations`` is the
 list of messages, each naming the packet index (0-based, file order), the
-sequence id and the field concerned.
+sequence id and the field concerned. The packets inside a
+TracePacket.compressed_packets (zlib, as Perfetto's service writes them and
+devprof's writer does by default) are checked in its place, as TP's
+tokenizer splices them into the stream; packet indices count them, not the
+compressed packet that held them.
 
 Invariants checked on every trace (TP = trace_processor's import rules):
  1. every packet has trusted_packet_sequence_id != 0;
@@ -300,6 +304,77 @@ def decode_container(raw: bytes) -> tuple[bytes, str]:
     if raw[:4] == b"\x28\xb5\x2f\xfd":
         raise TraceFormatError("zstd-compressed traces are not supported by this checker")
     return raw, "raw protobuf"
+
+
+COMPRESSED_PACKETS = 50         # TracePacket.compressed_packets (zlib/deflate)
+ZSTD_COMPRESSED_PACKETS = 133   # TracePacket.zstd_compressed_packets
+
+
+def expand_compressed(data: bytes) -> tuple[bytes, int]:
+    """Returns data with each TracePacket that holds compressed_packets
+    replaced by the packets it inflates to, and how many were inflated.
+
+    TP's tokenizer inflates compressed_packets (zlib or gzip headers, both
+    accepted: inflateInit2 with 32+MAX_WBITS) and reads the framed packets
+    inside in place, before sequence ids or timestamps matter; the holding
+    packet is nothing else. Raises TraceFormatError for what TP would
+    refuse: a stream that does not inflate or ends early, inner bytes that
+    are not framed TracePackets, compressed packets inside compressed
+    packets, and (this checker's limit) zstd."""
+    try:
+        frames = split_packets(data)
+    except TraceFormatError:
+        return data, 0      # Checker.run reports the broken framing itself
+    out = bytearray()
+    inflated = 0
+    for idx, (start, end) in enumerate(frames):
+        try:
+            fields = list(iter_fields(data, start, end))
+        except TraceFormatError:
+            fields = []     # Checker.packet reports the corrupt packet itself
+        nums = {f[0] for f in fields}
+        if ZSTD_COMPRESSED_PACKETS in nums:
+            raise TraceFormatError("packet %d: zstd_compressed_packets are not supported by "
+                                   "this checker" % idx)
+        if COMPRESSED_PACKETS not in nums:
+            out += b"\x0a" + varint_bytes(end - start) + data[start:end]
+            continue
+        if len(fields) != 1 or fields[0][1] != 2:
+            raise TraceFormatError("packet %d: compressed_packets must be the packet's only "
+                                   "field, length-delimited (it holds fields %s)"
+                                   % (idx, sorted(nums)))
+        _, _, a, b = fields[0]
+        d = zlib.decompressobj(32 + zlib.MAX_WBITS)
+        try:
+            inner = d.decompress(data[a:b])
+        except zlib.error as e:
+            raise TraceFormatError("packet %d: compressed_packets do not inflate: %s"
+                                   % (idx, e)) from None
+        if not d.eof:
+            raise TraceFormatError("packet %d: compressed_packets end before their zlib "
+                                   "stream does" % idx)
+        if d.unused_data:
+            raise TraceFormatError("packet %d: %d bytes after the zlib stream of "
+                                   "compressed_packets" % (idx, len(d.unused_data)))
+        try:
+            for s2, e2 in split_packets(inner):
+                if any(f[0] in (COMPRESSED_PACKETS, ZSTD_COMPRESSED_PACKETS)
+                       for f in iter_fields(inner, s2, e2)):
+                    raise TraceFormatError("compressed_packets inside compressed_packets")
+        except TraceFormatError as e:
+            raise TraceFormatError("packet %d: inside compressed_packets: %s" % (idx, e)) from None
+        out += inner
+        inflated += 1
+    return (bytes(out) if inflated else data), inflated
+
+
+def varint_bytes(v: int) -> bytes:
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
 
 
 def split_packets(data: bytes) -> list[tuple[int, int]]:
@@ -585,7 +660,8 @@ class Checker:
         elif which == "track_event":
             self.track_event(pkt, seq, idx, where, clock)
         elif which in ("compressed_packets", "zstd_compressed_packets"):
-            self.v("%s: TracePacket.%s is not supported by this checker" % (where, which))
+            # expand_compressed inflated every one before the checker ran.
+            self.v("%s: TracePacket.%s left in the stream" % (where, which))
 
     def intern(self, idata, seq: _Seq, idx: int, where: str) -> None:
         for fd, entries in idata.ListFields():
@@ -1377,10 +1453,13 @@ def compare_manifest(res: Result, m: dict) -> None:
 def check_bytes(raw: bytes, manifest: Optional[dict] = None, path: str = "<bytes>") -> Result:
     try:
         data, container = decode_container(raw)
+        data, inflated = expand_compressed(data) if data else (data, 0)
     except TraceFormatError as e:
         r = Result(path=path, container="?", size=len(raw))
         r.violations.append(str(e))
         return r
+    if inflated:
+        container += ", %d compressed_packets inflated" % inflated
     res = Checker(data, path, container).run()
     if manifest is not None:
         compare_manifest(res, manifest)

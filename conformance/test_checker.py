@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import zlib
 
 import pytest
 
@@ -284,6 +285,49 @@ def test_gzip_is_read_transparently():
     res = check(gzip.compress(tb.bytes()), m)
     assert res.ok, pc.format_violations(res)
     assert res.container.startswith("gzip")
+
+
+def compressed(packets: bytes, compress=zlib.compress) -> bytes:
+    """One TracePacket holding packets (framed) in compressed_packets."""
+    return field_bytes(1, 2, field_bytes(50, 2, compress(packets)))
+
+
+def test_compressed_packets_are_checked_in_place():
+    # devprof's writer puts its packets in compressed_packets batches; TP
+    # inflates each in place. Split the valid trace into a bare head, then
+    # two compressed batches (zlib, and gzip headers, which TP also takes).
+    tb, m, _ = valid_trace()
+    data = tb.bytes()
+    frames = pc.split_packets(data)
+    cut = lambda i: frames[i][0] - 1 - len(varint(frames[i][1] - frames[i][0]))
+    a, b = cut(2), cut(len(frames) // 2)
+    wrapped = data[:a] + compressed(data[a:b]) + compressed(data[b:], gzip.compress)
+    res = check(wrapped, m)
+    assert res.ok, pc.format_violations(res)
+    assert "2 compressed_packets inflated" in res.container
+    assert res.packets == len(frames)
+    # What is inside is checked as any packet: break the manifest's first
+    # span and the violation still names it.
+    m["spans"][0]["ts"] += 1
+    assert not check(wrapped, m).ok
+
+
+def test_compressed_packets_broken():
+    tb, _, _ = valid_trace()
+    data = tb.bytes()
+    z = zlib.compress(data)
+    assert_reports(check(field_bytes(1, 2, field_bytes(50, 2, z[:len(z) // 2]))),
+                   "packet 0", "end before their zlib stream")
+    assert_reports(check(field_bytes(1, 2, field_bytes(50, 2, b"\x78\x9c" + b"\xff" * 20))),
+                   "packet 0", "do not inflate")
+    assert_reports(check(field_bytes(1, 2, field_bytes(50, 2, z + b"xx"))),
+                   "2 bytes after the zlib stream")
+    assert_reports(check(compressed(compressed(data))), "compressed_packets inside compressed_packets")
+    assert_reports(check(compressed(b"\x12\x01x")), "inside compressed_packets", "holds field 2")
+    assert_reports(check(field_bytes(1, 2, field_bytes(10, 0, varint(1)) + field_bytes(50, 2, z))),
+                   "compressed_packets must be the packet's only field")
+    assert_reports(check(field_bytes(1, 2, field_bytes(133, 2, b"\x28\xb5\x2f\xfd"))),
+                   "zstd_compressed_packets are not supported")
 
 
 def test_cli_exit_codes(tmp_path):

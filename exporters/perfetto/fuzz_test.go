@@ -18,7 +18,7 @@ import (
 	"github.com/devprof/devprof/internal/eventtest"
 )
 
-// fuzzSeeds returns real traces written by the writer (plain and gzip),
+// fuzzSeeds returns real traces written by the writer (bare, compressed and gzip),
 // the hand-built traces of reader_test.go, and corrupt variants of them.
 func fuzzSeeds(t testing.TB) [][]byte {
 	s := record(t, 1<<12, func(ctx context.Context) {
@@ -44,10 +44,14 @@ func fuzzSeeds(t testing.TB) [][]byte {
 		annotate.Instant(ctx, "loose")
 		step.End()
 	})
+	// A small trace is written bare, so mutations reach the packets'
+	// fields; a trace of several batches is deflated, so they reach the
+	// inflating too.
 	plain := encode(t, s, false)
 	seeds := [][]byte{
 		plain,
 		encode(t, s, true),
+		encode(t, stepsSnapshot(10_000), false),
 		incrementalClockTrace(),
 		clockConversionTrace(),
 		foreignTrace(),

@@ -33,8 +33,13 @@ func record(t testing.TB, maxEvents int64, fn func(ctx context.Context)) *event.
 
 func encode(t testing.TB, s *event.Snapshot, gz bool) []byte {
 	t.Helper()
+	return encodeWith(t, s, WriteOptions{Gzip: gz})
+}
+
+func encodeWith(t testing.TB, s *event.Snapshot, opts WriteOptions) []byte {
+	t.Helper()
 	var b bytes.Buffer
-	if err := Write(&b, s, WriteOptions{Gzip: gz}); err != nil {
+	if err := Write(&b, s, opts); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -1209,13 +1214,14 @@ func TestReadDrops(t *testing.T) {
 	}
 }
 
-// The error names the packet and offset of a real trace's last packet.
+// The error names the packet and offset of a real trace's last packet
+// (packets written bare, so that the last is one of the file's).
 func TestReadErrorLocatesPacket(t *testing.T) {
 	s := record(t, 1<<10, func(ctx context.Context) {
 		_, sp := annotate.Begin(ctx, "a")
 		sp.End()
 	})
-	data := encode(t, s, false)
+	data := encodeWith(t, s, WriteOptions{Uncompressed: true})
 	tr := mustRead(t, data)
 	// Find where the last packet starts.
 	off, last := 0, 0

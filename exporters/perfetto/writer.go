@@ -11,6 +11,10 @@
 // are interned per sequence before use; all track descriptors precede the
 // events; a clock snapshot pairs BOOTTIME and MONOTONIC with REALTIME so the
 // UI can show wall time; flows are fixed64; repeated fields are unpacked.
+// A trace larger than one batch of packets (256 KiB) is written in
+// batches, each deflated (zlib) into one packet's compressed_packets,
+// which trace_processor inflates in place; a smaller one is written bare
+// (WriteOptions.Uncompressed writes every trace bare).
 //
 // Layout: the program is one process; each row of the host layout (lanes of
 // spans, see event.Layout) is a thread of it with a sequence of its own;
@@ -29,13 +33,17 @@ package perfetto
 import (
 	"compress/gzip"
 	"fmt"
-	"github.com/devprof/devprof/internal/intern"
-	"github.com/devprof/devprof/internal/metatext"
 	"io"
 	"math"
+	"math/bits"
 	"strconv"
+	"sync"
+
+	"github.com/klauspost/compress/zlib"
 
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/intern"
+	"github.com/devprof/devprof/internal/metatext"
 	"github.com/devprof/devprof/internal/protoenc"
 )
 
@@ -53,6 +61,7 @@ const (
 	fTracePacket = 1
 
 	pktClockSnapshot   = 6
+	pktCompressed      = 50
 	pktTimestamp       = 8
 	pktSeqID           = 10
 	pktTrackEvent      = 11
@@ -149,8 +158,19 @@ const ParentFlowBit = 1 << 63
 // WriteOptions adjust Write.
 type WriteOptions struct {
 	// Gzip compresses the whole file; the Perfetto UI and trace_processor
-	// read gzip transparently.
+	// read gzip transparently. The packets inside are then written bare:
+	// deflating them twice would cost time and save nothing.
 	Gzip bool
+	// Uncompressed writes every packet bare, for tools that read Perfetto's
+	// protobuf but do not inflate TracePacket.compressed_packets. By
+	// default a trace whose packets fill more than one batch of 256 KiB
+	// is written in batches, each deflated into one packet's
+	// compressed_packets: a trace of spans is several times to tens of
+	// times smaller, and trace_processor (so the UI) has read that form
+	// since Perfetto's service started writing it. A smaller trace is
+	// written bare: deflating it would save a few kilobytes, and bare it
+	// stays readable by any protobuf tool.
+	Uncompressed bool
 }
 
 // Write encodes s as a Perfetto trace to w.
@@ -160,9 +180,14 @@ func Write(w io.Writer, s *event.Snapshot, opts WriteOptions) error {
 		zw, _ = gzip.NewWriterLevel(w, gzip.BestSpeed)
 		w = zw
 	}
-	tw := &writer{w: w, s: s, m: &s.Meta}
+	tw := &writer{w: w, s: s, m: &s.Meta, compress: !opts.Gzip && !opts.Uncompressed}
 	tw.write()
-	tw.flush()
+	tw.emit()
+	if tw.deflate != nil {
+		if err := tw.deflate.close(); tw.err == nil {
+			tw.err = err
+		}
+	}
 	if zw != nil {
 		if err := zw.Close(); tw.err == nil {
 			tw.err = err
@@ -171,15 +196,30 @@ func Write(w io.Writer, s *event.Snapshot, opts WriteOptions) error {
 	return tw.err
 }
 
+// deflaters holds zlib writers between Writes: each holds about a
+// megabyte of compressor state, which a trace of a few events should not
+// have to allocate again.
+var deflaters = sync.Pool{New: func() any {
+	zw, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
+	return zw
+}}
+
 type writer struct {
 	w   io.Writer
 	s   *event.Snapshot
 	m   *event.Meta
 	err error
 
-	pkt    protoenc.Enc
+	pkt    protoenc.Enc // the current packet, encoded at the end of out
+	pktPos int          // its start, for pkt.End
 	intern protoenc.Enc // interned entries of the current packet
 	out    []byte       // framed packets not yet handed to w
+
+	// compress says to deflate the batches if there are more than one;
+	// deflate, started at the first full batch, compresses each batch of
+	// out into one packet's compressed_packets and writes it.
+	compress bool
+	deflate  *deflater
 
 	nextUUID uint64
 	seq      *sequence
@@ -239,9 +279,13 @@ func (w *writer) uuid() uint64 {
 	return w.nextUUID
 }
 
-// startPacket begins a packet on the current sequence.
+// startPacket begins a packet on the current sequence. The packet is
+// encoded in place at the end of out, its length back-patched by
+// finishPacket (one byte reserved: nearly every packet is shorter than
+// 128 bytes; a longer one is moved once).
 func (w *writer) startPacket(ts int64, hasTS bool) {
-	w.pkt.Reset()
+	w.pkt.B = w.out
+	w.pktPos = w.pkt.Begin(fTracePacket)
 	w.intern.Reset()
 	switch {
 	case !hasTS:
@@ -272,9 +316,36 @@ func (w *writer) finishPacket() {
 		w.pkt.Varint(uint64(len(w.intern.B)))
 		w.pkt.B = append(w.pkt.B, w.intern.B...)
 	}
-	w.out = append(w.out, fTracePacket<<3|wireBytes)
-	w.out = protoenc.AppendVarint(w.out, uint64(len(w.pkt.B)))
-	w.out = append(w.out, w.pkt.B...)
+	w.pkt.End(w.pktPos)
+	w.out = w.pkt.B
+	if len(w.out) >= outBatch {
+		w.flush()
+	}
+}
+
+// sliceEnd writes a slice's END: only its type and time, on the
+// sequence's default track. On a row's sequence (after its first packet,
+// time not going back) its bytes are known but for the delta and the
+// sequence id, and are appended without the general encoder's calls: ends
+// are half the events.
+func (w *writer) sliceEnd(ts int64) {
+	s := w.seq
+	if !s.started || !s.incremental || ts < s.last || s.id >= 0x80 {
+		w.startPacket(ts, true)
+		p := w.pkt.Begin(pktTrackEvent)
+		w.pkt.Uint(teType, typeSliceEnd)
+		w.pkt.End(p)
+		w.finishPacket()
+		return
+	}
+	d := uint64(ts - s.last)
+	s.last = ts
+	// timestamp (1 + delta), sequence id (2), track_event {type} (4): at
+	// most 18 bytes, so one length byte.
+	n := 1 + varintLen(d) + 2 + 4
+	b := append(w.out, fTracePacket<<3|wireBytes, byte(n), pktTimestamp<<3|wireVarint)
+	b = protoenc.AppendVarint(b, d)
+	w.out = append(b, pktSeqID<<3|wireVarint, byte(s.id), pktTrackEvent<<3|wireBytes, 2, teType<<3|wireVarint, typeSliceEnd)
 	if len(w.out) >= outBatch {
 		w.flush()
 	}
@@ -284,12 +355,124 @@ func (w *writer) finishPacket() {
 // writing them: one Write per packet would cost more than encoding it.
 const outBatch = 256 << 10
 
-// flush writes the collected packets to w.
+// flush writes out, a full batch with more packets to come: the trace is
+// more than one batch, so from here on it is deflated if it is to be.
 func (w *writer) flush() {
-	if w.err == nil && len(w.out) > 0 {
+	if w.compress && w.deflate == nil && w.err == nil {
+		w.deflate = startDeflater(w.w)
+	}
+	w.emit()
+}
+
+// emit writes the collected packets to w, bare, or hands them to the
+// deflater and takes back an empty buffer to fill next.
+func (w *writer) emit() {
+	switch {
+	case w.err != nil || len(w.out) == 0:
+	case w.deflate == nil:
 		_, w.err = w.w.Write(w.out)
+	default:
+		w.out, w.err = w.deflate.put(w.out)
+		return
 	}
 	w.out = w.out[:0]
+}
+
+// deflater compresses batches of framed packets on a goroutine of its
+// own while the writer encodes the next batch, so that on a machine with
+// two cores deflating costs little time beside encoding. Two buffers
+// take turns: the writer fills one while the other is deflated.
+type deflater struct {
+	zw   *zlib.Writer
+	zout appendWriter
+	dst  io.Writer
+	full chan []byte   // batches to deflate and write, in order
+	free chan returned // batches done, emptied, with the first error so far
+	done chan struct{}
+	err  error // the first error; the deflater's goroutine owns it until done
+}
+
+type returned struct {
+	buf []byte
+	err error
+}
+
+func startDeflater(dst io.Writer) *deflater {
+	d := &deflater{zw: deflaters.Get().(*zlib.Writer), dst: dst,
+		full: make(chan []byte), free: make(chan returned, 1), done: make(chan struct{})}
+	d.free <- returned{} // the second buffer, still to be allocated
+	go d.run()
+	return d
+}
+
+func (d *deflater) run() {
+	defer close(d.done)
+	for b := range d.full {
+		if d.err == nil {
+			d.err = d.write(b)
+		}
+		d.free <- returned{b[:0], d.err}
+	}
+}
+
+// put hands a batch to the deflater and returns an empty buffer, and the
+// first error of the batches written so far.
+func (d *deflater) put(b []byte) ([]byte, error) {
+	d.full <- b
+	r := <-d.free
+	return r.buf, r.err
+}
+
+// close waits for the last batch and returns the first error.
+func (d *deflater) close() error {
+	close(d.full)
+	<-d.done
+	d.zw.Reset(nil) // the pool must not keep this trace's output alive
+	deflaters.Put(d.zw)
+	return d.err
+}
+
+// compressedHead is room for the head of a compressed packet: the
+// packet's tag and length (1 + up to 5 bytes), compressed_packets' tag (2)
+// and length (up to 5).
+const compressedHead = 1 + 5 + 2 + 5
+
+// write deflates a batch of framed packets (zlib, as Perfetto's service
+// writes it and trace_processor inflates it, in place, into the packets
+// it held) and writes it as one TracePacket holding only
+// compressed_packets. The compressed bytes are written after room for the
+// head, which is then filled in right before them, so the packet goes to
+// dst in one Write without moving the bytes.
+func (d *deflater) write(batch []byte) error {
+	d.zout.b = append(d.zout.b[:0], make([]byte, compressedHead)...)
+	d.zw.Reset(&d.zout)
+	if _, err := d.zw.Write(batch); err != nil {
+		return err
+	}
+	if err := d.zw.Close(); err != nil {
+		return err
+	}
+	z := uint64(len(d.zout.b) - compressedHead)
+	var head [compressedHead]byte
+	h := append(head[:0], fTracePacket<<3|wireBytes)
+	h = protoenc.AppendVarint(h, uint64(varintLen(pktCompressed<<3|wireBytes)+varintLen(z))+z)
+	h = protoenc.AppendVarint(h, pktCompressed<<3|wireBytes)
+	h = protoenc.AppendVarint(h, z)
+	start := compressedHead - len(h)
+	copy(d.zout.b[start:], h)
+	_, err := d.dst.Write(d.zout.b[start:])
+	return err
+}
+
+// varintLen is the length of v as a varint.
+func varintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
+
+// appendWriter is an io.Writer that appends to b.
+type appendWriter struct{ b []byte }
+
+func (a *appendWriter) Write(p []byte) (int, error) {
+	a.b = append(a.b, p...)
+	return len(p), nil
 }
 
 // iid returns the interned id of s in table, adding an entry to the
@@ -709,11 +892,7 @@ func (w *writer) rows(l *event.Layout) {
 			case event.RowBegin:
 				w.slice(typeSliceBegin, sp.Start, 0, sp.Record, sp.Finished, childLinks[sp.ID], sp.Displaced)
 			case event.RowEnd:
-				w.startPacket(w.boot(sp.End), true)
-				p := w.pkt.Begin(pktTrackEvent)
-				w.pkt.Uint(teType, typeSliceEnd)
-				w.pkt.End(p)
-				w.finishPacket()
+				w.sliceEnd(w.boot(sp.End))
 			case event.RowInstant:
 				w.slice(typeInstant, inst.Start, 0, inst, true, nil, false)
 			}

@@ -38,7 +38,13 @@ func (c *countingWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); re
 
 // BenchmarkWrite reports encoding throughput (events/s counts begin and end
 // separately, as the size target does) and bytes per begin/end event.
-func BenchmarkWrite(b *testing.B) {
+func BenchmarkWrite(b *testing.B) { benchWrite(b, WriteOptions{}) }
+
+// BenchmarkWriteUncompressed is BenchmarkWrite with the packets written
+// bare: the encoder alone, without deflating.
+func BenchmarkWriteUncompressed(b *testing.B) { benchWrite(b, WriteOptions{Uncompressed: true}) }
+
+func benchWrite(b *testing.B, opts WriteOptions) {
 	const n = 200_000
 	s := benchSnapshot(b, n)
 	var cw countingWriter
@@ -46,7 +52,7 @@ func BenchmarkWrite(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		cw.n = 0
-		if err := Write(&cw, s, WriteOptions{}); err != nil {
+		if err := Write(&cw, s, opts); err != nil {
 			b.Fatal(err)
 		}
 	}
