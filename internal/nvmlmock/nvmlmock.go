@@ -65,6 +65,10 @@ type GPU struct {
 	// Processes are the compute processes the GPU lists (the fixture's
 	// H100 listed none).
 	Processes []gonvml.ProcessInfo
+	// NoNewSamples makes GetSamples answer ERROR_NOT_FOUND (nothing
+	// since the last sample), as a real H100's driver did for the whole of
+	// a session shorter than its utilization sampling period.
+	NoNewSamples bool
 
 	mu           sync.Mutex
 	powerReads   int
@@ -142,6 +146,9 @@ func New(gpus ...*GPU) *mock.Interface {
 			g := of(d)
 			if ret := g.ret("samples"); ret != gonvml.SUCCESS {
 				return 0, nil, ret
+			}
+			if g.NoNewSamples {
+				return 0, nil, gonvml.ERROR_NOT_FOUND
 			}
 			g.mu.Lock()
 			defer g.mu.Unlock()

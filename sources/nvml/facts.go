@@ -26,6 +26,7 @@ type device struct {
 
 	lastUtil, lastMemUtil uint64 // newest driver sample seen, µs
 	pollUtil              bool   // GetSamples unsupported: poll GetUtilizationRates
+	utilWritten           bool   // a utilization value is in the session
 
 	// off and lost are shared by the sampler and the PCIe goroutine.
 	off  [metricCount]atomic.Bool // metrics the device does not support

@@ -50,22 +50,23 @@ func (s *Source) run() {
 	t := time.NewTicker(s.opts.period())
 	defer t.Stop()
 	for {
-		s.tick()
+		s.tick(false)
 		select {
 		case <-t.C:
 		case <-s.stop:
-			s.tick()
+			s.tick(true)
 			return
 		}
 	}
 }
 
-// tick takes one sample of every metric of every device still there.
-func (s *Source) tick() {
+// tick takes one sample of every metric of every device still there;
+// final is the last tick, at Stop.
+func (s *Source) tick(final bool) {
 	now := recorder.Mono()
 	for _, d := range s.devices {
 		if !d.lost.Load() {
-			s.sample(d, now)
+			s.sample(d, now, final)
 		}
 	}
 }
@@ -94,10 +95,10 @@ func (s *Source) counter(d *device, name, unit string, t int64, v float64) {
 }
 
 // sample reads one device's metrics at now (the driver's utilization
-// samples keep their own times).
-func (s *Source) sample(d *device, now int64) {
+// samples keep their own times); final is the last tick.
+func (s *Source) sample(d *device, now int64, final bool) {
 	h := d.handle
-	s.utilization(d, now)
+	s.utilization(d, now, final)
 	if !d.off[metricMemory].Load() {
 		s.memory(d, now)
 	}
@@ -124,8 +125,11 @@ func (s *Source) sample(d *device, now int64) {
 }
 
 // utilization writes the driver's own utilization samples taken since the
-// last tick, at their times; where the driver keeps none, it polls.
-func (s *Source) utilization(d *device, now int64) {
+// last tick, at their times; where the driver keeps none, it polls. A
+// session shorter than the driver's sampling period (1/6 s to 1 s) may see
+// no sample of its own: its last tick then polls, so that every session
+// says how busy the GPU was.
+func (s *Source) utilization(d *device, now int64, final bool) {
 	if d.lost.Load() {
 		return
 	}
@@ -133,12 +137,14 @@ func (s *Source) utilization(d *device, now int64) {
 		ok := s.samples(d, gonvml.GPU_UTILIZATION_SAMPLES, &d.lastUtil, CounterUtil)
 		if ok {
 			s.samples(d, gonvml.MEMORY_UTILIZATION_SAMPLES, &d.lastMemUtil, CounterMemUtil)
+			if !final || d.utilWritten {
+				return
+			}
+		} else if d.lost.Load() {
 			return
+		} else {
+			d.pollUtil = true
 		}
-		if d.lost.Load() {
-			return
-		}
-		d.pollUtil = true
 	}
 	if d.off[metricUtil].Load() {
 		return
@@ -146,6 +152,7 @@ func (s *Source) utilization(d *device, now int64) {
 	if u, ret := s.lib.DeviceGetUtilizationRates(d.handle); s.ok(d, metricUtil, ret) {
 		s.counter(d, CounterUtil, "%", now, float64(u.Gpu))
 		s.counter(d, CounterMemUtil, "%", now, float64(u.Memory))
+		d.utilWritten = true
 	}
 }
 
@@ -173,6 +180,9 @@ func (s *Source) samples(d *device, kind gonvml.SamplingType, last *uint64, name
 			continue
 		}
 		s.counter(d, name, "%", t, sampleValue(vt, smp.SampleValue))
+		if name == CounterUtil {
+			d.utilWritten = true
+		}
 	}
 	return true
 }
