@@ -546,12 +546,18 @@ func newSlab(size int64) *slab {
 		c.recs[i].state.Store(0)
 	}
 	c.recs[size-1].state.Store(0)
-	ctxs := make([]SpanContext, size)
-	for i := int64(0); i < size; i += pageContexts {
+	return &slab{chunk: c, ctxs: newContexts(size)}
+}
+
+// newContexts allocates n span contexts with every page faulted in (see
+// newSlab).
+func newContexts(n int64) []SpanContext {
+	ctxs := make([]SpanContext, n)
+	for i := int64(0); i < n; i += pageContexts {
 		ctxs[i].lane = 0
 	}
-	ctxs[size-1].lane = 0
-	return &slab{chunk: c, ctxs: ctxs}
+	ctxs[n-1].lane = 0
+	return ctxs
 }
 
 // pageContexts is pageRecords for the contexts beside the records.

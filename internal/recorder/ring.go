@@ -145,7 +145,7 @@ func (g *ring) refill(b *Buffer, n int) *slab {
 func (g *ring) prefetchContexts(stop <-chan struct{}) {
 	for {
 		select {
-		case g.ctxs <- make([]SpanContext, ringChunkRecords):
+		case g.ctxs <- newContexts(ringChunkRecords):
 		case <-stop:
 			return
 		}
