@@ -32,13 +32,7 @@ META_SEQ, THREAD_SEQ, ROW_SEQ = 1, 2, 3
 # ---------------------------------------------------------------------------
 # Trace building helpers.
 
-def varint(v: int) -> bytes:
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
+varint = pc.varint_bytes
 
 
 def field_bytes(num: int, wire: int, payload: bytes) -> bytes:
