@@ -354,11 +354,16 @@ func TestBoundedConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := s.Outputs()
-	if out.Events != n || out.Dropped != 9*n {
-		t.Fatalf("kept %d dropped %d, want %d and %d", out.Events, out.Dropped, n, 9*n)
+	// At most n kept, every other span counted as dropped. Not exactly n:
+	// room the goroutine left in its chunk on a P it moved away from goes
+	// unused near the bound (a P's chunk is its own; annotate's
+	// TestBoundedAtMostN bounds the loss at half). 2 runs in 20 under
+	// -race kept 400.
+	if out.Events > n || out.Events < n/2 || out.Events+int(out.Dropped) != 10*n {
+		t.Fatalf("kept %d dropped %d, want at most %d (at least %d) and the rest of %d dropped", out.Events, out.Dropped, n, n/2, 10*n)
 	}
 	b, _ := os.ReadFile(out.Perfetto)
-	if !bytes.Contains(b, []byte(fmt.Sprintf("devprof: %d events dropped", 9*n))) {
+	if !bytes.Contains(b, []byte(fmt.Sprintf("devprof: %d events dropped", out.Dropped))) {
 		t.Error("the Perfetto file does not report the drops")
 	}
 	conformance.Export(t, "bounded", out.Perfetto, s.Snapshot())
