@@ -101,7 +101,10 @@ func TestStressSnapshotWhileSpansRun(t *testing.T) {
 // Ps past the buffer's shards (GOMAXPROCS raised after it was made) share
 // the spill shard under its lock: nothing is lost or written twice.
 func TestSpillShardSharedByExtraPs(t *testing.T) {
-	b := newBuffer(1<<16, 3, 1, chunkRecords) // one shard: every P but P 0 spills
+	// One shard: every P but P 0 spills. The budget has room to spare:
+	// a chunk refilled for a goroutine that meanwhile moved to a P with
+	// room is retired with its room unused (pinSlow), up to a chunk each.
+	b := newBuffer(1<<17, 3, 1, chunkRecords)
 	const goroutines, per = 16, 2000
 	var wg sync.WaitGroup
 	for range goroutines {
@@ -110,6 +113,10 @@ func TestSpillShardSharedByExtraPs(t *testing.T) {
 			defer wg.Done()
 			for range per {
 				ctx, r := b.StartSpan(context.Background(), "s", nil, 1, 0, 0)
+				if r == nil {
+					t.Error("a span was dropped")
+					return
+				}
 				r.EndNow(ctx.EndToken())
 				b.Put(&Entry{Kind: event.KindInstant}, "i", nil)
 			}
