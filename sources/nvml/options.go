@@ -112,3 +112,19 @@ var ErrUnavailable = errors.New("NVML unavailable")
 
 // ErrNeedsCgo is Start's error in a build without cgo.
 var ErrNeedsCgo = errors.New("GPU metrics need cgo (NVML is loaded through go-nvml): build with CGO_ENABLED=1 and a C compiler")
+
+// Counter series names and units, as every output shows them (declared
+// in every build, cgo or not: they are what a reader of a trace looks for).
+const (
+	CounterUtil        = "GPU utilization"               // %
+	CounterMemUtil     = "memory controller utilization" // %
+	CounterMemUsed     = "memory used"                   // bytes
+	CounterMemReserved = "memory reserved"               // bytes (NVML v2 drivers)
+	CounterMemTotal    = "memory total"                  // bytes
+	CounterPower       = "power"                         // W
+	CounterSMClock     = "SM clock"                      // MHz
+	CounterMemClock    = "memory clock"                  // MHz
+	CounterTemp        = "temperature"                   // °C
+	CounterPCIeTX      = "PCIe TX"                       // bytes/s
+	CounterPCIeRX      = "PCIe RX"                       // bytes/s
+)

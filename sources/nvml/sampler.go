@@ -29,21 +29,6 @@ const (
 
 var metricNames = [...]string{"GPU utilization", "memory controller utilization", "memory", "power", "SM clock", "memory clock", "temperature", "PCIe throughput"}
 
-// Counter series names and units, as every output shows them.
-const (
-	CounterUtil        = "GPU utilization"               // %
-	CounterMemUtil     = "memory controller utilization" // %
-	CounterMemUsed     = "memory used"                   // bytes
-	CounterMemReserved = "memory reserved"               // bytes (NVML v2 drivers)
-	CounterMemTotal    = "memory total"                  // bytes
-	CounterPower       = "power"                         // W
-	CounterSMClock     = "SM clock"                      // MHz
-	CounterMemClock    = "memory clock"                  // MHz
-	CounterTemp        = "temperature"                   // °C
-	CounterPCIeTX      = "PCIe TX"                       // bytes/s
-	CounterPCIeRX      = "PCIe RX"                       // bytes/s
-)
-
 // run samples every period until Stop, then once more.
 func (s *Source) run() {
 	defer s.done.Done()
