@@ -201,10 +201,9 @@ func processGroups(s *event.Snapshot) []procGroup {
 	}
 	devices := map[int]string{}
 	for ri := range l.Rows {
-		if t, ok := s.Track(&l.Rows[ri]); ok && len(l.Rows[ri].Spans) > 0 && rowGroup(s, &l.Rows[ri], true) < -1 {
-			if _, named := devices[t.Device]; !named || devices[t.Device] == "" {
-				devices[t.Device] = t.DeviceName
-			}
+		row := &l.Rows[ri]
+		if t, ok := s.Track(row); ok && len(row.Spans) > 0 && rowGroup(s, row, true) < -1 && devices[t.Device] == "" {
+			devices[t.Device] = t.DeviceName // the first of its rows that names it
 		}
 	}
 	for _, d := range slices.Sorted(maps.Keys(devices)) {

@@ -119,15 +119,17 @@ func (s *Source) utilization(d *device, now int64, final bool) {
 		return
 	}
 	if !d.pollUtil {
-		ok := s.samples(d, gonvml.GPU_UTILIZATION_SAMPLES, &d.lastUtil, CounterUtil)
-		if ok {
+		ok, n := s.samples(d, gonvml.GPU_UTILIZATION_SAMPLES, &d.lastUtil, CounterUtil)
+		d.utilWritten = d.utilWritten || n > 0
+		switch {
+		case ok:
 			s.samples(d, gonvml.MEMORY_UTILIZATION_SAMPLES, &d.lastMemUtil, CounterMemUtil)
 			if !final || d.utilWritten {
 				return
 			}
-		} else if d.lost.Load() {
+		case d.lost.Load():
 			return
-		} else {
+		default:
 			d.pollUtil = true
 		}
 	}
@@ -141,19 +143,20 @@ func (s *Source) utilization(d *device, now int64, final bool) {
 	}
 }
 
-// samples writes the samples of one kind newer than *last, and reports
-// false when the driver keeps no such samples (the caller polls instead).
-func (s *Source) samples(d *device, kind gonvml.SamplingType, last *uint64, name string) bool {
+// samples writes the samples of one kind newer than *last and says how
+// many it wrote; ok is false when the driver keeps no such samples (the
+// caller polls instead).
+func (s *Source) samples(d *device, kind gonvml.SamplingType, last *uint64, name string) (ok bool, written int) {
 	vt, got, ret := s.lib.DeviceGetSamples(d.handle, kind, *last)
 	switch ret {
 	case gonvml.SUCCESS:
 	case gonvml.ERROR_NOT_FOUND:
-		return true // no sample since the last one
+		return true, 0 // no sample since the last one
 	case gonvml.ERROR_NOT_SUPPORTED, gonvml.ERROR_FUNCTION_NOT_FOUND:
-		return false
+		return false, 0
 	default:
 		s.ok(d, metricUtil, ret)
-		return !d.lost.Load()
+		return !d.lost.Load(), 0
 	}
 	for _, smp := range got {
 		if smp.TimeStamp <= *last {
@@ -165,11 +168,9 @@ func (s *Source) samples(d *device, kind gonvml.SamplingType, last *uint64, name
 			continue
 		}
 		s.counter(d, name, "%", t, sampleValue(vt, smp.SampleValue))
-		if name == CounterUtil {
-			d.utilWritten = true
-		}
+		written++
 	}
-	return true
+	return true, written
 }
 
 // sampleValue decodes a driver sample of value type vt.
