@@ -94,7 +94,12 @@ func (c *calibration) add() {
 // function remembers the segment of its last call (a snapshot converts
 // records mostly in time order, two stamps per span), so it is not for
 // concurrent use: take one per goroutine.
-func (c *calibration) converter() func(int64) int64 {
+func (c *calibration) converter() func(int64) int64 { return c.converters(1)[0] }
+
+// converters returns n converters over the same calibration points, one
+// per goroutine converting parts of one snapshot: taken apart, a
+// calibration added between them would convert its parts differently.
+func (c *calibration) converters(n int) []func(int64) int64 {
 	c.mu.Lock()
 	pts := append([]calPoint(nil), c.points...)
 	c.mu.Unlock()
@@ -111,18 +116,33 @@ func (c *calibration) converter() func(int64) int64 {
 		keep = pts // a session shorter than a millisecond: use what there is
 	}
 	rate := func(a, b calPoint) float64 { return float64(b.mono-a.mono) / float64(b.tick-a.tick) }
+	out := make([]func(int64) int64, n)
 	if len(keep) < 2 || keep[len(keep)-1].tick == keep[0].tick {
-		return func(t int64) int64 { return t } // cannot happen: start and stop points differ
+		for i := range out {
+			out[i] = func(t int64) int64 { return t } // cannot happen: start and stop points differ
+		}
+		return out
 	}
 	// Each segment's rate is computed once (the same division, so the same
 	// value, as per call), and the segment of t is looked up only when t
 	// leaves the last one: a million records cost a million binary
 	// searches and divisions before, a fifth of a snapshot's time.
-	n := len(keep)
-	rates := make([]float64, n)
-	for i := 1; i < n; i++ {
+	np := len(keep)
+	rates := make([]float64, np)
+	for i := 1; i < np; i++ {
 		rates[i] = rate(keep[i-1], keep[i])
 	}
+	for k := range out {
+		out[k] = segmentConverter(keep, rates)
+	}
+	return out
+}
+
+// segmentConverter maps ticks onto the piecewise-linear segments between
+// the points keep (sorted, at least two) at their rates (rates[i] is the
+// segment ending at keep[i]).
+func segmentConverter(keep []calPoint, rates []float64) func(int64) int64 {
+	n := len(keep)
 	last := 1 // the last call's sort.Search result, before clamping
 	return func(t int64) int64 {
 		i := last

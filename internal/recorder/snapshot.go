@@ -39,10 +39,11 @@ func (b *Buffer) Snapshot(meta event.Meta) *event.Snapshot {
 		chunks = append(chunks, c)
 	}
 	slices.SortFunc(chunks, func(a, b *chunk) int { return cmp.Compare(a.base, b.base) })
-	var conv func(int64) int64
+	var conv, conv2 func(int64) int64 // the second for a second goroutine
 	if b.cal != nil {
 		b.cal.add()
-		conv = b.cal.converter()
+		cs := b.cal.converters(2)
+		conv, conv2 = cs[0], cs[1]
 	}
 	// Close open spans for good, then wait until no End can be half done
 	// (see Record.EndSpan), then turn ticks into nanoseconds. A record
@@ -107,10 +108,6 @@ func (b *Buffer) Snapshot(meta event.Meta) *event.Snapshot {
 	if len(events) < parallelConvertMin || half == 0 || half == len(chunks) {
 		convert(0, len(chunks), conv)
 	} else {
-		conv2 := conv
-		if b.cal != nil {
-			conv2 = b.cal.converter() // a converter is for one goroutine
-		}
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
