@@ -194,7 +194,7 @@ func beginCritical(ctx context.Context, name string, args []Arg) (context.Contex
 }
 
 // beginInt is the out-of-line part of BeginInt: beginCritical with the
-// argument built field by field in its own frame.
+// argument handed on in registers.
 //
 //go:noinline
 func beginInt(ctx context.Context, name, key string, v int64) (context.Context, Span) {
@@ -205,9 +205,7 @@ func beginInt(ctx context.Context, name, key string, v int64) (context.Context, 
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	var args [1]Arg
-	args[0].Key, args[0].Kind, args[0].Num = key, event.ArgInt, uint64(v)
-	c, r := b.StartSpan(ctx, name, args[:], uint8(LevelCritical), 0, 0)
+	c, r := b.StartSpanInt(ctx, name, key, v, uint8(LevelCritical))
 	if r == nil {
 		return ctx, Span{}
 	}
