@@ -16,6 +16,11 @@ func (r *Record) publish() { atomic.StoreUint32((*uint32)(unsafe.Pointer(&r.stat
 func (c *chunk) storeNext(v int64) { atomic.StoreInt64(&c.next, v) }
 func (c *chunk) loadNext() int64   { return atomic.LoadInt64(&c.next) }
 
+func (r *Record) unpublish() {
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&r.state)), 0)
+	r.end.Store(0)
+}
+
 func (r *Record) setID(id uint64) { atomic.StoreUint64(&r.ID, id) }
 
 func (r *Record) setOpen(id uint64) { r.end.Store(-int64(id)) }

@@ -162,8 +162,7 @@ func (g *ring) overwrite(c *chunk) {
 		if r.committed() && r.Kind != kindArgs {
 			g.overwritten++
 		}
-		r.state.Store(0)
-		r.end.Store(0)
+		r.unpublish()
 	}
 }
 
