@@ -85,9 +85,9 @@ func (r *rotator) rotate() {
 }
 
 // stop deactivates the buffer and fails the benchmark if any span was
-// dropped. It reports self-made-chunks/Mspan: how many 1024-record chunks
-// the recording goroutines allocated and faulted in themselves, per
-// million spans, because the prefetcher had none ready (at most ~977,
+// dropped. It reports self-made-chunks/Mspan: how many full-size
+// (4096-record) chunks the recording goroutines prepared themselves, per
+// million spans, because the prefetcher had none ready (at most ~244,
 // every chunk).
 func (r *rotator) stop(b *testing.B) {
 	r.mu.Lock()
@@ -465,6 +465,17 @@ func heapPeak(stop <-chan struct{}, peak chan<- uint64) {
 	}
 }
 
+// settleHeap collects until the chunks of earlier iterations' buffers are
+// freed: the recorder keeps a dropped buffer's records for reuse until two
+// more collections pass them by (its finalizer runs between them), and
+// heap measured with them still held would not show the new buffer's.
+func settleHeap() {
+	for range 4 {
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // stopSpans is how many spans BenchmarkStop1M buffers before Stop.
 const stopSpans = 1_000_000
 
@@ -478,7 +489,7 @@ func BenchmarkStop1M(b *testing.B) {
 	var bufMiB, peakMiB float64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		runtime.GC()
+		settleHeap()
 		before := heapBytes(sample)
 		s := startSession(b, stopSpans)
 		recordSpans(stopSpans)

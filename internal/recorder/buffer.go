@@ -341,8 +341,8 @@ func (b *Buffer) fresh(size int64) *slab {
 
 // SelfMadeChunks returns how many full-size chunks writers allocated
 // themselves because the prefetcher had none ready (benchmarks report it:
-// each is 1024 records' worth of allocation and page faults on the
-// recording goroutine).
+// each is a chunk's allocation and page faults, or its recycled records'
+// clearing, on the recording goroutine).
 func (b *Buffer) SelfMadeChunks() int64 { return b.selfMade.Load() }
 
 // Put records one complete event: e's fields, name and args (interned
@@ -589,24 +589,15 @@ func shardCount(n int) int {
 	return c
 }
 
-// newSlab allocates a chunk of size records and its contexts, and writes
-// one word of every page of both: fresh memory from the OS is mapped on
-// its first write, and that fault (microseconds under a hypervisor) would
-// otherwise land on whichever Begin touches each page first. make has
-// already zeroed memory the heap reused, so clearing the whole chunk
-// again (as this did before) only doubled the prefetcher's work on the
-// second core.
+// newSlab prepares a chunk of size records and its contexts, every page
+// of both faulted in (see faultIn); a full-size chunk's records may be
+// recycled ones (recycle.go).
 func newSlab(size int64) *slab {
-	c := &chunk{recs: make([]Record, size)}
-	for i := int64(0); i < size; i += pageRecords {
-		c.recs[i].state.Store(0)
-	}
-	c.recs[size-1].state.Store(0)
-	return &slab{chunk: c, ctxs: newContexts(size)}
+	return &slab{chunk: &chunk{recs: newRecords(size)}, ctxs: newContexts(size)}
 }
 
 // newContexts allocates n span contexts with every page faulted in (see
-// newSlab).
+// faultIn).
 func newContexts(n int64) []SpanContext {
 	ctxs := make([]SpanContext, n)
 	for i := int64(0); i < n; i += pageContexts {
