@@ -186,7 +186,17 @@ func beginCritical(ctx context.Context, name string, args []Arg) (context.Contex
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	c, r := b.StartSpan(ctx, name, args, uint8(LevelCritical), 0, 0)
+	var c *recorder.SpanContext
+	var r *recorder.Record
+	if len(args) == 1 && args[0].Kind == event.ArgInt {
+		// The commonest span of all, one integer argument, takes
+		// BeginInt's path: its fields are read once, here, and handed on
+		// in registers instead of through the argument loop.
+		a := &args[0]
+		c, r = b.StartSpanInt(ctx, name, a.Key, int64(a.Num), uint8(LevelCritical))
+	} else {
+		c, r = b.StartSpan(ctx, name, args, uint8(LevelCritical), 0, 0)
+	}
 	if r == nil {
 		return ctx, Span{}
 	}
