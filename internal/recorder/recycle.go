@@ -42,17 +42,23 @@ func newRecords(n int64) []Record {
 	}
 	if a, _ := recycledRecords.Get().(*[chunkRecords]Record); a != nil {
 		recordsReused.Add(1)
-		// The other words are rewritten before a record is published;
-		// these two are read before (committed, an End's check).
-		for i := range a {
-			a[i].unpublish()
-		}
-		runtime.SetFinalizer(a, recycleRecords)
-		return a[:]
+		return reuse(a)
 	}
 	a := new([chunkRecords]Record)
 	runtime.SetFinalizer(a, recycleRecords)
 	return faultIn(a[:])
+}
+
+// reuse readies a recycled array: the other words of a record are
+// rewritten before it is published; state and end are read before
+// (committed, an End's check), so they are cleared. The finalizer is armed
+// again for the array's next turn.
+func reuse(a *[chunkRecords]Record) []Record {
+	for i := range a {
+		a[i].unpublish()
+	}
+	runtime.SetFinalizer(a, recycleRecords)
+	return a[:]
 }
 
 // faultIn writes one word of every page of fresh records: memory new from

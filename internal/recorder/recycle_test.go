@@ -18,17 +18,19 @@ func collect() {
 	time.Sleep(2 * time.Millisecond)
 }
 
-// A full-size chunk's records nothing refers to come back from newRecords,
-// with the two words a writer reads before it publishes cleared; an array
-// something still points into never does, and keeps what it held.
+// A full-size chunk's record array that nothing refers to reaches the
+// pool the next buffers take from; one something still points into never
+// does, and keeps what it held.
 func TestRecordsRecycledOnlyWhenUnreferenced(t *testing.T) {
 	const arrays = 8 // the race detector's sync.Pool drops a quarter of Puts
+	for recycledRecords.Get() != nil {
+		// What earlier tests' buffers left.
+	}
 	dropped := map[uintptr]bool{}
 	for range arrays {
 		recs := newRecords(chunkRecords)
 		for i := range recs {
 			recs[i].state.Store(1)
-			recs[i].end.Store(int64(i) + 1)
 			recs[i].ID = uint64(i) + 1
 		}
 		dropped[uintptr(unsafe.Pointer(&recs[0]))] = true
@@ -41,32 +43,45 @@ func TestRecordsRecycledOnlyWhenUnreferenced(t *testing.T) {
 	held = nil
 
 	recycled := 0
-	for round := 0; round < 20 && recycled == 0; round++ {
+	for round := 0; round < 50 && recycled == 0; round++ {
 		collect()
-		for range arrays {
-			recs := newRecords(chunkRecords)
-			addr := uintptr(unsafe.Pointer(&recs[0]))
+		for {
+			a, _ := recycledRecords.Get().(*[chunkRecords]Record)
+			if a == nil {
+				break
+			}
+			addr := uintptr(unsafe.Pointer(&a[0]))
 			if addr == heldAddr {
 				t.Fatal("an array still referred to was recycled")
 			}
-			if !dropped[addr] {
-				continue // fresh from the heap
-			}
-			recycled++
-			for i := range recs {
-				if recs[i].state.Load() != 0 || recs[i].end.Load() != 0 {
-					t.Fatalf("recycled record %d: state %d end %d, want both 0", i, recs[i].state.Load(), recs[i].end.Load())
-				}
+			if dropped[addr] {
+				recycled++
 			}
 		}
 	}
 	if recycled == 0 {
-		t.Fatal("no dropped array was recycled after 20 collections")
+		t.Fatal("no dropped array was recycled after 50 collections")
 	}
 	if keep.ID != 42 || keep.state.Load() != 1 {
 		t.Fatalf("held record changed: ID %d state %d", keep.ID, keep.state.Load())
 	}
 	runtime.KeepAlive(keep)
+}
+
+// A recycled array comes back with every record unpublished: no reader
+// takes an old event for a committed one, no End matches an old span.
+func TestReusedRecordsCleared(t *testing.T) {
+	a := new([chunkRecords]Record)
+	for i := range a {
+		a[i].state.Store(1)
+		a[i].end.Store(-int64(i) - 1)
+	}
+	recs := reuse(a)
+	for i := range recs {
+		if recs[i].state.Load() != 0 || recs[i].end.Load() != 0 {
+			t.Fatalf("record %d: state %d end %d, want both 0", i, recs[i].state.Load(), recs[i].end.Load())
+		}
+	}
 }
 
 // A snapshot a program keeps reads the same while later buffers record
