@@ -103,9 +103,9 @@ type Buffer struct {
 
 	ring *ring // non-nil for a flight recorder: chunks are recycled oldest first
 
-	chunk        int64         // records in a full-size chunk: chunkRecords, or ringChunkRecords for a ring
-	spares       chan *slab    // slabs prepared by prefetch; nil for buffers without one
-	stopPrefetch chan struct{} // closed by Deactivate
+	chunk        int64           // records in a full-size chunk: chunkRecords, or ringChunkRecords for a ring
+	spares       *handoff[*slab] // slabs prepared by prefetch; nil for buffers without one
+	stopPrefetch chan struct{}   // closed by Deactivate
 	// selfMade counts full-size slabs a writer had to allocate itself
 	// because the prefetcher had none ready: the fresh-memory cost left
 	// on the recording path (SelfMadeChunks).
@@ -157,7 +157,7 @@ func newBuffer(maxRecords int64, level uint8, n int, chunk int64) *Buffer {
 	}
 	b.budget.Store(maxRecords)
 	if maxRecords >= prefetchChunks*chunk {
-		b.spares = make(chan *slab, sparesAhead*chunkRecords/chunk)
+		b.spares = newHandoff[*slab](sparesAhead * chunkRecords / int(chunk))
 		b.stopPrefetch = make(chan struct{})
 	}
 	return b
@@ -326,15 +326,11 @@ func (b *Buffer) refill(n int) *slab {
 // fresh returns a new slab of size records: one the prefetcher prepared
 // when it has the size, else a new one.
 func (b *Buffer) fresh(size int64) *slab {
-	if size == b.chunk {
-		select {
-		case sl := <-b.spares:
+	if size == b.chunk && b.spares != nil {
+		if sl, ok := b.spares.take(); ok {
 			return sl
-		default:
 		}
-		if b.spares != nil {
-			b.selfMade.Add(1)
-		}
+		b.selfMade.Add(1)
 	}
 	return newSlab(size)
 }
@@ -637,18 +633,16 @@ func (b *Buffer) prefetch(stop <-chan struct{}) {
 	for {
 		// Slabs waiting in spares are not yet claimed from the budget:
 		// count them, so that no more are made than the budget can use.
-		if b.budget.Load()-int64(len(b.spares))*b.chunk < prefetchChunks/2*b.chunk {
+		if b.budget.Load()-int64(b.spares.waiting())*b.chunk < prefetchChunks/2*b.chunk {
 			if b.ring != nil {
 				b.ring.prefetchContexts(stop)
 			}
 			return // the last chunks are smaller; and nothing is wasted
 		}
-		sl := newSlab(b.chunk)
-		select {
-		case b.spares <- sl:
-		case <-stop:
+		if !b.spares.waitRoom(stop) {
 			return
 		}
+		b.spares.put(newSlab(b.chunk))
 	}
 }
 

@@ -51,7 +51,7 @@ type ring struct {
 	// ctxs holds span contexts for recycled chunks, made ahead by the
 	// prefetcher once the ring is full (prefetchContexts), so that the
 	// writer that recycles a chunk does not allocate them itself.
-	ctxs chan []SpanContext
+	ctxs *handoff[[]SpanContext]
 }
 
 // NewRing returns a flight recorder: a buffer that holds the newest
@@ -63,7 +63,7 @@ func NewRing(maxRecords int64, level uint8, window time.Duration) *Buffer {
 	n := max(runtime.GOMAXPROCS(0), runtime.NumCPU())
 	maxRecords = max(maxRecords, int64(2*shardCount(n)+2)*ringChunkRecords)
 	b := newClocked(maxRecords, level, ringChunkRecords)
-	b.ring = &ring{window: int64(max(window, 0)), ctxs: make(chan []SpanContext, 4)}
+	b.ring = &ring{window: int64(max(window, 0)), ctxs: newHandoff[[]SpanContext](8)}
 	// The top bit of a ring's epoch marks its spans' end tokens
 	// (SpanContext.EndToken): their End must compare-and-swap.
 	b.epoch |= ringEpoch
@@ -101,10 +101,8 @@ func (g *ring) refill(b *Buffer, n int) *slab {
 	// The contexts of the chunk about to be recycled: ready-made, or made
 	// here, before the lock (recycled chunks are full-size but for the
 	// last few the budget handed out, which get theirs under the lock).
-	var ctxs []SpanContext
-	select {
-	case ctxs = <-g.ctxs:
-	default:
+	ctxs, ok := g.ctxs.take()
+	if !ok {
 		ctxs = make([]SpanContext, b.chunk)
 	}
 	g.mu.Lock()
@@ -143,12 +141,8 @@ func (g *ring) refill(b *Buffer, n int) *slab {
 // prefetchContexts makes span contexts for recycled chunks ahead of need,
 // on the prefetcher's goroutine, until stop is closed.
 func (g *ring) prefetchContexts(stop <-chan struct{}) {
-	for {
-		select {
-		case g.ctxs <- newContexts(ringChunkRecords):
-		case <-stop:
-			return
-		}
+	for g.ctxs.waitRoom(stop) {
+		g.ctxs.put(newContexts(ringChunkRecords))
 	}
 }
 
