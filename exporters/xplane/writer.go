@@ -47,6 +47,7 @@ import (
 	"github.com/devprof/devprof/internal/metatext"
 	"io"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -252,12 +253,19 @@ func (p *plane) beginLine(id int64, name string, durationPS int64) {
 // length placeholder is all it takes, where building it in a scratch
 // buffer first cost a copy of every event (the bytes are the same).
 func (p *plane) event(name string, offsetNS, durNS int64, stats func(*plane)) {
+	id := p.eventID(name)
 	q := p.body.Begin(lineEvents)
-	p.body.Int(eventMetadataID, p.eventID(name))
-	p.body.Int(eventOffsetPS, offsetNS*1000)
+	// The three scalar fields appended as key bytes and varints: one-byte
+	// keys, so no encoder call a field (an event is a few of them).
+	b := append(p.body.B, eventMetadataID<<3|protoenc.WireVarint)
+	b = protoenc.AppendVarint(b, uint64(id))
+	b = append(b, eventOffsetPS<<3|protoenc.WireVarint)
+	b = protoenc.AppendVarint(b, uint64(offsetNS*1000))
 	if durNS > 0 {
-		p.body.Int(eventDurationPS, durNS*1000)
+		b = append(b, eventDurationPS<<3|protoenc.WireVarint)
+		b = protoenc.AppendVarint(b, uint64(durNS*1000))
 	}
+	p.body.B = b
 	if stats != nil {
 		stats(p)
 	}
@@ -270,6 +278,17 @@ func (p *plane) endLine() { p.body.end(p.lineStart) }
 // plane's stats); valueField is the oneof member that holds v.
 func (p *plane) stat(dst *protoenc.Enc, field int, name string, valueField int, v uint64) {
 	id := p.statID(name)
+	if valueField != statDouble && field < 16 {
+		// A varint stat's length is known before it is written (at most
+		// 22 bytes): key and length bytes first, no back-patching, and
+		// one-byte keys appended as bytes (most events' stats go here).
+		n := 2 + uvarintLen(uint64(id)) + uvarintLen(v)
+		b := append(dst.B, byte(field<<3|protoenc.WireBytes), byte(n), statMetadataID<<3|protoenc.WireVarint)
+		b = protoenc.AppendVarint(b, uint64(id))
+		b = append(b, byte(valueField<<3|protoenc.WireVarint))
+		dst.B = protoenc.AppendVarint(b, v)
+		return
+	}
 	q := dst.Begin(field)
 	dst.Int(statMetadataID, id)
 	if valueField == statDouble {
@@ -279,6 +298,9 @@ func (p *plane) stat(dst *protoenc.Enc, field int, name string, valueField int, 
 	}
 	dst.End(q)
 }
+
+// uvarintLen is the length of v as a varint.
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
 func (p *plane) statInt(name string, v int64) {
 	p.stat(&p.body.Enc, eventStats, name, statInt64, uint64(v))
@@ -324,7 +346,8 @@ func (x *writer) rel(t int64) int64 { return t - x.m.Start.Mono }
 // host events becomes a "flow" stat (flows.go).
 func (x *writer) args(p *plane, r *event.Record, finished, device bool) {
 	x.argBuf = x.s.AppendArgs(x.argBuf[:0], r)
-	for _, a := range x.argBuf {
+	for i := range x.argBuf {
+		a := &x.argBuf[i]
 		switch a.Kind {
 		case event.ArgInt:
 			p.statInt(a.Key, int64(a.Num))
