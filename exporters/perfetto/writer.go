@@ -35,7 +35,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/bits"
 	"strconv"
 	"sync"
 
@@ -342,7 +341,7 @@ func (w *writer) sliceEnd(ts int64) {
 	s.last = ts
 	// timestamp (1 + delta), sequence id (2), track_event {type} (4): at
 	// most 18 bytes, so one length byte.
-	n := 1 + varintLen(d) + 2 + 4
+	n := 1 + protoenc.VarintLen(d) + 2 + 4
 	b := append(w.out, fTracePacket<<3|wireBytes, byte(n), pktTimestamp<<3|wireVarint)
 	b = protoenc.AppendVarint(b, d)
 	w.out = append(b, pktSeqID<<3|wireVarint, byte(s.id), pktTrackEvent<<3|wireBytes, 2, teType<<3|wireVarint, typeSliceEnd)
@@ -455,7 +454,7 @@ func (d *deflater) write(batch []byte) error {
 	z := uint64(len(d.zout.b) - compressedHead)
 	var head [compressedHead]byte
 	h := append(head[:0], fTracePacket<<3|wireBytes)
-	h = protoenc.AppendVarint(h, uint64(varintLen(pktCompressed<<3|wireBytes)+varintLen(z))+z)
+	h = protoenc.AppendVarint(h, uint64(protoenc.VarintLen(pktCompressed<<3|wireBytes)+protoenc.VarintLen(z))+z)
 	h = protoenc.AppendVarint(h, pktCompressed<<3|wireBytes)
 	h = protoenc.AppendVarint(h, z)
 	start := compressedHead - len(h)
@@ -463,9 +462,6 @@ func (d *deflater) write(batch []byte) error {
 	_, err := d.dst.Write(d.zout.b[start:])
 	return err
 }
-
-// varintLen is the length of v as a varint.
-func varintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
 // appendWriter is an io.Writer that appends to b.
 type appendWriter struct{ b []byte }

@@ -48,7 +48,7 @@ func (s *spaceBuf) end(pos int) {
 	// byte. The holes in it are the ones ended since it began, the last
 	// ones of holes (which are in the order they ended).
 	for i := len(s.holes) - 1; i >= 0 && s.holes[i].pos > pos; i-- {
-		n += varintLen(s.holes[i].n) - 1
+		n += protoenc.VarintLen(uint64(s.holes[i].n)) - 1
 	}
 	s.holes = append(s.holes, hole{pos: pos, n: n})
 }
@@ -76,13 +76,4 @@ func (s *spaceBuf) WriteTo(w io.Writer) (int64, error) {
 		from = h.pos
 	}
 	return total, put(s.B[from:])
-}
-
-// varintLen is the length of v as a protobuf varint.
-func varintLen(v int) int {
-	n := 1
-	for ; v >= 0x80; v >>= 7 {
-		n++
-	}
-	return n
 }

@@ -47,7 +47,6 @@ import (
 	"github.com/devprof/devprof/internal/metatext"
 	"io"
 	"math"
-	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -282,7 +281,7 @@ func (p *plane) stat(dst *protoenc.Enc, field int, name string, valueField int, 
 		// A varint stat's length is known before it is written (at most
 		// 22 bytes): key and length bytes first, no back-patching, and
 		// one-byte keys appended as bytes (most events' stats go here).
-		n := 2 + uvarintLen(uint64(id)) + uvarintLen(v)
+		n := 2 + protoenc.VarintLen(uint64(id)) + protoenc.VarintLen(v)
 		b := append(dst.B, byte(field<<3|protoenc.WireBytes), byte(n), statMetadataID<<3|protoenc.WireVarint)
 		b = protoenc.AppendVarint(b, uint64(id))
 		b = append(b, byte(valueField<<3|protoenc.WireVarint))
@@ -298,9 +297,6 @@ func (p *plane) stat(dst *protoenc.Enc, field int, name string, valueField int, 
 	}
 	dst.End(q)
 }
-
-// uvarintLen is the length of v as a varint.
-func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
 func (p *plane) statInt(name string, v int64) {
 	p.stat(&p.body.Enc, eventStats, name, statInt64, uint64(v))

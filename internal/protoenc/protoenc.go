@@ -9,6 +9,7 @@ package protoenc
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 )
 
 // Wire types.
@@ -40,6 +41,10 @@ func AppendVarint(b []byte, v uint64) []byte {
 	}
 	return append(b, byte(v))
 }
+
+// VarintLen returns the length of v as a base-128 varint: what a message
+// whose length is known before it is written needs for its prefix.
+func VarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
 // Uint appends a uint32/uint64/enum field.
 func (e *Enc) Uint(field int, v uint64) {

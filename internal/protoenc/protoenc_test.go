@@ -2,6 +2,7 @@ package protoenc
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 
@@ -51,5 +52,13 @@ func TestScalars(t *testing.T) {
 			t.Fatal("bad value")
 		}
 		b = b[m:]
+	}
+}
+
+func TestVarintLen(t *testing.T) {
+	for _, v := range []uint64{0, 1, 127, 128, 16383, 16384, 1<<21 - 1, 1 << 21, 1<<35 - 1, 1 << 35, 1<<56 - 1, 1 << 56, 1 << 63, math.MaxUint64} {
+		if got, want := VarintLen(v), protowire.SizeVarint(v); got != want {
+			t.Errorf("VarintLen(%d) = %d, want %d", v, got, want)
+		}
 	}
 }
