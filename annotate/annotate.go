@@ -32,6 +32,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/recorder"
@@ -53,45 +54,63 @@ const (
 	LevelVerbose Level = 3
 )
 
-// Arg is a typed argument of a span or instant. Build one with Int, Int64, Uint64,
-// Float64, Bool, String, Duration or Flow.
-type Arg = event.Arg
+// Arg is a typed argument of a span or instant. Build one with Int, Int64,
+// Uint64, Float64, Bool, String, Duration or Flow; the trace records it as
+// the event.Arg that EventArg returns. It is 32 bytes, small enough for the
+// compiler to build in registers and store straight into Begin's argument
+// array (the model's event.Arg, 48 bytes, costs the caller a copy and a
+// store-forwarding stall: several nanoseconds a span). The zero Arg has
+// kind 0, as the zero event.Arg does.
+type Arg struct{ a recorder.Arg }
 
 // Int returns an integer argument.
-func Int(key string, v int) Arg { return Arg{Key: key, Kind: event.ArgInt, Num: uint64(int64(v))} }
+func Int(key string, v int) Arg { return Arg{recorder.NumArg(key, event.ArgInt, uint64(int64(v)))} }
 
 // Int64 returns an integer argument.
-func Int64(key string, v int64) Arg { return Arg{Key: key, Kind: event.ArgInt, Num: uint64(v)} }
+func Int64(key string, v int64) Arg { return Arg{recorder.NumArg(key, event.ArgInt, uint64(v))} }
 
 // Uint64 returns an unsigned integer argument.
-func Uint64(key string, v uint64) Arg { return Arg{Key: key, Kind: event.ArgUint, Num: v} }
+func Uint64(key string, v uint64) Arg { return Arg{recorder.NumArg(key, event.ArgUint, v)} }
 
 // Float64 returns a floating-point argument.
 func Float64(key string, v float64) Arg {
-	return Arg{Key: key, Kind: event.ArgFloat, Num: math.Float64bits(v)}
+	return Arg{recorder.NumArg(key, event.ArgFloat, math.Float64bits(v))}
 }
 
 // Bool returns a boolean argument.
 func Bool(key string, v bool) Arg {
-	a := Arg{Key: key, Kind: event.ArgBool}
+	n := uint64(0)
 	if v {
-		a.Num = 1
+		n = 1
 	}
-	return a
+	return Arg{recorder.NumArg(key, event.ArgBool, n)}
 }
 
 // String returns a string argument.
-func String(key, v string) Arg { return Arg{Key: key, Kind: event.ArgString, Str: v} }
+func String(key, v string) Arg { return Arg{recorder.StringArg(key, v)} }
 
 // Duration returns a duration argument.
 func Duration(key string, v time.Duration) Arg {
-	return Arg{Key: key, Kind: event.ArgDuration, Num: uint64(v)}
+	return Arg{recorder.NumArg(key, event.ArgDuration, uint64(v))}
 }
 
 // Flow returns an argument that links the event to every other event that
 // carries the same flow id (from NewFlowID): the outputs draw an arrow from
 // the earliest to the next, as for a request handed between goroutines.
-func Flow(id uint64) Arg { return Arg{Kind: event.ArgFlow, Num: id} }
+func Flow(id uint64) Arg { return Arg{recorder.NumArg("", event.ArgFlow, id)} }
+
+// Key returns the argument's key.
+func (a Arg) Key() string { return a.a.Key }
+
+// EventArg returns the argument as the event model holds it: what a
+// snapshot's Args returns for it.
+func (a Arg) EventArg() event.Arg { return a.a.Event() }
+
+// packed returns args as the recorder takes them: Arg is a struct of one
+// recorder.Arg, so the two slices share their layout.
+func packed(args []Arg) []recorder.Arg {
+	return unsafe.Slice((*recorder.Arg)(unsafe.Pointer(unsafe.SliceData(args))), len(args))
+}
 
 var flowIDs atomic.Uint64
 
@@ -134,11 +153,10 @@ func Begin(ctx context.Context, name string, args ...Arg) (c context.Context, s 
 }
 
 // BeginInt is Begin for a span with one integer argument, key = v: the
-// common case (a batch size, a step, an id) without the variadic call.
-// A variadic call builds its arguments in an array on the caller's stack,
-// and an Arg built and copied into it stalls the span on store forwarding
-// (a few nanoseconds); key and v travel in registers. It records exactly
-// what Begin(ctx, name, Int64(key, v)) records.
+// common case (a batch size, a step, an id) without the variadic call:
+// key and v travel in registers, with no argument array to build on the
+// caller's stack and read back. It records exactly what
+// Begin(ctx, name, Int64(key, v)) records.
 func BeginInt(ctx context.Context, name, key string, v int64) (c context.Context, s Span) {
 	c = ctx
 	if recorder.On() {
@@ -189,14 +207,14 @@ func beginCritical(ctx context.Context, name string, args []Arg) (context.Contex
 	}
 	var c *recorder.SpanContext
 	var r *recorder.Record
-	if len(args) == 1 && args[0].Kind == event.ArgInt {
+	if len(args) == 1 && args[0].a.IsInt() {
 		// The commonest span of all, one integer argument, takes
 		// BeginInt's path: its fields are read once, here, and handed on
 		// in registers instead of through the argument loop.
-		a := &args[0]
+		a := &args[0].a
 		c, r = b.StartSpanInt(ctx, name, a.Key, int64(a.Num), uint8(LevelCritical))
 	} else {
-		c, r = b.StartSpan(ctx, name, args, uint8(LevelCritical), 0, 0)
+		c, r = b.StartSpan(ctx, name, packed(args), uint8(LevelCritical), 0, 0)
 	}
 	if r == nil {
 		return ctx, Span{}
@@ -248,7 +266,7 @@ func start(b *recorder.Buffer, ctx context.Context, name string, args []Arg, lev
 	} else {
 		step = 0
 	}
-	c, r := b.StartSpan(ctx, name, args, level, flags, step)
+	c, r := b.StartSpan(ctx, name, packed(args), level, flags, step)
 	if r == nil {
 		return ctx, Span{}
 	}
@@ -283,7 +301,7 @@ func instant(ctx context.Context, name string, args []Arg) {
 	}
 	e.Start = recorder.Now()
 	e.End = e.Start
-	b.Put(&e, name, args)
+	b.PutArgs(&e, name, packed(args))
 }
 
 // Counter is a named numeric series, such as a loss or a queue length,
@@ -308,7 +326,7 @@ func (c Counter) set(v float64) {
 		return
 	}
 	t := recorder.Now()
-	b.Put(&recorder.Entry{Kind: event.KindCounter, Start: t, End: t}, c.Name, []Arg{{Key: c.Unit, Kind: event.ArgFloat, Num: math.Float64bits(v)}})
+	b.Put(&recorder.Entry{Kind: event.KindCounter, Start: t, End: t}, c.Name, []event.Arg{{Key: c.Unit, Kind: event.ArgFloat, Num: math.Float64bits(v)}})
 }
 
 // DeviceSpan is an open span begun with Device. The zero DeviceSpan is

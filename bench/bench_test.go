@@ -338,11 +338,11 @@ func buildSnapshot(n int) *event.Snapshot {
 	for step := range int64(n / 10) {
 		t := start.Mono + step*stepNs
 		id := bld.Span(event.Span{Name: "train", Start: t, End: t + 10*opNs, Step: true, StepNum: step,
-			Args: []event.Arg{annotate.Int("batch", 32)}})
+			Args: []event.Arg{annotate.Int("batch", 32).EventArg()}})
 		for j := range 9 {
 			s := t + int64(j+1)*opNs
 			bld.Span(event.Span{Name: "op", Start: s, End: s + opNs - 100, Parent: id,
-				Args: []event.Arg{annotate.Int("layer", j)}})
+				Args: []event.Arg{annotate.Int("layer", j).EventArg()}})
 		}
 	}
 	return bld.Snapshot()

@@ -27,10 +27,10 @@ func flowsOf(s *event.Snapshot, r *event.Record) []uint64 {
 // records with no, inline and overflow arguments, flows among them at
 // every position, as a Builder and as the recorder store them.
 func TestAppendFlowsMatchesArgs(t *testing.T) {
-	argSets := [][]event.Arg{nil}
+	argSets := [][]annotate.Arg{nil}
 	for n := 1; n <= 7; n++ {
 		for flowAt := -1; flowAt < n; flowAt++ {
-			var args []event.Arg
+			var args []annotate.Arg
 			for i := range n {
 				if i == flowAt || (flowAt >= 0 && i == n-1) {
 					args = append(args, annotate.Flow(uint64(100*n+i)))
@@ -43,7 +43,11 @@ func TestAppendFlowsMatchesArgs(t *testing.T) {
 	}
 	b := event.NewBuilder(event.Meta{Host: "h", Stop: event.ClockAnchor{Mono: 1 << 20}})
 	for i, args := range argSets {
-		b.Span(event.Span{Name: "s", Start: int64(10 * i), End: int64(10*i + 5), Args: args})
+		var model []event.Arg
+		for _, a := range args {
+			model = append(model, a.EventArg())
+		}
+		b.Span(event.Span{Name: "s", Start: int64(10 * i), End: int64(10*i + 5), Args: model})
 	}
 	recorded := eventtest.Record(t, 1<<12, func(ctx context.Context) {
 		for _, args := range argSets {

@@ -358,6 +358,29 @@ func (b *Buffer) Put(e *Entry, name string, args []event.Arg) uint64 {
 		var buf [maxStackArgs]slotArg
 		more = b.strs.args(buf[:], args[:nargs])
 	}
+	return b.put(e, nameID, nargs, &inl, more)
+}
+
+// PutArgs is Put with the arguments in annotate's form (an instant).
+func (b *Buffer) PutArgs(e *Entry, name string, args []Arg) uint64 {
+	nameID := b.strs.id(name)
+	var inl [InlineArgs]slotArg
+	var more []slotArg
+	nargs := min(len(args), 255)
+	if nargs <= InlineArgs {
+		for j := range nargs {
+			inl[j] = b.strs.packedArg(&args[j])
+		}
+	} else {
+		var buf [maxStackArgs]slotArg
+		more = b.strs.packedArgs(buf[:], args[:nargs])
+	}
+	return b.put(e, nameID, nargs, &inl, more)
+}
+
+// put is Put's and PutArgs's part after interning: nargs arguments, in
+// inl when they fit the record, else in more.
+func (b *Buffer) put(e *Entry, nameID uint32, nargs int, inl *[InlineArgs]slotArg, more []slotArg) uint64 {
 	n := SlotsFor(nargs)
 	sl, i, s := b.pin(n)
 	if sl == nil {
@@ -371,7 +394,7 @@ func (b *Buffer) Put(e *Entry, name string, args []event.Arg) uint64 {
 	r.NameID = nameID
 	r.NArgs = uint8(nargs)
 	if more == nil {
-		r.args = inl
+		r.args = *inl
 	} else {
 		r.setMore(id, more)
 	}
@@ -405,7 +428,7 @@ type Entry struct {
 // StartSpan and StartSpanInt are each one function, the helpers they call
 // inlined (TestSpanPathInlines): a call is about a nanosecond of a span.
 // They differ only in how the arguments reach the record.
-func (b *Buffer) StartSpan(parent context.Context, name string, args []event.Arg, level, flags uint8, id2 int64) (*SpanContext, *Record) {
+func (b *Buffer) StartSpan(parent context.Context, name string, args []Arg, level, flags uint8, id2 int64) (*SpanContext, *Record) {
 	strs := b.strs
 	nameID, ok := strs.cached(name)
 	if !ok {
@@ -422,14 +445,14 @@ func (b *Buffer) StartSpan(parent context.Context, name string, args []event.Arg
 			if !ok {
 				key = strs.intern(a.Key)
 			}
-			inl[j] = slotArg{num: a.Num, key: key, kind: a.Kind}
-			if a.Kind == event.ArgString {
-				inl[j].num = uint64(strs.id(a.Str))
+			inl[j] = slotArg{num: a.Num, key: key, kind: a.Kind()}
+			if inl[j].kind == event.ArgString {
+				inl[j].num = uint64(strs.id(a.Str()))
 			}
 		}
 	} else {
 		var buf [maxStackArgs]slotArg
-		more = strs.args(buf[:], args[:nargs])
+		more = strs.packedArgs(buf[:], args[:nargs])
 		n = SlotsFor(nargs)
 	}
 	ps, ok := parent.(*SpanContext)

@@ -84,7 +84,7 @@ func TestRingBoundAndAccountingUnderLoad(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range perG {
-				ctx, outer := b.StartSpan(context.Background(), "outer", []event.Arg{{Key: "g", Kind: event.ArgInt, Num: uint64(g)}}, 1, 0, 0)
+				ctx, outer := b.StartSpan(context.Background(), "outer", []Arg{NumArg("g", event.ArgInt, uint64(g))}, 1, 0, 0)
 				if outer == nil {
 					continue
 				}

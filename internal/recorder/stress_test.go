@@ -38,7 +38,7 @@ func TestStressSnapshotWhileSpansRun(t *testing.T) {
 			go func() {
 				defer workers.Done()
 				for i := 0; !stop.Load(); i++ {
-					ctx, outer := b.StartSpan(context.Background(), "outer", []event.Arg{{Key: "g", Kind: event.ArgInt, Num: uint64(g)}}, 1, 0, 0)
+					ctx, outer := b.StartSpan(context.Background(), "outer", []Arg{NumArg("g", event.ArgInt, uint64(g))}, 1, 0, 0)
 					if outer == nil {
 						return // full
 					}

@@ -139,6 +139,27 @@ func (t *strtab) arg(a *event.Arg) slotArg {
 	return sa
 }
 
+// packedArg returns a (annotate's form) as the buffer stores it.
+func (t *strtab) packedArg(a *Arg) slotArg {
+	sa := slotArg{num: a.Num, key: t.id(a.Key), kind: a.Kind()}
+	if sa.kind == event.ArgString {
+		sa.num = uint64(t.id(a.Str()))
+	}
+	return sa
+}
+
+// packedArgs is args for annotate's form of the arguments.
+func (t *strtab) packedArgs(buf []slotArg, args []Arg) []slotArg {
+	out := buf[:0]
+	if len(args) > cap(buf) {
+		out = make([]slotArg, 0, len(args))
+	}
+	for i := range args {
+		out = append(out, t.packedArg(&args[i]))
+	}
+	return out
+}
+
 // args returns args as the buffer stores them, in buf when it has room
 // (the caller's stack array) else in a new slice: the form of an event
 // with more arguments than a record holds.
