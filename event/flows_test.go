@@ -92,3 +92,46 @@ func ExampleSnapshot_AppendFlows() {
 	// Output:
 	// launch [7]
 }
+
+// TestAppendArgRefsMatchesArgs checks AppendArgRefs against AppendArgs:
+// each ref, its ids resolved, is the argument AppendArgs gives, on records
+// with no, inline and continued arguments of every kind.
+func TestAppendArgRefsMatchesArgs(t *testing.T) {
+	kinds := []annotate.Arg{
+		annotate.Int("i", -1), annotate.String("s", "value"), annotate.Flow(9), annotate.Uint64("u", 3),
+		annotate.Float64("f", 0.5), annotate.Bool("b", true), annotate.String("empty", ""), annotate.Duration("d", 7),
+	}
+	var argSets [][]annotate.Arg
+	for n := 0; n <= len(kinds); n++ {
+		argSets = append(argSets, kinds[:n], kinds[len(kinds)-n:])
+	}
+	recorded := eventtest.Record(t, 1<<12, func(ctx context.Context) {
+		for _, args := range argSets {
+			_, sp := annotate.Begin(ctx, "s", args...)
+			sp.End()
+		}
+	})
+	if len(recorded.Events) != len(argSets) {
+		t.Fatalf("%d events, want %d", len(recorded.Events), len(argSets))
+	}
+	var refs []event.ArgRef
+	for _, r := range recorded.Events {
+		want := recorded.Args(r)
+		refs = recorded.AppendArgRefs(refs[:0], r)
+		if len(refs) != len(want) {
+			t.Fatalf("record %d: %d refs, want %d", r.ID, len(refs), len(want))
+		}
+		for i, ref := range refs {
+			if n := uint32(recorded.NumStrings()); ref.Key >= n || ref.Kind == event.ArgString && ref.Num >= uint64(n) {
+				t.Errorf("record %d arg %d: ids %d/%d outside NumStrings %d", r.ID, i, ref.Key, ref.Num, n)
+			}
+			got := event.Arg{Key: recorded.String(ref.Key), Kind: ref.Kind, Num: ref.Num}
+			if ref.Kind == event.ArgString {
+				got.Str, got.Num = recorded.String(uint32(ref.Num)), 0
+			}
+			if got != want[i] {
+				t.Errorf("record %d arg %d: ref resolves to %+v, want %+v", r.ID, i, got, want[i])
+			}
+		}
+	}
+}

@@ -128,6 +128,50 @@ func (s *Snapshot) AppendArgs(dst []Arg, r *Record) []Arg {
 	return dst
 }
 
+// ArgRef is an argument as a snapshot stores it: its key, and a string
+// value, as ids of the snapshot's string table (Snapshot.String). Writers
+// that intern strings themselves can key their tables by these ids instead
+// of resolving every argument of every record to strings.
+type ArgRef struct {
+	// Num is the value (as Arg.Num); for ArgString, the string id of the
+	// value.
+	Num uint64
+	// Key is the string id of the key.
+	Key uint32
+	// Kind is the value's kind.
+	Kind ArgKind
+}
+
+// AppendArgRefs appends the arguments of r to dst as AppendArgs does,
+// with keys and string values left as string ids.
+func (s *Snapshot) AppendArgRefs(dst []ArgRef, r *Record) []ArgRef {
+	n := int(r.NArgs)
+	for i := 0; i < min(n, inlineArgs); i++ {
+		a := &r.args[i]
+		dst = append(dst, ArgRef{Num: a.num, Key: a.key, Kind: a.kind})
+	}
+	if n <= inlineArgs {
+		return dst
+	}
+	left := n - inlineArgs
+	for c := r; left > 0; {
+		c = c.next() // as in AppendArgs
+		if c.Kind != kindArgs {
+			break
+		}
+		for i := 0; i < int(c.NArgs) && left > 0; i++ {
+			a := &c.args[i]
+			dst = append(dst, ArgRef{Num: a.num, Key: a.key, Kind: a.kind})
+			left--
+		}
+	}
+	return dst
+}
+
+// NumStrings returns how many strings the snapshot's string table holds:
+// its ids run from 0 to NumStrings()-1.
+func (s *Snapshot) NumStrings() int { return len(s.strs) }
+
 // AppendFlows appends the flow ids of r (its ArgFlow arguments, in
 // argument order) to dst and returns the result: what AppendArgs would
 // give as ArgFlow arguments, without resolving every other argument's key

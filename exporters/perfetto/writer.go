@@ -224,6 +224,12 @@ type writer struct {
 	seq      *sequence
 	nextSeq  uint32
 	argBuf   []event.Arg // reused by slice: one record's arguments at a time
+	refBuf   []event.ArgRef
+
+	// names, argNames and strs remember each snapshot string id's iid in
+	// the current sequence's tables (entries of older sequences read as
+	// misses): a repeated name or key is an index, not a hash lookup.
+	names, argNames, strs iidMemo
 
 	// What write's steps share: the trace's start on the BOOTTIME clock,
 	// and the uuids and pids of the tracks the descriptors declared.
@@ -482,6 +488,28 @@ func (w *writer) iid(table *intern.Table, field int, s string) uint64 {
 		w.intern.End(p)
 	}
 	return uint64(id)
+}
+
+// iidMemo maps a snapshot's string ids to their iids in one of the
+// current sequence's tables.
+type iidMemo []struct{ seq, iid uint32 }
+
+// memoIID is iid for the snapshot string with the given id.
+func (w *writer) memoIID(m *iidMemo, table *intern.Table, field int, id uint32) uint64 {
+	if int(id) < len(*m) {
+		if e := (*m)[id]; e.seq == w.seq.id {
+			return uint64(e.iid)
+		}
+	} else if int(id) < w.s.NumStrings() {
+		grown := make(iidMemo, w.s.NumStrings())
+		copy(grown, *m)
+		*m = grown
+	}
+	iid := w.iid(table, field, w.s.String(id))
+	if int(id) < len(*m) && iid <= math.MaxUint32 {
+		(*m)[id].seq, (*m)[id].iid = w.seq.id, uint32(iid)
+	}
+	return iid
 }
 
 func (w *writer) boot(t int64) int64 { return w.m.BootNanos(t) }
@@ -998,15 +1026,27 @@ func (w *writer) slice(typ uint64, at int64, track uint64, r *event.Record, fini
 	if track != 0 {
 		w.pkt.Uint(teTrackUUID, track)
 	}
-	w.pkt.Uint(teNameIID, w.iid(&w.seq.names, idEventNames, w.s.Name(r)))
+	w.pkt.Uint(teNameIID, w.memoIID(&w.names, &w.seq.names, idEventNames, r.NameID))
 	var flows []uint64
-	w.argBuf = w.s.AppendArgs(w.argBuf[:0], r)
-	for _, a := range event.UniqueKeys(w.argBuf) {
-		if a.Kind == event.ArgFlow {
-			flows = append(flows, a.Num)
-			continue
+	w.refBuf = w.s.AppendArgRefs(w.refBuf[:0], r)
+	if w.keysUnique(w.refBuf) {
+		for i := range w.refBuf {
+			a := &w.refBuf[i]
+			if a.Kind == event.ArgFlow {
+				flows = append(flows, a.Num)
+				continue
+			}
+			w.argRef(a)
 		}
-		w.arg(a)
+	} else {
+		w.argBuf = w.s.AppendArgs(w.argBuf[:0], r)
+		for _, a := range event.UniqueKeys(w.argBuf) {
+			if a.Kind == event.ArgFlow {
+				flows = append(flows, a.Num)
+				continue
+			}
+			w.arg(a)
+		}
 	}
 	if r.Flags&event.FlagStep != 0 {
 		w.annotation("step_num", func() { w.pkt.Int(daIntValue, r.ID2) })
@@ -1032,6 +1072,51 @@ func (w *writer) annotation(name string, value func()) {
 	w.pkt.Uint(daNameIID, w.iid(&w.seq.argNames, idDebugAnnotNames, name))
 	value()
 	w.pkt.End(p)
+}
+
+// keysUnique reports whether no two of refs (flows aside) have the same
+// key: then UniqueKeys would rename none and argRef writes them as stored.
+func (w *writer) keysUnique(refs []event.ArgRef) bool {
+	for i := 1; i < len(refs); i++ {
+		if refs[i].Kind == event.ArgFlow {
+			continue
+		}
+		for j := range i {
+			if refs[j].Kind != event.ArgFlow && w.s.String(refs[i].Key) == w.s.String(refs[j].Key) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// argRef is arg for an argument as the snapshot stores it: the key and a
+// string value go through the iid memos by string id.
+func (w *writer) argRef(a *event.ArgRef) {
+	switch a.Kind {
+	case event.ArgString:
+		p := w.pkt.Begin(teDebugAnnotations)
+		w.pkt.Uint(daNameIID, w.memoIID(&w.argNames, &w.seq.argNames, idDebugAnnotNames, a.Key))
+		w.pkt.Uint(daStringValueIID, w.memoIID(&w.strs, &w.seq.strs, idDebugAnnotStrs, uint32(a.Num)))
+		w.pkt.End(p)
+		return
+	case event.ArgInt, event.ArgUint, event.ArgFloat, event.ArgBool:
+		p := w.pkt.Begin(teDebugAnnotations)
+		w.pkt.Uint(daNameIID, w.memoIID(&w.argNames, &w.seq.argNames, idDebugAnnotNames, a.Key))
+		switch a.Kind {
+		case event.ArgInt:
+			w.pkt.Int(daIntValue, int64(a.Num))
+		case event.ArgUint:
+			w.pkt.Uint(daUintValue, a.Num)
+		case event.ArgFloat:
+			w.pkt.Double(daDoubleValue, math.Float64frombits(a.Num))
+		default:
+			w.pkt.Bool(daBoolValue, a.Num != 0)
+		}
+		w.pkt.End(p)
+		return
+	}
+	w.arg(event.Arg{Key: w.s.String(a.Key), Kind: a.Kind, Num: a.Num})
 }
 
 func (w *writer) arg(a event.Arg) {
