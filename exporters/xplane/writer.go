@@ -168,7 +168,8 @@ type writer struct {
 	// spans they become correlation_id stats (launch → kernel).
 	correlated map[uint64]bool
 	argBuf     []event.Arg // reused by args: one record's arguments at a time
-	flowBuf    []uint64    // reused: one record's flow ids at a time
+	refBuf     []event.ArgRef
+	flowBuf    []uint64 // reused: one record's flow ids at a time
 	// caps holds each device's capabilities, for kernels' occupancy.
 	caps map[int]event.DeviceCaps
 	// memorySize holds each device's memory size, for the free bytes of
@@ -193,6 +194,11 @@ type plane struct {
 	stats     intern.Table
 	statMD    protoenc.Enc
 	lineStart int // Begin position of the open line in body
+
+	// eventIDs and statIDs remember the metadata id of each snapshot
+	// string id the plane has named an event or stat with (0: not yet),
+	// so that a repeated name is an index instead of a hash lookup.
+	eventIDs, statIDs []int64
 }
 
 // newPlane opens a plane in space. Lines and events are written straight
@@ -213,6 +219,36 @@ func (p *plane) eventID(name string) int64 {
 
 func (p *plane) statID(name string) int64 {
 	return addMetadata(&p.stats, &p.statMD, planeStatMetadata, name)
+}
+
+// eventIDOf is eventID for the snapshot string with id sid.
+func (p *plane) eventIDOf(s *event.Snapshot, sid uint32) int64 {
+	return memoMetadata(&p.eventIDs, s, sid, p.eventID)
+}
+
+// statIDOf is statID for the snapshot string with id sid.
+func (p *plane) statIDOf(s *event.Snapshot, sid uint32) int64 {
+	return memoMetadata(&p.statIDs, s, sid, p.statID)
+}
+
+// memoMetadata returns the metadata id of s's string sid from memo, or
+// from intern (which assigns ids in first-use order, so the output is
+// the same with or without the memo) the first time.
+func memoMetadata(memo *[]int64, s *event.Snapshot, sid uint32, intern func(string) int64) int64 {
+	if int(sid) < len(*memo) {
+		if id := (*memo)[sid]; id != 0 {
+			return id
+		}
+	} else if int(sid) < s.NumStrings() {
+		grown := make([]int64, s.NumStrings())
+		copy(grown, *memo)
+		*memo = grown
+	}
+	id := intern(s.String(sid))
+	if int(sid) < len(*memo) {
+		(*memo)[sid] = id
+	}
+	return id
 }
 
 // addMetadata returns name's id in table, appending a map entry {id,
@@ -252,7 +288,11 @@ func (p *plane) beginLine(id int64, name string, durationPS int64) {
 // length placeholder is all it takes, where building it in a scratch
 // buffer first cost a copy of every event (the bytes are the same).
 func (p *plane) event(name string, offsetNS, durNS int64, stats func(*plane)) {
-	id := p.eventID(name)
+	p.eventOf(p.eventID(name), offsetNS, durNS, stats)
+}
+
+// eventOf is event for the event metadata id.
+func (p *plane) eventOf(id, offsetNS, durNS int64, stats func(*plane)) {
 	q := p.body.Begin(lineEvents)
 	// The three scalar fields appended as key bytes and varints: one-byte
 	// keys, so no encoder call a field (an event is a few of them).
@@ -276,7 +316,11 @@ func (p *plane) endLine() { p.body.end(p.lineStart) }
 // stat appends an XStat named name to dst under field (an event's or the
 // plane's stats); valueField is the oneof member that holds v.
 func (p *plane) stat(dst *protoenc.Enc, field int, name string, valueField int, v uint64) {
-	id := p.statID(name)
+	p.statOf(dst, field, p.statID(name), valueField, v)
+}
+
+// statOf is stat for the stat metadata id.
+func (p *plane) statOf(dst *protoenc.Enc, field int, id int64, valueField int, v uint64) {
 	if valueField != statDouble && field < 16 {
 		// A varint stat's length is known before it is written (at most
 		// 22 bytes): key and length bytes first, no back-patching, and
@@ -341,6 +385,58 @@ func (x *writer) rel(t int64) int64 { return t - x.m.Start.Mono }
 // appears on device activity (a launch and its kernel); a flow between
 // host events becomes a "flow" stat (flows.go).
 func (x *writer) args(p *plane, r *event.Record, finished, device bool) {
+	if device {
+		x.deviceArgs(p, r)
+	} else {
+		x.hostArgs(p, r)
+	}
+	if r.Flags&event.FlagStep != 0 {
+		p.statInt("_r", 1)
+		p.statInt("step_num", r.ID2)
+		if x.producers[r.ID] {
+			// The memory events of this step consume it (memory.go).
+			p.statUint(statProducer, r.ID)
+			p.statInt(statProducerType, contextGeneric)
+		}
+	}
+	if !finished {
+		p.statInt("unfinished", 1)
+	}
+}
+
+// hostArgs writes a host event's arguments as stats: keys and string
+// values go to stat ids by their snapshot string ids (plane.statIDOf),
+// never resolved to strings, in the order (a string value before its key)
+// that deviceArgs's statString interns them.
+func (x *writer) hostArgs(p *plane, r *event.Record) {
+	x.refBuf = x.s.AppendArgRefs(x.refBuf[:0], r)
+	for i := range x.refBuf {
+		a := &x.refBuf[i]
+		switch a.Kind {
+		case event.ArgInt, event.ArgBool:
+			p.statOf(&p.body.Enc, eventStats, p.statIDOf(x.s, a.Key), statInt64, a.Num)
+		case event.ArgUint:
+			p.statOf(&p.body.Enc, eventStats, p.statIDOf(x.s, a.Key), statUint64, a.Num)
+		case event.ArgFloat:
+			p.statOf(&p.body.Enc, eventStats, p.statIDOf(x.s, a.Key), statDouble, a.Num)
+		case event.ArgString:
+			v := p.statIDOf(x.s, uint32(a.Num))
+			p.statOf(&p.body.Enc, eventStats, p.statIDOf(x.s, a.Key), statRef, uint64(v))
+		case event.ArgDuration:
+			p.statString(x.s.String(a.Key), event.Arg{Num: a.Num}.Duration().String())
+		case event.ArgFlow:
+			if x.correlated[a.Num] {
+				p.statUint("correlation_id", a.Num)
+			} else if v, ok := x.hostFlow[flowEnd{r, a.Num}]; ok {
+				p.statUint(StatFlow, v)
+			}
+		}
+	}
+}
+
+// deviceArgs writes a device event's arguments as stats, and the details
+// xprof reads from its activity.
+func (x *writer) deviceArgs(p *plane, r *event.Record) {
 	x.argBuf = x.s.AppendArgs(x.argBuf[:0], r)
 	for i := range x.argBuf {
 		a := &x.argBuf[i]
@@ -355,34 +451,18 @@ func (x *writer) args(p *plane, r *event.Record, finished, device bool) {
 			p.statInt(a.Key, int64(a.Num))
 		case event.ArgString:
 			key := a.Key
-			if device && key == event.ArgAnnotation {
+			if key == event.ArgAnnotation {
 				key = "tf_op" // TensorFlow's name for the op device work belongs to
 			}
 			p.statString(key, a.Str)
 		case event.ArgDuration:
 			p.statString(a.Key, a.Duration().String())
 		case event.ArgFlow:
-			if device || x.correlated[a.Num] {
-				p.statUint("correlation_id", a.Num)
-			} else if v, ok := x.hostFlow[flowEnd{r, a.Num}]; ok {
-				p.statUint(StatFlow, v)
-			}
+			p.statUint("correlation_id", a.Num)
 		}
 	}
-	if device && r.Kind == event.KindActivity {
+	if r.Kind == event.KindActivity {
 		x.deviceDetails(p, r)
-	}
-	if r.Flags&event.FlagStep != 0 {
-		p.statInt("_r", 1)
-		p.statInt("step_num", r.ID2)
-		if x.producers[r.ID] {
-			// The memory events of this step consume it (memory.go).
-			p.statUint(statProducer, r.ID)
-			p.statInt(statProducerType, contextGeneric)
-		}
-	}
-	if !finished {
-		p.statInt("unfinished", 1)
 	}
 }
 
@@ -671,7 +751,7 @@ func (x *writer) events(p *plane, row *event.Row, device bool) {
 				x.memoryEvent(p, sp.Record)
 				return
 			}
-			p.event(x.s.Name(sp.Record), x.rel(sp.Start), sp.End-sp.Start, func(p *plane) { x.args(p, sp.Record, sp.Finished, device) })
+			p.eventOf(p.eventIDOf(x.s, sp.Record.NameID), x.rel(sp.Start), sp.End-sp.Start, func(p *plane) { x.args(p, sp.Record, sp.Finished, device) })
 		case event.RowInstant:
 			p.event(x.s.Name(inst), x.rel(inst.Start), 0, func(p *plane) { x.args(p, inst, true, device) })
 		}
