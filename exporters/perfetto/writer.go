@@ -1093,50 +1093,42 @@ func (w *writer) keysUnique(refs []event.ArgRef) bool {
 // argRef is arg for an argument as the snapshot stores it: the key and a
 // string value go through the iid memos by string id.
 func (w *writer) argRef(a *event.ArgRef) {
-	switch a.Kind {
-	case event.ArgString:
-		p := w.pkt.Begin(teDebugAnnotations)
-		w.pkt.Uint(daNameIID, w.memoIID(&w.argNames, &w.seq.argNames, idDebugAnnotNames, a.Key))
+	p := w.pkt.Begin(teDebugAnnotations)
+	w.pkt.Uint(daNameIID, w.memoIID(&w.argNames, &w.seq.argNames, idDebugAnnotNames, a.Key))
+	if a.Kind == event.ArgString {
 		w.pkt.Uint(daStringValueIID, w.memoIID(&w.strs, &w.seq.strs, idDebugAnnotStrs, uint32(a.Num)))
-		w.pkt.End(p)
-		return
-	case event.ArgInt, event.ArgUint, event.ArgFloat, event.ArgBool:
-		p := w.pkt.Begin(teDebugAnnotations)
-		w.pkt.Uint(daNameIID, w.memoIID(&w.argNames, &w.seq.argNames, idDebugAnnotNames, a.Key))
-		switch a.Kind {
-		case event.ArgInt:
-			w.pkt.Int(daIntValue, int64(a.Num))
-		case event.ArgUint:
-			w.pkt.Uint(daUintValue, a.Num)
-		case event.ArgFloat:
-			w.pkt.Double(daDoubleValue, math.Float64frombits(a.Num))
-		default:
-			w.pkt.Bool(daBoolValue, a.Num != 0)
-		}
-		w.pkt.End(p)
-		return
+	} else {
+		w.value(a.Kind, a.Num)
 	}
-	w.arg(event.Arg{Key: w.s.String(a.Key), Kind: a.Kind, Num: a.Num})
+	w.pkt.End(p)
 }
 
 func (w *writer) arg(a event.Arg) {
 	p := w.pkt.Begin(teDebugAnnotations)
 	w.pkt.Uint(daNameIID, w.iid(&w.seq.argNames, idDebugAnnotNames, a.Key))
-	switch a.Kind {
-	case event.ArgInt:
-		w.pkt.Int(daIntValue, int64(a.Num))
-	case event.ArgUint:
-		w.pkt.Uint(daUintValue, a.Num)
-	case event.ArgFloat:
-		w.pkt.Double(daDoubleValue, a.Float())
-	case event.ArgBool:
-		w.pkt.Bool(daBoolValue, a.Num != 0)
-	case event.ArgString:
+	if a.Kind == event.ArgString {
 		w.pkt.Uint(daStringValueIID, w.iid(&w.seq.strs, idDebugAnnotStrs, a.Str))
-	case event.ArgDuration:
-		w.pkt.Uint(daStringValueIID, w.iid(&w.seq.strs, idDebugAnnotStrs, a.Duration().String()))
+	} else {
+		w.value(a.Kind, a.Num)
 	}
 	w.pkt.End(p)
+}
+
+// value writes the value of a debug annotation whose value is not a
+// string (a duration becomes one: Perfetto has no duration value).
+func (w *writer) value(k event.ArgKind, num uint64) {
+	switch k {
+	case event.ArgInt:
+		w.pkt.Int(daIntValue, int64(num))
+	case event.ArgUint:
+		w.pkt.Uint(daUintValue, num)
+	case event.ArgFloat:
+		w.pkt.Double(daDoubleValue, math.Float64frombits(num))
+	case event.ArgBool:
+		w.pkt.Bool(daBoolValue, num != 0)
+	case event.ArgDuration:
+		w.pkt.Uint(daStringValueIID, w.iid(&w.seq.strs, idDebugAnnotStrs, event.Arg{Num: num}.Duration().String()))
+	}
 }
 
 func builtinUnit(u string) uint64 {
