@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -100,4 +101,61 @@ func TestArgConstructorsMatchTheModel(t *testing.T) {
 	if one != len(args) || all != 1 || inst != 1 {
 		t.Errorf("recorded %d one-arg spans, %d all-arg spans, %d instants; want %d, 1, 1", one, all, inst, len(args))
 	}
+}
+
+// A string argument's bytes are kept alive by the Arg alone: its Ref is
+// the only pointer to them once the caller's string is gone.
+func TestStringArgKeepsItsBytes(t *testing.T) {
+	args := make([]Arg, 64)
+	for i := range args {
+		args[i] = String("k", strings.Repeat(string(rune('a'+i%26)), 1000+i)) // fresh heap strings
+	}
+	for range 3 {
+		runtime.GC()
+	}
+	_ = make([]byte, 1<<20) // reuse freed memory, if any was wrongly freed
+	for i, a := range args {
+		want := strings.Repeat(string(rune('a'+i%26)), 1000+i)
+		if got := a.EventArg().Str; got != want {
+			t.Fatalf("arg %d: %d bytes %.8q..., want %d bytes %.8q...", i, len(got), got, len(want), want)
+		}
+	}
+}
+
+// FuzzArgMatchesTheModel: any key and value, through any constructor,
+// reads back through EventArg as the event.Arg it stands for.
+func FuzzArgMatchesTheModel(f *testing.F) {
+	f.Add("batch", "", uint8(0), uint64(32))
+	f.Add("", "value", uint8(5), uint64(0))
+	f.Add("k\x00ey", "\xff\xfe", uint8(5), uint64(1))
+	f.Add("lr", "", uint8(3), math.Float64bits(math.Inf(-1)))
+	f.Fuzz(func(t *testing.T, key, str string, kind uint8, num uint64) {
+		var a Arg
+		var want event.Arg
+		switch kind % 8 {
+		case 0:
+			a, want = Int(key, int(num)), event.Arg{Key: key, Kind: event.ArgInt, Num: uint64(int64(int(num)))}
+		case 1:
+			a, want = Int64(key, int64(num)), event.Arg{Key: key, Kind: event.ArgInt, Num: num}
+		case 2:
+			a, want = Uint64(key, num), event.Arg{Key: key, Kind: event.ArgUint, Num: num}
+		case 3:
+			a, want = Float64(key, math.Float64frombits(num)), event.Arg{Key: key, Kind: event.ArgFloat, Num: num}
+		case 4:
+			a, want = Bool(key, num&1 == 1), event.Arg{Key: key, Kind: event.ArgBool, Num: num & 1}
+		case 5:
+			a, want = String(key, str), event.Arg{Key: key, Kind: event.ArgString, Str: str}
+		case 6:
+			a, want = Duration(key, time.Duration(num)), event.Arg{Key: key, Kind: event.ArgDuration, Num: num}
+		default:
+			a, want = Flow(num), event.Arg{Kind: event.ArgFlow, Num: num}
+		}
+		// event.Arg holds a float's bits, so a NaN compares equal to itself.
+		if got := a.EventArg(); got != want {
+			t.Fatalf("EventArg = %+v, want %+v", got, want)
+		}
+		if a.Key() != want.Key {
+			t.Fatalf("Key() = %q, want %q", a.Key(), want.Key)
+		}
+	})
 }
