@@ -56,7 +56,7 @@ func fixture() *event.DeviceMemory {
 	}
 	add := func(n int, b event.Buffer) {
 		for i := range n {
-			b.Address = uint64(0x7f00_0000_0000 + len(m.Buffers)<<20 + i)
+			b.Address = 0x7f00_0000_0000 + uint64(len(m.Buffers))<<20 + uint64(i)
 			b.Count = 1
 			b.Time = m.Time.Add(-time.Duration(len(m.Buffers)+1) * time.Second)
 			m.Buffers = append(m.Buffers, b)

@@ -287,7 +287,7 @@ func TestPprofDiffBase(t *testing.T) {
 	leak := []event.Frame{{Function: "main.(*Cache).put", File: "/src/cache.go", Line: 58}, {Function: "main.train", File: "/src/main.go", Line: 33}, {Function: "main.main", File: "/src/main.go", Line: 14}}
 	var leaked int64
 	for i := range 5 {
-		b := event.Buffer{Address: uint64(0xdead0000 + i), Bytes: 2 << 20, Count: 1, Device: 1, Kind: "device", Source: "cuda", API: "cudaMalloc", Tags: []string{"cache"}, Stack: leak}
+		b := event.Buffer{Address: 0xdead0000 + uint64(i), Bytes: 2 << 20, Count: 1, Device: 1, Kind: "device", Source: "cuda", API: "cudaMalloc", Tags: []string{"cache"}, Stack: leak}
 		after.Buffers = append(after.Buffers, b)
 		leaked += int64(b.Bytes)
 	}

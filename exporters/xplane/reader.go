@@ -154,7 +154,7 @@ func gunzip(data []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(out) > maxInflated {
+	if int64(len(out)) > maxInflated {
 		return nil, errors.New("decompressed size exceeds 2 GiB")
 	}
 	return out, nil

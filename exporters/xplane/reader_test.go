@@ -808,7 +808,7 @@ func TestReadForms(t *testing.T) {
 		}
 		want := []string{
 			fmt.Sprintf("%v/3/A100/7/Stream #7(Compute)", event.TrackDeviceStream),
-			fmt.Sprintf("%v/1//%d/XLA Ops", event.TrackDeviceStream, 0xdeadbeef+5),
+			fmt.Sprintf("%v/1//%d/XLA Ops", event.TrackDeviceStream, uint32(0xdeadbeef+5)),
 			fmt.Sprintf("%v/12//1/core", event.TrackDeviceStream),
 			// The device plane's counters belong to the device itself.
 			fmt.Sprintf("%v/3/A100/0/", event.TrackDevice),

@@ -3,6 +3,7 @@ package xplane
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/devprof/devprof/event"
@@ -28,7 +29,7 @@ func TestHolesWriteTheSameBytes(t *testing.T) {
 		"wide":   wideSnapshot(),
 	}
 	for name, s := range snaps {
-		holeMin = 1 << 62
+		holeMin = math.MaxInt
 		var want bytes.Buffer
 		if err := Write(&want, s); err != nil {
 			t.Fatal(err)

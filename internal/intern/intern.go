@@ -33,7 +33,7 @@ type entry struct {
 // ID returns the id of s and whether s was new to the table.
 func (t *Table) ID(s string) (id int64, added bool) {
 	p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
-	e := &t.cache[((p^uintptr(len(s))<<17)*0x9E3779B97F4A7C15)>>(64-cacheBits)]
+	e := &t.cache[((uint64(p)^uint64(len(s))<<17)*0x9E3779B97F4A7C15)>>(64-cacheBits)]
 	if len(e.s) == len(s) && unsafe.StringData(e.s) == unsafe.StringData(s) && e.id != 0 {
 		return e.id, false
 	}

@@ -102,7 +102,7 @@ func TestConverterMatchesSearch(t *testing.T) {
 		tick, mono := int64(1e9), int64(5e8)
 		for range n {
 			pts = append(pts, calPoint{tick: tick, mono: mono})
-			d := int64(2e6 + rng.IntN(3e9))
+			d := 2e6 + rng.Int64N(3e9)
 			tick += d
 			mono += d*10/27 + int64(rng.IntN(1000)) // a 2.7 GHz counter, drifting
 		}

@@ -97,7 +97,7 @@ func (t *strtab) cached(s string) (uint32, bool) {
 // entry is the cache entry of the string at p of length n: a
 // multiplicative hash of the address, whose top bits pick the entry.
 func (t *strtab) entry(p uintptr, n int) *strCacheEntry {
-	return &t.cache[((p^uintptr(n)<<17)*0x9E3779B97F4A7C15)>>(64-strCacheBits)]
+	return &t.cache[((uint64(p)^uint64(n)<<17)*0x9E3779B97F4A7C15)>>(64-strCacheBits)]
 }
 
 // intern is the slow path of id: the map, under the lock.
@@ -121,7 +121,7 @@ func (t *strtab) intern(s string) uint32 {
 	// Cache only the string the table holds: another copy of the same
 	// contents is not kept alive by the table, so its address could later
 	// hold different bytes.
-	if len(s) > 0 && unsafe.StringData(t.strs[id]) == unsafe.StringData(s) && len(s) < 1<<32 {
+	if len(s) > 0 && unsafe.StringData(t.strs[id]) == unsafe.StringData(s) && uint64(len(s)) < 1<<32 {
 		e := t.entry(p, len(s))
 		e.ptr.Store(0)
 		e.val.Store(uint64(len(s))<<32 | uint64(id))
