@@ -32,6 +32,7 @@ package perfetto
 
 import (
 	"compress/gzip"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -230,6 +231,7 @@ type writer struct {
 	// the current sequence's tables (entries of older sequences read as
 	// misses): a repeated name or key is an index, not a hash lookup.
 	names, argNames, strs iidMemo
+	fastSlices            int // events sliceFast wrote (tests)
 
 	// What write's steps share: the trace's start on the BOOTTIME clock,
 	// and the uuids and pids of the tracks the descriptors declared.
@@ -493,6 +495,15 @@ func (w *writer) iid(table *intern.Table, field int, s string) uint64 {
 // iidMemo maps a snapshot's string ids to their iids in one of the
 // current sequence's tables.
 type iidMemo []struct{ seq, iid uint32 }
+
+// peek returns the iid the current sequence seq gave the snapshot string
+// id, if it gave it one.
+func (m iidMemo) peek(id, seq uint32) (uint64, bool) {
+	if int(id) < len(m) && m[id].seq == seq {
+		return uint64(m[id].iid), true
+	}
+	return 0, false
+}
 
 // memoIID is iid for the snapshot string with the given id.
 func (w *writer) memoIID(m *iidMemo, table *intern.Table, field int, id uint32) uint64 {
@@ -1020,7 +1031,11 @@ const (
 // slice writes a BEGIN or INSTANT event for r. track 0 means the
 // sequence's default track.
 func (w *writer) slice(typ uint64, at int64, track uint64, r *event.Record, finished bool, links []uint64, displaced bool) {
-	w.startPacket(w.boot(at), true)
+	ts := w.boot(at)
+	if track == 0 && finished && len(links) == 0 && !displaced && !noFastSlice && w.sliceFast(typ, ts, r) {
+		return
+	}
+	w.startPacket(ts, true)
 	p := w.pkt.Begin(pktTrackEvent)
 	w.pkt.Uint(teType, typ)
 	if track != 0 {
@@ -1065,6 +1080,97 @@ func (w *writer) slice(typ uint64, at int64, track uint64, r *event.Record, fini
 	}
 	w.pkt.End(p)
 	w.finishPacket()
+}
+
+// noFastSlice turns sliceFast off (tests compare the two paths' bytes).
+var noFastSlice bool
+
+// sliceFast writes what slice writes for the commonest event of a row's
+// sequence: a finished BEGIN or INSTANT on the sequence's default track,
+// with at most two arguments (numbers or strings, keys distinct) and no
+// flow or step, whose name, keys and strings the sequence has interned
+// already. Every length is then known before a byte is written: the
+// packet is appended as key bytes and varints, with no back-patching and
+// no encoder call a field (begins and instants are half the events). It
+// reports false, having written nothing, for any other event.
+func (w *writer) sliceFast(typ uint64, ts int64, r *event.Record) bool {
+	s := w.seq
+	if !s.started || !s.incremental || ts < s.last || s.id >= 0x80 || r.NArgs > 2 || r.Flags&event.FlagStep != 0 {
+		return false
+	}
+	name, ok := w.names.peek(r.NameID, s.id)
+	if !ok {
+		return false
+	}
+	type fastArg struct {
+		key, val uint64
+		kind     event.ArgKind
+		n        int // the annotation's length
+	}
+	var args [2]fastArg
+	refs := w.s.AppendArgRefs(w.refBuf[:0], r)
+	w.refBuf = refs
+	if len(refs) == 2 && w.s.String(refs[0].Key) == w.s.String(refs[1].Key) {
+		return false // UniqueKeys renames the second
+	}
+	te := 2 + 1 + protoenc.VarintLen(name) // type, name_iid
+	for i := range refs {
+		a, f := &refs[i], &args[i]
+		if f.key, ok = w.argNames.peek(a.Key, s.id); !ok {
+			return false
+		}
+		f.kind, f.val = a.Kind, a.Num
+		f.n = 1 + protoenc.VarintLen(f.key)
+		switch a.Kind {
+		case event.ArgInt, event.ArgUint:
+			f.n += 1 + protoenc.VarintLen(f.val)
+		case event.ArgBool:
+			f.val = min(f.val, 1)
+			f.n += 2
+		case event.ArgFloat:
+			f.n += 1 + 8
+		case event.ArgString:
+			if f.val, ok = w.strs.peek(uint32(a.Num), s.id); !ok {
+				return false
+			}
+			f.n += 2 + protoenc.VarintLen(f.val)
+		default: // a duration (its string is made here), a flow, kind 0
+			return false
+		}
+		te += 2 + f.n
+	}
+	// At most 2 + 11 + 2*25 bytes of track event and 1 + 10 + 2 + 2 more
+	// of packet: both lengths are one byte.
+	d := uint64(ts - s.last)
+	b := append(w.out, fTracePacket<<3|wireBytes, byte(1+protoenc.VarintLen(d)+2+2+te), pktTimestamp<<3|wireVarint)
+	b = protoenc.AppendVarint(b, d)
+	b = append(b, pktSeqID<<3|wireVarint, byte(s.id), pktTrackEvent<<3|wireBytes, byte(te),
+		teType<<3|wireVarint, byte(typ), teNameIID<<3|wireVarint)
+	b = protoenc.AppendVarint(b, name)
+	for i := range refs {
+		f := &args[i]
+		b = append(b, teDebugAnnotations<<3|wireBytes, byte(f.n), daNameIID<<3|wireVarint)
+		b = protoenc.AppendVarint(b, f.key)
+		switch f.kind {
+		case event.ArgInt:
+			b = protoenc.AppendVarint(append(b, daIntValue<<3|wireVarint), f.val)
+		case event.ArgUint:
+			b = protoenc.AppendVarint(append(b, daUintValue<<3|wireVarint), f.val)
+		case event.ArgBool:
+			b = append(b, daBoolValue<<3|wireVarint, byte(f.val))
+		case event.ArgFloat:
+			b = binary.LittleEndian.AppendUint64(append(b, daDoubleValue<<3|wireI64), f.val)
+		case event.ArgString:
+			b = protoenc.AppendVarint(protoenc.AppendVarint(b, daStringValueIID<<3|wireVarint), f.val)
+		}
+	}
+	s.last = ts
+	w.out = b
+	w.fastSlices++
+	if len(w.out) >= outBatch {
+		w.flush()
+	}
+	return true
 }
 
 func (w *writer) annotation(name string, value func()) {
