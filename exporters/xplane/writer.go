@@ -41,6 +41,7 @@ package xplane
 
 import (
 	"cmp"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"github.com/devprof/devprof/internal/intern"
@@ -105,6 +106,12 @@ const (
 
 // Write encodes s as an XSpace to w.
 func Write(w io.Writer, s *event.Snapshot) error {
+	_, err := write(w, s)
+	return err
+}
+
+// write is Write, returning the writer for tests to look into.
+func write(w io.Writer, s *event.Snapshot) (*writer, error) {
 	x := &writer{s: s, m: &s.Meta, correlated: map[uint64]bool{}, caps: map[int]event.DeviceCaps{}, memorySize: memorySizes(s)}
 	for _, d := range s.Layout().Devices {
 		x.caps[d.Device] = d.Caps
@@ -158,7 +165,7 @@ func Write(w io.Writer, s *event.Snapshot) error {
 	}
 	space.String(spaceHostnames, s.Meta.Host)
 	_, err := space.WriteTo(w)
-	return err
+	return x, err
 }
 
 type writer struct {
@@ -169,6 +176,7 @@ type writer struct {
 	correlated map[uint64]bool
 	argBuf     []event.Arg // reused by args: one record's arguments at a time
 	refBuf     []event.ArgRef
+	fastEvents int      // events eventFast wrote (tests)
 	flowBuf    []uint64 // reused: one record's flow ids at a time
 	// caps holds each device's capabilities, for kernels' occupancy.
 	caps map[int]event.DeviceCaps
@@ -751,11 +759,97 @@ func (x *writer) events(p *plane, row *event.Row, device bool) {
 				x.memoryEvent(p, sp.Record)
 				return
 			}
+			if !device && sp.Finished && !noFastEvent && x.eventFast(p, sp) {
+				return
+			}
 			p.eventOf(p.eventIDOf(x.s, sp.Record.NameID), x.rel(sp.Start), sp.End-sp.Start, func(p *plane) { x.args(p, sp.Record, sp.Finished, device) })
 		case event.RowInstant:
 			p.event(x.s.Name(inst), x.rel(inst.Start), 0, func(p *plane) { x.args(p, inst, true, device) })
 		}
 	})
+}
+
+// noFastEvent turns eventFast off (tests compare the two paths' bytes).
+var noFastEvent bool
+
+// eventFast writes what events writes for the commonest host span: a
+// finished one, not a step, with at most two number or string arguments.
+// Its metadata ids are taken in the general path's order (the event's,
+// then each argument's, a string value's before its key's), after which
+// every length is known: the event is appended as key bytes and varints
+// with its one-byte length, no back-patching and no encoder call a field.
+// It reports false, having written and interned nothing, for any other
+// span.
+func (x *writer) eventFast(p *plane, sp *event.Placed) bool {
+	r := sp.Record
+	if r.NArgs > 2 || r.Flags&event.FlagStep != 0 {
+		return false
+	}
+	refs := x.s.AppendArgRefs(x.refBuf[:0], r)
+	x.refBuf = refs
+	for i := range refs {
+		switch refs[i].Kind {
+		case event.ArgInt, event.ArgBool, event.ArgUint, event.ArgFloat, event.ArgString:
+		default: // a duration (its string is made here), a flow (paired first), kind 0
+			return false
+		}
+	}
+	type fastStat struct {
+		id, v uint64
+		tag   byte // the value's key byte
+		n     int  // the stat's length
+	}
+	var stats [2]fastStat
+	id := uint64(p.eventIDOf(x.s, r.NameID))
+	durNS := sp.End - sp.Start
+	off, dur := uint64(x.rel(sp.Start)*1000), uint64(durNS*1000)
+	n := 1 + protoenc.VarintLen(id) + 1 + protoenc.VarintLen(off)
+	if durNS > 0 {
+		n += 1 + protoenc.VarintLen(dur)
+	}
+	for i := range refs {
+		a, f := &refs[i], &stats[i]
+		f.v = a.Num
+		switch a.Kind {
+		case event.ArgInt, event.ArgBool:
+			f.tag = statInt64<<3 | protoenc.WireVarint
+		case event.ArgUint:
+			f.tag = statUint64<<3 | protoenc.WireVarint
+		case event.ArgFloat:
+			f.tag = statDouble<<3 | protoenc.WireI64
+		case event.ArgString:
+			f.tag = statRef<<3 | protoenc.WireVarint
+			f.v = uint64(p.statIDOf(x.s, uint32(a.Num)))
+		}
+		f.id = uint64(p.statIDOf(x.s, a.Key))
+		f.n = 1 + protoenc.VarintLen(f.id) + 1
+		if a.Kind == event.ArgFloat {
+			f.n += 8
+		} else {
+			f.n += protoenc.VarintLen(f.v)
+		}
+		n += 2 + f.n
+	}
+	// At most 33 bytes of event fields and 2 * 24 of stats: one length byte.
+	b := append(p.body.B, lineEvents<<3|protoenc.WireBytes, byte(n), eventMetadataID<<3|protoenc.WireVarint)
+	b = protoenc.AppendVarint(b, id)
+	b = protoenc.AppendVarint(append(b, eventOffsetPS<<3|protoenc.WireVarint), off)
+	if durNS > 0 {
+		b = protoenc.AppendVarint(append(b, eventDurationPS<<3|protoenc.WireVarint), dur)
+	}
+	for i := range refs {
+		f := &stats[i]
+		b = append(b, eventStats<<3|protoenc.WireBytes, byte(f.n), statMetadataID<<3|protoenc.WireVarint)
+		b = append(protoenc.AppendVarint(b, f.id), f.tag)
+		if f.tag == statDouble<<3|protoenc.WireI64 {
+			b = binary.LittleEndian.AppendUint64(b, f.v)
+		} else {
+			b = protoenc.AppendVarint(b, f.v)
+		}
+	}
+	p.body.B = b
+	x.fastEvents++
+	return true
 }
 
 // overflowLineIDs numbers the extra lines of a stream whose activity
