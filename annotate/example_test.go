@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/devprof/devprof/annotate"
 	"github.com/devprof/devprof/event"
@@ -92,4 +93,17 @@ func ExampleDevice() {
 	})
 	// Output:
 	// span gemm n=1024
+}
+
+// An Arg reads back as the event model's argument, the form a snapshot's
+// Args returns for it.
+func ExampleArg_EventArg() {
+	for _, a := range []annotate.Arg{annotate.Int("batch", 32), annotate.String("mode", "train"), annotate.Duration("wait", 1500*time.Microsecond)} {
+		e := a.EventArg()
+		fmt.Printf("%s = %v (%T)\n", e.Key, e.Value(), e.Value())
+	}
+	// Output:
+	// batch = 32 (int64)
+	// mode = train (string)
+	// wait = 1.5ms (time.Duration)
 }

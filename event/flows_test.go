@@ -135,3 +135,39 @@ func TestAppendArgRefsMatchesArgs(t *testing.T) {
 		}
 	}
 }
+
+// AppendArgRefs leaves keys and string values as string ids: a writer
+// that interns strings itself resolves each id once, not once a record.
+func ExampleSnapshot_AppendArgRefs() {
+	b := event.NewBuilder(event.Meta{Host: "h", Stop: event.ClockAnchor{Mono: 100}})
+	for i := range 3 {
+		b.Span(event.Span{Name: "op", Start: int64(10 * i), End: int64(10*i + 5), Args: []event.Arg{
+			{Key: "mode", Kind: event.ArgString, Str: "train"}, {Key: "layer", Kind: event.ArgInt, Num: uint64(i)}}})
+	}
+	s := b.Snapshot()
+	names := map[uint32]string{} // what a writer would intern
+	var refs []event.ArgRef
+	for _, r := range s.Events {
+		refs = s.AppendArgRefs(refs[:0], r)
+		for i, a := range refs {
+			if _, ok := names[a.Key]; !ok {
+				names[a.Key] = s.String(a.Key)
+			}
+			if i > 0 {
+				fmt.Print(" ")
+			}
+			if a.Kind == event.ArgString {
+				fmt.Printf("%s=%s", names[a.Key], s.String(uint32(a.Num)))
+			} else {
+				fmt.Printf("%s=%d", names[a.Key], a.Num)
+			}
+		}
+		fmt.Println()
+	}
+	fmt.Println(len(names), "keys resolved")
+	// Output:
+	// mode=train layer=0
+	// mode=train layer=1
+	// mode=train layer=2
+	// 2 keys resolved
+}
