@@ -507,11 +507,10 @@ func (m iidMemo) peek(id, seq uint32) (uint64, bool) {
 
 // memoIID is iid for the snapshot string with the given id.
 func (w *writer) memoIID(m *iidMemo, table *intern.Table, field int, id uint32) uint64 {
-	if int(id) < len(*m) {
-		if e := (*m)[id]; e.seq == w.seq.id {
-			return uint64(e.iid)
-		}
-	} else if int(id) < w.s.NumStrings() {
+	if iid, ok := m.peek(id, w.seq.id); ok {
+		return iid
+	}
+	if int(id) >= len(*m) && int(id) < w.s.NumStrings() {
 		grown := make(iidMemo, w.s.NumStrings())
 		copy(grown, *m)
 		*m = grown
@@ -1111,7 +1110,7 @@ func (w *writer) sliceFast(typ uint64, ts int64, r *event.Record) bool {
 	refs := w.s.AppendArgRefs(w.refBuf[:0], r)
 	w.refBuf = refs
 	if len(refs) == 2 && w.s.String(refs[0].Key) == w.s.String(refs[1].Key) {
-		return false // UniqueKeys renames the second
+		return false // UniqueKeys renames the second (keysUnique, for two)
 	}
 	te := 2 + 1 + protoenc.VarintLen(name) // type, name_iid
 	for i := range refs {
