@@ -29,11 +29,7 @@ func TestEventFastMatchesGeneralPath(t *testing.T) {
 			t.Fatalf("seed %d: %d fast events with the fast path off", seed, none)
 		}
 		if !bytes.Equal(fast, general) {
-			n := 0
-			for n < min(len(fast), len(general)) && fast[n] == general[n] {
-				n++
-			}
-			t.Fatalf("seed %d: the fast path's output differs at byte %d of %d (general %d bytes)", seed, n, len(fast), len(general))
+			t.Fatalf("seed %d: the fast path's output differs at byte %d of %d (general %d bytes)", seed, eventtest.FirstDifference(fast, general), len(fast), len(general))
 		}
 		t.Logf("seed %d: %d of the spans took the fast path", seed, taken)
 		if taken < 300 {

@@ -85,6 +85,16 @@ func GoldenSnapshot() *event.Snapshot {
 	return b.Snapshot()
 }
 
+// FirstDifference returns the index of the first byte where a and b
+// differ (the shorter one's length when one is a prefix of the other).
+func FirstDifference(a, b []byte) int {
+	n := 0
+	for n < min(len(a), len(b)) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
 // CompareGolden checks got against the golden file at path, byte for byte;
 // with update it rewrites the file instead (go test ./exporters/... -update).
 func CompareGolden(tb testing.TB, path string, got []byte, update bool) {
@@ -103,10 +113,7 @@ func CompareGolden(tb testing.TB, path string, got []byte, update bool) {
 		tb.Fatalf("%v (run go test ./exporters/... -update to create it)", err)
 	}
 	if !bytes.Equal(got, want) {
-		n := 0
-		for n < min(len(got), len(want)) && got[n] == want[n] {
-			n++
-		}
+		n := FirstDifference(got, want)
 		tb.Errorf("output differs from %s at byte %d (%d bytes, want %d); if the change is intended, run go test ./exporters/... -update", path, n, len(got), len(want))
 	}
 }
