@@ -18,6 +18,7 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
+	"github.com/devprof/devprof/bench/internal/benchline"
 	"io"
 	"os"
 	"slices"
@@ -50,23 +51,16 @@ func parse(r io.Reader) (rounds, []key, error) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) < 5 || !strings.HasPrefix(f[2], "Benchmark") {
+		if len(f) < 2 {
+			continue
+		}
+		r, ok := benchline.Parse(f[2:])
+		if !ok {
 			continue
 		}
 		round, label := f[0], f[1]
-		name := strings.TrimPrefix(f[2], "Benchmark")
-		if i := strings.LastIndexByte(name, '-'); i > 0 {
-			if _, err := strconv.Atoi(name[i+1:]); err == nil {
-				name = name[:i]
-			}
-		}
-		// f[3] is the iteration count; then value, unit pairs.
-		for i := 4; i+1 < len(f); i += 2 {
-			v, err := strconv.ParseFloat(f[i], 64)
-			if err != nil {
-				continue
-			}
-			k := key{name, f[i+1]}
+		for _, m := range r.Metrics {
+			k := key{r.Name, m.Unit}
 			if out[k] == nil {
 				out[k] = map[string]map[string]float64{}
 				order = append(order, k)
@@ -74,20 +68,10 @@ func parse(r io.Reader) (rounds, []key, error) {
 			if out[k][round] == nil {
 				out[k][round] = map[string]float64{}
 			}
-			out[k][round][label] = v
+			out[k][round][label] = m.Value
 		}
 	}
 	return out, order, sc.Err()
-}
-
-// median returns the median of xs (which it sorts).
-func median(xs []float64) float64 {
-	slices.Sort(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 func run(w io.Writer, r io.Reader, base, cur string) error {
@@ -122,7 +106,7 @@ func run(w io.Writer, r io.Reader, base, cur string) error {
 			note = ", higher every round"
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s [%s .. %s]%s | %d |\n", k.bench, k.unit,
-			num(median(b)), num(median(c)), signed(median(d)), signed(lo), signed(hi), note, len(d))
+			num(benchline.Median(b)), num(benchline.Median(c)), signed(benchline.Median(d)), signed(lo), signed(hi), note, len(d))
 	}
 	return nil
 }

@@ -16,10 +16,9 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"github.com/devprof/devprof/bench/internal/benchline"
 	"io"
 	"os"
-	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -65,44 +64,23 @@ func parse(r io.Reader) (*results, error) {
 			continue
 		}
 		f := strings.Fields(line)
-		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") || len(f)%2 != 0 {
+		if len(f)%2 != 0 {
 			continue
 		}
-		if _, err := strconv.ParseInt(f[1], 10, 64); err != nil {
-			continue // not an iteration count
+		r, ok := benchline.Parse(f)
+		if !ok {
+			continue
 		}
-		key := strings.TrimPrefix(f[0], "Benchmark")
-		if i := strings.LastIndexByte(key, '-'); i > 0 {
-			if _, err := strconv.Atoi(key[i+1:]); err == nil {
-				key = key[:i]
-			}
-		}
-		b := res.benches[key]
+		b := res.benches[r.Name]
 		if b == nil {
-			b = &bench{name: strings.TrimPrefix(f[0], "Benchmark"), metrics: map[string][]float64{}}
-			res.benches[key] = b
+			b = &bench{name: r.Printed, metrics: map[string][]float64{}}
+			res.benches[r.Name] = b
 		}
-		for i := 2; i+1 < len(f); i += 2 {
-			v, err := strconv.ParseFloat(f[i], 64)
-			if err != nil {
-				continue
-			}
-			b.metrics[f[i+1]] = append(b.metrics[f[i+1]], v)
+		for _, m := range r.Metrics {
+			b.metrics[m.Unit] = append(b.metrics[m.Unit], m.Value)
 		}
 	}
 	return res, sc.Err()
-}
-
-// median returns the median of vs (the mean of the middle two for an even
-// count).
-func median(vs []float64) float64 {
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // figure is a median value of one metric of one benchmark.
@@ -119,7 +97,7 @@ func (res *results) get(key, unit string) figure {
 		return figure{name: key}
 	}
 	vs := b.metrics[unit]
-	return figure{name: b.name, v: median(vs), runs: len(vs), ok: true}
+	return figure{name: b.name, v: benchline.Median(vs), runs: len(vs), ok: true}
 }
 
 // check is one row of the table.

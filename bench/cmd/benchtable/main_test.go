@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/devprof/devprof/bench/internal/benchline"
 	"strings"
 	"testing"
 )
@@ -90,7 +91,7 @@ func TestMedian(t *testing.T) {
 		{[]float64{5, 1, 3}, 3},
 		{[]float64{4, 1, 3, 2}, 2.5},
 	} {
-		if got := median(tc.in); got != tc.want {
+		if got := benchline.Median(tc.in); got != tc.want {
 			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
 		}
 	}
