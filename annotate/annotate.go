@@ -207,19 +207,57 @@ func beginCritical(ctx context.Context, name string, args []Arg) (context.Contex
 	}
 	var c *recorder.SpanContext
 	var r *recorder.Record
+	var tok uint64
 	if len(args) == 1 && args[0].a.IsInt() {
 		// The commonest span of all, one integer argument, takes
 		// BeginInt's path: its fields are read once, here, and handed on
 		// in registers instead of through the argument loop.
 		a := &args[0].a
-		c, r = b.StartSpanInt(ctx, name, a.Key, int64(a.Num), uint8(LevelCritical))
+		c, r, tok = b.StartSpanInt(ctx, name, a.Key, int64(a.Num), uint8(LevelCritical), false)
 	} else {
-		c, r = b.StartSpan(ctx, name, packed(args), uint8(LevelCritical), 0, 0)
+		c, r, tok = b.StartSpan(ctx, name, packed(args), uint8(LevelCritical), 0, 0, false)
 	}
 	if r == nil {
 		return ctx, Span{}
 	}
-	return c, Span{rec: r, tok: c.EndToken()}
+	return c, Span{rec: r, tok: tok}
+}
+
+// BeginLeaf starts a span like Begin, as a child of the span in ctx, but
+// returns no context: nothing can be begun inside it. It is the form for
+// the innermost spans of hot code (a kernel launch, a batch's copy), as
+// runtime/trace's StartRegion is: with no context to fill for the code
+// inside, it is the cheapest span there is.
+func BeginLeaf(ctx context.Context, name string, args ...Arg) (s Span) {
+	if recorder.On() {
+		s = beginLeaf(ctx, name, args)
+	}
+	return
+}
+
+// beginLeaf is the out-of-line part of BeginLeaf: beginCritical without
+// the context.
+//
+//go:noinline
+func beginLeaf(ctx context.Context, name string, args []Arg) Span {
+	b := recorder.Active()
+	if b == nil || uint8(LevelCritical) > b.Level() {
+		return Span{}
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	// beginCritical's choice, written out again: shared, it would not
+	// inline (cost 199 of 80), and a call is about a nanosecond of a span.
+	var r *recorder.Record
+	var tok uint64
+	if len(args) == 1 && args[0].a.IsInt() {
+		a := &args[0].a
+		_, r, tok = b.StartSpanInt(ctx, name, a.Key, int64(a.Num), uint8(LevelCritical), true)
+	} else {
+		_, r, tok = b.StartSpan(ctx, name, packed(args), uint8(LevelCritical), 0, 0, true)
+	}
+	return Span{rec: r, tok: tok}
 }
 
 // beginInt is the out-of-line part of BeginInt: beginCritical with the
@@ -234,11 +272,11 @@ func beginInt(ctx context.Context, name, key string, v int64) (context.Context, 
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	c, r := b.StartSpanInt(ctx, name, key, v, uint8(LevelCritical))
+	c, r, tok := b.StartSpanInt(ctx, name, key, v, uint8(LevelCritical), false)
 	if r == nil {
 		return ctx, Span{}
 	}
-	return c, Span{rec: r, tok: c.EndToken()}
+	return c, Span{rec: r, tok: tok}
 }
 
 // begin is the out-of-line part of BeginLevel.
@@ -266,11 +304,11 @@ func start(b *recorder.Buffer, ctx context.Context, name string, args []Arg, lev
 	} else {
 		step = 0
 	}
-	c, r := b.StartSpan(ctx, name, packed(args), level, flags, step)
+	c, r, tok := b.StartSpan(ctx, name, packed(args), level, flags, step, false)
 	if r == nil {
 		return ctx, Span{}
 	}
-	return c, Span{rec: r, tok: c.EndToken()}
+	return c, Span{rec: r, tok: tok}
 }
 
 // Run runs fn inside a span named name, ending the span when fn returns or

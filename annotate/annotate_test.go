@@ -58,6 +58,8 @@ func TestSpanOnAllocatesNothing(t *testing.T) {
 		if n := testing.AllocsPerRun(1000, func() {
 			c, s := Begin(ctx, "x", Int("batch", 32))
 			_, s2 := Begin(c, "child", String("layer", "fc1"), Float64("lr", 0.1), Bool("ok", true))
+			BeginLeaf(c, "leaf", Int("batch", 32)).End()
+			BeginLeaf(c, "leaf2", String("layer", "fc1"), Float64("lr", 0.1)).End()
 			s2.End()
 			s.End()
 		}); n != 0 {
@@ -155,6 +157,104 @@ func TestBeginIntMatchesBegin(t *testing.T) {
 	ctx := context.WithValue(context.Background(), key{}, 1)
 	if c, sp := BeginInt(ctx, "x", "k", 1); c != ctx || sp.Recording() {
 		t.Fatal("BeginInt with tracing off changed the context or recorded")
+	}
+}
+
+// A leaf span records what Begin records in the same context (kind,
+// level, parent, lane, arguments of every kind, its end), takes no
+// context slot, and behaves like Begin's span when ended twice, in a
+// flight recorder, with the host tracer off and with tracing off.
+func TestBeginLeafMatchesBegin(t *testing.T) {
+	args := []Arg{Int("n", -3), String("layer", "fc1"), Float64("lr", 0.5), Bool("ok", true)}
+	for _, ring := range []bool{false, true} {
+		var b *recorder.Buffer
+		if ring {
+			b = recorder.NewRing(1<<16, 3, 0)
+		} else {
+			b = recorder.NewBuffer(1000, 3)
+		}
+		if !recorder.Activate(b) {
+			t.Fatal("another buffer is active")
+		}
+		start := recorder.ReadClocks()
+		ctx, root := Begin(context.Background(), "root")
+		for _, as := range [][]Arg{nil, args[:1], args[1:2], args} {
+			_, sp := Begin(ctx, "begin", as...)
+			lf := BeginLeaf(ctx, "leaf", as...)
+			if !lf.Recording() {
+				t.Fatal("BeginLeaf did not record")
+			}
+			lf.End()
+			end := lf.rec.End()
+			lf.End()
+			if lf.rec.End() != end {
+				t.Error("a leaf's second End moved its end")
+			}
+			sp.End()
+		}
+		var none context.Context // a nil context is taken as Background
+		BeginLeaf(none, "nil-ctx").End()
+		open := BeginLeaf(ctx, "open")
+		root.End()
+		recorder.Deactivate(b)
+		s := b.Snapshot(event.Meta{Start: start, Stop: recorder.ReadClocks()})
+		open.End() // after the snapshot: changes nothing it holds
+
+		var begins, leaves []*event.Record
+		var rootRec, nilRec, openRec *event.Record
+		for _, r := range s.Events {
+			switch s.Name(r) {
+			case "begin":
+				begins = append(begins, r)
+			case "leaf":
+				leaves = append(leaves, r)
+			case "root":
+				rootRec = r
+			case "nil-ctx":
+				nilRec = r
+			case "open":
+				openRec = r
+			}
+		}
+		if len(begins) != 4 || len(leaves) != 4 || rootRec == nil || nilRec == nil || openRec == nil {
+			t.Fatalf("ring %v: %d begins, %d leaves, root %v, nil-ctx %v, open %v", ring, len(begins), len(leaves), rootRec, nilRec, openRec)
+		}
+		for i, l := range leaves {
+			g := begins[i]
+			if l.Kind != g.Kind || l.Level != g.Level || l.Flags != g.Flags || l.Parent != rootRec.ID || l.Lane != g.Lane {
+				t.Errorf("ring %v, leaf %d: kind %v level %d flags %d parent %d lane %d; Begin's: kind %v level %d flags %d parent %d lane %d",
+					ring, i, l.Kind, l.Level, l.Flags, l.Parent, l.Lane, g.Kind, g.Level, g.Flags, g.Parent, g.Lane)
+			}
+			la, ga := s.Args(l), s.Args(g)
+			if len(la) != len(ga) {
+				t.Fatalf("ring %v, leaf %d: args %+v, Begin's %+v", ring, i, la, ga)
+			}
+			for j := range la {
+				if la[j] != ga[j] {
+					t.Errorf("ring %v, leaf %d arg %d: %+v, Begin's %+v", ring, i, j, la[j], ga[j])
+				}
+			}
+			if e, fin := s.EndOf(l); !fin || e < l.Start {
+				t.Errorf("ring %v, leaf %d: end %d finished %v (start %d)", ring, i, e, fin, l.Start)
+			}
+		}
+		if nilRec.Parent != 0 || nilRec.Lane == rootRec.Lane {
+			t.Errorf("ring %v: nil-ctx leaf parent %d lane %d (root lane %d)", ring, nilRec.Parent, nilRec.Lane, rootRec.Lane)
+		}
+		if _, fin := s.EndOf(openRec); fin {
+			t.Errorf("ring %v: a leaf ended after the snapshot shows as finished", ring)
+		}
+	}
+	// Host tracer below critical, and tracing off: nothing.
+	if s := record(t, 1000, 0, func() {
+		if sp := BeginLeaf(context.Background(), "x", Int("k", 1)); sp.Recording() {
+			t.Error("BeginLeaf recorded with the host tracer off")
+		}
+	}); len(s.Events) != 0 {
+		t.Fatalf("host tracer off: %d events", len(s.Events))
+	}
+	if sp := BeginLeaf(context.Background(), "x"); sp.Recording() {
+		t.Fatal("BeginLeaf recorded with tracing off")
 	}
 }
 

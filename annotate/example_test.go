@@ -68,6 +68,22 @@ func ExampleBeginInt() {
 	// span matmul n=-1024
 }
 
+// BeginLeaf is a span with nothing begun inside it: it takes its parent
+// from ctx, as Begin does, and returns no context.
+func ExampleBeginLeaf() {
+	record(func(ctx context.Context) {
+		ctx, fw := annotate.Begin(ctx, "forward")
+		for i := range 2 {
+			annotate.BeginLeaf(ctx, "matmul", annotate.Int("i", i)).End() // children of forward
+		}
+		fw.End()
+	})
+	// Output:
+	// span forward
+	// span matmul i=0
+	// span matmul i=1
+}
+
 func ExampleStep() {
 	record(func(ctx context.Context) {
 		for step := range 2 {

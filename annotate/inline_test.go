@@ -8,7 +8,7 @@ import (
 )
 
 // With tracing off a span must cost the caller one atomic load and a
-// branch: that holds only while Begin, BeginInt, BeginLevel, Span.End, Instant and
+// branch: that holds only while Begin, BeginInt, BeginLeaf, BeginLevel, Span.End, Instant and
 // Counter.Set inline into their callers and the load inside them
 // (recorder.On) inlines too. The compiler's own report (-gcflags=-m) is
 // the judge; this fails the day an edit pushes one over the inlining
@@ -19,14 +19,14 @@ func TestDisabledPathInlines(t *testing.T) {
 		t.Fatalf("go build -gcflags=-m: %v\n%s", err, out)
 	}
 	report := string(out)
-	for _, fn := range []string{"Begin", "BeginInt", "BeginLevel", "Span.End", "Instant", "Counter.Set", "Enabled"} {
+	for _, fn := range []string{"Begin", "BeginInt", "BeginLeaf", "BeginLevel", "Span.End", "Instant", "Counter.Set", "Enabled"} {
 		if !regexp.MustCompile(`(?m): can inline ` + regexp.QuoteMeta(fn) + `( |$)`).MatchString(report) {
 			t.Errorf("%s no longer inlines: the disabled path costs a call", fn)
 		}
 	}
-	// Each of Begin, BeginInt, BeginLevel, Instant, Counter.Set and
-	// Enabled inlines the load itself.
-	if n := strings.Count(report, "inlining call to recorder.On"); n < 6 {
-		t.Errorf("recorder.On inlined %d times in annotate, want at least 6:\n%s", n, report)
+	// Each of Begin, BeginInt, BeginLeaf, BeginLevel, Instant,
+	// Counter.Set and Enabled inlines the load itself.
+	if n := strings.Count(report, "inlining call to recorder.On"); n < 7 {
+		t.Errorf("recorder.On inlined %d times in annotate, want at least 7:\n%s", n, report)
 	}
 }

@@ -41,17 +41,6 @@ type chunk struct {
 	shard int32
 }
 
-// slab is a chunk while it is a shard's current chunk, with the span
-// contexts handed out beside its records (ctxs[i] belongs to recs[i]). Only
-// the shard points to a slab: once the shard moves on, the contexts stay
-// alive only as long as the program holds them. The records, which hold no
-// pointers, are never scanned by the garbage collector, and neither are
-// the contexts of finished spans.
-type slab struct {
-	*chunk
-	ctxs []SpanContext
-}
-
 // shard is a per-P allocation point. Only the P it belongs to writes into
 // its current chunk, and only while pinned (procPin): that is what lets
 // the hot path reserve with a plain load and store instead of a locked
@@ -59,10 +48,10 @@ type slab struct {
 // Padding keeps each shard's hot words on cache lines of their own (see
 // reference/go_peers.md §1.2).
 type shard struct {
-	cur atomic.Pointer[slab]
+	cur atomic.Pointer[chunk]
 	// next is a chunk prepared for the shard while another goroutine on
 	// its P installed one: the next to install, with no refill.
-	next  atomic.Pointer[slab]
+	next  atomic.Pointer[chunk]
 	drops atomic.Int64
 	// refilling is set while a goroutine prepares a chunk for the shard.
 	refilling atomic.Bool
@@ -70,7 +59,11 @@ type shard struct {
 	// which Ps beyond the shards share: GOMAXPROCS raised after the
 	// buffer was made.
 	lock atomic.Uint32
-	_    [128 - 32]byte
+	// ctxs is the block the shard hands span contexts out of, and
+	// ctxNext the index of the next one in it (see takeContext).
+	ctxs    atomic.Pointer[ctxBlock]
+	ctxNext int64
+	_       [128 - 48]byte
 }
 
 // Buffer is the bounded, lock-free event store of one session. Sources
@@ -103,10 +96,13 @@ type Buffer struct {
 
 	ring *ring // non-nil for a flight recorder: chunks are recycled oldest first
 
-	chunk        int64           // records in a full-size chunk: chunkRecords, or ringChunkRecords for a ring
-	spares       *handoff[*slab] // slabs prepared by prefetch; nil for buffers without one
-	stopPrefetch chan struct{}   // closed by Deactivate
-	// selfMade counts full-size slabs a writer had to allocate itself
+	chunk  int64            // records in a full-size chunk: chunkRecords, or ringChunkRecords for a ring
+	spares *handoff[*chunk] // chunks prepared by prefetch; nil for buffers without one
+	// ctxSpares holds blocks of span contexts prepared by
+	// prefetchContexts; nil for buffers without a prefetcher.
+	ctxSpares    *handoff[*ctxBlock]
+	stopPrefetch chan struct{} // closed by Deactivate
+	// selfMade counts full-size chunks a writer had to allocate itself
 	// because the prefetcher had none ready: the fresh-memory cost left
 	// on the recording path (SelfMadeChunks).
 	selfMade atomic.Int64
@@ -143,7 +139,7 @@ func (b *Buffer) Calibrate() {
 	}
 }
 
-func newBuffer(maxRecords int64, level uint8, n int, chunk int64) *Buffer {
+func newBuffer(maxRecords int64, level uint8, n int, chunkLen int64) *Buffer {
 	if maxRecords < 1 {
 		maxRecords = 1
 	}
@@ -152,12 +148,13 @@ func newBuffer(maxRecords int64, level uint8, n int, chunk int64) *Buffer {
 		level:      level,
 		shards:     make([]shard, shardCount(n)),
 		maxRecords: maxRecords,
-		chunk:      chunk,
+		chunk:      chunkLen,
 		strs:       newStrtab(DefaultMaxStrings, DefaultMaxStringBytes),
 	}
 	b.budget.Store(maxRecords)
-	if maxRecords >= prefetchChunks*chunk {
-		b.spares = newHandoff[*slab](sparesAhead * chunkRecords / int(chunk))
+	if maxRecords >= prefetchChunks*chunkLen {
+		b.spares = newHandoff[*chunk](sparesAhead * chunkRecords / int(chunkLen))
+		b.ctxSpares = newHandoff[*ctxBlock](ctxBlocksAhead)
 		b.stopPrefetch = make(chan struct{})
 	}
 	return b
@@ -183,13 +180,13 @@ func procPin() int
 func procUnpin()
 
 // pin pins the calling goroutine to its P and reserves n consecutive
-// records in the P's chunk. It returns the slab, the index of the first
-// record and the shard to hand to unpin; or a nil slab when the buffer is
+// records in the P's chunk. It returns the chunk, the index of the first
+// record and the shard to hand to unpin; or a nil chunk when the buffer is
 // full (the drop is counted, and the caller is not pinned). Everything
 // written into a chunk is written between pin and unpin: the P owns its
 // shard's chunk for that time, so the bump is a plain load and store, and
 // a chunk the P has moved on from is never written again (but by End).
-func (b *Buffer) pin(n int) (*slab, int64, *shard) {
+func (b *Buffer) pin(n int) (*chunk, int64, *shard) {
 	s := b.shardOf(procPin())
 	if sl, i := s.take(n); sl != nil {
 		return sl, i, s
@@ -207,9 +204,9 @@ func (b *Buffer) shardOf(p int) *shard {
 }
 
 // take reserves n records in the shard's current chunk, or returns a nil
-// slab when it has no room. The caller is pinned on the shard's P, its
+// chunk when it has no room. The caller is pinned on the shard's P, its
 // only writer, so the bump is a plain load and store.
-func (s *shard) take(n int) (*slab, int64) {
+func (s *shard) take(n int) (*chunk, int64) {
 	if sl := s.cur.Load(); sl != nil {
 		if i := sl.loadNext(); i+int64(n) <= int64(len(sl.recs)) {
 			sl.storeNext(i + int64(n))
@@ -239,7 +236,7 @@ func (b *Buffer) lockSpill() *shard {
 // waiting chunk, or unpins, prepares a chunk (from the budget, the
 // prefetcher, or a flight recorder's oldest chunk), pins again — perhaps
 // on another P — and installs it.
-func (b *Buffer) pinSlow(s *shard, n int) (*slab, int64, *shard) {
+func (b *Buffer) pinSlow(s *shard, n int) (*chunk, int64, *shard) {
 	for {
 		if sl := s.next.Swap(nil); sl != nil {
 			if int64(n) <= int64(len(sl.recs)) {
@@ -282,7 +279,7 @@ func (b *Buffer) pinSlow(s *shard, n int) (*slab, int64, *shard) {
 
 // install makes sl the shard's current chunk, with its first n records
 // reserved, and retires the chunk it replaces. The caller is pinned.
-func (b *Buffer) install(s *shard, sl *slab, n int) (*slab, int64, *shard) {
+func (b *Buffer) install(s *shard, sl *chunk, n int) (*chunk, int64, *shard) {
 	sl.shard = -1
 	if s != &b.spill {
 		sl.shard = int32((uintptr(unsafe.Pointer(s)) - uintptr(unsafe.Pointer(&b.shards[0]))) / unsafe.Sizeof(shard{}))
@@ -296,7 +293,7 @@ func (b *Buffer) install(s *shard, sl *slab, n int) (*slab, int64, *shard) {
 
 // refill prepares a chunk with room for n records, unpinned, or returns
 // nil when the budget is spent.
-func (b *Buffer) refill(n int) *slab {
+func (b *Buffer) refill(n int) *chunk {
 	if b.ring != nil {
 		return b.ring.refill(b, n)
 	}
@@ -310,8 +307,7 @@ func (b *Buffer) refill(n int) *slab {
 		}
 		return nil
 	}
-	sl := b.fresh(size)
-	c := sl.chunk
+	c := b.fresh(size)
 	c.base = b.idBase.Add(uint64(size)) - uint64(size)
 	for {
 		h := b.chunks.Load()
@@ -320,19 +316,19 @@ func (b *Buffer) refill(n int) *slab {
 			break
 		}
 	}
-	return sl
+	return c
 }
 
-// fresh returns a new slab of size records: one the prefetcher prepared
+// fresh returns a new chunk of size records: one the prefetcher prepared
 // when it has the size, else a new one.
-func (b *Buffer) fresh(size int64) *slab {
+func (b *Buffer) fresh(size int64) *chunk {
 	if size == b.chunk && b.spares != nil {
 		if sl, ok := b.spares.take(); ok {
 			return sl
 		}
 		b.selfMade.Add(1)
 	}
-	return newSlab(size)
+	return newChunk(size)
 }
 
 // SelfMadeChunks returns how many full-size chunks writers allocated
@@ -423,12 +419,14 @@ type Entry struct {
 // StartSpan records the start of a span begun in parent, named name, with
 // args, at annotation level level: the hot path of annotate.Begin. flags
 // and id2 are stored as given (a step sets FlagStep and its number). It
-// returns the span's context and record, or nils when the buffer is full.
+// returns the span's context, its record and the token that ends it
+// (Record.EndSpan), or nils when the buffer is full. A leaf span
+// (annotate.BeginLeaf) has no context: none is taken, and nil returned.
 //
 // StartSpan and StartSpanInt are each one function, the helpers they call
 // inlined (TestSpanPathInlines): a call is about a nanosecond of a span.
 // They differ only in how the arguments reach the record.
-func (b *Buffer) StartSpan(parent context.Context, name string, args []Arg, level, flags uint8, id2 int64) (*SpanContext, *Record) {
+func (b *Buffer) StartSpan(parent context.Context, name string, args []Arg, level, flags uint8, id2 int64, leaf bool) (*SpanContext, *Record, uint64) {
 	strs := b.strs
 	nameID, ok := strs.cached(name)
 	if !ok {
@@ -464,7 +462,7 @@ func (b *Buffer) StartSpan(parent context.Context, name string, args []Arg, leve
 	sl, i, s := b.takeOn(p, n)
 	if sl == nil {
 		if sl, i, s = b.pinAgain(p, n); sl == nil {
-			return nil, nil
+			return nil, nil, 0
 		}
 	}
 	r := &sl.recs[i]
@@ -476,8 +474,12 @@ func (b *Buffer) StartSpan(parent context.Context, name string, args []Arg, leve
 	} else {
 		r.setMore(id, more)
 	}
-	sc := &sl.ctxs[i]
-	sc.set(parent, r, b.epoch)
+	var sc *SpanContext
+	if !leaf {
+		if sc = s.takeContext(); sc != nil {
+			sc.set(parent, id, r.Lane, r, b.epoch)
+		}
+	}
 	if useTSC { // Now, written out (it does not inline)
 		r.Start = rdtsc()
 	} else {
@@ -485,14 +487,18 @@ func (b *Buffer) StartSpan(parent context.Context, name string, args []Arg, leve
 	}
 	r.publish()
 	b.unpin(s)
-	return sc, r
+	if sc == nil && !leaf { // the shard's block of contexts is used up
+		sc = b.refillContexts(parent, id, r.Lane, r)
+	}
+	return sc, r, id | uint64(b.epoch>>31)<<63
 }
 
 // StartSpanInt is StartSpan for a span with one integer argument key = v
-// and neither flags nor a step (annotate.BeginInt): the argument goes
+// and neither flags nor a step (annotate.BeginInt, and Begin and BeginLeaf
+// with one Int): the argument goes
 // from registers into the record, with no slice to build and read back
 // (paired on the 2-core VM: ~4.5 ns of a span).
-func (b *Buffer) StartSpanInt(parent context.Context, name, key string, v int64, level uint8) (*SpanContext, *Record) {
+func (b *Buffer) StartSpanInt(parent context.Context, name, key string, v int64, level uint8, leaf bool) (*SpanContext, *Record, uint64) {
 	strs := b.strs
 	nameID, ok := strs.cached(name)
 	if !ok {
@@ -511,7 +517,7 @@ func (b *Buffer) StartSpanInt(parent context.Context, name, key string, v int64,
 	sl, i, s := b.takeOn(p, 1)
 	if sl == nil {
 		if sl, i, s = b.pinAgain(p, 1); sl == nil {
-			return nil, nil
+			return nil, nil, 0
 		}
 	}
 	r := &sl.recs[i]
@@ -519,8 +525,12 @@ func (b *Buffer) StartSpanInt(parent context.Context, name, key string, v int64,
 	r.openSpan(id, nameID, level, 0, 0, pid, plane)
 	r.NArgs = 1
 	r.args = [InlineArgs]slotArg{{num: uint64(v), key: keyID, kind: event.ArgInt}}
-	sc := &sl.ctxs[i]
-	sc.set(parent, r, b.epoch)
+	var sc *SpanContext
+	if !leaf {
+		if sc = s.takeContext(); sc != nil {
+			sc.set(parent, id, r.Lane, r, b.epoch)
+		}
+	}
 	if useTSC {
 		r.Start = rdtsc()
 	} else {
@@ -528,7 +538,10 @@ func (b *Buffer) StartSpanInt(parent context.Context, name, key string, v int64,
 	}
 	r.publish()
 	b.unpin(s)
-	return sc, r
+	if sc == nil && !leaf { // the shard's block of contexts is used up
+		sc = b.refillContexts(parent, id, r.Lane, r)
+	}
+	return sc, r, id | uint64(b.epoch>>31)<<63
 }
 
 // parentIDs returns the ID and lane of ps when it is a span of this
@@ -541,9 +554,9 @@ func (b *Buffer) parentIDs(ps *SpanContext) (uint64, uint32) {
 }
 
 // takeOn is pin's fast path for a goroutine pinned on P p: n records of
-// its own shard's chunk, or a nil slab when p is past the shards or the
+// its own shard's chunk, or a nil chunk when p is past the shards or the
 // chunk is full (then pinAgain).
-func (b *Buffer) takeOn(p, n int) (sl *slab, i int64, s *shard) {
+func (b *Buffer) takeOn(p, n int) (sl *chunk, i int64, s *shard) {
 	if uint(p) < uint(len(b.shards)) {
 		s = &b.shards[p]
 		sl, i = s.take(n)
@@ -565,14 +578,15 @@ func (r *Record) openSpan(id uint64, nameID uint32, level, flags uint8, id2 int6
 	r.setOpen(id)
 }
 
-// set makes c the context of the span recorded in r, begun in parent.
-func (c *SpanContext) set(parent context.Context, r *Record, epoch uint32) {
-	c.parent, c.rec, c.id, c.lane, c.epoch = parent, r, r.ID, r.Lane, epoch
+// set makes c the context of the span with ID id in lane lane, recorded
+// in r, begun in parent.
+func (c *SpanContext) set(parent context.Context, id uint64, lane uint32, r *Record, epoch uint32) {
+	c.parent, c.rec, c.id, c.lane, c.epoch = parent, r, id, lane, epoch
 }
 
 // pinAgain is pin for a goroutine pinned on P p whose shard had no room
 // (or that is past the shards): the spill shard's lock, or the slow path.
-func (b *Buffer) pinAgain(p, n int) (*slab, int64, *shard) {
+func (b *Buffer) pinAgain(p, n int) (*chunk, int64, *shard) {
 	s := b.shardOf(p)
 	if s == &b.spill {
 		if sl, i := s.take(n); sl != nil {
@@ -608,37 +622,21 @@ func shardCount(n int) int {
 	return c
 }
 
-// newSlab prepares a chunk of size records and its contexts, every page
-// of both faulted in (see faultIn); a full-size chunk's records may be
-// recycled ones (recycle.go).
-func newSlab(size int64) *slab {
-	return &slab{chunk: &chunk{recs: newRecords(size)}, ctxs: newContexts(size)}
-}
-
-// newContexts allocates n span contexts with every page faulted in (see
-// faultIn).
-func newContexts(n int64) []SpanContext {
-	ctxs := make([]SpanContext, n)
-	for i := int64(0); i < n; i += pageContexts {
-		ctxs[i].lane = 0
-	}
-	ctxs[n-1].lane = 0
-	return ctxs
-}
-
-// pageContexts is pageRecords for the contexts beside the records.
-const pageContexts = 4096 / int64(unsafe.Sizeof(SpanContext{}))
+// newChunk prepares a chunk of size records, every page faulted in
+// (see faultIn); a full-size chunk's records may be recycled ones
+// (recycle.go).
+func newChunk(size int64) *chunk { return &chunk{recs: newRecords(size)} }
 
 // pageRecords is how many records a 4 KiB page holds, rounded down, so
 // that touching every pageRecords-th record touches every page.
 const pageRecords = 4096 / int64(unsafe.Sizeof(Record{}))
 
-// sparesAhead is how many slabs of chunkRecords the prefetcher keeps
-// ready (~4 MiB of records and contexts; a ring's smaller slabs are as
-// many bytes): deep enough that a writer running faster than the
+// sparesAhead is how many chunks of chunkRecords the prefetcher keeps
+// ready (~3 MiB of records; a ring's smaller chunks are as many bytes):
+// deep enough that a writer running faster than the
 // prefetcher for a while, or one whose P holds the prefetcher's wake-up
 // (a woken goroutine waits in the waker's P's run-next slot), still finds
-// one: with the old depth of GOMAXPROCS+1 slabs of 1024 a single writer on
+// one: with the old depth of GOMAXPROCS+1 chunks of 1024 a single writer on
 // the shared 2-core VM made ~1 chunk in 3 itself, with 32 ~1 in 6 to 1 in
 // 10 (SelfMadeChunks). Writers on every P still outrun it: the
 // prefetcher then has no CPU of its own.
@@ -646,26 +644,23 @@ const sparesAhead = 8
 
 // prefetchChunks is the smallest buffer, in full-size chunks, that gets a
 // prefetcher: below it the budget hands out smaller chunks, which
-// prepared slabs do not serve.
+// prepared chunks do not serve.
 const prefetchChunks = 16
 
-// prefetch prepares full-size slabs ahead of need on its own goroutine,
+// prefetch prepares full-size chunks ahead of need on its own goroutine,
 // until stop is closed, so that a source refilling its chunk takes one
 // that is already allocated and mapped.
 func (b *Buffer) prefetch(stop <-chan struct{}) {
 	for {
-		// Slabs waiting in spares are not yet claimed from the budget:
+		// Chunks waiting in spares are not yet claimed from the budget:
 		// count them, so that no more are made than the budget can use.
 		if b.budget.Load()-int64(b.spares.waiting())*b.chunk < prefetchChunks/2*b.chunk {
-			if b.ring != nil {
-				b.ring.prefetchContexts(stop)
-			}
 			return // the last chunks are smaller; and nothing is wasted
 		}
 		if !b.spares.waitRoom(stop) {
 			return
 		}
-		b.spares.put(newSlab(b.chunk))
+		b.spares.put(newChunk(b.chunk))
 	}
 }
 
@@ -738,6 +733,7 @@ func Activate(b *Buffer) bool {
 	}
 	if b.spares != nil {
 		go b.prefetch(b.stopPrefetch)
+		go b.prefetchContexts(b.stopPrefetch)
 	}
 	atomic.StoreUint32(&on, 1)
 	return true

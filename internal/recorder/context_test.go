@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
 	"github.com/devprof/devprof/event"
@@ -14,8 +15,8 @@ func TestStepOf(t *testing.T) {
 	if _, ok := b.StepOf(ctx); ok {
 		t.Error("a step in a context without spans")
 	}
-	step, stepRec := b.StartSpan(ctx, "train", nil, 1, event.FlagStep, 7)
-	inner, innerRec := b.StartSpan(step, "forward", nil, 1, 0, 0)
+	step, stepRec, _ := b.StartSpan(ctx, "train", nil, 1, event.FlagStep, 7, false)
+	inner, innerRec, _ := b.StartSpan(step, "forward", nil, 1, 0, 0, false)
 	if n, ok := b.StepOf(inner); !ok || n != 7 {
 		t.Errorf("StepOf(span in step 7) = %d, %v", n, ok)
 	}
@@ -25,7 +26,7 @@ func TestStepOf(t *testing.T) {
 		t.Errorf("StepOf(wrapped) = %d, %v", n, ok)
 	}
 	// An inner step wins; an ended one no longer counts.
-	sub, subRec := b.StartSpan(inner, "micro", nil, 1, event.FlagStep, 3)
+	sub, subRec, _ := b.StartSpan(inner, "micro", nil, 1, event.FlagStep, 3, false)
 	if n, _ := b.StepOf(sub); n != 3 {
 		t.Errorf("StepOf(inner step 3) = %d", n)
 	}
@@ -41,5 +42,68 @@ func TestStepOf(t *testing.T) {
 	stepRec.EndSpan(step.EndToken(), Now())
 	if _, ok := b.StepOf(inner); ok {
 		t.Error("a step that ended still counts")
+	}
+}
+
+// Span contexts live apart from the records, in blocks each shard hands
+// out one at a time: an instant and a leaf span take none, every other
+// span its own, and a context keeps answering for its span (its ID, its
+// parent, the values of the context it was begun in) after its block was
+// used up and replaced and the shard moved on, and after collections.
+func TestContextsLiveApartFromRecords(t *testing.T) {
+	b := NewBuffer(1<<16, 3)
+	type key struct{}
+	base := context.WithValue(context.Background(), key{}, "v")
+	for i := range 3 * ctxBlockLen {
+		b.Put(&Entry{Kind: event.KindInstant, Level: 1}, "instant", nil)
+		if c, r, _ := b.StartSpan(base, "leaf", nil, 1, 0, 0, true); c != nil || r == nil {
+			t.Fatalf("leaf %d: context %p, record %p", i, c, r)
+		}
+		if c, r, _ := b.StartSpanInt(base, "leaf", "i", int64(i), 1, true); c != nil || r == nil {
+			t.Fatalf("leaf (int) %d: context %p, record %p", i, c, r)
+		}
+	}
+	for i := range b.shards {
+		if b.shards[i].ctxs.Load() != nil {
+			t.Fatalf("shard %d made a block of contexts for instants and leaf spans", i)
+		}
+	}
+
+	const n = 3*ctxBlockLen + 7
+	type span struct {
+		c      *SpanContext
+		id     uint64
+		parent uint64
+	}
+	spans := make([]span, 0, n)
+	seen := map[*SpanContext]bool{}
+	parent := base
+	for i := range n {
+		if i%10 == 0 {
+			parent = base // chains of ten, so that parents span blocks
+		}
+		var c *SpanContext
+		var r *Record
+		if i%2 == 0 {
+			c, r, _ = b.StartSpan(parent, "s", nil, 1, 0, 0, false)
+		} else {
+			c, r, _ = b.StartSpanInt(parent, "s", "i", int64(i), 1, false)
+		}
+		if c == nil || seen[c] {
+			t.Fatalf("span %d: context %p (nil, or handed out before)", i, c)
+		}
+		seen[c] = true
+		spans = append(spans, span{c, r.ID, r.Parent})
+		parent = c
+	}
+	runtime.GC()
+	runtime.GC()
+	for i, s := range spans {
+		if s.c.ID() != s.id || s.c.Value(key{}) != "v" || SpanFromContext(s.c) != s.c {
+			t.Fatalf("span %d: context says ID %d (want %d), value %v", i, s.c.ID(), s.id, s.c.Value(key{}))
+		}
+		if p := SpanFromContext(s.c.parent); (p == nil) != (s.parent == 0) || (p != nil && p.ID() != s.parent) {
+			t.Fatalf("span %d: parent context %v, record's parent %d", i, p, s.parent)
+		}
 	}
 }

@@ -1,7 +1,7 @@
 package recorder
 
 // handoff passes what a producer goroutine prepares ahead (a buffer's
-// slabs, a flight recorder's span contexts) to the writers that take it,
+// chunks, blocks of span contexts) to the writers that take it,
 // and wakes the producer only once the queue is half empty instead of at
 // every take. A wake-up is paid on the taker's thread (the runtime starts
 // an idle thread for the producer: a futex call): once per chunk it was

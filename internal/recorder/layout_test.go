@@ -54,7 +54,7 @@ func TestSnapshotReadsThroughModel(t *testing.T) {
 		{Key: "s2", Kind: event.ArgString, Str: "nine"},
 	}
 	rid := b.Put(&Entry{Kind: event.KindSpan, Flags: FlagMonoTime, Start: 10, End: 20}, "with args", args)
-	sc, open := b.StartSpan(context.Background(), "open", nil, 1, FlagMonoTime, 0)
+	sc, open, _ := b.StartSpan(context.Background(), "open", nil, 1, FlagMonoTime, 0, false)
 	open.Start = 30 // as if begun then
 	s := b.Snapshot(event.Meta{Stop: event.ClockAnchor{Mono: 50}})
 	if len(s.Events) != 2 {

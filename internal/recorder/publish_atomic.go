@@ -16,6 +16,9 @@ func (r *Record) publish() { atomic.StoreUint32((*uint32)(unsafe.Pointer(&r.stat
 func (c *chunk) storeNext(v int64) { atomic.StoreInt64(&c.next, v) }
 func (c *chunk) loadNext() int64   { return atomic.LoadInt64(&c.next) }
 
+func (s *shard) storeCtxNext(v int64) { atomic.StoreInt64(&s.ctxNext, v) }
+func (s *shard) loadCtxNext() int64   { return atomic.LoadInt64(&s.ctxNext) }
+
 func (r *Record) unpublish() {
 	atomic.StoreUint32((*uint32)(unsafe.Pointer(&r.state)), 0)
 	r.end.Store(0)

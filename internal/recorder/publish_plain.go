@@ -69,3 +69,8 @@ func (r *Record) EndNow(tok uint64) {
 	}
 	procUnpin()
 }
+
+// storeCtxNext and loadCtxNext access the shard's context index, which
+// only the P that owns the shard touches, inside its pinned section.
+func (s *shard) storeCtxNext(v int64) { s.ctxNext = v }
+func (s *shard) loadCtxNext() int64   { return s.ctxNext }

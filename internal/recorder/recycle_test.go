@@ -91,7 +91,7 @@ func TestKeptSnapshotSurvivesRecycling(t *testing.T) {
 	record := func(prefix string) *event.Snapshot {
 		b := NewBuffer(1<<20, 3)
 		for i := range spans {
-			_, r := b.StartSpanInt(context.Background(), prefix, "i", int64(i), 1)
+			_, r, _ := b.StartSpanInt(context.Background(), prefix, "i", int64(i), 1, false)
 			if r == nil {
 				t.Fatal("buffer full")
 			}

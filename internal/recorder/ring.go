@@ -28,8 +28,8 @@ const DropsFlightRecorder = "flight_recorder"
 // (Buffer.pin), and a chunk stops being a shard's current one only inside
 // a pinned section of that same P, which marks it retired. So a retired
 // chunk is written again only by End, which checks the record's ID first
-// (Record.EndSpan). The span contexts beside a recycled chunk's records
-// are fresh, never reused: a program may still hold an old span's
+// (Record.EndSpan). Span contexts live apart from the records and are
+// never reused (context.go): a program may still hold an old span's
 // context, and it must keep saying what it said. The string table is the
 // buffer's one bounded table, shared by every turn of the ring.
 type ring struct {
@@ -47,11 +47,6 @@ type ring struct {
 	// no snapshot copies.
 	copying int
 	extra   int64
-
-	// ctxs holds span contexts for recycled chunks, made ahead by the
-	// prefetcher once the ring is full (prefetchContexts), so that the
-	// writer that recycles a chunk does not allocate them itself.
-	ctxs *handoff[[]SpanContext]
 }
 
 // NewRing returns a flight recorder: a buffer that holds the newest
@@ -63,7 +58,7 @@ func NewRing(maxRecords int64, level uint8, window time.Duration) *Buffer {
 	n := max(runtime.GOMAXPROCS(0), runtime.NumCPU())
 	maxRecords = max(maxRecords, int64(2*shardCount(n)+2)*ringChunkRecords)
 	b := newClocked(maxRecords, level, ringChunkRecords)
-	b.ring = &ring{window: int64(max(window, 0)), ctxs: newHandoff[[]SpanContext](8)}
+	b.ring = &ring{window: int64(max(window, 0))}
 	// The top bit of a ring's epoch marks its spans' end tokens
 	// (SpanContext.EndToken): their End must compare-and-swap.
 	b.epoch |= ringEpoch
@@ -89,30 +84,23 @@ func (b *Buffer) Ring() bool { return b.ring != nil }
 // budget lasts, then the oldest retired chunk, its events counted as
 // overwritten. It returns nil when no chunk is retired (every chunk is
 // some P's current one), and the event is dropped.
-func (g *ring) refill(b *Buffer, n int) *slab {
+func (g *ring) refill(b *Buffer, n int) *chunk {
 	if size := b.claim(n); size > 0 {
-		sl := b.fresh(size)
+		c := b.fresh(size)
 		g.mu.Lock()
-		sl.base = b.idBase.Add(uint64(size)) - uint64(size)
-		g.fifo = append(g.fifo, sl.chunk)
+		c.base = b.idBase.Add(uint64(size)) - uint64(size)
+		g.fifo = append(g.fifo, c)
 		g.mu.Unlock()
-		return sl
-	}
-	// The contexts of the chunk about to be recycled: ready-made, or made
-	// here, before the lock (recycled chunks are full-size but for the
-	// last few the budget handed out, which get theirs under the lock).
-	ctxs, ok := g.ctxs.take()
-	if !ok {
-		ctxs = make([]SpanContext, b.chunk)
+		return c
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.copying > 0 {
-		sl := newSlab(max(b.chunk, int64(n)))
-		sl.base = b.idBase.Add(uint64(len(sl.recs))) - uint64(len(sl.recs))
-		g.fifo = append(g.fifo, sl.chunk)
-		g.extra += int64(len(sl.recs))
-		return sl
+		c := newChunk(max(b.chunk, int64(n)))
+		c.base = b.idBase.Add(uint64(len(c.recs))) - uint64(len(c.recs))
+		g.fifo = append(g.fifo, c)
+		g.extra += int64(len(c.recs))
+		return c
 	}
 	g.trim()
 	// An empty retired chunk (prepared by a refill that found its P
@@ -132,18 +120,7 @@ func (g *ring) refill(b *Buffer, n int) *slab {
 	atomic.StoreInt64(&c.next, 0)
 	c.base = b.idBase.Add(uint64(len(c.recs))) - uint64(len(c.recs))
 	g.fifo = append(slices.Delete(g.fifo, k, k+1), c)
-	if len(ctxs) != len(c.recs) {
-		ctxs = make([]SpanContext, len(c.recs))
-	}
-	return &slab{chunk: c, ctxs: ctxs}
-}
-
-// prefetchContexts makes span contexts for recycled chunks ahead of need,
-// on the prefetcher's goroutine, until stop is closed.
-func (g *ring) prefetchContexts(stop <-chan struct{}) {
-	for g.ctxs.waitRoom(stop) {
-		g.ctxs.put(newContexts(ringChunkRecords))
-	}
+	return c
 }
 
 // overwrite counts the events of c as overwritten and clears its records'

@@ -84,12 +84,12 @@ func TestRingBoundAndAccountingUnderLoad(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range perG {
-				ctx, outer := b.StartSpan(context.Background(), "outer", []Arg{NumArg("g", event.ArgInt, uint64(g))}, 1, 0, 0)
+				ctx, outer, _ := b.StartSpan(context.Background(), "outer", []Arg{NumArg("g", event.ArgInt, uint64(g))}, 1, 0, 0, false)
 				if outer == nil {
 					continue
 				}
 				emitted.Add(1)
-				ictx, inner := b.StartSpan(ctx, "inner", nil, 1, 0, 0)
+				ictx, inner, _ := b.StartSpan(ctx, "inner", nil, 1, 0, 0, false)
 				if inner != nil {
 					emitted.Add(1)
 					id := ictx.EndToken() // not from inner: the record may be recycled by now
@@ -141,7 +141,7 @@ func TestRingBoundAndAccountingUnderLoad(t *testing.T) {
 func TestRingSnapshotIsTheLastWindow(t *testing.T) {
 	b := NewRing(1<<16, 3, time.Second)
 	// A span still open at the snapshot's time is in it, open.
-	b.StartSpan(context.Background(), "open", nil, 1, 0, 0)
+	b.StartSpan(context.Background(), "open", nil, 1, 0, 0, false)
 	now := nanotime()
 	start := now - 10*int64(time.Second)
 	for i := range 100 { // one a 100 ms over ten seconds
@@ -189,18 +189,18 @@ func TestRingSnapshotIsTheLastWindow(t *testing.T) {
 // event in that record alone.
 func TestRingLateEndLeavesRecycledRecordAlone(t *testing.T) {
 	b := NewRing(1, 3, 0) // the smallest ring
-	ctx, old := b.StartSpan(context.Background(), "old", nil, 1, 0, 0)
+	ctx, old, _ := b.StartSpan(context.Background(), "old", nil, 1, 0, 0, false)
 	oldID, oldTok := ctx.ID(), ctx.EndToken()
 	for i := 0; old.ID == oldID; i++ {
 		if i > 10*int(b.MaxRecords()) {
 			t.Fatal("the ring never came round to the old span's record")
 		}
-		c, r := b.StartSpan(context.Background(), "new", nil, 1, 0, 0)
+		c, r, _ := b.StartSpan(context.Background(), "new", nil, 1, 0, 0, false)
 		r.EndSpan(c.EndToken(), Now())
 	}
 	// old's record now holds a later span; make it an open one.
 	for old.Ended() {
-		c, r := b.StartSpan(context.Background(), "new", nil, 1, 0, 0)
+		c, r, _ := b.StartSpan(context.Background(), "new", nil, 1, 0, 0, false)
 		if r == old {
 			break
 		}
@@ -219,7 +219,7 @@ func TestRingLateEndLeavesRecycledRecordAlone(t *testing.T) {
 // in the ring afterwards, and the ring's records keep their ticks.
 func TestRingSnapshotIsACopy(t *testing.T) {
 	b := NewRing(1<<14, 3, 0)
-	ctx, r := b.StartSpan(context.Background(), "s", nil, 1, 0, 0)
+	ctx, r, _ := b.StartSpan(context.Background(), "s", nil, 1, 0, 0, false)
 	start := r.Start
 	s := b.SnapshotWindow(event.Meta{}, 0)
 	r.EndSpan(ctx.EndToken(), Now())

@@ -38,11 +38,11 @@ func TestStressSnapshotWhileSpansRun(t *testing.T) {
 			go func() {
 				defer workers.Done()
 				for i := 0; !stop.Load(); i++ {
-					ctx, outer := b.StartSpan(context.Background(), "outer", []Arg{NumArg("g", event.ArgInt, uint64(g))}, 1, 0, 0)
+					ctx, outer, _ := b.StartSpan(context.Background(), "outer", []Arg{NumArg("g", event.ArgInt, uint64(g))}, 1, 0, 0, false)
 					if outer == nil {
 						return // full
 					}
-					ictx, inner := b.StartSpan(ctx, "inner", nil, 1, 0, 0)
+					ictx, inner, _ := b.StartSpan(ctx, "inner", nil, 1, 0, 0, false)
 					if inner != nil {
 						tok := ictx.EndToken()
 						if i%3 == 0 {
@@ -112,7 +112,7 @@ func TestSpillShardSharedByExtraPs(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range per {
-				ctx, r := b.StartSpan(context.Background(), "s", nil, 1, 0, 0)
+				ctx, r, _ := b.StartSpan(context.Background(), "s", nil, 1, 0, 0, false)
 				if r == nil {
 					t.Error("a span was dropped")
 					return
