@@ -170,6 +170,26 @@ func BenchmarkDevprofSpanOnInt(b *testing.B) {
 	done()
 }
 
+// BenchmarkDevprofLeafSpan is BenchmarkDevprofSpanOn through
+// annotate.BeginLeaf, the span that hands out no context.
+func BenchmarkDevprofLeafSpan(b *testing.B) {
+	r := startRotator(b)
+	defer r.stop(b)
+	ctx := context.Background()
+	n := int64(0)
+	b.ReportAllocs()
+	done := cpuTimer(b)
+	for b.Loop() {
+		s := annotate.BeginLeaf(ctx, "span", annotate.Int("batch", 32))
+		s.End()
+		if n++; n == countBatch {
+			r.add(n)
+			n = 0
+		}
+	}
+	done()
+}
+
 // BenchmarkDevprofSpanOnParallel is BenchmarkDevprofSpanOn on every P at
 // once; its ns/op is wall time per span with all of them running.
 func BenchmarkDevprofSpanOnParallel(b *testing.B) {

@@ -131,6 +131,8 @@ var checks = []check{
 	{target: "span on: chunks the writer made itself", bench: "DevprofSpanOn", unit: "self-made-chunks/Mspan", format: fmtPerM, limit: 0, goal: "0 per M spans"},
 	{target: "BeginInt (one int arg) vs two time.Since", bench: "DevprofSpanOnInt", unit: "ns/op", format: fmtNs, peer: "TwoTimeSince", limit: 0.6, goal: "<= 0.60x"},
 	{target: "BeginInt vs two time.Since, thread CPU", bench: "DevprofSpanOnInt", unit: "cpu-ns/op", format: fmtNs, peer: "TwoTimeSince", limit: 0.6, goal: "<= 0.60x"},
+	{target: "leaf span (BeginLeaf) vs two time.Since", bench: "DevprofLeafSpan", unit: "ns/op", format: fmtNs, peer: "TwoTimeSince", limit: 0.6, goal: "<= 0.60x"},
+	{target: "leaf span: bytes (fresh buffer memory)", bench: "DevprofLeafSpan", unit: "B/op", format: fmtBop, limit: 0, goal: "0 B/op"},
 	{target: "span on vs runtime/trace, tracer on", bench: "DevprofSpanOn", unit: "ns/op", format: fmtNs, peer: "RuntimeTraceRegion", peerOverValue: true, ratioSuffix: " faster", limit: 5, atLeast: true, goal: ">= 5x faster"},
 	{target: "span on vs OTel SDK span", bench: "DevprofSpanOn", unit: "ns/op", format: fmtNs, peer: "OTelSpan", peerOverValue: true, ratioSuffix: " faster", limit: 10, atLeast: true, goal: ">= 10x faster"},
 	{target: "flight-recorder span vs span on", bench: "DevprofSpanFlight", unit: "ns/op", format: fmtNs, peer: "DevprofSpanOn", limit: 1.10, goal: "<= 1.10x"},

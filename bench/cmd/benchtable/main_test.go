@@ -23,6 +23,7 @@ BenchmarkDevprofSpanOn-2           	11922273	        29.00 ns/op	        28.00 c
 BenchmarkDevprofSpanOnParallel-2   	22071110	        14.00 ns/op	     184 B/op	       0 allocs/op
 BenchmarkDevprofSpanOnParallel-2   	22071110	        16.00 ns/op	     184 B/op	       0 allocs/op
 BenchmarkDevprofSpanOnInt-2        	11922273	        24.00 ns/op	        22.00 cpu-ns/op	       0 self-made-chunks/Mspan	     0 B/op	       0 allocs/op
+BenchmarkDevprofLeafSpan-2         	11922273	        21.00 ns/op	        20.00 cpu-ns/op	       0 self-made-chunks/Mspan	     12 B/op	       0 allocs/op
 BenchmarkTwoTimeSince-2            	22216944	        52.92 ns/op	        50.00 cpu-ns/op	       0 B/op	       0 allocs/op
 BenchmarkRuntimeTraceRegion-2      	 6239556	       183.5 ns/op	      24 B/op	       1 allocs/op
 BenchmarkPerfettoEncode-2   	       3	 342751600 ns/op	        16.94 B/event	   5835130 events/s	263839381 B/op	     646 allocs/op
@@ -58,6 +59,8 @@ const want = `cpu: AMD EPYC
 | span on: chunks the writer made itself   | DevprofSpanOn-2         | 75 per M spans n=4               |                               |              | 0 per M spans      | MISS    |
 | BeginInt (one int arg) vs two time.Since | DevprofSpanOnInt-2      | 24.0 ns n=1                      | TwoTimeSince-2 52.9 ns        | 0.45x        | <= 0.60x           | PASS    |
 | BeginInt vs two time.Since, thread CPU   | DevprofSpanOnInt-2      | 22.0 ns n=1                      | TwoTimeSince-2 50.0 ns        | 0.44x        | <= 0.60x           | PASS    |
+| leaf span (BeginLeaf) vs two time.Since  | DevprofLeafSpan-2       | 21.0 ns n=1                      | TwoTimeSince-2 52.9 ns        | 0.40x        | <= 0.60x           | PASS    |
+| leaf span: bytes (fresh buffer memory)   | DevprofLeafSpan-2       | 12 B/op n=1                      |                               |              | 0 B/op             | MISS    |
 | span on vs runtime/trace, tracer on      | DevprofSpanOn-2         | 27.0 ns n=4                      | RuntimeTraceRegion-2 183.5 ns | 6.80x faster | >= 5x faster       | PASS    |
 | span on vs OTel SDK span                 | DevprofSpanOn-2         | 27.0 ns n=4                      | OTelSpan MISSING              | MISSING      | >= 10x faster      | MISSING |
 | flight-recorder span vs span on          | DevprofSpanFlight       | MISSING                          |                               |              | <= 1.10x           | MISSING |
@@ -69,7 +72,7 @@ const want = `cpu: AMD EPYC
 | Stop() 1 M: peak heap growth             | Stop1M-2                | +50.0 MiB (buffer 175.8 MiB) n=3 |                               |              | <= buffer + 64 MiB | PASS    |
 | 10 M-event session end to end            | Session10M-2            | 23.53 s n=1                      |                               |              | <= 3 s             | MISS    |
 
-13 PASS, 5 MISS, 2 MISSING (medians over n runs; ratios of medians)
+14 PASS, 6 MISS, 2 MISSING (medians over n runs; ratios of medians)
 `
 
 func TestTable(t *testing.T) {
@@ -102,7 +105,7 @@ func TestEmptyInput(t *testing.T) {
 	if err := run(&out, strings.NewReader("")); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "0 PASS, 0 MISS, 20 MISSING") {
+	if !strings.Contains(out.String(), "0 PASS, 0 MISS, 22 MISSING") {
 		t.Errorf("empty input:\n%s", out.String())
 	}
 }
