@@ -134,6 +134,7 @@ var checks = []check{
 	{target: "leaf span (BeginLeaf) vs two time.Since", bench: "DevprofLeafSpan", unit: "ns/op", format: fmtNs, peer: "TwoTimeSince", limit: 0.6, goal: "<= 0.60x"},
 	{target: "leaf span: bytes (fresh buffer memory)", bench: "DevprofLeafSpan", unit: "B/op", format: fmtBop, limit: 0, goal: "0 B/op"},
 	{target: "span on vs runtime/trace, tracer on", bench: "DevprofSpanOn", unit: "ns/op", format: fmtNs, peer: "RuntimeTraceRegion", peerOverValue: true, ratioSuffix: " faster", limit: 5, atLeast: true, goal: ">= 5x faster"},
+	{target: "leaf span vs runtime/trace region", bench: "DevprofLeafSpan", unit: "ns/op", format: fmtNs, peer: "RuntimeTraceRegion", peerOverValue: true, ratioSuffix: " faster", limit: 5, atLeast: true, goal: ">= 5x faster"},
 	{target: "span on vs OTel SDK span", bench: "DevprofSpanOn", unit: "ns/op", format: fmtNs, peer: "OTelSpan", peerOverValue: true, ratioSuffix: " faster", limit: 10, atLeast: true, goal: ">= 10x faster"},
 	{target: "flight-recorder span vs span on", bench: "DevprofSpanFlight", unit: "ns/op", format: fmtNs, peer: "DevprofSpanOn", limit: 1.10, goal: "<= 1.10x"},
 	{target: "span on, RunParallel vs 1 core", bench: "DevprofSpanOnParallel", unit: "ns/op", format: fmtNs, peer: "DevprofSpanOn", peerOverValue: true, limit: 1.8, atLeast: true, goal: ">= 1.80x"},
