@@ -99,7 +99,8 @@ func TestStressSnapshotWhileSpansRun(t *testing.T) {
 }
 
 // Ps past the buffer's shards (GOMAXPROCS raised after it was made) share
-// the spill shard under its lock: nothing is lost or written twice.
+// the spill shard under its lock: nothing is lost or written twice, and
+// no span context is handed out twice.
 func TestSpillShardSharedByExtraPs(t *testing.T) {
 	// One shard: every P but P 0 spills. The budget has room to spare:
 	// a chunk refilled for a goroutine that meanwhile moved to a P with
@@ -107,7 +108,8 @@ func TestSpillShardSharedByExtraPs(t *testing.T) {
 	b := newBuffer(1<<17, 3, 1, chunkRecords)
 	const goroutines, per = 16, 2000
 	var wg sync.WaitGroup
-	for range goroutines {
+	ctxs := make([][]*SpanContext, goroutines) // every context handed out, by goroutine
+	for g := range goroutines {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -117,12 +119,22 @@ func TestSpillShardSharedByExtraPs(t *testing.T) {
 					t.Error("a span was dropped")
 					return
 				}
+				ctxs[g] = append(ctxs[g], ctx)
 				r.EndNow(ctx.EndToken())
 				b.Put(&Entry{Kind: event.KindInstant}, "i", nil)
 			}
 		}()
 	}
 	wg.Wait()
+	handed := map[*SpanContext]bool{} // the spill shard's block of contexts is shared too
+	for _, cs := range ctxs {
+		for _, c := range cs {
+			if handed[c] {
+				t.Fatalf("context %p handed out twice", c)
+			}
+			handed[c] = true
+		}
+	}
 	s := b.Snapshot(event.Meta{})
 	if len(s.Events) != 2*goroutines*per || s.Meta.Dropped() != 0 {
 		t.Fatalf("%d events, %d dropped; want %d and 0", len(s.Events), s.Meta.Dropped(), 2*goroutines*per)
