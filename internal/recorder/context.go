@@ -44,8 +44,7 @@ type ctxBlock [ctxBlockLen]SpanContext
 // ctxBlocksAhead is how many blocks the prefetcher keeps ready: as many
 // spans' worth as sparesAhead chunks of records, so that its wake-ups
 // (one each time the queue is half empty, paid on the writer's thread:
-// see handoff) come no more often than the chunk prefetcher's. With 512
-// blocks of 512 a span cost 2-4 ns more on the 2-core VM (paired).
+// see handoff) come no more often than the chunk prefetcher's.
 const ctxBlocksAhead = sparesAhead * chunkRecords / ctxBlockLen
 
 // takeContext hands out the next context of the shard's block, or nil
@@ -94,7 +93,12 @@ func (b *Buffer) refillContexts(parent context.Context, id uint64, lane uint32, 
 // prefetchContexts prepares blocks of span contexts ahead of need on a
 // goroutine of its own, until stop is closed, every page of each faulted
 // in, so that a span that uses up its shard's block takes a ready one.
+// It makes none until a span first asks for a block: a session of
+// instants, counters, device activity and leaf spans needs none.
 func (b *Buffer) prefetchContexts(stop <-chan struct{}) {
+	if !b.ctxSpares.waitWanted(stop) {
+		return
+	}
 	for b.ctxSpares.waitRoom(stop) {
 		if b.full.Load() {
 			return // no span will need a context: the budget is spent

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/devprof/devprof/event"
 )
@@ -105,5 +106,33 @@ func TestContextsLiveApartFromRecords(t *testing.T) {
 		if p := SpanFromContext(s.c.parent); (p == nil) != (s.parent == 0) || (p != nil && p.ID() != s.parent) {
 			t.Fatalf("span %d: parent context %v, record's parent %d", i, p, s.parent)
 		}
+	}
+}
+
+// The context prefetcher makes nothing for a session whose spans hand out
+// no context, and starts once a span asks for a block.
+func TestContextBlocksMadeOnlyWhenAsked(t *testing.T) {
+	b := NewBuffer(1<<20, 3)
+	if b.ctxSpares == nil {
+		t.Fatal("a buffer this size has no prefetcher")
+	}
+	if !Activate(b) {
+		t.Fatal("another buffer is active")
+	}
+	defer Deactivate(b)
+	for i := range 4 * ctxBlockLen {
+		b.Put(&Entry{Kind: event.KindInstant, Level: 1}, "instant", nil)
+		b.StartSpanInt(context.Background(), "leaf", "i", int64(i), 1, true)
+	}
+	time.Sleep(20 * time.Millisecond) // time enough for a producer that did not wait
+	if n := b.ctxSpares.waiting(); n != 0 {
+		t.Fatalf("%d blocks of contexts made for a session with no span that has one", n)
+	}
+	b.StartSpanInt(context.Background(), "span", "i", 0, 1, false)
+	for deadline := time.Now().Add(5 * time.Second); b.ctxSpares.waiting() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no block of contexts made after a span asked for one")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -58,6 +58,18 @@ func (h *handoff[T]) waitRoom(stop <-chan struct{}) bool {
 	}
 }
 
+// waitWanted is the producer's, for one that makes nothing until it is
+// needed: it returns true once a taker has asked (a take found the queue
+// empty, or left it half empty), false when stop is closed.
+func (h *handoff[T]) waitWanted(stop <-chan struct{}) bool {
+	select {
+	case <-h.want:
+		return true
+	case <-stop:
+		return false
+	}
+}
+
 // put queues v; call it after waitRoom.
 func (h *handoff[T]) put(v T) { h.ready <- v }
 
