@@ -107,25 +107,34 @@ func (s *Snapshot) Args(r *Record) []Arg {
 
 // AppendArgs appends all arguments of r to dst and returns the result.
 func (s *Snapshot) AppendArgs(dst []Arg, r *Record) []Arg {
-	n := int(r.NArgs)
-	for i := 0; i < min(n, inlineArgs); i++ {
+	for i := range min(int(r.NArgs), inlineArgs) {
 		dst = append(dst, s.arg(&r.args[i]))
 	}
-	if n <= inlineArgs {
-		return dst
-	}
-	left := n - inlineArgs
-	for c := r; left > 0; {
-		c = c.next() // only while arguments are left: the last record may end its segment
-		if c.Kind != kindArgs {
-			break
-		}
-		for i := 0; i < int(c.NArgs) && left > 0; i++ {
-			dst = append(dst, s.arg(&c.args[i]))
-			left--
+	if r.NArgs > inlineArgs {
+		for a := range r.moreArgs {
+			dst = append(dst, s.arg(a))
 		}
 	}
 	return dst
+}
+
+// moreArgs yields, in order, the arguments r does not hold itself: those
+// of the continuation records after it. The three Append methods read
+// r's own arguments directly (the common case, with no call per
+// argument) and the rest through it.
+func (r *Record) moreArgs(yield func(*storedArg) bool) {
+	for c, left := r, int(r.NArgs)-inlineArgs; left > 0; {
+		c = c.next() // only while arguments are left: the last record may end its segment
+		if c.Kind != kindArgs {
+			return
+		}
+		for i := 0; i < int(c.NArgs) && left > 0; i++ {
+			if !yield(&c.args[i]) {
+				return
+			}
+			left--
+		}
+	}
 }
 
 // ArgRef is an argument as a snapshot stores it: its key, and a string
@@ -145,24 +154,13 @@ type ArgRef struct {
 // AppendArgRefs appends the arguments of r to dst as AppendArgs does,
 // with keys and string values left as string ids.
 func (s *Snapshot) AppendArgRefs(dst []ArgRef, r *Record) []ArgRef {
-	n := int(r.NArgs)
-	for i := 0; i < min(n, inlineArgs); i++ {
+	for i := range min(int(r.NArgs), inlineArgs) {
 		a := &r.args[i]
 		dst = append(dst, ArgRef{Num: a.num, Key: a.key, Kind: a.kind})
 	}
-	if n <= inlineArgs {
-		return dst
-	}
-	left := n - inlineArgs
-	for c := r; left > 0; {
-		c = c.next() // as in AppendArgs
-		if c.Kind != kindArgs {
-			break
-		}
-		for i := 0; i < int(c.NArgs) && left > 0; i++ {
-			a := &c.args[i]
+	if r.NArgs > inlineArgs {
+		for a := range r.moreArgs {
 			dst = append(dst, ArgRef{Num: a.num, Key: a.key, Kind: a.kind})
-			left--
 		}
 	}
 	return dst
@@ -179,26 +177,16 @@ func (s *Snapshot) NumStrings() int { return len(s.strs) }
 // it; on a trace of a million spans with one argument each it costs a
 // fraction of AppendArgs.
 func (s *Snapshot) AppendFlows(dst []uint64, r *Record) []uint64 {
-	n := int(r.NArgs)
-	for i := 0; i < min(n, inlineArgs); i++ {
+	for i := range min(int(r.NArgs), inlineArgs) {
 		if r.args[i].kind == ArgFlow {
 			dst = append(dst, r.args[i].num)
 		}
 	}
-	if n <= inlineArgs {
-		return dst
-	}
-	left := n - inlineArgs
-	for c := r; left > 0; {
-		c = c.next() // as in AppendArgs
-		if c.Kind != kindArgs {
-			break
-		}
-		for i := 0; i < int(c.NArgs) && left > 0; i++ {
-			if c.args[i].kind == ArgFlow {
-				dst = append(dst, c.args[i].num)
+	if r.NArgs > inlineArgs {
+		for a := range r.moreArgs {
+			if a.kind == ArgFlow {
+				dst = append(dst, a.num)
 			}
-			left--
 		}
 	}
 	return dst
