@@ -490,7 +490,7 @@ func (b *Buffer) StartSpan(parent context.Context, name string, args []Arg, leve
 	if sc == nil && !leaf { // the shard's block of contexts is used up
 		sc = b.refillContexts(parent, id, r.Lane, r)
 	}
-	return sc, r, id | uint64(b.epoch>>31)<<63
+	return sc, r, endToken(id, b.epoch)
 }
 
 // StartSpanInt is StartSpan for a span with one integer argument key = v
@@ -541,7 +541,7 @@ func (b *Buffer) StartSpanInt(parent context.Context, name, key string, v int64,
 	if sc == nil && !leaf { // the shard's block of contexts is used up
 		sc = b.refillContexts(parent, id, r.Lane, r)
 	}
-	return sc, r, id | uint64(b.epoch>>31)<<63
+	return sc, r, endToken(id, b.epoch)
 }
 
 // parentIDs returns the ID and lane of ps when it is a span of this

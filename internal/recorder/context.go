@@ -143,7 +143,11 @@ func (c *SpanContext) ID() uint64 { return c.id }
 
 // EndToken returns what Record.EndSpan takes to end this span: its ID,
 // with the top bit set in a flight recorder.
-func (c *SpanContext) EndToken() uint64 { return c.id | uint64(c.epoch>>31)<<63 }
+func (c *SpanContext) EndToken() uint64 { return endToken(c.id, c.epoch) }
+
+// endToken is the end token of span id of the buffer with epoch epoch:
+// the ID, with the top bit set for a flight recorder (ringEpoch).
+func endToken(id uint64, epoch uint32) uint64 { return id | uint64(epoch>>31)<<63 }
 
 // Lane returns the span's lane.
 func (c *SpanContext) Lane() uint32 { return c.lane }
