@@ -18,12 +18,13 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
-	"github.com/devprof/devprof/bench/internal/benchline"
 	"io"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/devprof/devprof/bench/internal/benchline"
 )
 
 func main() {

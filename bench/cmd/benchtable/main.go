@@ -16,10 +16,11 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"github.com/devprof/devprof/bench/internal/benchline"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/devprof/devprof/bench/internal/benchline"
 )
 
 func main() {

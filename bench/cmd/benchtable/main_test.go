@@ -1,9 +1,10 @@
 package main
 
 import (
-	"github.com/devprof/devprof/bench/internal/benchline"
 	"strings"
 	"testing"
+
+	"github.com/devprof/devprof/bench/internal/benchline"
 )
 
 // sample is `go test -bench` output as scripts/bench collects it (two
