@@ -45,9 +45,19 @@ func ReadFile(path string) (*event.Snapshot, error) {
 	return s, nil
 }
 
-// Read decodes a Chrome Trace Event Format file (JSON, optionally gzip —
-// sniff 1f 8b) into an event snapshot so that any devprof exporter can
-// convert it.
+// Read decodes a Chrome Trace Event Format file into an event snapshot,
+// so that any devprof exporter can convert it: Decode into an
+// event.Builder.
+func Read(r io.Reader) (*event.Snapshot, error) {
+	b := event.NewBuilder(event.Meta{})
+	if err := Decode(r, b); err != nil {
+		return nil, err
+	}
+	return b.Snapshot(), nil
+}
+
+// Decode decodes a Chrome Trace Event Format file (JSON, optionally gzip —
+// sniff 1f 8b) into sink, filling sink.Meta() as well.
 //
 // It accepts the JSON Array Format (a bare array of events, whose closing
 // bracket may be missing, as the format allows for traces cut short) and
@@ -88,23 +98,24 @@ func ReadFile(path string) (*event.Snapshot, error) {
 // 48-160 ms with 321 allocations (9 KB), a Decoder.Token walk 220-350 ms
 // with 2.66 M allocations (47 MB) before converting anything, and the
 // whole of Read 95-180 ms with 85.7 k allocations (32.5 MB).
-func Read(r io.Reader) (*event.Snapshot, error) {
+func Decode(r io.Reader, sink event.Sink) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var src io.Reader = br
 	gz := false
 	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, fmt.Errorf("chrome: gzip header: %w", err)
+			return fmt.Errorf("chrome: gzip header: %w", err)
 		}
 		defer zr.Close()
 		src, gz = zr, true
 	}
 	p := newParser(src, gz)
 	if err := p.parse(); err != nil {
-		return nil, err
+		return err
 	}
-	return p.build(), nil
+	p.build(sink)
+	return nil
 }
 
 // countReader counts the bytes read from r and keeps its first error
@@ -1522,7 +1533,7 @@ func (b *builder) push(li, si int) {
 	l.open = append(l.open, si)
 }
 
-func (p *parser) build() *event.Snapshot {
+func (p *parser) build(sink event.Sink) {
 	b := &builder{
 		p:         p,
 		asyncs:    map[asyncKey]int{},
@@ -1569,7 +1580,7 @@ func (p *parser) build() *event.Snapshot {
 		b.dropOneEnded()
 	}
 	b.bindInstants()
-	return b.emit()
+	b.emit(sink)
 }
 
 // timeKey orders events by time, then file order.
@@ -1838,22 +1849,21 @@ func readerWarning(code, text string) event.Warning {
 	return event.Warning{Source: "chrome", Code: code, Text: text}
 }
 
-func (b *builder) emit() *event.Snapshot {
-	bl := event.NewBuilder(b.meta())
+func (b *builder) emit(bl event.Sink) {
+	b.fillMeta(bl.Meta())
 	b.emitProcesses(bl)
-	b.emitMarks(bl)
+	b.emitMarks(bl.Meta())
 	b.emitSpans(bl)
 	b.emitInstants(bl)
 	b.emitCounters(bl)
-	b.warn(bl)
-	return bl.Snapshot()
+	b.warn(bl.Meta())
 }
 
-// meta returns the snapshot's metadata: the process with the most events
-// names the program.
-func (b *builder) meta() event.Meta {
+// fillMeta sets what the file says of the recording in meta: the process
+// with the most events names the program.
+func (b *builder) fillMeta(meta *event.Meta) {
 	p := b.p
-	meta := event.Meta{Host: p.other.host}
+	meta.Host = p.other.host
 	var best *procInfo
 	var bestID procID
 	for id, pi := range p.procs {
@@ -1876,7 +1886,6 @@ func (b *builder) meta() event.Meta {
 	start := p.other.startNS
 	meta.Start = event.ClockAnchor{Mono: 0, Boot: start, Wall: start}
 	meta.Stop = event.ClockAnchor{Mono: b.stop, Boot: satAdd(start, b.stop), Wall: satAdd(start, b.stop)}
-	return meta
 }
 
 // emitProcesses adds the file's processes, in the order they first
@@ -1884,7 +1893,7 @@ func (b *builder) meta() event.Meta {
 // own and its devices') in the program's process, Meta; any other file has
 // every pid as a process of its own, pid 0 included, and a string pid
 // numbered past every numeric one with its string as the label.
-func (b *builder) emitProcesses(bl *event.Builder) {
+func (b *builder) emitProcesses(bl event.Sink) {
 	p := b.p
 	for _, id := range b.pids {
 		pi := p.procs[id]
@@ -1907,17 +1916,25 @@ func boolInt(v bool) int {
 
 // emitMarks adds the warnings, notes and drops devprof's marker instants
 // carried; otherData's count stands in for a drop marker that went.
-func (b *builder) emitMarks(bl *event.Builder) {
-	b.marks.Apply(bl)
-	if len(b.marks.Drops) == 0 && b.p.other.dropped > 0 {
+func (b *builder) emitMarks(meta *event.Meta) {
+	c := &b.marks
+	meta.Warnings = append(meta.Warnings, c.Warnings...)
+	meta.Notes = append(meta.Notes, c.Notes...)
+	for _, d := range c.Drops {
+		meta.AddDrops(d.Source, d.Events)
+	}
+	if c.MaxEvents != 0 {
+		meta.MaxEvents = c.MaxEvents
+	}
+	if len(c.Drops) == 0 && b.p.other.dropped > 0 {
 		// otherData counts what the file lost even if its marker went.
-		bl.AddDrops(event.DropsRecorder, b.p.other.dropped)
+		meta.AddDrops(event.DropsRecorder, b.p.other.dropped)
 	}
 }
 
 // emitSpans adds a track for every lane with events, in the order the
 // lanes first appear, and then each lane's spans.
-func (b *builder) emitSpans(bl *event.Builder) {
+func (b *builder) emitSpans(bl event.Sink) {
 	order := make([]int, len(b.lanes))
 	for i := range order {
 		order[i] = i
@@ -1956,7 +1973,7 @@ func (b *builder) emitSpans(bl *event.Builder) {
 }
 
 // emitInstants adds the instants by time.
-func (b *builder) emitInstants(bl *event.Builder) {
+func (b *builder) emitInstants(bl event.Sink) {
 	slices.SortStableFunc(b.instants, func(x, y instant) int { return cmp.Compare(x.t, y.t) })
 	for _, in := range b.instants {
 		var track uint32
@@ -1978,7 +1995,7 @@ func (b *builder) emitInstants(bl *event.Builder) {
 
 // emitCounters adds the counter samples, each on its process ("C" events
 // are process-scoped, as trace_processor keeps them).
-func (b *builder) emitCounters(bl *event.Builder) {
+func (b *builder) emitCounters(bl event.Sink) {
 	for _, c := range b.counters {
 		name, unit := c.base, ""
 		switch {
@@ -1997,7 +2014,7 @@ func (b *builder) emitCounters(bl *event.Builder) {
 
 // processTrack returns the TrackProcess track of pid's process, or 0 for
 // the program's own (Meta), whose counters and instants need no track.
-func (b *builder) processTrack(bl *event.Builder, pid procID) uint32 {
+func (b *builder) processTrack(bl event.Sink, pid procID) uint32 {
 	pi := b.p.procs[pid]
 	if pi == nil || pi.num == 0 {
 		return 0
@@ -2006,7 +2023,7 @@ func (b *builder) processTrack(bl *event.Builder, pid procID) uint32 {
 }
 
 // warn adds the warnings for what Read skipped or could not represent.
-func (b *builder) warn(bl *event.Builder) {
+func (b *builder) warn(meta *event.Meta) {
 	p := b.p
 	if len(p.unknown) > 0 {
 		phases := make([]string, 0, len(p.unknown))
@@ -2016,11 +2033,11 @@ func (b *builder) warn(bl *event.Builder) {
 			phases = append(phases, fmt.Sprintf("%q ×%d", ph, c))
 		}
 		slices.Sort(phases)
-		bl.Warn(readerWarning("unsupported_phases", fmt.Sprintf("chrome: skipped %d events with unsupported phases: %s", n, strings.Join(phases, ", "))))
+		meta.Warnings = append(meta.Warnings, readerWarning("unsupported_phases", fmt.Sprintf("chrome: skipped %d events with unsupported phases: %s", n, strings.Join(phases, ", "))))
 	}
 	warn := func(n int, code, format string) {
 		if n > 0 {
-			bl.Warn(readerWarning(code, fmt.Sprintf(format, n)))
+			meta.Warnings = append(meta.Warnings, readerWarning(code, fmt.Sprintf(format, n)))
 		}
 	}
 	warn(p.noTS, "no_timestamp", "chrome: skipped %d events without a timestamp")
@@ -2029,11 +2046,11 @@ func (b *builder) warn(bl *event.Builder) {
 	warn(b.noValue, "counter_without_value", "chrome: skipped %d counter events without numeric values")
 	warn(b.unbound, "unbound_flow", "chrome: %d flow events had no slice to bind to")
 	if b.oneEnded > 0 {
-		bl.AddDrops(DropsFlows, b.oneEnded)
-		bl.Warn(readerWarning("one_ended_flows", fmt.Sprintf("chrome: dropped %d flows with fewer than two ends bound to slices (of %d in the file)", b.oneEnded, b.nextFlow)))
+		meta.AddDrops(DropsFlows, b.oneEnded)
+		meta.Warnings = append(meta.Warnings, readerWarning("one_ended_flows", fmt.Sprintf("chrome: dropped %d flows with fewer than two ends bound to slices (of %d in the file)", b.oneEnded, b.nextFlow)))
 	}
 	warn(p.argsLost, "args_lost", fmt.Sprintf("chrome: dropped %%d arguments beyond %d on one event", maxArgs))
 	if p.missingBracket {
-		bl.Warn(readerWarning("truncated", "chrome: the event array has no closing bracket (the trace may have been cut short)"))
+		meta.Warnings = append(meta.Warnings, readerWarning("truncated", "chrome: the event array has no closing bracket (the trace may have been cut short)"))
 	}
 }

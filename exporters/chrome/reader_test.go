@@ -936,16 +936,6 @@ func TestSyntaxOffsetsLarge(t *testing.T) {
 	}
 }
 
-func BenchmarkRead(b *testing.B) {
-	data := bigTrace(100000)
-	b.SetBytes(int64(len(data)))
-	for b.Loop() {
-		if _, err := Read(bytes.NewReader(data)); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 func TestMicros(t *testing.T) {
 	for _, c := range []struct {
 		in   string
