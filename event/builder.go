@@ -10,7 +10,8 @@ import (
 // with Meta.Start.Mono as the trace's start. A Builder is not safe for
 // concurrent use.
 type Builder struct {
-	meta   Meta
+	meta    Meta
+	initial Meta // what NewBuilder was given, for Reset
 	segs   []segment
 	nextID uint64
 	tracks []Track
@@ -30,7 +31,8 @@ const builderSegment = 1024
 // NewBuilder returns a builder for a snapshot with the given metadata.
 func NewBuilder(meta Meta) *Builder {
 	return &Builder{
-		meta:  meta,
+		meta:    meta,
+		initial: meta,
 		strs:  []string{""},
 		ids:   map[string]uint32{"": 0},
 		lanes: map[uint64]uint32{},

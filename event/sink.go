@@ -45,6 +45,12 @@ type Sink interface {
 	// learns it (the time span at the end of the file, drops, warnings,
 	// notes). It stays valid until the sink is done.
 	Meta() *Meta
+	// Reset discards everything written so far, metadata included (back
+	// to what the sink was made with): a reader that finds late in a file
+	// that it must read it again from the start (a Perfetto trace whose
+	// events are out of order beyond what it sorts as it goes) starts
+	// over in the same sink.
+	Reset()
 }
 
 var _ Sink = (*Builder)(nil)
@@ -67,6 +73,11 @@ func (b *Builder) EndSpan(id uint64, end int64) {
 // Meta returns the metadata the snapshot will have, for a reader to fill
 // in as it reads.
 func (b *Builder) Meta() *Meta { return &b.meta }
+
+// Reset discards every track, process and event added so far, and any
+// change made to the metadata since NewBuilder: the builder is as
+// NewBuilder made it.
+func (b *Builder) Reset() { *b = *NewBuilder(b.initial) }
 
 // record returns the record with ID id, nil if there is none.
 func (b *Builder) record(id uint64) *Record {

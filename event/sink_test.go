@@ -54,3 +54,24 @@ func TestBuilderEndSpanBeforeStart(t *testing.T) {
 		t.Errorf("an end before the start: End = %d, want the start (10)", r.End())
 	}
 }
+
+func TestBuilderReset(t *testing.T) {
+	b := NewBuilder(Meta{Program: "p", PID: 7})
+	tr := b.Track(Track{Kind: TrackHostThread, ID: 1, Name: "t"})
+	b.Process(Process{PID: 9})
+	b.Span(Span{Name: "gone", Start: 1, End: 2, Track: tr})
+	b.Meta().Host = "h"
+	b.Meta().AddDrops("x", 3)
+	b.Reset()
+	id := b.Span(Span{Name: "kept", Start: 5, End: 6})
+	s := b.Snapshot()
+	if len(s.Tracks) != 0 || len(s.Processes) != 0 || len(s.Events) != 1 || s.Name(s.Events[0]) != "kept" {
+		t.Fatalf("after Reset: %d tracks, %d processes, %d events", len(s.Tracks), len(s.Processes), len(s.Events))
+	}
+	if s.Events[0].ID != id || id != 1 {
+		t.Errorf("the first span after Reset has ID %d, want 1", id)
+	}
+	if s.Meta.Program != "p" || s.Meta.PID != 7 || s.Meta.Host != "" || s.Meta.Dropped() != 0 {
+		t.Errorf("Reset kept %+v, want NewBuilder's metadata", s.Meta)
+	}
+}
