@@ -12,10 +12,10 @@ import (
 type Builder struct {
 	meta    Meta
 	initial Meta // what NewBuilder was given, for Reset
-	segs   []segment
-	nextID uint64
-	tracks []Track
-	procs  []Process
+	segs    []segment
+	nextID  uint64
+	tracks  []Track
+	procs   []Process
 	// procTracks holds the TrackProcess track of each process that has
 	// one (ProcessTrack).
 	procTracks map[int]uint32
@@ -33,9 +33,9 @@ func NewBuilder(meta Meta) *Builder {
 	return &Builder{
 		meta:    meta,
 		initial: meta,
-		strs:  []string{""},
-		ids:   map[string]uint32{"": 0},
-		lanes: map[uint64]uint32{},
+		strs:    []string{""},
+		ids:     map[string]uint32{"": 0},
+		lanes:   map[uint64]uint32{},
 	}
 }
 
