@@ -23,6 +23,45 @@ type Meta struct {
 	// Notes are facts about how the trace was made (which clock a device
 	// source used).
 	Notes []Note
+	// GoRuntime holds the Go runtime's figures over a whole Go execution
+	// trace, as its reader counted them before any bound on rows or
+	// events cut what the tracks show; nil when no reader counted them
+	// (summaries then count what the tracks hold).
+	GoRuntime *GoRuntime
+}
+
+// GoRuntime is what a Go execution trace says of the runtime over the
+// whole file: what devprof summary's Go-runtime section prints. Times
+// are nanoseconds.
+type GoRuntime struct {
+	// GCs counts GC cycles (concurrent mark phases); GCTotal is their
+	// total length.
+	GCs     int
+	GCTotal int64
+	// Pauses counts stop-the-world pauses; PauseTotal and PauseMax are
+	// their total and longest.
+	Pauses               int
+	PauseTotal, PauseMax int64
+	// Assists counts mark assists (goroutines made to help the
+	// collector); AssistTotal is their total length.
+	Assists     int
+	AssistTotal int64
+	// Goroutines counts distinct goroutines; PeakGoroutines is the most
+	// that existed at once.
+	Goroutines, PeakGoroutines int
+	// CPUSamples counts CPU profile samples.
+	CPUSamples int
+	// Regions are runtime/trace user regions and Tasks user tasks, by
+	// name.
+	Regions, Tasks []GoRegion
+}
+
+// GoRegion is one name's count and total length among a Go trace's user
+// regions or tasks.
+type GoRegion struct {
+	Name  string
+	Count int
+	Total int64
 }
 
 // Dropped returns how many events the trace lost, over all sources
