@@ -141,6 +141,7 @@ func (d *discard) ActivityOf(event.ActivityKind, uint32, string, int64, int64, [
 // Run with -cpu 1 for the one-core figure; the 10 M cases only run when
 // named (-bench 'Read/10M').
 func BenchmarkRead(b *testing.B) {
+	dir := b.TempDir() // the sub-benchmarks' own are removed when each ends
 	for _, n := range []int{1_000_000, 10_000_000} {
 		for _, gzipped := range []bool{false, true} {
 			form := "plain"
@@ -152,7 +153,7 @@ func BenchmarkRead(b *testing.B) {
 			var events int
 			setup := func(b *testing.B) {
 				if path == "" {
-					path, events = sessionTrace(b, b.TempDir(), n, gzipped)
+					path, events = sessionTrace(b, dir, n, gzipped)
 				}
 			}
 			b.Run(name+"/model", func(b *testing.B) {
