@@ -202,7 +202,7 @@ func checkGPUXSpace(t *testing.T, path string, wantLinked int, wantMemory bool) 
 
 func checkGPUPerfetto(t *testing.T, path string, wantLinked int) {
 	t.Helper()
-	tr, err := perfetto.ReadFile(path)
+	tr, err := perfetto.ReadTraceFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestGPUSessionWithoutGPU(t *testing.T) {
 	if err != nil || !strings.Contains(string(xs), want) {
 		t.Errorf("XPlane file lacks %s (%v)", want, err)
 	}
-	tr, err := perfetto.ReadFile(s.Outputs().Perfetto)
+	tr, err := perfetto.ReadTraceFile(s.Outputs().Perfetto)
 	if err != nil {
 		t.Fatal(err)
 	}

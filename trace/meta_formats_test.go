@@ -25,7 +25,7 @@ func TestMetaSameInEveryFormat(t *testing.T) {
 	if err := chrome.Write(&js, s); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := perfetto.Read(&pf)
+	tr, err := perfetto.ReadTrace(&pf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 // is there, finished or flagged unfinished as expected.
 func checkReadable(t *testing.T, path string, finished map[string]bool) {
 	t.Helper()
-	tr, err := perfetto.ReadFile(path)
+	tr, err := perfetto.ReadTraceFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func checkReadable(t *testing.T, path string, finished map[string]bool) {
 // every span is there once, with its exact times and its exact parent.
 func checkRoundTrip(t *testing.T, path string, s *event.Snapshot) {
 	t.Helper()
-	tr, err := perfetto.ReadFile(path)
+	tr, err := perfetto.ReadTraceFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func TestStressStopWhileSpansRun(t *testing.T) {
 // path holds exactly snap's spans, with their parents, as a multiset.
 func checkSpansMultiset(t *testing.T, path string, snap *event.Snapshot) {
 	t.Helper()
-	tr, err := perfetto.ReadFile(path)
+	tr, err := perfetto.ReadTraceFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func TestInvalidUTF8BecomesReplacementChar(t *testing.T) {
 	}
 	// Every format reads back with the replacement characters.
 	for name, read := range map[string]func() (*event.Snapshot, error){
-		"perfetto": func() (*event.Snapshot, error) { return perfetto.ReadSnapshot(out.Perfetto) },
+		"perfetto": func() (*event.Snapshot, error) { return perfetto.ReadFile(out.Perfetto) },
 		"xplane":   func() (*event.Snapshot, error) { return xplane.ReadFile(out.XPlane) },
 		"chrome":   func() (*event.Snapshot, error) { return chrome.ReadFile(out.Chrome) },
 	} {

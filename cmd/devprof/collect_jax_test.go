@@ -148,7 +148,7 @@ func TestCollectCapturesJAX(t *testing.T) {
 	}
 	want := mergeHosts([]collectedHost{{name: addr, snap: xs}})
 	read := time.Now()
-	back, err := perfetto.ReadSnapshot(merged)
+	back, err := perfetto.ReadFile(merged)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,11 +104,11 @@ var (
 			return perfetto.Write(w, s, perfetto.WriteOptions{Gzip: gz})
 		},
 		Decode: func(r io.Reader, name string) (*event.Snapshot, error) {
-			t, err := perfetto.Read(r)
+			s, err := perfetto.Read(r)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
-			return t.Snapshot(), nil
+			return s, nil
 		},
 	})
 

@@ -37,7 +37,7 @@ func TestSliceFastMatchesGeneralPath(t *testing.T) {
 		if taken < 300 {
 			t.Errorf("seed %d: only %d events took the fast path", seed, taken)
 		}
-		if _, err := Read(bytes.NewReader(fast)); err != nil {
+		if _, err := ReadTrace(bytes.NewReader(fast)); err != nil {
 			t.Fatalf("seed %d: reading the output back: %v", seed, err)
 		}
 	}

@@ -84,7 +84,7 @@ func FuzzRead(f *testing.F) {
 	f.Add(encode(f, eventtest.MultiProcessSnapshot(), false)) // other processes, ranks, devprof's process labels
 	f.Add(encode(f, eventtest.OwnedSnapshot(), false))        // counters under threads and processes, process instants
 	f.Fuzz(func(t *testing.T, data []byte) {
-		tr, err := Read(bytes.NewReader(data))
+		tr, err := ReadTrace(bytes.NewReader(data))
 		if err != nil {
 			if tr != nil {
 				t.Fatal("a trace and an error")
@@ -105,7 +105,7 @@ func FuzzRead(f *testing.F) {
 		if err := Write(io.Discard, snap, WriteOptions{}); err != nil {
 			t.Fatalf("writing the read trace: %v", err)
 		}
-		again, err := Read(bytes.NewReader(data))
+		again, err := ReadTrace(bytes.NewReader(data))
 		if err != nil || fmt.Sprintf("%#v", again) != fmt.Sprintf("%#v", tr) {
 			t.Fatalf("second read differs (err %v)", err)
 		}
@@ -114,7 +114,7 @@ func FuzzRead(f *testing.F) {
 			zw := gzip.NewWriter(&z)
 			zw.Write(data)
 			zw.Close()
-			gz, err := Read(&z)
+			gz, err := ReadTrace(&z)
 			if err != nil || fmt.Sprintf("%#v", gz) != fmt.Sprintf("%#v", tr) {
 				t.Fatalf("gzipped read differs (err %v)", err)
 			}

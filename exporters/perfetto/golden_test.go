@@ -16,5 +16,5 @@ var update = flag.Bool("update", false, "rewrite the golden files under ../../te
 func TestGolden(t *testing.T) {
 	eventtest.Golden(t, "perfetto", "../../testdata/golden/session.pftrace", *update,
 		func(w io.Writer, s *event.Snapshot) error { return Write(w, s, WriteOptions{}) },
-		ReadSnapshot)
+		ReadFile)
 }

@@ -1,12 +1,8 @@
 package perfetto
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
-	"compress/flate"
-	"compress/gzip"
-	"compress/zlib"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -264,14 +260,14 @@ type Arg struct {
 	Value any
 }
 
-// ReadFile reads the Perfetto trace at path; see Read.
-func ReadFile(path string) (*Trace, error) {
+// ReadTraceFile reads the Perfetto trace at path; see ReadTrace.
+func ReadTraceFile(path string) (*Trace, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	t, err := Read(f)
+	t, err := ReadTrace(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -280,8 +276,11 @@ func ReadFile(path string) (*Trace, error) {
 
 var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 
-// Read decodes a Perfetto protobuf trace (optionally whole-file gzip, sniffed
-// by the 1f 8b magic) into slices, instants and counters.
+// ReadTrace decodes a Perfetto protobuf trace (optionally whole-file gzip,
+// sniffed by the 1f 8b magic) into slices, instants and counters as
+// trace_processor would import them: the format's own view, for tools
+// and tests that check what a file says. Read and Decode give the event
+// model instead.
 //
 // It reads the file as a stream of TracePackets and follows
 // trace_processor's import rules: per-sequence interning and defaults that
@@ -305,70 +304,89 @@ var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 // gives an error "perfetto: packet N (offset O): ...", where N counts
 // packets from 1 and O is the packet's byte offset in the (decompressed)
 // file.
-func Read(r io.Reader) (*Trace, error) {
-	br := bufio.NewReader(r)
-	head, _ := br.Peek(4)
-	var src io.Reader = br
-	gz := len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b
-	if gz {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, fmt.Errorf("perfetto: reading gzip: %w", err)
-		}
-		defer zr.Close()
-		src = zr
-	} else if bytes.Equal(head, zstdMagic) {
-		return nil, errors.New("perfetto: zstd-compressed traces are not supported (decompress the file first)")
-	}
-	data, err := io.ReadAll(src)
+func ReadTrace(r io.Reader) (*Trace, error) {
+	src, gz, closeFn, err := openStream(r)
 	if err != nil {
-		if gz {
-			return nil, fmt.Errorf("perfetto: reading gzip: %w", err)
-		}
-		return nil, fmt.Errorf("perfetto: %w", err)
-	}
-	return decode(data)
-}
-
-func decode(data []byte) (*Trace, error) {
-	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
-		return nil, errors.New("perfetto: this is a JSON trace, not a Perfetto protobuf trace")
-	}
-	r := &reader{
-		t:      &Trace{},
-		seqs:   map[uint32]*seqState{},
-		tracks: map[uint64]*trackInfo{},
-		clocks: newClockState(),
-	}
-	r.nameBudget = nameBudget(len(data))
-	// Most packets of a large trace are one event each: room for as many
-	// events as the file has packets saves growing the (large) pending
-	// events again and again.
-	r.events = make([]pendingEvent, 0, countPackets(data))
-	if err := r.packets(data, false); err != nil {
 		return nil, err
 	}
-	if err := r.finish(); err != nil {
+	defer closeFn()
+	rd := newReader()
+	if err := rd.stream(src, gz); err != nil {
 		return nil, err
 	}
-	return r.t, nil
+	if err := rd.finish(); err != nil {
+		return nil, err
+	}
+	return rd.t, nil
 }
 
-// countPackets counts the top-level TracePackets of data, stopping
-// quietly at the first malformed field (packets reports it).
-func countPackets(data []byte) int {
+func newReader() *reader {
+	return &reader{
+		t:          &Trace{},
+		seqs:       map[uint32]*seqState{},
+		tracks:     map[uint64]*trackInfo{},
+		clocks:     newClockState(),
+		nameBudget: nameBudget(0),
+	}
+}
+
+// stream reads the top-level packets of src. gz says src inflates a
+// gzip file, for errors.
+func (r *reader) stream(src io.Reader, gz bool) error {
+	ps := newPacketSource(src)
+	r.src = ps
 	n := 0
-	for len(data) > 0 {
-		f, size, err := readField(data)
+	for {
+		f, off, err := ps.next()
+		if err == io.EOF {
+			return nil
+		}
 		if err != nil {
-			break
+			if ps.readErr != nil && err == ps.readErr {
+				if gz {
+					return fmt.Errorf("perfetto: reading gzip: %w", err)
+				}
+				return fmt.Errorf("perfetto: %w", err)
+			}
+			return r.firstError(ps, r.wrap(false, n+1, int(off), err), n)
 		}
-		if f.num == fTracePacket && f.wt == wireBytes {
-			n++
+		if f.num != fTracePacket || f.wt != wireBytes {
+			continue
 		}
-		data = data[size:]
+		n++
+		r.t.Packets++
+		r.pkt, r.off = n, int(off)
+		r.inner, r.innerOff = 0, 0
+		r.nameBudget += 64 * len(f.b)
+		if err := r.packet(f.b, false); err != nil {
+			if d, ok := errors.AsType[*dropError](err); ok {
+				r.drop(d.stat, err)
+			} else {
+				return r.firstError(ps, r.wrap(false, n, int(off), err), n-1)
+			}
+		}
+		if r.afterPacket != nil {
+			if err := r.afterPacket(); err != nil {
+				return err
+			}
+		}
 	}
-	return n
+}
+
+// firstError returns err, or, when no packet has been read yet and the
+// file starts like JSON, an error that says it is JSON: a Perfetto trace
+// may start with any byte after its first (0x0a, which is also a
+// newline), so only content that fails to read as protobuf is taken for
+// JSON.
+func (r *reader) firstError(ps *packetSource, err error, read int) error {
+	if read > 0 {
+		return err
+	}
+	head := ps.head
+	if t := bytes.TrimLeft(head, " \t\r\n"); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+		return errors.New("perfetto: this is a JSON trace, not a Perfetto protobuf trace")
+	}
+	return err
 }
 
 // dropError is an error that costs only the event (or descriptor) it is
@@ -598,6 +616,11 @@ type reader struct {
 	droppedDesc map[uint64]bool   // uuids whose only descriptors were dropped (invalid)
 	wallSet     bool              // WallStart was taken from a snapshot
 	nameBudget  int               // bytes left for flattened annotation names
+	inflater    inflater          // for compressed_packets
+	src         *packetSource     // the file being read
+	// afterPacket, when set, runs after each top-level packet: the
+	// streaming decoder's chance to pass on what is final.
+	afterPacket func() error
 }
 
 // seqState is the incremental state of one packet sequence.
@@ -979,7 +1002,7 @@ func (r *reader) compressed(p *packet, nested bool) error {
 		if nested {
 			return errors.New("compressed_packets inside compressed_packets")
 		}
-		data, err := inflate(c)
+		data, err := r.inflater.inflate(c)
 		if err != nil {
 			return fmt.Errorf("compressed_packets: %w", err)
 		}
@@ -1005,36 +1028,6 @@ func (r *reader) packetTime(p *packet, seq *seqState) (timestamp, error) {
 		clock = seq.gen.clockID
 	}
 	return r.clocks.resolve(p.ts, clock, p.seq)
-}
-
-// inflate decompresses compressed_packets (zlib; raw deflate and gzip are
-// accepted too).
-func inflate(b []byte) ([]byte, error) {
-	var rd io.Reader
-	switch {
-	case len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b:
-		zr, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			return nil, err
-		}
-		rd = zr
-	case len(b) >= 2 && b[0]&0x0f == 8 && (uint16(b[0])<<8|uint16(b[1]))%31 == 0:
-		zr, err := zlib.NewReader(bytes.NewReader(b))
-		if err != nil {
-			return nil, err
-		}
-		rd = zr
-	default:
-		rd = flate.NewReader(bytes.NewReader(b))
-	}
-	out, err := io.ReadAll(io.LimitReader(rd, maxInflated+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(out) > maxInflated {
-		return nil, fmt.Errorf("expands to more than %d bytes", maxInflated)
-	}
-	return out, nil
 }
 
 func parseDefaults(g *generation, b []byte) error {

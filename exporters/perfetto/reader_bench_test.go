@@ -55,7 +55,7 @@ func jaxLikeTrace(tb testing.TB, n int) []byte {
 // slices, instants and counter samples read.
 func BenchmarkRead(b *testing.B) {
 	data := jaxLikeTrace(b, 90_000)
-	t, err := Read(bytes.NewReader(data))
+	t, err := ReadTrace(bytes.NewReader(data))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func BenchmarkRead(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ResetTimer()
 	for b.Loop() {
-		t, err := Read(bytes.NewReader(data))
+		t, err := ReadTrace(bytes.NewReader(data))
 		if err != nil {
 			b.Fatal(err)
 		}

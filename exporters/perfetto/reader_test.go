@@ -47,7 +47,7 @@ func encodeWith(t testing.TB, s *event.Snapshot, opts WriteOptions) []byte {
 
 func mustRead(t testing.TB, data []byte) *Trace {
 	t.Helper()
-	tr, err := Read(bytes.NewReader(data))
+	tr, err := ReadTrace(bytes.NewReader(data))
 	if err != nil {
 		t.Fatalf("Read: %v", err)
 	}
@@ -348,15 +348,15 @@ func TestReadGzipAndFile(t *testing.T) {
 	if err := os.WriteFile(path, gz, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := ReadFile(path); err != nil || !reflect.DeepEqual(got, plain) {
+	if got, err := ReadTraceFile(path); err != nil || !reflect.DeepEqual(got, plain) {
 		t.Errorf("ReadFile: %v", err)
 	}
 	bad := filepath.Join(dir, "bad.pftrace.gz")
 	os.WriteFile(bad, gz[:len(gz)/2], 0o644)
-	if _, err := ReadFile(bad); err == nil || !strings.HasPrefix(err.Error(), bad+": perfetto: reading gzip: ") {
+	if _, err := ReadTraceFile(bad); err == nil || !strings.HasPrefix(err.Error(), bad+": perfetto: reading gzip: ") {
 		t.Errorf("ReadFile of a cut gzip file: %v", err)
 	}
-	if _, err := ReadFile(filepath.Join(dir, "missing")); !os.IsNotExist(err) {
+	if _, err := ReadTraceFile(filepath.Join(dir, "missing")); !os.IsNotExist(err) {
 		t.Errorf("ReadFile of a missing file: %v", err)
 	}
 }
@@ -995,7 +995,7 @@ func TestReadErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tr, err := Read(bytes.NewReader(tc.data))
+			tr, err := ReadTrace(bytes.NewReader(tc.data))
 			if err == nil {
 				t.Fatalf("no error; read %+v", tr)
 			}
@@ -1233,7 +1233,7 @@ func TestReadErrorLocatesPacket(t *testing.T) {
 		last = off
 		off += n
 	}
-	_, err := Read(bytes.NewReader(data[:len(data)-1]))
+	_, err := ReadTrace(bytes.NewReader(data[:len(data)-1]))
 	want := fmt.Sprintf("perfetto: packet %d (offset %d): truncated field 1: length ", tr.Packets, last)
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("got %v, want %q...", err, want)

@@ -15,7 +15,7 @@ const realPftrace = "../../testdata/real-gpu/devprof-h100-libwork.pftrace"
 // TestReadRealGPU reads a trace recorded on a real GPU and checks what the
 // workload is known to have done.
 func TestReadRealGPU(t *testing.T) {
-	s, err := ReadSnapshot(realPftrace)
+	s, err := ReadFile(realPftrace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func BenchmarkReadRealGPU(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Read(bytes.NewReader(data)); err != nil {
+		if _, err := ReadTrace(bytes.NewReader(data)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -12,16 +12,6 @@ import (
 	"github.com/devprof/devprof/internal/metatext"
 )
 
-// ReadSnapshot reads a Perfetto trace file into an event snapshot, so that
-// any devprof exporter can convert it.
-func ReadSnapshot(path string) (*event.Snapshot, error) {
-	t, err := ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return t.Snapshot(), nil
-}
-
 var (
 	gpuProcess  = regexp.MustCompile(`^GPU (\d+)(?: \((.*)\))?$`)
 	streamTrack = regexp.MustCompile(`^Stream #(-?\d+)`)
@@ -40,10 +30,20 @@ var (
 // (MemoryEventsDescription) memory tracks again, without the counters it
 // derived from them.
 func (t *Trace) Snapshot() *event.Snapshot {
-	c := &converter{t: t, byUUID: map[uint64]*Track{}, procName: map[int64]string{}, procs: map[int64]*Track{}, tracks: map[uint64]uint32{}}
+	b := event.NewBuilder(event.Meta{})
+	t.into(b)
+	return b.Snapshot()
+}
+
+// into writes the trace into sink, as Snapshot describes.
+func (t *Trace) into(sink event.Sink) {
+	c := &converter{t: t, byUUID: map[uint64]*Track{}, procName: map[int64]string{}, procs: map[int64]*Track{}, tracks: map[uint64]uint32{},
+		kinds: map[uint32]event.TrackKind{}}
 	meta := c.meta()
 	c.pid = meta.PID
-	c.b = event.NewBuilder(meta)
+	c.b = sink
+	m := sink.Meta()
+	m.Program, m.PID, m.Start, m.Stop = meta.Program, meta.PID, meta.Start, meta.Stop
 	c.processes()
 	c.flowEnds()
 	c.ids = make([]uint64, len(t.Slices))
@@ -53,9 +53,8 @@ func (t *Trace) Snapshot() *event.Snapshot {
 	var marks metatext.Collector
 	c.instants(&marks)
 	c.counters()
-	marks.Apply(c.b)
+	marks.ApplyMeta(c.b.Meta())
 	c.drops()
-	return c.b.Snapshot()
 }
 
 // flowEnds finds the flow ids that only one slice or instant carries: a
@@ -95,8 +94,9 @@ func (c *converter) flowEnds() {
 		}
 	}
 	if n := int64(len(c.lone)); n > 0 {
-		c.b.AddDrops(DropsReader, n)
-		c.b.Warn(event.Warning{Source: DropsReader, Code: "flow_one_ended",
+		m := c.b.Meta()
+		m.AddDrops(DropsReader, n)
+		m.Warnings = append(m.Warnings, event.Warning{Source: DropsReader, Code: "flow_one_ended",
 			Text: fmt.Sprintf("perfetto reader dropped %d %s with one end (of %d in the file)", n, plural(n, "flow", "flows"), len(ends))})
 	}
 }
@@ -108,9 +108,15 @@ const DropsReader = "perfetto reader"
 // drops counts the events the reader dropped in the snapshot's drops and
 // says, in one warning per kind, what and how many.
 func (c *converter) drops() {
-	for _, d := range c.t.Drops {
-		c.b.AddDrops(DropsReader, d.Events)
-		c.b.Warn(event.Warning{Source: DropsReader, Code: d.Stat,
+	addDrops(c.b.Meta(), c.t.Drops)
+}
+
+// addDrops counts the events the reader dropped in m's drops and says,
+// in one warning per kind, what and how many.
+func addDrops(m *event.Meta, drops []Drop) {
+	for _, d := range drops {
+		m.AddDrops(DropsReader, d.Events)
+		m.Warnings = append(m.Warnings, event.Warning{Source: DropsReader, Code: d.Stat,
 			Text: fmt.Sprintf("perfetto reader dropped %d %s (%s); the first at %s", d.Events, plural(d.Events, "event", "events"), d.Stat, d.First)})
 	}
 }
@@ -125,7 +131,8 @@ func plural(n int64, one, many string) string {
 // converter holds what Snapshot builds as it goes.
 type converter struct {
 	t        *Trace
-	b        *event.Builder
+	b        event.Sink
+	kinds    map[uint32]event.TrackKind // the kinds of the tracks registered in b
 	pid      int               // the process the snapshot is of
 	byUUID   map[uint64]*Track // the trace's tracks
 	procName map[int64]string  // process names by pid
@@ -253,13 +260,13 @@ func (c *converter) trackOf(uuid uint64) uint32 {
 	var id uint32
 	switch {
 	case tr == nil:
-		id = c.b.Track(event.Track{Kind: event.TrackHostThread, Name: fmt.Sprintf("track %d", uuid)})
+		id = c.track(event.Track{Kind: event.TrackHostThread, Name: fmt.Sprintf("track %d", uuid)})
 	case tr.Kind == TrackProcess && (uuid == c.progUUID || tr.PID == int64(c.pid)):
 		id = 0
 	case tr.Description == MemoryEventsDescription:
-		id = c.b.Track(c.memoryTrack(tr))
+		id = c.track(c.memoryTrack(tr))
 	default:
-		id = c.b.Track(c.threadTrack(tr))
+		id = c.track(c.threadTrack(tr))
 	}
 	c.tracks[uuid] = id
 	return id
@@ -379,8 +386,8 @@ func (c *converter) slice(i int) {
 		}
 	}
 	sp.Track = c.trackOf(s.Track)
-	if sp.Track != 0 && isDevice(c.b, sp.Track) {
-		c.ids[i] = c.b.Activity(sp.Track, s.Name, s.Start, s.Start+max(s.Dur, 0), sp.Args)
+	if sp.Track != 0 && c.isDevice(sp.Track) {
+		c.ids[i] = c.b.ActivityOf(event.ActivityUnknown, sp.Track, s.Name, s.Start, s.Start+max(s.Dur, 0), sp.Args)
 		return
 	}
 	c.ids[i] = c.b.Span(sp)
@@ -453,7 +460,7 @@ func (c *converter) instants(marks *metatext.Collector) {
 			}
 		}
 		track := c.instantTrackOf(in.Track)
-		if t, ok := c.b.TrackInfo(track); ok && t.Kind == event.TrackMemory {
+		if c.kinds[track] == event.TrackMemory {
 			c.b.ActivityOf(memoryKind(in.Name), track, in.Name, in.TS, in.TS, memoryArgs(args))
 			continue
 		}
@@ -502,7 +509,7 @@ func (c *converter) counterParent(tr *Track, devices map[int64]uint32) uint32 {
 	if dev, ok := c.deviceOf(pid); ok {
 		id, seen := devices[pid]
 		if !seen {
-			id = c.b.Track(dev)
+			id = c.track(dev)
 			devices[pid] = id
 		}
 		return id
@@ -522,11 +529,18 @@ func (c *converter) counterParent(tr *Track, devices map[int64]uint32) uint32 {
 	return c.b.ProcessTrack(c.processOf(pid))
 }
 
-// isDevice reports whether a builder track is a device stream or a
-// memory track, whose slices are activity.
-func isDevice(b *event.Builder, id uint32) bool {
-	t, ok := b.TrackInfo(id)
-	return ok && (t.Kind == event.TrackDeviceStream || t.Kind == event.TrackMemory)
+// track registers a track in the sink.
+func (c *converter) track(t event.Track) uint32 {
+	id := c.b.Track(t)
+	c.kinds[id] = t.Kind
+	return id
+}
+
+// isDevice reports whether a sink track is a device stream or a memory
+// track, whose slices are activity.
+func (c *converter) isDevice(id uint32) bool {
+	k, ok := c.kinds[id]
+	return ok && (k == event.TrackDeviceStream || k == event.TrackMemory)
 }
 
 // memoryKind is the kind of a memory event, by its name.

@@ -80,7 +80,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if err := Write(&buf, orig, WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := Read(&buf)
+	tr, err := ReadTrace(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}

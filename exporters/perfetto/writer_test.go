@@ -36,7 +36,7 @@ func TestDeviceTracks(t *testing.T) {
 	if err := Write(&buf, s, WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := Read(bytes.NewReader(buf.Bytes()))
+	tr, err := ReadTrace(bytes.NewReader(buf.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}

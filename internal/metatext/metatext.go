@@ -202,18 +202,18 @@ func intValue(a event.Arg) (int64, bool) {
 }
 
 // Apply adds what c gathered to a snapshot being built.
-func (c *Collector) Apply(b *event.Builder) {
-	for _, w := range c.Warnings {
-		b.Warn(w)
-	}
-	for _, n := range c.Notes {
-		b.Note(n)
-	}
+func (c *Collector) Apply(b *event.Builder) { c.ApplyMeta(b.Meta()) }
+
+// ApplyMeta adds what c gathered to the metadata of a trace being read
+// into a sink (event.Sink.Meta).
+func (c *Collector) ApplyMeta(m *event.Meta) {
+	m.Warnings = append(m.Warnings, c.Warnings...)
+	m.Notes = append(m.Notes, c.Notes...)
 	for _, d := range c.Drops {
-		b.AddDrops(d.Source, d.Events)
+		m.AddDrops(d.Source, d.Events)
 	}
 	if c.MaxEvents != 0 {
-		b.SetMaxEvents(c.MaxEvents)
+		m.MaxEvents = c.MaxEvents
 	}
 }
 
