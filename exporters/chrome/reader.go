@@ -118,28 +118,6 @@ func Decode(r io.Reader, sink event.Sink) error {
 	return nil
 }
 
-// countReader counts the bytes read from r and keeps its first error
-// other than io.EOF.
-type countReader struct {
-	r   io.Reader
-	n   int64
-	err error
-}
-
-func (c *countReader) Read(b []byte) (int, error) {
-	n, err := c.r.Read(b)
-	c.n += int64(n)
-	if err != nil && err != io.EOF && c.err == nil {
-		c.err = err
-	}
-	return n, err
-}
-
-// skipValue consumes a JSON value without keeping it.
-type skipValue struct{}
-
-func (*skipValue) UnmarshalJSON([]byte) error { return nil }
-
 // procID is a pid or tid: a number, or a string (a non-standard hack that
 // Perfetto accepts and interns; Kineto writes "Spans", "Traces" and "").
 type procID struct {
@@ -217,11 +195,8 @@ type otherData struct {
 }
 
 type parser struct {
-	dec  *json.Decoder
-	cr   *countReader
-	gz   bool
-	base int64 // bytes before the decoder's input (a UTF-8 BOM)
-	raw  json.RawMessage
+	lx *lexer
+	gz bool
 
 	events  []ev
 	seq     int
@@ -241,10 +216,8 @@ type parser struct {
 }
 
 func newParser(src io.Reader, gz bool) *parser {
-	cr := &countReader{r: src}
-	br := bufio.NewReader(cr)
 	p := &parser{
-		cr:      cr,
+		lx:      newLexer(src),
 		gz:      gz,
 		minTS:   math.MaxInt64,
 		thrIdx:  map[threadKey]int32{},
@@ -252,71 +225,23 @@ func newParser(src io.Reader, gz bool) *parser {
 		intern:  map[string]string{},
 		unknown: map[string]int{},
 	}
-	if b, _ := br.Peek(3); len(b) == 3 && b[0] == 0xef && b[1] == 0xbb && b[2] == 0xbf {
-		br.Discard(3) // a UTF-8 byte order mark, as some Windows tools write
-		p.base = 3
+	if _, ok := p.lx.at(2); ok && bytes.HasPrefix(p.lx.buf[p.lx.pos:p.lx.end], []byte("\xef\xbb\xbf")) {
+		p.lx.pos += 3 // a UTF-8 byte order mark, as some Windows tools write
 	}
-	p.dec = json.NewDecoder(br)
 	return p
 }
 
-// off returns the input offset of the decoder.
-func (p *parser) off() int64 { return p.base + p.dec.InputOffset() }
-
-// fail turns an error of the decoder into the package's error.
-func (p *parser) fail(err error) error {
-	if p.cr.err != nil && errors.Is(err, p.cr.err) {
-		what := "reading input"
-		if p.gz {
-			what = "gzip"
-		}
-		return fmt.Errorf("chrome: %s: %w at byte offset %d", what, p.cr.err, p.cr.n)
+// what names the input in read errors.
+func (p *parser) what() string {
+	if p.gz {
+		return "gzip"
 	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Errorf("chrome: %s at byte offset %d", p.syntaxMessage(se), p.syntaxOffset(se))
-	}
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		return fmt.Errorf("chrome: unexpected end of JSON input at byte offset %d", p.cr.n)
-	}
-	return fmt.Errorf("chrome: %w at byte offset %d", err, p.off())
+	return "reading input"
 }
 
-// syntaxOffset returns where in the input a syntax error of the decoder
-// is. The decoder's own offsets are only right for errors it finds between
-// values; within a value they count just the bytes of the values it has
-// decoded so far. Either way the decoder stops at the start of the value
-// (or the character) it failed on, so scanning again from there gives the
-// offset.
-func (p *parser) syntaxOffset(se *json.SyntaxError) int64 {
-	start := p.off()
-	var v skipValue
-	err := json.NewDecoder(p.dec.Buffered()).Decode(&v)
-	var again *json.SyntaxError
-	if errors.As(err, &again) && again.Error() == se.Error() {
-		return start + again.Offset
-	}
-	return start + 1 // the decoder stopped at the bad character
-}
-
-// syntaxMessage returns the message of a syntax error as json.Unmarshal
-// words it: the decoder's token reader words some differently.
-func (p *parser) syntaxMessage(se *json.SyntaxError) string {
-	msg := se.Error()
-	var c byte
-	if b, ok := p.dec.Buffered().(io.ByteReader); ok {
-		c, _ = b.ReadByte()
-	}
-	switch {
-	case msg == "expected comma after array element":
-		return "invalid character " + quoteChar(c) + " after array element"
-	case msg == "expected colon after object key":
-		return "invalid character " + quoteChar(c) + " after object key"
-	case strings.HasPrefix(msg, "invalid character '") && strings.HasSuffix(msg, "'"):
-		return msg + " looking for beginning of object key string" // after '{'
-	}
-	return msg
-}
+// endError is the error for input that ends (or fails) where more JSON
+// must follow.
+func (p *parser) endError() error { return p.lx.endError(p.what()) }
 
 // quoteChar formats c as encoding/json's messages do.
 func quoteChar(c byte) string {
@@ -331,17 +256,17 @@ func quoteChar(c byte) string {
 }
 
 func (p *parser) parse() error {
-	p.dec.More() // skip leading space, so that the offset is where the value starts
-	start := p.off()
-	tok, err := p.dec.Token()
-	if err == io.EOF {
+	lx := p.lx
+	c, ok := lx.skipSpace()
+	if !ok {
+		if lx.err != nil {
+			return p.endError()
+		}
 		return errors.New("chrome: empty input")
 	}
-	if err != nil {
-		return p.fail(err)
-	}
-	switch tok {
-	case json.Delim('['):
+	switch c {
+	case '[':
+		lx.pos++
 		p.arrayForm = true
 		if err := p.eventArray(); err != nil {
 			return err
@@ -349,29 +274,25 @@ func (p *parser) parse() error {
 		if p.missingBracket {
 			return nil // the input ended
 		}
-	case json.Delim('{'):
+	case '{':
+		lx.pos++
 		if err := p.object(); err != nil {
 			return err
 		}
 	default:
-		return fmt.Errorf("chrome: top-level value is %s, want an array of events or an object with traceEvents at byte offset %d", describeToken(tok), start)
+		start := lx.offset(lx.pos)
+		if _, err := lx.value(p.what()); err != nil {
+			return err
+		}
+		return fmt.Errorf("chrome: top-level value is %s, want an array of events or an object with traceEvents at byte offset %d", describeKind(c), start)
 	}
 	// Nothing but space may follow. Reading to the end also checks the
 	// gzip checksum.
-	p.dec.More()
-	if p.cr.err != nil {
-		return p.fail(p.cr.err)
+	if c, ok := lx.skipSpace(); ok {
+		return fmt.Errorf("chrome: invalid character %s after top-level value at byte offset %d", quoteChar(c), lx.offset(lx.pos)+1)
 	}
-	if b, ok := p.dec.Buffered().(io.ByteReader); ok {
-		for off := p.off() + 1; ; off++ {
-			c, err := b.ReadByte()
-			if err != nil {
-				break
-			}
-			if !isSpace(c) {
-				return fmt.Errorf("chrome: invalid character %s after top-level value at byte offset %d", quoteChar(c), off)
-			}
-		}
+	if lx.err != nil {
+		return p.endError()
 	}
 	if !p.arrayForm && !p.sawEvents {
 		return errors.New(`chrome: the top-level object has no "traceEvents"`)
@@ -379,18 +300,18 @@ func (p *parser) parse() error {
 	return nil
 }
 
-func describeToken(tok json.Token) string {
-	switch v := tok.(type) {
-	case json.Delim:
-		if v == '[' {
-			return "an array"
-		}
+// describeKind names the kind of JSON value that begins with c.
+func describeKind(c byte) string {
+	switch c {
+	case '[':
+		return "an array"
+	case '{':
 		return "an object"
-	case string:
+	case '"':
 		return "a string"
-	case bool:
+	case 't', 'f':
 		return "a boolean"
-	case nil:
+	case 'n':
 		return "null"
 	}
 	return "a number"
@@ -398,105 +319,127 @@ func describeToken(tok json.Token) string {
 
 // object reads the JSON Object Format after its '{'.
 func (p *parser) object() error {
-	for p.dec.More() {
-		tok, err := p.dec.Token()
-		if err != nil {
-			return p.fail(err)
+	lx := p.lx
+	c, ok := lx.skipSpace()
+	if !ok {
+		return p.endError()
+	}
+	if c == '}' {
+		lx.pos++
+		return nil
+	}
+	for {
+		if c != '"' {
+			return lx.badChar(0, "looking for beginning of object key string")
 		}
-		key, _ := tok.(string) // the decoder returns nothing else in key position
+		raw, err := lx.value(p.what())
+		if err != nil {
+			return err
+		}
+		key := unquote(raw)
+		if c, ok = lx.skipSpace(); !ok {
+			return p.endError()
+		}
+		if c != ':' {
+			return lx.badChar(0, "after object key")
+		}
+		lx.pos++
+		if c, ok = lx.skipSpace(); !ok {
+			return p.endError()
+		}
 		switch key {
 		case "traceEvents":
-			start := p.valueStart()
-			tok, err := p.dec.Token()
-			if err != nil {
-				return p.fail(err)
+			if c != '[' {
+				start := lx.offset(lx.pos)
+				if _, err := lx.value(p.what()); err != nil {
+					return err
+				}
+				return fmt.Errorf("chrome: traceEvents is %s, want an array at byte offset %d", describeKind(c), start)
 			}
-			if tok != json.Delim('[') {
-				return fmt.Errorf("chrome: traceEvents is %s, want an array at byte offset %d", describeToken(tok), start)
-			}
+			lx.pos++
 			p.sawEvents = true
 			if err := p.eventArray(); err != nil {
 				return err
 			}
 		case "otherData":
-			if err := p.dec.Decode(&p.raw); err != nil {
-				return p.fail(err)
+			raw, err := lx.value(p.what())
+			if err != nil {
+				return err
 			}
-			p.otherData(p.raw)
+			p.otherData(raw)
 		default: // displayTimeUnit (Perfetto ignores it too), metadata, systemTraceEvents, ...
-			var v skipValue
-			if err := p.dec.Decode(&v); err != nil {
-				return p.fail(err)
+			if _, err := lx.value(p.what()); err != nil {
+				return err
 			}
 		}
-	}
-	if _, err := p.dec.Token(); err != nil { // '}'
-		return p.fail(err)
-	}
-	return nil
-}
-
-// valueStart returns the offset of the value that follows the object key
-// the decoder has just returned.
-func (p *parser) valueStart() int64 {
-	off := p.off()
-	br, ok := p.dec.Buffered().(io.ByteReader)
-	if !ok {
-		return off
-	}
-	colon := false
-	for {
-		c, err := br.ReadByte()
-		if err != nil {
-			return off
+		if c, ok = lx.skipSpace(); !ok {
+			return p.endError()
 		}
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-		case c == ':' && !colon:
-			colon = true
+		switch c {
+		case '}':
+			lx.pos++
+			return nil
+		case ',':
+			lx.pos++
+			if c, ok = lx.skipSpace(); !ok {
+				return p.endError()
+			}
 		default:
-			return off
+			return lx.badChar(0, "after object key:value pair")
 		}
-		off++
 	}
 }
 
-// cleanEnd reports whether err is the input ending where the next event
-// or the closing bracket of the array would begin.
-func (p *parser) cleanEnd(err error) bool {
-	if !p.arrayForm || p.cr.err != nil || (err != io.EOF && err != io.ErrUnexpectedEOF) {
-		return false
+// arrayEnd handles the input ending where the next event or the closing
+// bracket of the array would begin: the JSON Array Format allows it.
+func (p *parser) arrayEnd() error {
+	if !p.arrayForm || p.lx.err != nil {
+		return p.endError()
 	}
-	rest, _ := io.ReadAll(p.dec.Buffered())
-	return len(bytes.TrimLeft(rest, " \t\r\n")) == 0
+	p.missingBracket = true
+	return nil
 }
 
 // eventArray reads the events of an array after its '['.
 func (p *parser) eventArray() error {
-	for p.dec.More() {
-		if err := p.dec.Decode(&p.raw); err != nil {
-			if p.cleanEnd(err) {
-				p.missingBracket = true
-				return nil
-			}
-			return p.fail(err)
-		}
-		if err := p.event(p.raw, p.off()-int64(len(p.raw))); err != nil {
+	lx := p.lx
+	c, ok := lx.skipSpace()
+	if !ok {
+		return p.arrayEnd()
+	}
+	if c == ']' {
+		lx.pos++
+		return nil
+	}
+	for {
+		start := lx.offset(lx.pos)
+		raw, err := lx.value(p.what())
+		if err != nil {
 			return err
 		}
-	}
-	if _, err := p.dec.Token(); err != nil { // ']'
-		if p.cleanEnd(err) {
-			p.missingBracket = true
-			return nil
+		if err := p.event(raw, start); err != nil {
+			return err
 		}
-		return p.fail(err)
+		if c, ok = lx.skipSpace(); !ok {
+			return p.arrayEnd()
+		}
+		switch c {
+		case ']':
+			lx.pos++
+			return nil
+		case ',':
+			lx.pos++
+			if _, ok = lx.skipSpace(); !ok {
+				return p.arrayEnd()
+			}
+		default:
+			return lx.badChar(0, "after array element")
+		}
 	}
-	return nil
 }
 
 // ---------------------------------------------------------------------------
-// Scanning values the decoder has already checked.
+// Scanning values the lexer has already checked.
 
 // objIter walks the members of a JSON object that is known to be valid.
 type objIter struct {

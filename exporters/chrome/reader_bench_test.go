@@ -119,6 +119,7 @@ func (d *discard) ProcessTrack(p int) uint32              { return uint32(d.id()
 func (d *discard) Span(event.Span) uint64                 { d.n++; return d.id() }
 func (d *discard) EndSpan(uint64, int64)                  {}
 func (d *discard) Meta() *event.Meta                      { return &d.meta }
+func (d *discard) Reset()                                 { *d = discard{} }
 func (d *discard) Counter(string, string, int64, float64) { d.n++ }
 func (d *discard) Instant(string, int64, uint32, uint64, []event.Arg) {
 	d.n++
