@@ -487,7 +487,7 @@ func (f *Format) ReadFileWith(path string, o ReadOptions) (*event.Snapshot, erro
 
 // countingReader reports how much of a file has been read.
 type countingReader struct {
-	r        io.Reader
+	r        io.ReadSeeker
 	read     int64
 	size     int64
 	progress func(read, size int64)
@@ -497,6 +497,17 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.read += int64(n)
 	c.progress(c.read, c.size)
+	return n, err
+}
+
+// Seek lets a reader that reads a file again (the Perfetto reader, when a
+// file is out of order) do so through the count, which starts over with
+// it.
+func (c *countingReader) Seek(offset int64, whence int) (int64, error) {
+	n, err := c.r.(io.Seeker).Seek(offset, whence)
+	if err == nil {
+		c.read = n
+	}
 	return n, err
 }
 

@@ -32,15 +32,3 @@ func Read(r io.Reader) (*event.Snapshot, error) {
 	}
 	return b.Snapshot(), nil
 }
-
-// Decode reads a Perfetto trace (optionally whole-file gzip) into sink,
-// as Trace.Snapshot describes the mapping, following trace_processor's
-// import rules as ReadTrace does.
-func Decode(r io.Reader, sink event.Sink) error {
-	t, err := ReadTrace(r)
-	if err != nil {
-		return err
-	}
-	t.into(sink)
-	return nil
-}

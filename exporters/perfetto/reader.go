@@ -621,6 +621,10 @@ type reader struct {
 	// afterPacket, when set, runs after each top-level packet: the
 	// streaming decoder's chance to pass on what is final.
 	afterPacket func() error
+	queued int // events queued so far: the next one's place in file order
+	// descChanged, when set, is told of each track a descriptor adds
+	// (added) or changes; an error it returns ends the read.
+	descChanged func(uuid uint64, added bool) error
 }
 
 // seqState is the incremental state of one packet sequence.
@@ -1257,6 +1261,7 @@ func (r *reader) trackDescriptor(b []byte, seq *seqState) error {
 	case ti == nil:
 		r.tracks[d.uuid] = &trackInfo{idx: len(r.t.Tracks), described: true, mult: d.mult, increment: d.incremental, mergeNone: d.mergeNone}
 		r.t.Tracks = append(r.t.Tracks, tr)
+		return r.trackChanged(d.uuid, true)
 	case ti.described:
 		// A repeated description (SDKs re-emit them after each clear) may
 		// name a track that had no name; on a track that merges with no
@@ -1264,8 +1269,9 @@ func (r *reader) trackDescriptor(b []byte, seq *seqState) error {
 		// as in trace_processor. Anything else in it is ignored, as
 		// trace_processor ignores conflicting re-descriptions.
 		old := &r.t.Tracks[ti.idx]
-		if old.Kind == tr.Kind && tr.Name != "" && (old.Name == "" || ti.mergeNone || d.mergeNone) {
+		if old.Kind == tr.Kind && tr.Name != "" && (old.Name == "" || ti.mergeNone || d.mergeNone) && old.Name != tr.Name {
 			old.Name = tr.Name
+			return r.trackChanged(d.uuid, false)
 		}
 	default: // used by events before its description
 		if tr.Kind == TrackCounter && ti.sliced {
@@ -1276,8 +1282,24 @@ func (r *reader) trackDescriptor(b []byte, seq *seqState) error {
 		}
 		r.t.Tracks[ti.idx] = tr
 		ti.described, ti.mult, ti.increment, ti.mergeNone = true, d.mult, d.incremental, d.mergeNone
+		return r.trackChanged(d.uuid, false)
 	}
 	return nil
+}
+
+// nextOrder returns the file order of the next event queued.
+func (r *reader) nextOrder() int {
+	r.queued++
+	return r.queued - 1
+}
+
+// trackChanged tells descChanged, if set, that a descriptor added or
+// changed track uuid.
+func (r *reader) trackChanged(uuid uint64, added bool) error {
+	if r.descChanged == nil {
+		return nil
+	}
+	return r.descChanged(uuid, added)
 }
 
 func unitName(unit, ctrType uint64) string {
@@ -1783,7 +1805,7 @@ func (r *reader) sliceEvent(e *trackEvent, track uint64, name string, args []Arg
 		return dropf("track_event_slice_on_counter_track", "slice event on counter track %d", track)
 	}
 	r.events = append(r.events, pendingEvent{
-		kind: uint8(e.typ), track: track, at: at, order: len(r.events) + len(r.counters),
+		kind: uint8(e.typ), track: track, at: at, order: r.nextOrder(),
 		name: name, hasName: e.hasName && name != "",
 		args: args, flows: e.flows, terms: e.terms, bind: e.bind, bindDir: e.bindDir, complete: e.complete, dur: e.dur, pkt: r.pkt, off: r.off,
 	})
@@ -1836,7 +1858,7 @@ func (r *reader) addCounter(g *generation, ti *trackInfo, track uint64, at times
 		v *= float64(ti.mult)
 	}
 	r.counters = append(r.counters, pendingCounter{
-		track: track, at: at, order: len(r.events) + len(r.counters), value: v, pkt: r.pkt, off: r.off,
+		track: track, at: at, order: r.nextOrder(), value: v, pkt: r.pkt, off: r.off,
 	})
 }
 
@@ -2566,24 +2588,30 @@ func (r *reader) nameTracks() {
 // tid), walking up at most maxTrackAncestors parents.
 func (r *reader) inheritIDs() {
 	for i := range r.t.Tracks {
-		tr := &r.t.Tracks[i]
-		if tr.PID != 0 || tr.TID != 0 || tr.Kind == TrackProcess || tr.Kind == TrackThread {
-			continue
+		r.inheritID(i)
+	}
+}
+
+// inheritID gives track i, if it is under a process or thread track, its
+// pid (and tid).
+func (r *reader) inheritID(i int) {
+	tr := &r.t.Tracks[i]
+	if tr.PID != 0 || tr.TID != 0 || tr.Kind == TrackProcess || tr.Kind == TrackThread {
+		return
+	}
+	p := tr.ParentUUID
+	for range maxTrackAncestors {
+		ti := r.tracks[p]
+		if p == 0 || ti == nil {
+			break
 		}
-		p := tr.ParentUUID
-		for range maxTrackAncestors {
-			ti := r.tracks[p]
-			if p == 0 || ti == nil {
-				break
+		if a := r.t.Tracks[ti.idx]; a.Kind == TrackProcess || a.Kind == TrackThread {
+			tr.PID = a.PID
+			if a.Kind == TrackThread {
+				tr.TID = a.TID
 			}
-			if a := r.t.Tracks[ti.idx]; a.Kind == TrackProcess || a.Kind == TrackThread {
-				tr.PID = a.PID
-				if a.Kind == TrackThread {
-					tr.TID = a.TID
-				}
-				break
-			}
-			p = r.t.Tracks[ti.idx].ParentUUID
+			break
 		}
+		p = r.t.Tracks[ti.idx].ParentUUID
 	}
 }

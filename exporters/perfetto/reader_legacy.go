@@ -129,7 +129,7 @@ func (r *reader) flowV1(g *generation, e *trackEvent, track uint64, name string,
 		key:   strconv.FormatUint(l.id, 10) + "\x00" + e.category(g) + "\x00" + name,
 		phase: byte(l.phase), enclosing: l.enclosing,
 	})
-	r.events = append(r.events, pendingEvent{kind: evFlowV1, track: track, at: at, order: len(r.events) + len(r.counters),
+	r.events = append(r.events, pendingEvent{kind: evFlowV1, track: track, at: at, order: r.nextOrder(),
 		v1: len(r.v1), pkt: r.pkt, off: r.off})
 	return nil
 }

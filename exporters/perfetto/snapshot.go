@@ -133,15 +133,15 @@ type converter struct {
 	t        *Trace
 	b        event.Sink
 	kinds    map[uint32]event.TrackKind // the kinds of the tracks registered in b
-	pid      int               // the process the snapshot is of
-	byUUID   map[uint64]*Track // the trace's tracks
-	procName map[int64]string  // process names by pid
-	procs    map[int64]*Track  // process tracks by pid
-	tracks   map[uint64]uint32 // track uuid -> builder track (0: the process level)
-	ids      []uint64          // builder IDs of t.Slices, 0 until added
-	progUUID uint64            // the program's process track (Meta), 0 if none
-	lone     map[uint64]bool   // flow ids with one end, dropped
-	procNum  map[int64]int     // pid of another host process -> its Track.Process
+	pid      int                        // the process the snapshot is of
+	byUUID   map[uint64]*Track          // the trace's tracks
+	procName map[int64]string           // process names by pid
+	procs    map[int64]*Track           // process tracks by pid
+	tracks   map[uint64]uint32          // track uuid -> builder track (0: the process level)
+	ids      []uint64                   // builder IDs of t.Slices, 0 until added
+	progUUID uint64                     // the program's process track (Meta), 0 if none
+	lone     map[uint64]bool            // flow ids with one end, dropped
+	procNum  map[int64]int              // pid of another host process -> its Track.Process
 }
 
 // timeSpan returns the first and last time of any slice, instant or
@@ -215,22 +215,29 @@ func (c *converter) processes() {
 		if _, dev := c.deviceOf(tr.PID); dev {
 			continue
 		}
-		p := event.Process{PID: tr.PID, Name: tr.Name, SortIndex: tr.Rank, Sorted: tr.Ranked}
-		for _, l := range tr.Labels {
-			if v, ok := strings.CutPrefix(l, ProcessLabelStringPID); ok {
-				p.Label, p.IsLabel = v, true
-			} else if v, ok := strings.CutPrefix(l, ProcessLabelPID); ok {
-				if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-					p.PID = n
-				}
-			} else if l == ProcessLabelUnnamed {
-				p.Name = ""
-			} else {
-				p.Labels = append(p.Labels, l)
-			}
-		}
-		c.procNum[tr.PID] = c.b.Process(p)
+		c.procNum[tr.PID] = c.b.Process(processOfTrack(tr))
 	}
+}
+
+// processOfTrack returns the event.Process of a process track: its pid,
+// string pid and name as devprof's labels (ProcessLabelStringPID, …)
+// keep them, and its rank as its sort index.
+func processOfTrack(tr *Track) event.Process {
+	p := event.Process{PID: tr.PID, Name: tr.Name, SortIndex: tr.Rank, Sorted: tr.Ranked}
+	for _, l := range tr.Labels {
+		if v, ok := strings.CutPrefix(l, ProcessLabelStringPID); ok {
+			p.Label, p.IsLabel = v, true
+		} else if v, ok := strings.CutPrefix(l, ProcessLabelPID); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				p.PID = n
+			}
+		} else if l == ProcessLabelUnnamed {
+			p.Name = ""
+		} else {
+			p.Labels = append(p.Labels, l)
+		}
+	}
+	return p
 }
 
 // processOf returns the Track.Process of a host thread of pid: 0 for the

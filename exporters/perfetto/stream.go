@@ -1,0 +1,828 @@
+package perfetto
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/metatext"
+)
+
+// This file holds the streaming decoder behind Decode. trace_processor
+// sorts a whole file's events before it pairs them; the buffered reader
+// (ReadTrace) does the same, which holds every event of the file at once.
+// The streaming decoder gets the same result holding a window: the
+// tokenizer (reader.go) queues events as ever, and every window's worth
+// of them is sorted per track and paired on stacks that carry over from
+// window to window, the events at a track's latest time held back for the
+// next window (equal times keep file order). Slices go to the sink at
+// their BEGIN (unfinished) and are ended at their END, so that children
+// and instants can name them.
+//
+// That is exact when every event arrives after the events of its track
+// that it sorts after, and the file has none of the rarer forms whose
+// rules look across the whole file (legacy flow v1 events and bind ids,
+// flows of a file devprof did not write, timestamps on a clock no
+// snapshot has converted yet, descriptors that change a track after its
+// events went out). A file that breaks one of these is read again from
+// the start by the buffered reader (errRestart, and Sink.Reset), so the
+// result never depends on which path read it: the streaming decoder's
+// memory is bounded for the files that follow the order every writer
+// keeps (devprof's, the Perfetto SDK's), and the rest cost what they
+// always did.
+
+// errRestart says the streaming decoder cannot read the file exactly: it
+// must be read again, buffered.
+type restartError struct{ why string }
+
+func (e *restartError) Error() string { return "perfetto: read the file again, buffered: " + e.why }
+
+func restart(format string, args ...any) error {
+	return &restartError{why: fmt.Sprintf(format, args...)}
+}
+
+// streamWindow is how many queued events make the streaming decoder pass
+// on what is final: large enough to sort what interleaved sequences
+// write out of order, small enough to stay in cache.
+var streamWindow = 1 << 15
+
+// Decode reads a Perfetto trace (optionally whole-file gzip) into sink,
+// mapped to the model as Trace.Snapshot describes, following
+// trace_processor's import rules as ReadTrace does.
+//
+// From an io.ReadSeeker (a file) it streams: memory holds the names,
+// tracks and open slices, not the events, for files whose events come in
+// time order per track (as every writer keeps them); a file that is not
+// in that order, or that uses a rare form whose rules look across the
+// whole file, is read again from where r started, buffered, after
+// sink.Reset. From any other reader it reads buffered.
+func Decode(r io.Reader, sink event.Sink) error {
+	rs, ok := r.(io.ReadSeeker)
+	var start int64
+	if ok {
+		var err error
+		start, err = rs.Seek(0, io.SeekCurrent)
+		ok = err == nil
+	}
+	if ok {
+		err := decodeStreaming(rs, sink)
+		if _, again := errors.AsType[*restartError](err); !again {
+			return err
+		}
+		sink.Reset()
+		if _, err := rs.Seek(start, io.SeekStart); err != nil {
+			return fmt.Errorf("perfetto: reading the file again: %w", err)
+		}
+	}
+	t, err := ReadTrace(r)
+	if err != nil {
+		return err
+	}
+	t.into(sink)
+	return nil
+}
+
+// decodeStreaming is Decode's streaming path; a *restartError means the
+// file must be read again, buffered.
+func decodeStreaming(r io.Reader, sink event.Sink) error {
+	src, gz, closeFn, err := openStream(r)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	rd := newReader()
+	st := newStreamer(rd, sink)
+	rd.afterPacket = st.afterPacket
+	rd.descChanged = st.descriptorChanged
+	if err := rd.stream(src, gz); err != nil {
+		return err
+	}
+	return st.finish()
+}
+
+// streamer passes a reader's queued events on to a sink, window by
+// window.
+type streamer struct {
+	r      *reader
+	c      *converter
+	tracks map[int]*trackStream // by index in Trace.Tracks
+	marks  metatext.Collector
+	lo, hi int64 // the time span of the events passed on
+	seen   bool  // lo and hi hold something
+
+	started   bool                  // events have gone to the sink
+	ntracks   int                   // len(Trace.Tracks) when the converter's indexes were made
+	pinned    map[uint64]bool       // tracks whose description the sink holds: a change to one means reading again
+	pinnedPID map[int64]bool        // pids of processes whose tracks the sink holds
+	checks    map[uint64]trackCheck // the hierarchy check each track passed on had
+	byFlow    map[uint64]*openSlice // devprof parent flows by id: the slice whose BEGIN carries it
+	missing   map[uint64]sliceKey   // parent flows a slice looked for and did not find, by id: the slice's key
+	devprof   bool                  // the program's process carries devprof's label: its flows keep one end
+	undescr   int                   // processes registered without a descriptor
+	evs       []pendingEvent        // scratch
+	devices   map[int64]uint32      // the converter's counters: GPU pid -> its device track
+	parents   map[uint64]uint32     // counter track uuid -> the sink track its samples go on
+}
+
+// trackStream is a track's state between windows.
+type trackStream struct {
+	idx       int
+	cut       int64 // events before this time have gone out; a later one before it breaks the order
+	flushed   bool
+	held      []pendingEvent // events at the track's latest time, kept for the next window
+	open      []*openSlice   // the pairing stack
+	encl      []*openSlice   // slices in start order that may still enclose an instant (see enclosing)
+	named     bool           // a plain unnamed track got its name from an event
+	byInstant bool           // ... from an instant, which a later slice would override
+}
+
+// openSlice is a slice the sink has, or a device slice waiting for its
+// end to go out as activity.
+type openSlice struct {
+	key        sliceKey
+	name       string
+	start, dur int64 // dur -1 until it ends
+	depth      int
+	complete   bool   // a legacy X event: its end is known at its start
+	id         uint64 // the sink's ID (0 for device activity until it goes out)
+	track      uint32 // the sink's track
+	device     bool   // goes out as activity, at its end
+	unfinished bool   // devprof marked it as never ended: its END is not passed on
+	args       []event.Arg
+}
+
+// sliceKey is the order in which the buffered reader lists slices
+// (orderSlices): a parent flow may only point at a slice earlier in it.
+type sliceKey struct {
+	start int64
+	track int
+	depth int
+	order int
+}
+
+func (a sliceKey) less(b sliceKey) bool {
+	return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.track, b.track), cmp.Compare(a.depth, b.depth), cmp.Compare(a.order, b.order)) < 0
+}
+
+func newStreamer(r *reader, sink event.Sink) *streamer {
+	c := &converter{t: r.t, b: sink, byUUID: map[uint64]*Track{}, procName: map[int64]string{}, procs: map[int64]*Track{},
+		tracks: map[uint64]uint32{}, kinds: map[uint32]event.TrackKind{}, procNum: map[int64]int{}, lone: map[uint64]bool{}}
+	return &streamer{r: r, c: c, tracks: map[int]*trackStream{}, pinned: map[uint64]bool{}, pinnedPID: map[int64]bool{},
+		checks: map[uint64]trackCheck{}, byFlow: map[uint64]*openSlice{}, missing: map[uint64]sliceKey{}}
+}
+
+// afterPacket passes on what is final once a window's worth of events is
+// queued.
+func (st *streamer) afterPacket() error {
+	if len(st.r.events)+len(st.r.counters) < streamWindow {
+		return nil
+	}
+	return st.flush(false)
+}
+
+// finish passes on everything left at the end of the file, checks that
+// nothing learned since changes what went out, and fills in the
+// metadata.
+func (st *streamer) finish() error {
+	if err := st.flush(true); err != nil {
+		return err
+	}
+	for uuid, was := range st.checks {
+		if now := st.r.checkTrack(uuid); now.stat != was.stat {
+			return restart("track %d's hierarchy changed after its events went out", uuid)
+		}
+	}
+	st.start() // a file with no events still names its program
+	// Device slices that never ended go out as they would have.
+	for _, ts := range st.tracks {
+		for _, s := range ts.open {
+			if s.device && s.id == 0 {
+				st.deviceActivity(s)
+			}
+		}
+	}
+	m := st.c.b.Meta()
+	lo, hi := st.lo, st.hi
+	if !st.seen {
+		lo, hi = 0, 0
+	}
+	t := st.r.t
+	m.Start = event.ClockAnchor{Mono: lo, Boot: lo}
+	m.Stop = event.ClockAnchor{Mono: hi, Boot: hi}
+	if t.WallStart != 0 {
+		m.Start.Wall = t.WallStart + lo - t.WallStartTS
+		m.Stop.Wall = t.WallStart + hi - t.WallStartTS
+	}
+	st.marks.ApplyMeta(m)
+	addDrops(m, t.Drops)
+	return nil
+}
+
+func (st *streamer) see(a, b int64) {
+	if !st.seen {
+		st.lo, st.hi, st.seen = a, b, true
+		return
+	}
+	st.lo, st.hi = min(st.lo, a), max(st.hi, b)
+}
+
+// start picks the program and registers the processes described so far,
+// before the first event goes to the sink, as Trace.Snapshot does for the
+// whole file; and it brings the converter's indexes of the tracks up to
+// date.
+func (st *streamer) start() {
+	c := st.c
+	if len(c.t.Tracks) != st.ntracks {
+		st.index()
+	}
+	if st.started {
+		return
+	}
+	st.started = true
+	m := c.b.Meta()
+	m.Program, m.PID = "perfetto", 0
+	if p := c.byUUID[c.progUUID]; c.progUUID != 0 && p != nil {
+		m.Program, m.PID = p.Name, int(p.PID)
+		if slices.Contains(p.Labels, ProcessLabelUnnamed) {
+			m.Program = ""
+		}
+		st.pinned[p.UUID] = true
+	}
+	c.pid = m.PID
+	for i := range c.t.Tracks {
+		st.register(&c.t.Tracks[i])
+	}
+}
+
+// index rebuilds the converter's indexes of the tracks (the tracks grow
+// as the file is read, and move when they do).
+func (st *streamer) index() {
+	c := st.c
+	for i := range c.t.Tracks {
+		tr := &c.t.Tracks[i]
+		c.byUUID[tr.UUID] = tr
+		if tr.Kind == TrackProcess {
+			c.procName[tr.PID] = tr.Name
+			c.procs[tr.PID] = tr
+			// As flowEnds: a file with a process devprof labelled keeps
+			// its flows of one end.
+			st.devprof = st.devprof || slices.ContainsFunc(tr.Labels, func(l string) bool { return strings.HasPrefix(l, "devprof host=") })
+			if !st.started && c.progUUID == 0 && !gpuProcess.MatchString(tr.Name) {
+				c.progUUID = tr.UUID
+			}
+		}
+	}
+	if st.started {
+		for i := st.ntracks; i < len(c.t.Tracks); i++ {
+			st.register(&c.t.Tracks[i])
+		}
+	}
+	st.ntracks = len(c.t.Tracks)
+}
+
+// register makes a process track an event.Process, as processes does.
+func (st *streamer) register(tr *Track) {
+	c := st.c
+	if tr.Kind != TrackProcess || tr.UUID == c.progUUID || tr.PID == int64(c.pid) {
+		return
+	}
+	if _, dup := c.procNum[tr.PID]; dup {
+		return
+	}
+	if _, dev := c.deviceOf(tr.PID); dev {
+		return
+	}
+	c.procNum[tr.PID] = c.b.Process(processOfTrack(tr))
+}
+
+// descriptorChanged is told of every track a descriptor adds or changes:
+// once events are out, a change to a track they use (or to its process)
+// changes what they would have been, and the file is read again.
+func (st *streamer) descriptorChanged(uuid uint64, added bool) error {
+	if !st.started {
+		return nil
+	}
+	c := st.c
+	tr := &c.t.Tracks[st.r.tracks[uuid].idx]
+	if !added && st.pinned[uuid] {
+		return restart("track %d is described again, differently, after its events went out", uuid)
+	}
+	if tr.Kind == TrackProcess {
+		if st.pinnedPID[tr.PID] {
+			return restart("process %d is described after its tracks' events went out", tr.PID)
+		}
+		if st.undescr > 0 {
+			return restart("a process is described after one without a descriptor was used")
+		}
+		if c.progUUID == 0 && !gpuProcess.MatchString(tr.Name) {
+			return restart("the program's process is described after events went out")
+		}
+	}
+	return nil
+}
+
+// pin notes that the sink holds a track made from uuid: its description,
+// its ancestors' and its process's may not change from now on.
+func (st *streamer) pin(uuid uint64) {
+	c := st.c
+	for u, n := uuid, 0; u != 0 && n <= maxTrackAncestors; n++ {
+		if st.pinned[u] {
+			break
+		}
+		st.pinned[u] = true
+		tr := c.byUUID[u]
+		if tr == nil {
+			break
+		}
+		st.pinnedPID[tr.PID] = true
+		u = tr.ParentUUID
+	}
+}
+
+// trackOf is the converter's trackOf, after pinning what it depends on.
+func (st *streamer) trackOf(uuid uint64) (uint32, error) {
+	c := st.c
+	if id, ok := c.tracks[uuid]; ok {
+		return id, nil
+	}
+	st.pin(uuid)
+	if ti := st.r.tracks[uuid]; ti != nil {
+		st.r.inheritID(ti.idx)
+	}
+	procs := len(c.procNum)
+	id := c.trackOf(uuid)
+	if err := st.checkUndescribed(procs); err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+// checkUndescribed reads the file again when the converter registered a
+// process no descriptor describes (the buffered reader registers those
+// after every described one, in the order of their first slice).
+func (st *streamer) checkUndescribed(before int) error {
+	if n := len(st.c.procNum) - before; n > 0 {
+		st.undescr += n
+		if st.undescr > 1 {
+			return restart("several processes without a descriptor")
+		}
+	}
+	return nil
+}
+
+// flush passes on the queued events that are final: every counter sample,
+// and on each track the events before its latest time (all of them at the
+// end of the file).
+func (st *streamer) flush(final bool) error {
+	r := st.r
+	st.start()
+	if err := st.check(); err != nil {
+		return err
+	}
+	// Group the slice events by track; each track's are sorted by (time,
+	// file order) and merged with those held from the last window.
+	evs := r.events
+	r.events = st.evs[:0]
+	slices.SortFunc(evs, func(a, b pendingEvent) int {
+		return cmp.Or(cmp.Compare(a.tidx, b.tidx), cmp.Compare(a.at.ts, b.at.ts), cmp.Compare(a.order, b.order))
+	})
+	for i := 0; i < len(evs); {
+		j := i + 1
+		for j < len(evs) && evs[j].tidx == evs[i].tidx {
+			j++
+		}
+		ts := st.track(evs[i].tidx)
+		if err := st.pass(ts, evs[i:j], final); err != nil {
+			return err
+		}
+		i = j
+	}
+	if final {
+		for _, ts := range st.tracks {
+			if len(ts.held) > 0 {
+				held := ts.held
+				ts.held = nil
+				if err := st.pass(ts, held, true); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	clear(evs)
+	st.evs = evs[:0]
+	return st.counters()
+}
+
+// check settles the queued events' times and tracks as the buffered
+// reader's resolveTimes does, dropping what it drops, and reads the file
+// again for what only a whole-file read gets right.
+func (st *streamer) check() error {
+	r := st.r
+	evs := r.events[:0]
+	for _, e := range r.events {
+		if !e.at.ok {
+			return restart("a timestamp on a clock no snapshot converts yet")
+		}
+		if e.kind == evFlowV1 || e.bindDir != 0 {
+			return restart("legacy flow events")
+		}
+		if e.kind == evEnd && (len(e.args) > 0 || len(e.flows) > 0 || len(e.terms) > 0) {
+			return restart("an END with arguments or flows")
+		}
+		for _, f := range e.terms {
+			if f&ParentFlowBit == 0 {
+				return restart("terminating flows")
+			}
+		}
+		if !st.devprof {
+			for _, f := range e.flows {
+				if f&ParentFlowBit == 0 {
+					return restart("flows in a file devprof did not write")
+				}
+			}
+		}
+		if r.settle(&e.at, e.pkt, e.off) {
+			continue
+		}
+		ti := r.tracks[e.track]
+		if ti == nil {
+			return restart("an END on a track nothing describes yet")
+		}
+		c, ok := st.checks[e.track]
+		if !ok {
+			c = r.checkTrack(e.track)
+			st.checks[e.track] = c
+		}
+		if c.err != nil {
+			r.dropAt(c.stat, pktWhere(e.pkt, e.off), c.err)
+			continue
+		}
+		e.tidx = ti.idx
+		evs = append(evs, e)
+	}
+	clear(r.events[len(evs):])
+	r.events = evs
+	cs := r.counters[:0]
+	for _, c := range r.counters {
+		if !c.at.ok {
+			return restart("a timestamp on a clock no snapshot converts yet")
+		}
+		if r.settle(&c.at, c.pkt, c.off) {
+			continue
+		}
+		chk, ok := st.checks[c.track]
+		if !ok {
+			chk = r.checkTrack(c.track)
+			st.checks[c.track] = chk
+		}
+		if chk.err != nil {
+			r.dropAt(chk.stat, pktWhere(c.pkt, c.off), chk.err)
+			continue
+		}
+		cs = append(cs, c)
+	}
+	r.counters = cs
+	return nil
+}
+
+func (st *streamer) track(idx int) *trackStream {
+	ts := st.tracks[idx]
+	if ts == nil {
+		ts = &trackStream{idx: idx}
+		st.tracks[idx] = ts
+	}
+	return ts
+}
+
+// pass pairs one track's events of a window (sorted by time and file
+// order), after those held from the last: every event before the latest
+// time, or all of them when final.
+func (st *streamer) pass(ts *trackStream, evs []pendingEvent, final bool) error {
+	if len(ts.held) > 0 {
+		merged := make([]pendingEvent, 0, len(ts.held)+len(evs))
+		merged = append(merged, ts.held...)
+		merged = append(merged, evs...)
+		slices.SortStableFunc(merged, func(a, b pendingEvent) int {
+			return cmp.Or(cmp.Compare(a.at.ts, b.at.ts), cmp.Compare(a.order, b.order))
+		})
+		evs, ts.held = merged, nil
+	}
+	if len(evs) == 0 {
+		return nil
+	}
+	if ts.flushed && evs[0].at.ts < ts.cut {
+		return restart("events of track %d out of time order by more than the window", st.r.t.Tracks[ts.idx].UUID)
+	}
+	n := len(evs)
+	if !final {
+		last := evs[n-1].at.ts
+		for n > 0 && evs[n-1].at.ts == last {
+			n--
+		}
+		ts.held = append(ts.held[:0], evs[n:]...)
+		if n == 0 {
+			return nil
+		}
+		ts.cut = last
+	} else {
+		ts.cut = evs[n-1].at.ts
+	}
+	ts.flushed = true
+	for i := 0; i < n; {
+		// Events at one time: BEGINs and ENDs in file order, then the
+		// instants, which a slice beginning at their time encloses and one
+		// ending then does not.
+		j := i + 1
+		for j < n && evs[j].at.ts == evs[i].at.ts {
+			j++
+		}
+		for k := i; k < j; k++ {
+			if evs[k].kind != evInst {
+				if err := st.pair(ts, &evs[k]); err != nil {
+					return err
+				}
+			}
+		}
+		for k := i; k < j; k++ {
+			if evs[k].kind == evInst {
+				if err := st.instant(ts, &evs[k]); err != nil {
+					return err
+				}
+			}
+		}
+		i = j
+	}
+	return nil
+}
+
+// pair applies a BEGIN or END to its track's stack, as pairSlices does.
+func (st *streamer) pair(ts *trackStream, e *pendingEvent) error {
+	for n := len(ts.open); n > 0 && ts.open[n-1].complete && ts.open[n-1].start+ts.open[n-1].dur <= e.at.ts; n-- {
+		ts.open = ts.open[:n-1]
+	}
+	switch e.kind {
+	case evBegin:
+		return st.begin(ts, e)
+	case evEnd:
+		st.end(ts, e)
+	}
+	return nil
+}
+
+func (st *streamer) begin(ts *trackStream, e *pendingEvent) error {
+	c := st.c
+	s := &openSlice{name: e.name, start: e.at.ts, dur: -1, complete: e.complete}
+	if e.complete {
+		s.dur = e.dur
+	}
+	var parent *openSlice
+	if n := len(ts.open); n > 0 {
+		parent = ts.open[n-1]
+		s.depth = parent.depth + 1
+	}
+	s.key = sliceKey{start: s.start, track: ts.idx, depth: s.depth, order: e.order}
+	ts.open = append(ts.open, s)
+
+	// An unnamed plain track takes the name of its first slice.
+	tr := &c.t.Tracks[ts.idx]
+	if !ts.named {
+		ts.named = true
+		if tr.Name == "" && tr.Kind == TrackPlain {
+			tr.Name = e.name
+		}
+	} else if ts.byInstant {
+		return restart("track %d named after an instant before its first slice", tr.UUID)
+	}
+
+	// devprof's parent flows: a root names, by a terminating flow, the
+	// slice whose BEGIN carries that flow.
+	for _, id := range e.flows {
+		if id&ParentFlowBit == 0 {
+			continue
+		}
+		if _, dup := st.byFlow[id]; dup {
+			return restart("parent flow %#x begun twice", id)
+		}
+		if k, ok := st.missing[id]; ok && s.key.less(k) {
+			return restart("parent flow %#x begun after a slice looked for it", id)
+		}
+		st.byFlow[id] = s
+	}
+	if parent == nil {
+		if n := countParentFlows(e.terms); n > 1 {
+			return restart("a slice with %d parent flows", n)
+		}
+		for _, id := range e.terms {
+			if id&ParentFlowBit == 0 {
+				continue
+			}
+			p, ok := st.byFlow[id]
+			if !ok {
+				if k, seen := st.missing[id]; !seen || s.key.less(k) {
+					st.missing[id] = s.key
+				}
+				continue
+			}
+			if p.key.less(s.key) {
+				parent = p
+			}
+			break
+		}
+	}
+
+	track, err := st.trackOf(tr.UUID)
+	if err != nil {
+		return err
+	}
+	sp := event.Span{Name: s.name, Start: s.start, Unfinished: true}
+	sp.Args, sp.Step, sp.StepNum = convertArgs(e.args, &s.unfinished)
+	for _, f := range e.flows {
+		if f&ParentFlowBit == 0 {
+			sp.Args = append(sp.Args, event.Arg{Kind: event.ArgFlow, Num: f})
+		}
+	}
+	sp.Track = track
+	s.track = track
+	if track != 0 && c.isDevice(track) {
+		s.device, s.args = true, sp.Args
+		if s.complete {
+			st.deviceActivity(s)
+		}
+		return nil
+	}
+	if parent != nil {
+		if parent.device && parent.id == 0 {
+			return restart("a slice under device activity that has not ended")
+		}
+		sp.Parent = parent.id
+	}
+	if s.complete && !s.unfinished {
+		sp.Unfinished, sp.End = false, s.start+s.dur
+	}
+	s.id = c.b.Span(sp)
+	st.see(s.start, s.start+max(s.dur, 0))
+	st.enclose(ts, s)
+	return nil
+}
+
+// deviceActivity passes on a device slice as activity, as the converter
+// does.
+func (st *streamer) deviceActivity(s *openSlice) {
+	end := s.start + max(s.dur, 0)
+	s.id = st.c.b.ActivityOf(event.ActivityUnknown, s.track, s.name, s.start, end, s.args)
+	s.args = nil
+	st.see(s.start, end)
+}
+
+// end applies an END: it closes the topmost open slice (of its name, if
+// it has one), as closeSlice does.
+func (st *streamer) end(ts *trackStream, e *pendingEvent) {
+	stack := ts.open
+	k := len(stack) - 1
+	for k >= 0 && stack[k].complete {
+		k--
+	}
+	if e.hasName {
+		for lim := max(len(stack)-maxEndSearch, 0); k >= lim && (stack[k].complete || stack[k].name != e.name); k-- {
+		}
+		if k < len(stack)-maxEndSearch {
+			k = -1
+		}
+	}
+	if k < 0 {
+		return
+	}
+	s := stack[k]
+	s.dur = e.at.ts - s.start
+	ts.open = slices.Delete(stack, k, k+1)
+	if s.device {
+		st.deviceActivity(s)
+		return
+	}
+	if !s.unfinished {
+		st.c.b.EndSpan(s.id, s.start+s.dur)
+	}
+	st.see(s.start, s.start+max(s.dur, 0))
+}
+
+// enclose keeps slice s, begun, for the instants it may enclose: the
+// slices of a track in start order, those that ended by s's start
+// dropped from the top (enclosingSlices' stack).
+func (st *streamer) enclose(ts *trackStream, s *openSlice) {
+	for n := len(ts.encl); n > 0 && ended(ts.encl[n-1], s.start); n-- {
+		ts.encl[n-1] = nil
+		ts.encl = ts.encl[:n-1]
+	}
+	ts.encl = append(ts.encl, s)
+}
+
+// ended reports whether slice s is over at t.
+func ended(s *openSlice, t int64) bool { return s.dur >= 0 && s.start+s.dur <= t }
+
+// instant passes on an instant, inside the innermost slice of its track
+// that contains its time.
+func (st *streamer) instant(ts *trackStream, e *pendingEvent) error {
+	c := st.c
+	for n := len(ts.encl); n > 0 && ended(ts.encl[n-1], e.at.ts); n-- {
+		ts.encl[n-1] = nil
+		ts.encl = ts.encl[:n-1]
+	}
+	var parent uint64
+	if n := len(ts.encl); n > 0 {
+		if ts.encl[n-1].device && ts.encl[n-1].id == 0 {
+			return restart("an instant inside device activity that has not ended")
+		}
+		parent = ts.encl[n-1].id
+	}
+	tr := &c.t.Tracks[ts.idx]
+	if !ts.named {
+		ts.named, ts.byInstant = true, true
+		if tr.Name == "" && tr.Kind == TrackPlain {
+			tr.Name = e.name
+		} else {
+			ts.byInstant = false
+		}
+	}
+	st.see(e.at.ts, e.at.ts)
+	var unfinished bool
+	args, _, _ := convertArgs(e.args, &unfinished)
+	if st.marks.Take(e.name, args) {
+		return nil
+	}
+	flows := append(e.flows, e.terms...)
+	for _, f := range flows {
+		if f&ParentFlowBit == 0 {
+			args = append(args, event.Arg{Kind: event.ArgFlow, Num: f})
+		}
+	}
+	st.pin(tr.UUID)
+	st.r.inheritID(ts.idx)
+	procs := len(c.procNum)
+	track := c.instantTrackOf(tr.UUID)
+	if err := st.checkUndescribed(procs); err != nil {
+		return err
+	}
+	if c.kinds[track] == event.TrackMemory {
+		c.b.ActivityOf(memoryKind(e.name), track, e.name, e.at.ts, e.at.ts, memoryArgs(args))
+		return nil
+	}
+	c.b.Instant(e.name, e.at.ts, track, parent, args)
+	return nil
+}
+
+// counters passes on the queued counter samples, as the converter's
+// counters does.
+func (st *streamer) counters() error {
+	r, c := st.r, st.c
+	cs := r.counters
+	slices.SortFunc(cs, func(a, b pendingCounter) int {
+		return cmp.Or(cmp.Compare(a.at.ts, b.at.ts), cmp.Compare(r.trackIdx(a.track), r.trackIdx(b.track)), cmp.Compare(a.order, b.order))
+	})
+	if st.devices == nil {
+		st.devices, st.parents = map[int64]uint32{}, map[uint64]uint32{}
+	}
+	for _, s := range cs {
+		tr := c.byUUID[s.track]
+		st.see(s.at.ts, s.at.ts)
+		if tr == nil {
+			c.b.Counter("counter", "", s.at.ts, s.value)
+			continue
+		}
+		if tr.Description == MemoryCounterDescription {
+			continue
+		}
+		id, seen := st.parents[s.track]
+		if !seen {
+			st.pin(s.track)
+			st.r.inheritID(st.r.tracks[s.track].idx)
+			procs := len(c.procNum)
+			id = c.counterParent(tr, st.devices)
+			if err := st.checkUndescribed(procs); err != nil {
+				return err
+			}
+			st.parents[s.track] = id
+		}
+		if id == 0 {
+			c.b.Counter(tr.Name, tr.Unit, s.at.ts, s.value)
+			continue
+		}
+		c.b.TrackCounter(id, tr.Name, tr.Unit, s.at.ts, s.value)
+	}
+	r.counters = cs[:0]
+	return nil
+}
+
+// countParentFlows counts the devprof parent flows among ids.
+func countParentFlows(ids []uint64) int {
+	n := 0
+	for _, id := range ids {
+		if id&ParentFlowBit != 0 {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,165 @@
+package perfetto
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/eventtest"
+)
+
+// canon describes a snapshot in a form that does not depend on the order
+// in which a reader registered its tracks or added its records: one line
+// per record (with its track, process and parent described, not
+// numbered), sorted, after the metadata and the processes in order.
+func canon(s *event.Snapshot) []string {
+	m := s.Meta
+	out := []string{fmt.Sprintf("meta program=%q pid=%d start=%+v stop=%+v max=%d dropped=%d", m.Program, m.PID, m.Start, m.Stop, m.MaxEvents, m.Dropped())}
+	var ws []string
+	for _, w := range m.Warnings {
+		ws = append(ws, fmt.Sprintf("warning %+v", w))
+	}
+	for _, n := range m.Notes {
+		ws = append(ws, fmt.Sprintf("note %+v", n))
+	}
+	for _, d := range m.Drops {
+		ws = append(ws, fmt.Sprintf("drops %+v", d))
+	}
+	slices.Sort(ws)
+	out = append(out, ws...)
+	for _, p := range s.Processes {
+		out = append(out, fmt.Sprintf("process %+v", p))
+	}
+	track := func(r *event.Record) string {
+		t, ok := s.TrackOf(r)
+		if !ok {
+			return "no track"
+		}
+		return fmt.Sprintf("%+v of %+v", t, s.ProcessOf(t))
+	}
+	var recs []string
+	for _, r := range s.Events {
+		parent := "none"
+		if r.Parent != 0 {
+			if p := s.Lookup(r.Parent); p != nil {
+				parent = s.Name(p) + "@" + strconv.FormatInt(p.Start, 10) + " on " + track(p)
+			} else {
+				parent = "missing"
+			}
+		}
+		end, done := s.EndOf(r)
+		recs = append(recs, fmt.Sprintf("%v %q %d-%d(%v) flags=%d id2=%d on %s parent %s args %v",
+			r.Kind, s.Name(r), r.Start, end, done, r.Flags&^event.FlagOnTrack, r.ID2, track(r), parent, s.Args(r)))
+	}
+	slices.Sort(recs)
+	return append(out, recs...)
+}
+
+// streamInputs returns every trace the tests have: the fuzz seeds (real
+// writer output, hand-built rule traces and corrupt variants), the fuzz
+// corpus, the repository's Perfetto files, and random snapshots written
+// by the writer.
+func streamInputs(t *testing.T) map[string][]byte {
+	in := map[string][]byte{}
+	for i, b := range fuzzSeeds(t) {
+		in["seed "+strconv.Itoa(i)] = b
+	}
+	files, _ := filepath.Glob("testdata/fuzz/*/*")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(b), "\n")
+		if len(lines) < 2 || !strings.HasPrefix(lines[1], "[]byte(") {
+			continue
+		}
+		lit := strings.TrimSuffix(strings.TrimPrefix(lines[1], "[]byte("), ")")
+		v, err := strconv.Unquote(lit)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		in[f] = []byte(v)
+	}
+	for _, f := range []string{"../../testdata/golden/session.pftrace", "../../testdata/real-gpu/devprof-h100-libwork.pftrace"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in[f] = b
+	}
+	for seed := uint64(1); seed <= 40; seed++ {
+		var buf bytes.Buffer
+		if err := Write(&buf, eventtest.RandomArgsSnapshot(seed), WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		in["random "+strconv.FormatUint(seed, 10)] = buf.Bytes()
+	}
+	in["jax-like"] = jaxLikeTrace(t, 5000)
+	return in
+}
+
+// TestDecodeStreamsAsReadTraceReads holds the streaming decoder to the
+// buffered reader: on every trace the tests have, with windows small
+// enough to cut every trace many times, it gives the same model, or the
+// same error, or gives up (and Decode reads the file buffered). The
+// devprof-written traces must stream.
+func TestDecodeStreamsAsReadTraceReads(t *testing.T) {
+	for _, window := range []int{1, 3, 64, 1 << 15} {
+		t.Run("window="+strconv.Itoa(window), func(t *testing.T) {
+			defer func(w int) { streamWindow = w }(streamWindow)
+			streamWindow = window
+			streamed, restarted := 0, 0
+			for name, data := range streamInputs(t) {
+				want, wantErr := ReadTrace(bytes.NewReader(data))
+				b := event.NewBuilder(event.Meta{})
+				err := decodeStreaming(bytes.NewReader(data), b)
+				if _, again := errors.AsType[*restartError](err); again {
+					restarted++
+					if strings.HasPrefix(name, "random") || strings.HasPrefix(name, "jax") || strings.Contains(name, "golden") || strings.Contains(name, "real-gpu") {
+						t.Errorf("%s: a devprof-written trace did not stream: %v", name, err)
+					}
+					continue
+				}
+				if wantErr != nil || err != nil {
+					if (wantErr == nil) != (err == nil) || wantErr.Error() != err.Error() {
+						t.Errorf("%s: streaming error %v, buffered %v", name, err, wantErr)
+					}
+					continue
+				}
+				streamed++
+				got, exp := canon(b.Snapshot()), canon(want.Snapshot())
+				if !slices.Equal(got, exp) {
+					t.Errorf("%s: the streamed model differs from the buffered one:\n%s", name, firstDiff(got, exp))
+				}
+			}
+			t.Logf("%d traces streamed, %d read again buffered", streamed, restarted)
+			if streamed < 50 {
+				t.Errorf("only %d traces streamed", streamed)
+			}
+		})
+	}
+}
+
+func firstDiff(got, want []string) string {
+	for i := range max(len(got), len(want)) {
+		var g, w string
+		if i < len(got) {
+			g = got[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		if g != w {
+			return fmt.Sprintf("line %d (of %d, want %d):\n got  %s\n want %s", i, len(got), len(want), g, w)
+		}
+	}
+	return "equal"
+}
