@@ -621,7 +621,7 @@ type reader struct {
 	// afterPacket, when set, runs after each top-level packet: the
 	// streaming decoder's chance to pass on what is final.
 	afterPacket func() error
-	queued int // events queued so far: the next one's place in file order
+	queued      int // events queued so far: the next one's place in file order
 	// descChanged, when set, is told of each track a descriptor adds
 	// (added) or changes; an error it returns ends the read.
 	descChanged func(uuid uint64, added bool) error
