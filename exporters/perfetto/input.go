@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"io"
 
+	kflate "github.com/klauspost/compress/flate"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zlib"
-	kflate "github.com/klauspost/compress/flate"
 )
 
 // This file holds the reader's input: the file as a stream of top-level

@@ -497,6 +497,22 @@ func uvarint(b []byte, what string, num int) (uint64, int, error) {
 // size. Lengths are checked against the bytes left before anything is
 // sliced or allocated.
 func readField(b []byte) (field, int, error) {
+	// Most fields of a trace have a one-byte tag and a one-byte value or
+	// length: decoded here, in a body the compiler inlines.
+	if len(b) >= 2 && b[0] < 0x80 && b[1] < 0x80 && b[0] >= 8 {
+		switch b[0] & 7 {
+		case wireVarint:
+			return field{num: int(b[0] >> 3), wt: wireVarint, u: uint64(b[1])}, 2, nil
+		case wireBytes:
+			if l := int(b[1]); l <= len(b)-2 {
+				return field{num: int(b[0] >> 3), wt: wireBytes, b: b[2 : 2+l]}, 2 + l, nil
+			}
+		}
+	}
+	return readFieldSlow(b)
+}
+
+func readFieldSlow(b []byte) (field, int, error) {
 	tag, n, err := uvarint(b, "field tag", 0)
 	if err != nil {
 		return field{}, 0, err
@@ -613,6 +629,7 @@ type reader struct {
 	synthetic   map[string]uint64 // tracks the reader made, by key
 	v1          []v1Flow          // the flow v1 events (pendingEvent.v1)
 	pkts        [2]packet         // the packet being applied, and one inside its compressed_packets
+	te          trackEvent        // the TrackEvent of the packet being applied
 	droppedDesc map[uint64]bool   // uuids whose only descriptors were dropped (invalid)
 	wallSet     bool              // WallStart was taken from a snapshot
 	nameBudget  int               // bytes left for flattened annotation names
@@ -740,6 +757,11 @@ func (r *reader) packets(data []byte, nested bool) error {
 					r.drop(d.stat, err)
 				} else {
 					return r.wrap(nested, n, off, err)
+				}
+			}
+			if nested && r.afterPacket != nil {
+				if err := r.afterPacket(); err != nil {
+					return err
 				}
 			}
 		}
@@ -874,7 +896,7 @@ func (r *reader) packet(b []byte, nested bool) error {
 		if tsErr != nil {
 			return asDrop("clock_sync_failure_unknown_source_clock", tsErr)
 		}
-		if err := r.trackEvent(seq.gen, p.events, at); err != nil {
+		if err := r.trackEvent(seq.gen, &r.te, at); err != nil {
 			return asDrop("track_event_parser_errors", fmt.Errorf("track_event: %w", err))
 		}
 	}
@@ -887,22 +909,11 @@ func (r *reader) packet(b []byte, nested bool) error {
 // trace_processor drops it); timestamp_absolute_us is a one-off. Both are
 // µs on CLOCK_MONOTONIC and replace the packet's timestamp.
 func (r *reader) legacyTime(p *packet, seq *seqState, at *timestamp, tsErr *error) error {
-	var delta, abs int64
-	var hasDelta, hasAbs bool
-	for _, b := range p.events {
-		err := eachField(b, func(f field) error {
-			switch f.key() {
-			case key(rTeTimestampDeltaUS, wireVarint):
-				delta, hasDelta, hasAbs = f.int64(), true, false
-			case key(rTeTimestampAbsUS, wireVarint):
-				abs, hasAbs, hasDelta = f.int64(), true, false
-			}
-			return nil
-		})
-		if err != nil {
-			return asDrop("track_event_parser_errors", fmt.Errorf("track_event: %w", err))
-		}
+	e := &r.te
+	if err := decodeTrackEvent(p.events, e); err != nil {
+		return asDrop("track_event_parser_errors", fmt.Errorf("track_event: %w", err))
 	}
+	delta, abs, hasDelta, hasAbs := e.deltaUS, e.absUS, e.hasDelta, e.hasAbs
 	var ns int64
 	switch {
 	case hasDelta:
@@ -1377,6 +1388,10 @@ type trackEvent struct {
 	catNames        []string // categories (strings)
 	legacy          legacyEvent
 	hasLegacy       bool
+	// The legacy timestamps (µs on CLOCK_MONOTONIC): the last of the two
+	// given wins.
+	deltaUS, absUS   int64
+	hasDelta, hasAbs bool
 }
 
 // legacyEvent is what one TrackEvent.LegacyEvent holds that the reader
@@ -1433,13 +1448,23 @@ func (l *legacyEvent) field(f field) error {
 	return nil
 }
 
-// decodeTrackEvent collects the fields of a TrackEvent the reader uses;
-// the parts of a repeated singular message merge.
-func decodeTrackEvent(parts [][]byte) (trackEvent, error) {
-	var e trackEvent
+// decodeTrackEvent collects into e the fields of a TrackEvent the reader
+// uses; the parts of a repeated singular message merge. The lists that
+// only live while the event is applied keep their memory from one event
+// to the next; flows, which pending events keep, are made anew.
+func decodeTrackEvent(parts [][]byte, e *trackEvent) error {
+	*e = trackEvent{cats: e.cats[:0], annotations: e.annotations[:0], extra: e.extra[:0], extraDbl: e.extraDbl[:0],
+		extraVals: e.extraVals[:0], extraDblVals: e.extraDblVals[:0], catNames: e.catNames[:0]}
 	for _, b := range parts {
-		if err := eachField(b, e.field); err != nil {
-			return e, err
+		for len(b) > 0 {
+			f, n, err := readField(b)
+			if err != nil {
+				return err
+			}
+			if err := e.field(f); err != nil {
+				return err
+			}
+			b = b[n:]
 		}
 	}
 	if len(e.flows) == 0 {
@@ -1448,7 +1473,7 @@ func decodeTrackEvent(parts [][]byte) (trackEvent, error) {
 	if len(e.terms) == 0 {
 		e.terms = e.oldTerms
 	}
-	return e, nil
+	return nil
 }
 
 // field stores one TrackEvent field.
@@ -1457,6 +1482,10 @@ func (e *trackEvent) field(f field) error {
 	switch f.key() {
 	case key(teType, wireVarint):
 		e.typ = f.u
+	case key(rTeTimestampDeltaUS, wireVarint):
+		e.deltaUS, e.hasDelta, e.hasAbs = f.int64(), true, false
+	case key(rTeTimestampAbsUS, wireVarint):
+		e.absUS, e.hasAbs, e.hasDelta = f.int64(), true, false
 	case key(teTrackUUID, wireVarint):
 		e.track, e.hasTrack = f.u, true
 	case key(teNameIID, wireVarint):
@@ -1507,11 +1536,7 @@ func (e *trackEvent) listField(f field) error {
 }
 
 // trackEvent applies the TrackEvent (in parts) of a packet at time at.
-func (r *reader) trackEvent(g *generation, parts [][]byte, at timestamp) error {
-	e, err := decodeTrackEvent(parts)
-	if err != nil {
-		return err
-	}
+func (r *reader) trackEvent(g *generation, e *trackEvent, at timestamp) error {
 	name, err := e.resolveName(g)
 	if err != nil {
 		return err
@@ -1569,18 +1594,18 @@ func (r *reader) trackEvent(g *generation, parts [][]byte, at timestamp) error {
 		if e.legacy.hasPhase {
 			switch e.legacy.phase {
 			case 's', 't', 'f':
-				return r.flowV1(g, &e, track, name, at)
+				return r.flowV1(g, e, track, name, at)
 			case 'M':
-				return r.metadata(&e, track, onThread, name, args)
+				return r.metadata(e, track, onThread, name, args)
 			}
-			if track, err = r.legacyPhase(g, &e, track, onThread, name); err != nil {
+			if track, err = r.legacyPhase(g, e, track, onThread, name); err != nil {
 				return err
 			}
 		}
 	}
 	switch e.typ {
 	case typeSliceBegin, typeSliceEnd, typeInstant:
-		if err := r.sliceEvent(&e, track, name, args, at); err != nil {
+		if err := r.sliceEvent(e, track, name, args, at); err != nil {
 			return err
 		}
 	case typeCounter:

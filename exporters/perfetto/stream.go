@@ -124,6 +124,9 @@ type streamer struct {
 	devprof   bool                  // the program's process carries devprof's label: its flows keep one end
 	undescr   int                   // processes registered without a descriptor
 	evs       []pendingEvent        // scratch
+	seq       []pendingEvent        // scratch: a track's held events and its window's
+	slab      []openSlice           // open slices are made from here, a block at a time
+	free      []*openSlice          // open slices released, to be made again
 	devices   map[int64]uint32      // the converter's counters: GPU pid -> its device track
 	parents   map[uint64]uint32     // counter track uuid -> the sink track its samples go on
 }
@@ -153,6 +156,7 @@ type openSlice struct {
 	device     bool   // goes out as activity, at its end
 	unfinished bool   // devprof marked it as never ended: its END is not passed on
 	args       []event.Arg
+	refs       int // places that hold it (see release)
 }
 
 // sliceKey is the order in which the buffered reader lists slices
@@ -502,20 +506,20 @@ func (st *streamer) track(idx int) *trackStream {
 // order), after those held from the last: every event before the latest
 // time, or all of them when final.
 func (st *streamer) pass(ts *trackStream, evs []pendingEvent, final bool) error {
+	if len(evs) > 0 && ts.flushed && evs[0].at.ts < ts.cut {
+		return restart("events of track %d out of time order by more than the window", st.r.t.Tracks[ts.idx].UUID)
+	}
 	if len(ts.held) > 0 {
-		merged := make([]pendingEvent, 0, len(ts.held)+len(evs))
-		merged = append(merged, ts.held...)
-		merged = append(merged, evs...)
-		slices.SortStableFunc(merged, func(a, b pendingEvent) int {
-			return cmp.Or(cmp.Compare(a.at.ts, b.at.ts), cmp.Compare(a.order, b.order))
-		})
-		evs, ts.held = merged, nil
+		// The held events are at the track's cut, and came before every
+		// event of this window in the file, which are at or after the
+		// cut: they go first, in the order they are in.
+		seq := append(append(st.seq[:0], ts.held...), evs...)
+		st.seq = seq
+		evs = seq
+		ts.held = ts.held[:0]
 	}
 	if len(evs) == 0 {
 		return nil
-	}
-	if ts.flushed && evs[0].at.ts < ts.cut {
-		return restart("events of track %d out of time order by more than the window", st.r.t.Tracks[ts.idx].UUID)
 	}
 	n := len(evs)
 	if !final {
@@ -523,11 +527,11 @@ func (st *streamer) pass(ts *trackStream, evs []pendingEvent, final bool) error 
 		for n > 0 && evs[n-1].at.ts == last {
 			n--
 		}
-		ts.held = append(ts.held[:0], evs[n:]...)
+		ts.held = append(ts.held, evs[n:]...)
+		ts.cut = last
 		if n == 0 {
 			return nil
 		}
-		ts.cut = last
 	} else {
 		ts.cut = evs[n-1].at.ts
 	}
@@ -562,6 +566,8 @@ func (st *streamer) pass(ts *trackStream, evs []pendingEvent, final bool) error 
 // pair applies a BEGIN or END to its track's stack, as pairSlices does.
 func (st *streamer) pair(ts *trackStream, e *pendingEvent) error {
 	for n := len(ts.open); n > 0 && ts.open[n-1].complete && ts.open[n-1].start+ts.open[n-1].dur <= e.at.ts; n-- {
+		st.release(ts.open[n-1])
+		ts.open[n-1] = nil
 		ts.open = ts.open[:n-1]
 	}
 	switch e.kind {
@@ -575,7 +581,8 @@ func (st *streamer) pair(ts *trackStream, e *pendingEvent) error {
 
 func (st *streamer) begin(ts *trackStream, e *pendingEvent) error {
 	c := st.c
-	s := &openSlice{name: e.name, start: e.at.ts, dur: -1, complete: e.complete}
+	s := st.newSlice()
+	*s = openSlice{name: e.name, start: e.at.ts, dur: -1, complete: e.complete, refs: 1}
 	if e.complete {
 		s.dur = e.dur
 	}
@@ -611,6 +618,7 @@ func (st *streamer) begin(ts *trackStream, e *pendingEvent) error {
 			return restart("parent flow %#x begun after a slice looked for it", id)
 		}
 		st.byFlow[id] = s
+		s.refs++
 	}
 	if parent == nil {
 		if n := countParentFlows(e.terms); n > 1 {
@@ -699,6 +707,7 @@ func (st *streamer) end(ts *trackStream, e *pendingEvent) {
 	s := stack[k]
 	s.dur = e.at.ts - s.start
 	ts.open = slices.Delete(stack, k, k+1)
+	defer st.release(s)
 	if s.device {
 		st.deviceActivity(s)
 		return
@@ -709,15 +718,43 @@ func (st *streamer) end(ts *trackStream, e *pendingEvent) {
 	st.see(s.start, s.start+max(s.dur, 0))
 }
 
+// newSlice returns an openSlice to fill in: one released, else one of a
+// block made at a time.
+func (st *streamer) newSlice() *openSlice {
+	if n := len(st.free); n > 0 {
+		s := st.free[n-1]
+		st.free = st.free[:n-1]
+		return s
+	}
+	if len(st.slab) == 0 {
+		st.slab = make([]openSlice, 256)
+	}
+	s := &st.slab[0]
+	st.slab = st.slab[1:]
+	return s
+}
+
+// release drops one of the places that hold s (a track's stack of open
+// slices, its slices that may enclose an instant, the parent flows); when
+// none holds it any more it is made again for another slice.
+func (st *streamer) release(s *openSlice) {
+	if s.refs--; s.refs == 0 {
+		*s = openSlice{}
+		st.free = append(st.free, s)
+	}
+}
+
 // enclose keeps slice s, begun, for the instants it may enclose: the
 // slices of a track in start order, those that ended by s's start
 // dropped from the top (enclosingSlices' stack).
 func (st *streamer) enclose(ts *trackStream, s *openSlice) {
 	for n := len(ts.encl); n > 0 && ended(ts.encl[n-1], s.start); n-- {
+		st.release(ts.encl[n-1])
 		ts.encl[n-1] = nil
 		ts.encl = ts.encl[:n-1]
 	}
 	ts.encl = append(ts.encl, s)
+	s.refs++
 }
 
 // ended reports whether slice s is over at t.
@@ -728,6 +765,7 @@ func ended(s *openSlice, t int64) bool { return s.dur >= 0 && s.start+s.dur <= t
 func (st *streamer) instant(ts *trackStream, e *pendingEvent) error {
 	c := st.c
 	for n := len(ts.encl); n > 0 && ended(ts.encl[n-1], e.at.ts); n-- {
+		st.release(ts.encl[n-1])
 		ts.encl[n-1] = nil
 		ts.encl = ts.encl[:n-1]
 	}
