@@ -124,7 +124,8 @@ type streamer struct {
 	devprof   bool                  // the program's process carries devprof's label: its flows keep one end
 	undescr   int                   // processes registered without a descriptor
 	evs       []pendingEvent        // scratch
-	seq       []pendingEvent        // scratch: a track's held events and its window's
+	seq       []*pendingEvent       // scratch: a track's held events and its window's
+	touched   []*trackStream        // scratch: the tracks with events in a window
 	slab      []openSlice           // open slices are made from here, a block at a time
 	free      []*openSlice          // open slices released, to be made again
 	devices   map[int64]uint32      // the converter's counters: GPU pid -> its device track
@@ -136,11 +137,13 @@ type trackStream struct {
 	idx       int
 	cut       int64 // events before this time have gone out; a later one before it breaks the order
 	flushed   bool
-	held      []pendingEvent // events at the track's latest time, kept for the next window
-	open      []*openSlice   // the pairing stack
-	encl      []*openSlice   // slices in start order that may still enclose an instant (see enclosing)
-	named     bool           // a plain unnamed track got its name from an event
-	byInstant bool           // ... from an instant, which a later slice would override
+	held      []pendingEvent  // events at the track's latest time, kept for the next window
+	heldNext  []pendingEvent  // the other of two buffers held events alternate between
+	queue     []*pendingEvent // the track's events of the window being passed on
+	open      []*openSlice    // the pairing stack
+	encl      []*openSlice    // slices in start order that may still enclose an instant (see enclosing)
+	named     bool            // a plain unnamed track got its name from an event
+	byInstant bool            // ... from an instant, which a later slice would override
 }
 
 // openSlice is a slice the sink has, or a device slice waiting for its
@@ -387,38 +390,51 @@ func (st *streamer) flush(final bool) error {
 	if err := st.check(); err != nil {
 		return err
 	}
-	// Group the slice events by track; each track's are sorted by (time,
-	// file order) and merged with those held from the last window.
+	// Bucket the events by track, in file order; a track's are sorted by
+	// time only when the file did not have them so (a sort moves
+	// pointers, not events).
 	evs := r.events
 	r.events = st.evs[:0]
-	slices.SortFunc(evs, func(a, b pendingEvent) int {
-		return cmp.Or(cmp.Compare(a.tidx, b.tidx), cmp.Compare(a.at.ts, b.at.ts), cmp.Compare(a.order, b.order))
-	})
-	for i := 0; i < len(evs); {
-		j := i + 1
-		for j < len(evs) && evs[j].tidx == evs[i].tidx {
-			j++
-		}
+	touched := st.touched[:0]
+	for i := range evs {
 		ts := st.track(evs[i].tidx)
-		if err := st.pass(ts, evs[i:j], final); err != nil {
-			return err
+		if len(ts.queue) == 0 {
+			touched = append(touched, ts)
 		}
-		i = j
+		ts.queue = append(ts.queue, &evs[i])
 	}
 	if final {
 		for _, ts := range st.tracks {
-			if len(ts.held) > 0 {
-				held := ts.held
-				ts.held = nil
-				if err := st.pass(ts, held, true); err != nil {
-					return err
-				}
+			if len(ts.held) > 0 && len(ts.queue) == 0 {
+				touched = append(touched, ts)
 			}
 		}
 	}
+	// Tracks in the order of the file's tracks, so that what the sink
+	// gets does not depend on a map's order.
+	slices.SortFunc(touched, func(a, b *trackStream) int { return cmp.Compare(a.idx, b.idx) })
+	for _, ts := range touched {
+		q := ts.queue
+		if !slices.IsSortedFunc(q, byTime) {
+			slices.SortStableFunc(q, byTime)
+		}
+		err := st.pass(ts, q, final)
+		clear(q)
+		ts.queue = q[:0]
+		if err != nil {
+			return err
+		}
+	}
+	clear(touched)
+	st.touched = touched[:0]
 	clear(evs)
 	st.evs = evs[:0]
 	return st.counters()
+}
+
+// byTime orders a track's events by time, then file order.
+func byTime(a, b *pendingEvent) int {
+	return cmp.Or(cmp.Compare(a.at.ts, b.at.ts), cmp.Compare(a.order, b.order))
 }
 
 // check settles the queued events' times and tracks as the buffered
@@ -426,8 +442,9 @@ func (st *streamer) flush(final bool) error {
 // again for what only a whole-file read gets right.
 func (st *streamer) check() error {
 	r := st.r
-	evs := r.events[:0]
-	for _, e := range r.events {
+	k := 0
+	for i := range r.events {
+		e := &r.events[i]
 		if !e.at.ok {
 			return restart("a timestamp on a clock no snapshot converts yet")
 		}
@@ -466,10 +483,13 @@ func (st *streamer) check() error {
 			continue
 		}
 		e.tidx = ti.idx
-		evs = append(evs, e)
+		if k != i {
+			r.events[k] = *e
+		}
+		k++
 	}
-	clear(r.events[len(evs):])
-	r.events = evs
+	clear(r.events[k:])
+	r.events = r.events[:k]
 	cs := r.counters[:0]
 	for _, c := range r.counters {
 		if !c.at.ok {
@@ -505,7 +525,7 @@ func (st *streamer) track(idx int) *trackStream {
 // pass pairs one track's events of a window (sorted by time and file
 // order), after those held from the last: every event before the latest
 // time, or all of them when final.
-func (st *streamer) pass(ts *trackStream, evs []pendingEvent, final bool) error {
+func (st *streamer) pass(ts *trackStream, evs []*pendingEvent, final bool) error {
 	if len(evs) > 0 && ts.flushed && evs[0].at.ts < ts.cut {
 		return restart("events of track %d out of time order by more than the window", st.r.t.Tracks[ts.idx].UUID)
 	}
@@ -513,10 +533,14 @@ func (st *streamer) pass(ts *trackStream, evs []pendingEvent, final bool) error 
 		// The held events are at the track's cut, and came before every
 		// event of this window in the file, which are at or after the
 		// cut: they go first, in the order they are in.
-		seq := append(append(st.seq[:0], ts.held...), evs...)
-		st.seq = seq
-		evs = seq
-		ts.held = ts.held[:0]
+		seq := st.seq[:0]
+		for i := range ts.held {
+			seq = append(seq, &ts.held[i])
+		}
+		evs = append(seq, evs...)
+		st.seq = evs
+		// ts.held is read through seq below and refilled only after.
+		ts.heldNext, ts.held = ts.held, ts.heldNext[:0]
 	}
 	if len(evs) == 0 {
 		return nil
@@ -527,7 +551,9 @@ func (st *streamer) pass(ts *trackStream, evs []pendingEvent, final bool) error 
 		for n > 0 && evs[n-1].at.ts == last {
 			n--
 		}
-		ts.held = append(ts.held, evs[n:]...)
+		for _, e := range evs[n:] {
+			ts.held = append(ts.held, *e)
+		}
 		ts.cut = last
 		if n == 0 {
 			return nil
@@ -546,14 +572,14 @@ func (st *streamer) pass(ts *trackStream, evs []pendingEvent, final bool) error 
 		}
 		for k := i; k < j; k++ {
 			if evs[k].kind != evInst {
-				if err := st.pair(ts, &evs[k]); err != nil {
+				if err := st.pair(ts, evs[k]); err != nil {
 					return err
 				}
 			}
 		}
 		for k := i; k < j; k++ {
 			if evs[k].kind == evInst {
-				if err := st.instant(ts, &evs[k]); err != nil {
+				if err := st.instant(ts, evs[k]); err != nil {
 					return err
 				}
 			}
