@@ -21,7 +21,8 @@ type Builder struct {
 	procTracks map[int]uint32
 	strs       []string
 	ids        map[string]uint32
-	lanes      map[uint64]uint32 // span ID -> lane, so children share their root's lane
+	lanes      map[uint64]uint32 // span ID -> lane, so children share their root's lane (spans on no track)
+	onTrack    []uint64          // a bit per record ID: a span Span added on a track (see laneOf)
 	events     []*Record
 }
 
@@ -83,14 +84,19 @@ func (b *Builder) Span(s Span) uint64 {
 	r := b.add(KindSpan, s.Name, s.Start, s.Args)
 	r.Level = 1
 	r.Parent = s.Parent
-	r.Lane = uint32(r.ID)
-	if l, ok := b.lanes[s.Parent]; ok {
-		r.Lane = l
-	}
-	b.lanes[r.ID] = r.Lane
 	if s.Track != 0 {
+		// Its lane matters only to a child on no track, which is rare:
+		// it is worked out then (laneOf), rather than kept for every span
+		// of a file read back (a map entry a span).
 		r.Lane = s.Track
 		r.Flags |= FlagOnTrack
+		b.markSpan(r.ID)
+	} else {
+		r.Lane = uint32(r.ID)
+		if l, ok := b.laneOf(s.Parent); ok {
+			r.Lane = l
+		}
+		b.lanes[r.ID] = r.Lane
 	}
 	if s.Step {
 		r.Flags |= FlagStep
@@ -102,6 +108,45 @@ func (b *Builder) Span(s Span) uint64 {
 		r.end.Store(openAtStop)
 	}
 	return b.commit(r)
+}
+
+// markSpan notes that record id is a span Span added on a track.
+func (b *Builder) markSpan(id uint64) {
+	w := int(id / 64)
+	if w >= len(b.onTrack) {
+		b.onTrack = append(b.onTrack, make([]uint64, w+1-len(b.onTrack))...)
+	}
+	b.onTrack[w] |= 1 << (id % 64)
+}
+
+// laneOf returns the lane a child of span id shares: the lane of id's
+// root among the spans Span added, whether on a track or not; false when
+// id is no such span (a child then starts a lane of its own).
+func (b *Builder) laneOf(id uint64) (uint32, bool) {
+	if l, ok := b.lanes[id]; ok {
+		return l, true
+	}
+	if !b.spanOnTrack(id) {
+		return 0, false
+	}
+	for {
+		// A span on a track: its lane is its parent's when its parent is
+		// a span Span added, else its own ID.
+		p := b.record(id).Parent
+		if l, ok := b.lanes[p]; ok && p < id {
+			return l, true
+		}
+		if p == 0 || p >= id || !b.spanOnTrack(p) {
+			return uint32(id), true
+		}
+		id = p
+	}
+}
+
+// spanOnTrack reports whether record id is a span Span added on a track.
+func (b *Builder) spanOnTrack(id uint64) bool {
+	w := id / 64
+	return w < uint64(len(b.onTrack)) && b.onTrack[w]&(1<<(id%64)) != 0
 }
 
 // TrackSlice adds a root span on a registered track and returns its ID:

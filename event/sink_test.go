@@ -75,3 +75,63 @@ func TestBuilderReset(t *testing.T) {
 		t.Errorf("Reset kept %+v, want NewBuilder's metadata", s.Meta)
 	}
 }
+
+// TestBuilderLanesOfChildrenOfTrackSpans holds the lanes of spans on no
+// track to what they were when every span's lane was kept: the lane of
+// the root of its chain of Span-added parents, on a track or not.
+func TestBuilderLanesOfChildrenOfTrackSpans(t *testing.T) {
+	rng := uint64(12345)
+	next := func(n int) int {
+		rng = rng*6364136223846793005 + 1442695040888963407
+		return int((rng >> 33) % uint64(n))
+	}
+	b := NewBuilder(Meta{})
+	tr := b.Track(Track{Kind: TrackHostThread, ID: 1, Name: "t"})
+	lanes := map[uint64]uint32{} // the old bookkeeping: every Span-added span
+	var ids []uint64
+	want := map[uint64]uint32{}
+	for i := range 3000 {
+		var parent uint64
+		if len(ids) > 0 && next(4) > 0 {
+			parent = ids[next(len(ids))]
+		}
+		if next(10) == 0 {
+			parent = 1 << 40 // no such span
+		}
+		switch next(5) {
+		case 0: // a root on a track that keeps no lane
+			ids = append(ids, b.TrackSlice(tr, "ts", int64(i), int64(i)+1, nil))
+			continue
+		case 1, 2: // on a track
+			id := b.Span(Span{Name: "on", Start: int64(i), End: int64(i) + 1, Parent: parent, Track: tr})
+			lane := uint32(id)
+			if l, ok := lanes[parent]; ok {
+				lane = l
+			}
+			lanes[id] = lane
+			ids = append(ids, id)
+		default: // on no track: its lane is what the test checks
+			id := b.Span(Span{Name: "off", Start: int64(i), End: int64(i) + 1, Parent: parent})
+			lane := uint32(id)
+			if l, ok := lanes[parent]; ok {
+				lane = l
+			}
+			lanes[id] = lane
+			want[id] = lane
+			ids = append(ids, id)
+		}
+	}
+	s := b.Snapshot()
+	checked := 0
+	for _, r := range s.Events {
+		if l, ok := want[r.ID]; ok {
+			checked++
+			if r.Lane != l {
+				t.Errorf("span %d (parent %d): lane %d, want %d", r.ID, r.Parent, r.Lane, l)
+			}
+		}
+	}
+	if checked < 1000 {
+		t.Fatalf("only %d spans on no track checked", checked)
+	}
+}
