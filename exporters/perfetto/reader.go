@@ -358,7 +358,7 @@ func (r *reader) stream(src io.Reader, gz bool) error {
 		r.pkt, r.off = n, int(off)
 		r.inner, r.innerOff = 0, 0
 		r.nameBudget += 64 * len(f.b)
-		if err := r.packet(f.b, false); err != nil {
+		if err := r.applyPacket(f.b, false); err != nil {
 			if d, ok := errors.AsType[*dropError](err); ok {
 				r.drop(d.stat, err)
 			} else {
@@ -630,11 +630,15 @@ type reader struct {
 	v1          []v1Flow          // the flow v1 events (pendingEvent.v1)
 	pkts        [2]packet         // the packet being applied, and one inside its compressed_packets
 	te          trackEvent        // the TrackEvent of the packet being applied
-	droppedDesc map[uint64]bool   // uuids whose only descriptors were dropped (invalid)
-	wallSet     bool              // WallStart was taken from a snapshot
-	nameBudget  int               // bytes left for flattened annotation names
-	inflater    inflater          // for compressed_packets
-	src         *packetSource     // the file being read
+	fastTE      trackEvent        // fastPacket's
+	lastSeq     *seqState         // fastPacket's last sequence, and its id
+	lastSeqID   uint32
+	fastHook    func()          // for tests: called for each packet fastPacket applies
+	droppedDesc map[uint64]bool // uuids whose only descriptors were dropped (invalid)
+	wallSet     bool            // WallStart was taken from a snapshot
+	nameBudget  int             // bytes left for flattened annotation names
+	inflater    inflater        // for compressed_packets
+	src         *packetSource   // the file being read
 	// afterPacket, when set, runs after each top-level packet: the
 	// streaming decoder's chance to pass on what is final.
 	afterPacket func() error
@@ -752,7 +756,7 @@ func (r *reader) packets(data []byte, nested bool) error {
 			if nested {
 				r.inner, r.innerOff = n, off
 			}
-			if err := r.packet(f.b, nested); err != nil {
+			if err := r.applyPacket(f.b, nested); err != nil {
 				if d, ok := errors.AsType[*dropError](err); ok {
 					r.drop(d.stat, err)
 				} else {
@@ -775,6 +779,21 @@ func (r *reader) wrap(nested bool, n, off int, err error) error {
 		return fmt.Errorf("compressed packet %d (offset %d): %w", n, off, err)
 	}
 	return &readError{packet: n, offset: off, err: err}
+}
+
+// fastPackets turns fastPacket on; tests turn it off to hold it to the
+// general path.
+var fastPackets = true
+
+// applyPacket applies one TracePacket: the commonest form by fastPacket,
+// any other by packet.
+func (r *reader) applyPacket(b []byte, nested bool) error {
+	if fastPackets {
+		if ok, err := r.fastPacket(b); ok {
+			return err
+		}
+	}
+	return r.packet(b, nested)
 }
 
 // packet is what one TracePacket holds that the reader uses.

@@ -106,11 +106,26 @@ func sessionTrace(b *testing.B, n int) string {
 // Decode: into a sink that keeps nothing (the reader's own cost, and its
 // own memory, which must not grow with the trace), and into a Builder
 // (devprof convert). events/s counts the events the sink received.
+//
+// DEVPROF_BENCH_PFTRACE names a trace file of your own to read as well
+// (sub-benchmark "file").
 func BenchmarkDecode(b *testing.B) {
-	for _, n := range []int{1_000_000, 10_000_000} {
+	sizes := []string{"1M", "10M"}
+	if os.Getenv("DEVPROF_BENCH_PFTRACE") != "" {
+		sizes = append(sizes, "file")
+	}
+	for _, size := range sizes {
 		for _, into := range []string{"discard", "builder"} {
-			b.Run(strconv.Itoa(n/1_000_000)+"M/"+into, func(b *testing.B) {
-				path := sessionTrace(b, n)
+			b.Run(size+"/"+into, func(b *testing.B) {
+				var path string
+				switch size {
+				case "1M":
+					path = sessionTrace(b, 1_000_000)
+				case "10M":
+					path = sessionTrace(b, 10_000_000)
+				default:
+					path = os.Getenv("DEVPROF_BENCH_PFTRACE")
+				}
 				st, _ := os.Stat(path)
 				b.SetBytes(st.Size())
 				b.ReportAllocs()

@@ -163,3 +163,51 @@ func firstDiff(got, want []string) string {
 	}
 	return "equal"
 }
+
+// TestFastPacketMatchesGeneral holds fastPacket to the general path: on
+// every trace the tests have, reading with it gives the very Trace that
+// reading without it gives (drops, their first places and errors
+// included), and it takes most packets of the devprof-written ones.
+func TestFastPacketMatchesGeneral(t *testing.T) {
+	for name, data := range streamInputs(t) {
+		fastPackets = false
+		want, wantErr := ReadTrace(bytes.NewReader(data))
+		fastPackets = true
+		got, err := ReadTrace(bytes.NewReader(data))
+		if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+			t.Errorf("%s: error %v, general path %v", name, err, wantErr)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		// Printed, not DeepEqual: NaN arguments are equal when they print
+		// alike.
+		if fmt.Sprintf("%#v", got) != fmt.Sprintf("%#v", want) {
+			t.Errorf("%s: the fast path reads %d slices, %d instants, %d counters, drops %v; the general path %d, %d, %d, %v",
+				name, len(got.Slices), len(got.Instants), len(got.Counters), got.Drops, len(want.Slices), len(want.Instants), len(want.Counters), want.Drops)
+		}
+	}
+}
+
+// TestFastPacketTakesDevprofSlices checks that the fast path is the one
+// that reads a devprof-written trace's slices (else the test above holds
+// nothing).
+func TestFastPacketTakesDevprofSlices(t *testing.T) {
+	data := jaxLikeTrace(t, 2000)
+	r := newReader()
+	taken := 0
+	fastPackets = true
+	src, gz, closeFn, err := openStream(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	r.fastHook = func() { taken++ }
+	if err := r.stream(src, gz); err != nil {
+		t.Fatal(err)
+	}
+	if taken < 1800 {
+		t.Errorf("the fast path took %d packets of a trace of 2000 slices", taken)
+	}
+}
