@@ -109,7 +109,7 @@ func decodeStreaming(r io.Reader, sink event.Sink) error {
 type streamer struct {
 	r      *reader
 	c      *converter
-	tracks map[int]*trackStream // by index in Trace.Tracks
+	tracks []*trackStream // by index in Trace.Tracks (nil: no event yet)
 	marks  metatext.Collector
 	lo, hi int64 // the time span of the events passed on
 	seen   bool  // lo and hi hold something
@@ -144,6 +144,9 @@ type trackStream struct {
 	encl      []*openSlice    // slices in start order that may still enclose an instant (see enclosing)
 	named     bool            // a plain unnamed track got its name from an event
 	byInstant bool            // ... from an instant, which a later slice would override
+	sinkTrack uint32          // the sink's track for its slices, once sinkKnown
+	sinkKnown bool
+	device    bool // its slices go out as device activity
 }
 
 // openSlice is a slice the sink has, or a device slice waiting for its
@@ -178,7 +181,7 @@ func (a sliceKey) less(b sliceKey) bool {
 func newStreamer(r *reader, sink event.Sink) *streamer {
 	c := &converter{t: r.t, b: sink, byUUID: map[uint64]*Track{}, procName: map[int64]string{}, procs: map[int64]*Track{},
 		tracks: map[uint64]uint32{}, kinds: map[uint32]event.TrackKind{}, procNum: map[int64]int{}, lone: map[uint64]bool{}}
-	return &streamer{r: r, c: c, tracks: map[int]*trackStream{}, pinned: map[uint64]bool{}, pinnedPID: map[int64]bool{},
+	return &streamer{r: r, c: c, pinned: map[uint64]bool{}, pinnedPID: map[int64]bool{},
 		checks: map[uint64]trackCheck{}, byFlow: map[uint64]*openSlice{}, missing: map[uint64]sliceKey{}}
 }
 
@@ -206,6 +209,9 @@ func (st *streamer) finish() error {
 	st.start() // a file with no events still names its program
 	// Device slices that never ended go out as they would have.
 	for _, ts := range st.tracks {
+		if ts == nil {
+			continue
+		}
 		for _, s := range ts.open {
 			if s.device && s.id == 0 {
 				st.deviceActivity(s)
@@ -405,7 +411,7 @@ func (st *streamer) flush(final bool) error {
 	}
 	if final {
 		for _, ts := range st.tracks {
-			if len(ts.held) > 0 && len(ts.queue) == 0 {
+			if ts != nil && len(ts.held) > 0 && len(ts.queue) == 0 {
 				touched = append(touched, ts)
 			}
 		}
@@ -443,6 +449,9 @@ func byTime(a, b *pendingEvent) int {
 func (st *streamer) check() error {
 	r := st.r
 	k := 0
+	var lastUUID uint64
+	var lastTI *trackInfo
+	var lastCheck trackCheck
 	for i := range r.events {
 		e := &r.events[i]
 		if !e.at.ok {
@@ -469,20 +478,23 @@ func (st *streamer) check() error {
 		if r.settle(&e.at, e.pkt, e.off) {
 			continue
 		}
-		ti := r.tracks[e.track]
-		if ti == nil {
-			return restart("an END on a track nothing describes yet")
+		if e.track != lastUUID || lastTI == nil {
+			ti := r.tracks[e.track]
+			if ti == nil {
+				return restart("an END on a track nothing describes yet")
+			}
+			c, ok := st.checks[e.track]
+			if !ok {
+				c = r.checkTrack(e.track)
+				st.checks[e.track] = c
+			}
+			lastUUID, lastTI, lastCheck = e.track, ti, c
 		}
-		c, ok := st.checks[e.track]
-		if !ok {
-			c = r.checkTrack(e.track)
-			st.checks[e.track] = c
-		}
-		if c.err != nil {
-			r.dropAt(c.stat, pktWhere(e.pkt, e.off), c.err)
+		if lastCheck.err != nil {
+			r.dropAt(lastCheck.stat, pktWhere(e.pkt, e.off), lastCheck.err)
 			continue
 		}
-		e.tidx = ti.idx
+		e.tidx = lastTI.idx
 		if k != i {
 			r.events[k] = *e
 		}
@@ -514,6 +526,9 @@ func (st *streamer) check() error {
 }
 
 func (st *streamer) track(idx int) *trackStream {
+	if idx >= len(st.tracks) {
+		st.tracks = append(st.tracks, make([]*trackStream, idx+1-len(st.tracks))...)
+	}
 	ts := st.tracks[idx]
 	if ts == nil {
 		ts = &trackStream{idx: idx}
@@ -668,10 +683,15 @@ func (st *streamer) begin(ts *trackStream, e *pendingEvent) error {
 		}
 	}
 
-	track, err := st.trackOf(tr.UUID)
-	if err != nil {
-		return err
+	if !ts.sinkKnown {
+		track, err := st.trackOf(tr.UUID)
+		if err != nil {
+			return err
+		}
+		ts.sinkTrack, ts.sinkKnown = track, true
+		ts.device = track != 0 && c.isDevice(track)
 	}
+	track := ts.sinkTrack
 	sp := event.Span{Name: s.name, Start: s.start, Unfinished: true}
 	sp.Args, sp.Step, sp.StepNum = convertArgs(e.args, &s.unfinished)
 	for _, f := range e.flows {
@@ -681,7 +701,7 @@ func (st *streamer) begin(ts *trackStream, e *pendingEvent) error {
 	}
 	sp.Track = track
 	s.track = track
-	if track != 0 && c.isDevice(track) {
+	if ts.device {
 		s.device, s.args = true, sp.Args
 		if s.complete {
 			st.deviceActivity(s)
