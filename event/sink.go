@@ -7,7 +7,9 @@ package event
 // through a Sink instead of building a Snapshot of its own streams: the
 // whole file, an intermediate copy and the model are never held at once.
 //
-// Times are nanoseconds on the reader's timeline. IDs returned by Span,
+// Times are nanoseconds on the reader's timeline. Argument slices (and
+// the Span's) belong to the reader, which reuses them once the call
+// returns: a sink copies what it keeps. IDs returned by Span,
 // TrackSlice and ActivityOf are the sink's; a reader passes them back as
 // parents and to EndSpan, and a sink that keeps no events may return any
 // non-zero number unique within the trace.

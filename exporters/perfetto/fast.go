@@ -129,9 +129,17 @@ func (r *reader) fastPacket(b []byte) (bool, error) {
 	}
 	var args []Arg
 	if nannots > 0 {
-		args = make([]Arg, 0, nannots)
+		// Arguments are carved out of blocks, not made an event at a
+		// time; a block lives as long as an event that uses it.
+		if cap(r.argBlock)-len(r.argBlock) < nannots {
+			r.argBlock = make([]Arg, 0, 1024)
+		}
+		start := len(r.argBlock)
 		for i := range nannots {
-			args = appendFastAnnotation(g, annots[i], args)
+			r.argBlock = appendFastAnnotation(g, annots[i], r.argBlock)
+		}
+		if len(r.argBlock) > start {
+			args = r.argBlock[start:len(r.argBlock):len(r.argBlock)]
 		}
 	}
 	if r.fastHook != nil {

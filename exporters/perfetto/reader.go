@@ -634,6 +634,7 @@ type reader struct {
 	lastSeq     *seqState         // fastPacket's last sequence, and its id
 	lastSeqID   uint32
 	fastHook    func()          // for tests: called for each packet fastPacket applies
+	argBlock    []Arg           // fastPacket's arguments are carved out of it
 	droppedDesc map[uint64]bool // uuids whose only descriptors were dropped (invalid)
 	wallSet     bool            // WallStart was taken from a snapshot
 	nameBudget  int             // bytes left for flattened annotation names

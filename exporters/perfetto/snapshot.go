@@ -591,6 +591,11 @@ func trimOverflow(name string) string {
 // convertArgs maps debug annotations to event arguments; devprof's own
 // step_num and unfinished annotations become span properties again.
 func convertArgs(in []Arg, unfinished *bool) (args []event.Arg, step bool, stepNum int64) {
+	return appendArgs(nil, in, unfinished)
+}
+
+// appendArgs is convertArgs appending to args.
+func appendArgs(args []event.Arg, in []Arg, unfinished *bool) (_ []event.Arg, step bool, stepNum int64) {
 	for _, a := range in {
 		switch a.Name {
 		case "step_num":

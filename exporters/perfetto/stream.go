@@ -128,6 +128,7 @@ type streamer struct {
 	touched   []*trackStream        // scratch: the tracks with events in a window
 	slab      []openSlice           // open slices are made from here, a block at a time
 	free      []*openSlice          // open slices released, to be made again
+	args      []event.Arg           // scratch: the arguments of the event going out
 	devices   map[int64]uint32      // the converter's counters: GPU pid -> its device track
 	parents   map[uint64]uint32     // counter track uuid -> the sink track its samples go on
 }
@@ -693,7 +694,10 @@ func (st *streamer) begin(ts *trackStream, e *pendingEvent) error {
 	}
 	track := ts.sinkTrack
 	sp := event.Span{Name: s.name, Start: s.start, Unfinished: true}
-	sp.Args, sp.Step, sp.StepNum = convertArgs(e.args, &s.unfinished)
+	// The sink copies what it keeps of the arguments: one buffer serves
+	// every event.
+	sp.Args, sp.Step, sp.StepNum = appendArgs(st.args[:0], e.args, &s.unfinished)
+	st.args = sp.Args[:0]
 	for _, f := range e.flows {
 		if f&ParentFlowBit == 0 {
 			sp.Args = append(sp.Args, event.Arg{Kind: event.ArgFlow, Num: f})
@@ -702,7 +706,7 @@ func (st *streamer) begin(ts *trackStream, e *pendingEvent) error {
 	sp.Track = track
 	s.track = track
 	if ts.device {
-		s.device, s.args = true, sp.Args
+		s.device, s.args = true, slices.Clone(sp.Args) // goes out at its END
 		if s.complete {
 			st.deviceActivity(s)
 		}
@@ -833,7 +837,8 @@ func (st *streamer) instant(ts *trackStream, e *pendingEvent) error {
 	}
 	st.see(e.at.ts, e.at.ts)
 	var unfinished bool
-	args, _, _ := convertArgs(e.args, &unfinished)
+	args, _, _ := appendArgs(st.args[:0], e.args, &unfinished)
+	st.args = args[:0]
 	if st.marks.Take(e.name, args) {
 		return nil
 	}
