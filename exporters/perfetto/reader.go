@@ -2037,6 +2037,9 @@ type clockState struct {
 	snapshots [][]clockPoint
 	edges     map[[2]clockKey]*clockEdge
 	next      map[clockKey]clockKey // routes to the trace clock, made at the end
+
+	lastEdge         *clockEdge // the edge edge returned last, between these clocks
+	lastFrom, lastTo clockKey
 }
 
 type clockPoint struct {
@@ -2303,10 +2306,13 @@ func (c *clockState) routes() map[clockKey]clockKey {
 // kept per pair and extended with the snapshots added since it was last
 // used, so each snapshot is looked at once per pair.
 func (c *clockState) edge(from, to clockKey) []clockPair {
-	e := c.edges[[2]clockKey{from, to}]
-	if e == nil {
-		e = &clockEdge{}
-		c.edges[[2]clockKey{from, to}] = e
+	e := c.lastEdge // every event of a run converts the same clock
+	if e == nil || c.lastFrom != from || c.lastTo != to {
+		if e = c.edges[[2]clockKey{from, to}]; e == nil {
+			e = &clockEdge{}
+			c.edges[[2]clockKey{from, to}] = e
+		}
+		c.lastEdge, c.lastFrom, c.lastTo = e, from, to
 	}
 	rs := c.domains[from].readings
 	for ; e.scanned < len(rs); e.scanned++ {
