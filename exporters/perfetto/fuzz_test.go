@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -15,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/devprof/devprof/annotate"
+	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/eventtest"
 )
 
@@ -108,6 +110,22 @@ func FuzzRead(f *testing.F) {
 		again, err := ReadTrace(bytes.NewReader(data))
 		if err != nil || fmt.Sprintf("%#v", again) != fmt.Sprintf("%#v", tr) {
 			t.Fatalf("second read differs (err %v)", err)
+		}
+		// Streamed, in windows small enough to cut the input anywhere, the
+		// model is the buffered reader's, unless the decoder gives up (and
+		// Decode reads it buffered).
+		for _, window := range []int{1, 5} {
+			b := event.NewBuilder(event.Meta{})
+			err := decodeWindowed(bytes.NewReader(data), b, window)
+			if _, again := errors.AsType[*restartError](err); again {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("streamed (window %d): %v; buffered read it", window, err)
+			}
+			if got, want := canon(b.Snapshot()), canon(snap); !slices.Equal(got, want) {
+				t.Fatalf("streamed (window %d) differs: %s", window, firstDiff(got, want))
+			}
 		}
 		if len(data) < 1<<16 && !bytes.HasPrefix(data, []byte{0x1f, 0x8b}) { // the same bytes, gzipped, read the same
 			var z bytes.Buffer

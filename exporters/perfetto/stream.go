@@ -89,6 +89,12 @@ func Decode(r io.Reader, sink event.Sink) error {
 // decodeStreaming is Decode's streaming path; a *restartError means the
 // file must be read again, buffered.
 func decodeStreaming(r io.Reader, sink event.Sink) error {
+	return decodeWindowed(r, sink, streamWindow)
+}
+
+// decodeWindowed is decodeStreaming passing events on every window
+// events.
+func decodeWindowed(r io.Reader, sink event.Sink, window int) error {
 	src, gz, closeFn, err := openStream(r)
 	if err != nil {
 		return err
@@ -96,6 +102,7 @@ func decodeStreaming(r io.Reader, sink event.Sink) error {
 	defer closeFn()
 	rd := newReader()
 	st := newStreamer(rd, sink)
+	st.window = window
 	rd.afterPacket = st.afterPacket
 	rd.descChanged = st.descriptorChanged
 	if err := rd.stream(src, gz); err != nil {
@@ -110,6 +117,7 @@ type streamer struct {
 	r      *reader
 	c      *converter
 	tracks []*trackStream // by index in Trace.Tracks (nil: no event yet)
+	window int            // queued events that make a window
 	marks  metatext.Collector
 	lo, hi int64 // the time span of the events passed on
 	seen   bool  // lo and hi hold something
@@ -189,7 +197,7 @@ func newStreamer(r *reader, sink event.Sink) *streamer {
 // afterPacket passes on what is final once a window's worth of events is
 // queued.
 func (st *streamer) afterPacket() error {
-	if len(st.r.events)+len(st.r.counters) < streamWindow {
+	if len(st.r.events)+len(st.r.counters) < st.window {
 		return nil
 	}
 	return st.flush(false)
