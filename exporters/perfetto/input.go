@@ -70,18 +70,20 @@ func (s *packetSource) next() (field, int64, error) {
 }
 
 // fill reads until at least need bytes are unconsumed, or the stream
-// ends.
+// ends. The buffer grows with what is read, never to a length a field
+// only declares: a hostile length costs no more than the bytes that
+// follow it.
 func (s *packetSource) fill(need int) {
 	if s.start > 0 {
 		n := copy(s.buf, s.buf[s.start:s.end])
 		s.start, s.end = 0, n
 	}
-	if need > len(s.buf) {
-		nb := make([]byte, max(need, 2*len(s.buf)))
-		copy(nb, s.buf[:s.end])
-		s.buf = nb
-	}
 	for s.end < need && !s.eof {
+		if s.end == len(s.buf) {
+			nb := make([]byte, min(need, 2*len(s.buf)))
+			copy(nb, s.buf[:s.end])
+			s.buf = nb
+		}
 		n, err := s.r.Read(s.buf[s.end:])
 		if s.head == nil && s.off == 0 && s.start == 0 {
 			s.head = bytes.Clone(s.buf[:min(s.end+n, 64)])

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/eventtest"
+	"github.com/devprof/devprof/internal/protoenc"
 )
 
 // canon describes a snapshot in a form that does not depend on the order
@@ -209,5 +211,26 @@ func TestFastPacketTakesDevprofSlices(t *testing.T) {
 	}
 	if taken < 1800 {
 		t.Errorf("the fast path took %d packets of a trace of 2000 slices", taken)
+	}
+}
+
+// TestDeclaredLengthCostsOnlyWhatFollows reads files whose first packet
+// declares a length far past their end: the reader says they are
+// truncated, having allocated about what the file holds, not what the
+// length declares (a fuzzed 135-byte file asked for 800 GB).
+func TestDeclaredLengthCostsOnlyWhatFollows(t *testing.T) {
+	for _, declared := range []uint64{1 << 20, 1 << 30, 1 << 39} {
+		data := append([]byte{fTracePacket<<3 | wireBytes}, protoenc.AppendVarint(nil, declared)...)
+		data = append(data, bytes.Repeat([]byte{0}, 100)...)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := ReadTrace(bytes.NewReader(data))
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), "truncated") {
+			t.Errorf("length %d: %v, want a truncated packet", declared, err)
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 8<<20 {
+			t.Errorf("length %d in a %d-byte file: %d bytes allocated", declared, len(data), grew)
+		}
 	}
 }
