@@ -55,6 +55,7 @@ const (
 	metricHeap        = "/memory/classes/heap/objects:bytes"
 	metricHeapGoal    = "/gc/heap/goal:bytes"
 	metricGOMAXPROCS  = "/sched/gomaxprocs:threads"
+	rangeGC           = "GC concurrent mark phase" // the runtime's name for a GC cycle's range
 
 	// ArgGoroutine (int) is the goroutine an execution slice ran (on a P's
 	// track) or a linked span began on.
@@ -160,7 +161,9 @@ type Stats struct {
 	// Events is how many trace events were read.
 	Events int64
 	// GCs counts GC cycles (concurrent mark phases) that began in the
-	// trace or were under way at its start.
+	// trace or were under way at its start; a cycle under way when the
+	// tracer starts a new generation counts once, as the toolchain
+	// counts it.
 	GCs int
 	// Pauses counts stop-the-world pauses; PauseTotal and PauseMax are
 	// their total and longest, in ns.
@@ -195,6 +198,10 @@ type Result struct {
 	GoTrack map[int64]uint32
 	// Samples are the CPU profile samples (only with Options.KeepSamples).
 	Samples []Sample
+	// Summary is the Go runtime's summary of the whole trace, counted
+	// before MaxGoroutines (or a sink's own bound) left anything out:
+	// what a reader puts in event.Meta.GoRuntime.
+	Summary Summary
 }
 
 // ErrUnsupported wraps the error for a trace whose format golang.org/x/exp/trace
@@ -252,6 +259,10 @@ type converter struct {
 	args      []event.Arg
 	blocked   map[string]string // "blocked: <reason>" by reason
 	first     bool
+
+	// The whole trace's figures, whatever reaches the sink (Result.Summary).
+	sum                    Summary
+	regionStats, taskStats map[string]*RegionStat
 }
 
 // Convert reads the Go execution trace r and writes its tracks to sink.
@@ -270,7 +281,8 @@ func convert(r io.Reader, sink Sink, o Options) (*converter, error) {
 	}
 	c := &converter{sink: sink, o: o,
 		gs: map[xtrace.GoID]*goState{}, ps: map[xtrace.ProcID]*procState{},
-		gc: map[string]int64{}, tasks: map[xtrace.TaskID]openRange{}, blocked: map[string]string{}, first: true}
+		gc: map[string]int64{}, tasks: map[xtrace.TaskID]openRange{}, blocked: map[string]string{}, first: true,
+		regionStats: map[string]*RegionStat{}, taskStats: map[string]*RegionStat{}, sum: Summary{Exact: true}}
 	c.res.GoTrack = map[int64]uint32{}
 	if o.KeepRuns {
 		c.res.Runs = map[int64][]Run{}
@@ -356,7 +368,7 @@ func (c *converter) event(ev *xtrace.Event) {
 			or = openRange{name: taskName(tk.Type), start: c.res.First, args: []event.Arg{intArg("task", int64(tk.ID)), intArg("parent task", parentTask(tk.Parent))}}
 		}
 		delete(c.tasks, tk.ID)
-		c.sink.Slice(c.tasks0(), 0, or.name, or.start, t, or.args)
+		c.task(or, t)
 	case xtrace.EventRegionBegin:
 		if g := c.goroutine(ev.Goroutine(), t); g != nil {
 			rg := ev.Region()
@@ -375,7 +387,7 @@ func (c *converter) event(ev *xtrace.Event) {
 					break
 				}
 			}
-			c.goSlice(g, ev.Goroutine(), or.name, or.start, t, or.args)
+			c.region(g, ev.Goroutine(), or, t)
 		}
 	case xtrace.EventLog:
 		if g := c.goroutine(ev.Goroutine(), t); g != nil {
@@ -396,6 +408,7 @@ func (c *converter) event(ev *xtrace.Event) {
 		if g == nil {
 			return
 		}
+		c.sum.CPUSamples++
 		if c.o.KeepSamples {
 			sm := Sample{T: t, G: int64(ev.Goroutine())}
 			for f := range ev.Stack().Frames() {
@@ -440,6 +453,12 @@ func taskArgs(id xtrace.TaskID) []event.Arg {
 
 func intArg(k string, v int64) event.Arg {
 	return event.Arg{Key: k, Kind: event.ArgInt, Num: uint64(v)}
+}
+
+// task adds a user task that ended at end.
+func (c *converter) task(tk openRange, end int64) {
+	add(c.taskStats, tk.name, end-tk.start)
+	c.sink.Slice(c.tasks0(), 0, tk.name, tk.start, end, tk.args)
 }
 
 func (c *converter) tasks0() uint32 {
@@ -510,6 +529,12 @@ func (c *converter) rename(g *goState, id xtrace.GoID) {
 	}
 }
 
+// region adds a user region of goroutine id that ended at end.
+func (c *converter) region(g *goState, id xtrace.GoID, r openRange, end int64) {
+	add(c.regionStats, r.name, end-r.start)
+	c.goSlice(g, id, r.name, r.start, end, r.args)
+}
+
 // goSlice adds a slice on a goroutine's track, counting it as dropped
 // when the goroutine has none.
 func (c *converter) goSlice(g *goState, id xtrace.GoID, name string, start, end int64, args []event.Arg) {
@@ -567,6 +592,7 @@ func (c *converter) goTransition(ev *xtrace.Event, st *xtrace.StateTransition, t
 	} else if to == xtrace.GoNotExist {
 		c.live--
 	}
+	c.sum.PeakGoroutines = max(c.sum.PeakGoroutines, c.live)
 	c.sampleLive(t)
 	// The state that ends.
 	if from != xtrace.GoUndetermined && from != xtrace.GoNotExist && t >= g.since {
@@ -683,31 +709,43 @@ func (c *converter) sampleLive(t int64) {
 	c.liveAt, c.liveSent = t, c.live
 }
 
+// rangeBegin opens a range of the runtime's (a GC cycle, a mark assist,
+// a sweep, a pause). Each generation of a trace (the tracer starts one
+// about every second) announces the ranges under way as active: one
+// already open is the same range going on, and only one the trace has
+// not seen begin (under way when the trace began) opens, at the trace's
+// start.
 func (c *converter) rangeBegin(ev *xtrace.Event, t int64) {
 	r := ev.Range()
-	if ev.Kind() == xtrace.EventRangeActive {
-		t = c.res.First // under way when the trace began
-	}
+	var open map[string]int64
 	switch r.Scope.Kind {
 	case xtrace.ResourceNone:
-		if r.Name == "GC concurrent mark phase" {
-			c.res.GCs++
-		}
-		c.gc[r.Name] = t
+		open = c.gc
 	case xtrace.ResourceGoroutine:
-		if g := c.goroutine(r.Scope.Goroutine(), t); g != nil {
-			if g.ranges == nil {
-				g.ranges = map[string]int64{}
-			}
-			g.ranges[r.Name] = t
+		g := c.goroutine(r.Scope.Goroutine(), t)
+		if g == nil {
+			return
 		}
+		if g.ranges == nil {
+			g.ranges = map[string]int64{}
+		}
+		open = g.ranges
 	case xtrace.ResourceProc:
 		ps := c.procTrack(r.Scope.Proc())
 		if ps.ranges == nil {
 			ps.ranges = map[string]int64{}
 		}
-		ps.ranges[r.Name] = t
+		open = ps.ranges
+	default:
+		return
 	}
+	if ev.Kind() == xtrace.EventRangeActive {
+		if _, ok := open[r.Name]; ok {
+			return
+		}
+		t = c.res.First
+	}
+	open[r.Name] = t
 }
 
 func (c *converter) rangeEnd(ev *xtrace.Event, t int64) {
@@ -734,11 +772,7 @@ func (c *converter) rangeEnd(ev *xtrace.Event, t int64) {
 			start = c.res.First
 		}
 		delete(g.ranges, r.Name)
-		if strings.HasPrefix(r.Name, "stop-the-world") {
-			c.stw(r.Name, start, t)
-			return
-		}
-		c.goSlice(g, id, r.Name, start, t, nil)
+		c.goRange(g, id, r.Name, start, t)
 	case xtrace.ResourceProc:
 		ps := c.procTrack(r.Scope.Proc())
 		start, ok := ps.ranges[r.Name]
@@ -751,7 +785,9 @@ func (c *converter) rangeEnd(ev *xtrace.Event, t int64) {
 }
 
 func (c *converter) globalRange(name string, start, end int64) {
-	if name == "GC concurrent mark phase" {
+	if name == rangeGC {
+		c.res.GCs++
+		c.sum.GCTotal += end - start
 		if c.gcTrack == 0 {
 			c.gcTrack = c.sink.Track(event.Track{Kind: event.TrackHostThread, Name: TrackGC, SortIndex: sortGC, Sorted: true})
 		}
@@ -766,6 +802,20 @@ func (c *converter) globalRange(name string, start, end int64) {
 		c.gcTrack = c.sink.Track(event.Track{Kind: event.TrackHostThread, Name: TrackGC, SortIndex: sortGC, Sorted: true})
 	}
 	c.sink.Slice(c.gcTrack, 0, name, start, end, nil)
+}
+
+// goRange adds a goroutine-scoped range of the runtime's: a pause it
+// stopped the world for, on TrackSTW, or a mark assist on its own track.
+func (c *converter) goRange(g *goState, id xtrace.GoID, name string, start, end int64) {
+	if strings.HasPrefix(name, "stop-the-world") {
+		c.stw(name, start, end)
+		return
+	}
+	if name == RangeMarkAssist {
+		c.sum.Assists++
+		c.sum.AssistTotal += end - start
+	}
+	c.goSlice(g, id, name, start, end, nil)
 }
 
 // stw adds a stop-the-world pause.
@@ -800,25 +850,30 @@ func (c *converter) finish() {
 			c.goSlice(g, id, c.stateName(g.state, g.reason), g.since, end, nil)
 		}
 		for _, r := range g.regions {
-			c.goSlice(g, id, r.name, r.start, end, r.args)
+			c.region(g, id, r, end)
 		}
 		c.rename(g, id)
 		for _, name := range slices.Sorted(maps.Keys(g.ranges)) {
-			if strings.HasPrefix(name, "stop-the-world") {
-				c.stw(name, g.ranges[name], end)
-				continue
-			}
-			c.goSlice(g, id, name, g.ranges[name], end, nil)
+			c.goRange(g, id, name, g.ranges[name], end)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.gc)) {
 		c.globalRange(name, c.gc[name], end)
 	}
 	for _, id := range slices.Sorted(maps.Keys(c.tasks)) {
-		tk := c.tasks[id]
-		c.sink.Slice(c.tasks0(), 0, tk.name, tk.start, end, tk.args)
+		c.task(c.tasks[id], end)
 	}
 	if c.liveSent != c.live {
 		c.sink.Counter(CounterGoroutines, "", end, float64(c.live))
 	}
+	c.res.Summary = c.summary()
+}
+
+// summary returns the whole trace's figures so far.
+func (c *converter) summary() Summary {
+	sum := c.sum
+	sum.GCs, sum.Pauses, sum.PauseTotal, sum.PauseMax = c.res.GCs, c.res.Pauses, c.res.PauseTotal, c.res.PauseMax
+	sum.Goroutines = c.res.Goroutines
+	sum.Regions, sum.Tasks = sortedStats(c.regionStats), sortedStats(c.taskStats)
+	return sum
 }
