@@ -12,7 +12,6 @@ import (
 	"cmp"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -101,36 +100,94 @@ func Compute(spans []Span) *Table {
 		covered[p] = sum + curEnd - curStart
 	}
 
-	t := &Table{}
-	rows := map[string]*Row{}
+	var sum Sum
 	tracks := map[uint64]bool{}
-	first, last := int64(math.MaxInt64), int64(math.MinInt64)
 	for i, s := range spans {
 		if s.Dur < 0 {
 			continue
 		}
-		t.Spans++
 		tracks[s.Track] = true
-		first, last = min(first, s.Start), max(last, spanEnd(s))
-		d := time.Duration(s.Dur)
-		r := rows[s.Name]
+		sum.Add(s.Name, s.Start, s.Dur, s.Dur-covered[i])
+	}
+	return sum.Table(len(tracks))
+}
+
+// Sum accumulates the table of spans given one at a time, for a consumer
+// that works out each span's self time itself and cannot hold them all
+// (devprof summary reading a trace as a stream): it keeps one row per
+// name, not the spans. The zero value is an empty sum.
+type Sum struct {
+	rows        map[string]*Row
+	spans       int
+	first, last int64
+}
+
+// Add counts one span of name, from start for dur ns, with self ns of
+// it not covered by its direct children.
+func (s *Sum) Add(name string, start, dur, self int64) {
+	if s.rows == nil {
+		s.rows = map[string]*Row{}
+	}
+	if s.spans == 0 {
+		s.first, s.last = start, start+dur
+	}
+	s.spans++
+	s.first, s.last = min(s.first, start), max(s.last, start+dur)
+	d := time.Duration(dur)
+	r := s.rows[name]
+	if r == nil {
+		r = &Row{Name: name, Min: d, Max: d}
+		s.rows[name] = r
+	}
+	r.Count++
+	r.Total += d
+	r.Self += time.Duration(self)
+	r.Min, r.Max = min(r.Min, d), max(r.Max, d)
+}
+
+// Merge adds the spans counted in o to s.
+func (s *Sum) Merge(o *Sum) {
+	if o.spans == 0 {
+		return
+	}
+	if s.rows == nil {
+		s.rows = map[string]*Row{}
+	}
+	if s.spans == 0 {
+		s.first, s.last = o.first, o.last
+	}
+	s.spans += o.spans
+	s.first, s.last = min(s.first, o.first), max(s.last, o.last)
+	for name, or := range o.rows {
+		r := s.rows[name]
 		if r == nil {
-			r = &Row{Name: s.Name, Min: d, Max: d}
-			rows[s.Name] = r
+			c := *or
+			s.rows[name] = &c
+			continue
 		}
-		r.Count++
-		r.Total += d
-		r.Self += d - time.Duration(covered[i])
-		r.Min, r.Max = min(r.Min, d), max(r.Max, d)
+		r.Count += or.Count
+		r.Total += or.Total
+		r.Self += or.Self
+		r.Min, r.Max = min(r.Min, or.Min), max(r.Max, or.Max)
 	}
-	t.Tracks = len(tracks)
-	if t.Spans > 0 {
-		t.Wall = time.Duration(last - first)
+}
+
+// Spans returns how many spans s has counted.
+func (s *Sum) Spans() int { return s.spans }
+
+// Table returns the table of the spans counted, rows sorted by total
+// time, saying they lie on tracks distinct tracks (which Sum does not
+// tell apart).
+func (s *Sum) Table(tracks int) *Table {
+	t := &Table{Spans: s.spans, Tracks: tracks}
+	if s.spans > 0 {
+		t.Wall = time.Duration(s.last - s.first)
 	}
-	t.Rows = make([]Row, 0, len(rows))
-	for _, r := range rows {
+	t.Rows = make([]Row, 0, len(s.rows))
+	for _, r := range s.rows {
+		r := *r
 		r.Mean = r.Total / time.Duration(r.Count)
-		t.Rows = append(t.Rows, *r)
+		t.Rows = append(t.Rows, r)
 	}
 	t.Sort("total")
 	return t

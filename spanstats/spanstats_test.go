@@ -193,3 +193,33 @@ func TestFormatDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestSumMergeEqualsOneSum checks that sums merged together give the
+// table one sum of all the spans gives, as summary's per-track sums rely
+// on.
+func TestSumMergeEqualsOneSum(t *testing.T) {
+	type span struct {
+		name             string
+		start, dur, self int64
+	}
+	spans := []span{{"a", 10, 5, 3}, {"b", 0, 100, 90}, {"a", 200, 1, 1}, {"c", 50, 0, 0}, {"b", -20, 7, 7}}
+	var whole Sum
+	parts := make([]Sum, 3)
+	for i, s := range spans {
+		whole.Add(s.name, s.start, s.dur, s.self)
+		parts[i%3].Add(s.name, s.start, s.dur, s.self)
+	}
+	var merged Sum
+	for i := range parts {
+		merged.Merge(&parts[i])
+	}
+	var empty Sum
+	merged.Merge(&empty)
+	a, b := whole.Table(2), merged.Table(2)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("merged %+v, want %+v", b, a)
+	}
+	if a.Spans != 5 || a.Wall != 221 || len(a.Rows) != 3 || a.Rows[0].Name != "b" || a.Rows[0].Self != 97 || a.Rows[0].Min != 7 {
+		t.Errorf("table %+v", a)
+	}
+}
