@@ -48,6 +48,20 @@ func Sniff(head []byte) bool {
 // ease.
 const DefaultMaxEvents = 4_000_000
 
+// DefaultMaxGoroutines is how many goroutines Read gives a track of
+// their own when Options.MaxGoroutines is 0: more than a 5 s
+// /debug/pprof/trace of a busy server starts (one goroutine a request at
+// 10,000 requests a second is 50,000), at a few hundred bytes a row.
+// A session's own Go-runtime rows keep internal/gotrace's smaller
+// default: its trace is of one program, drawn beside its spans.
+const DefaultMaxGoroutines = 100_000
+
+// BytesPerEvent is about how much memory an event kept from a Go
+// execution trace costs through a conversion (the model's record, its
+// share of the tracks and names, and the writer's), as BenchmarkConvert
+// measures it: what -max_events' help multiplies its bound by.
+const BytesPerEvent = 250
+
 // Options configure Read.
 type Options struct {
 	// Name is the file's path, for errors and the program's name.
@@ -57,8 +71,11 @@ type Options struct {
 	// collector's GC and pause slices go on, up to CollectorEvents more).
 	// 0 means DefaultMaxEvents.
 	MaxEvents int64
-	// MaxGoroutines bounds the goroutines that get a track of their own
-	// (see internal/gotrace); 0 means its default.
+	// MaxGoroutines bounds the goroutines that get a track of their own:
+	// the events of the rest are not drawn (counted as dropped, and a
+	// warning says so) while the Ps' tracks still show them run, and the
+	// Go runtime's figures (event.Meta.GoRuntime) still count them. 0
+	// means DefaultMaxGoroutines; negative, none.
 	MaxGoroutines int
 	// Progress, if set, is called every 65536 trace events with the count
 	// so far.
@@ -66,10 +83,30 @@ type Options struct {
 }
 
 // Read reads a Go execution trace, gzip-compressed or not, into the event
-// model. An unreadable file (not a Go trace, a format of a Go version
-// golang.org/x/exp/trace does not read, a damaged one) is an error that
-// says which.
+// model: Decode into an event.Builder. An unreadable file (not a Go
+// trace, a format of a Go version golang.org/x/exp/trace does not read, a
+// damaged one) is an error that says which.
 func Read(r io.Reader, o Options) (*event.Snapshot, error) {
+	b := event.NewBuilder(event.Meta{})
+	if err := Decode(r, b, o); err != nil {
+		return nil, err
+	}
+	return b.Snapshot(), nil
+}
+
+// Decode reads a Go execution trace, gzip-compressed or not, into dst as
+// it parses it: golang.org/x/exp/trace holds one generation of the trace
+// at a time and internal/gotrace keeps state for live goroutines only, so
+// the file is never held whole. It keeps at most o.MaxEvents events (the
+// collector's slices go on past the cut, CollectorEvents more) and gives
+// at most o.MaxGoroutines goroutines a track; what either bound leaves
+// out is counted as dropped and a warning names the flag that raises it,
+// while dst.Meta().GoRuntime gets the Go runtime's figures over the
+// whole file. It fills the rest of dst.Meta() too: the time span, drops,
+// warnings, a note. An unreadable file is an error, with nothing in
+// dst's Meta; a trace cut short is read up to where it ends, with a
+// warning.
+func Decode(r io.Reader, dst event.Sink, o Options) error {
 	where := "go execution trace: "
 	if o.Name != "" {
 		where = o.Name + ": "
@@ -79,55 +116,94 @@ func Read(r io.Reader, o Options) (*event.Snapshot, error) {
 	if m, _ := br.Peek(2); len(m) == 2 && m[0] == 0x1f && m[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, fmt.Errorf("%snot a valid gzip stream: %w", where, err)
+			return fmt.Errorf("%snot a valid gzip stream: %w", where, err)
 		}
 		in = zr
 	}
 	if o.MaxEvents <= 0 {
 		o.MaxEvents = DefaultMaxEvents
 	}
-	prog := "go program"
-	if o.Name != "" {
-		prog = filepath.Base(o.Name)
+	maxGoroutines := o.MaxGoroutines
+	if maxGoroutines == 0 {
+		maxGoroutines = DefaultMaxGoroutines
 	}
-	b := event.NewBuilder(event.Meta{Program: prog, HostTracerLevel: 3})
-	b.SetMaxEvents(o.MaxEvents)
-	k := &sink{b: b, left: o.MaxEvents, collectorLeft: CollectorEvents}
-	res, err := gotrace.Convert(in, k, gotrace.Options{MaxGoroutines: o.MaxGoroutines, Progress: o.Progress})
+	k := &sink{b: dst, left: o.MaxEvents, collectorLeft: CollectorEvents}
+	res, err := gotrace.Convert(in, k, gotrace.Options{MaxGoroutines: maxGoroutines, Progress: o.Progress})
 	if err != nil && res.Events == 0 {
-		return nil, fmt.Errorf("%s%w", where, err)
+		return fmt.Errorf("%s%w", where, err)
+	}
+	m := dst.Meta()
+	if m.Program == "" {
+		m.Program = "go program"
+		if o.Name != "" {
+			m.Program = filepath.Base(o.Name)
+		}
+	}
+	if m.HostTracerLevel == 0 {
+		m.HostTracerLevel = 3 // the level at which a session traces the Go runtime
+	}
+	m.MaxEvents = o.MaxEvents
+	warn := func(code, text string) {
+		m.Warnings = append(m.Warnings, event.Warning{Source: SourceName, Code: code, Text: text})
 	}
 	if err != nil {
 		// What was read stays: a trace cut short (a process that died
 		// mid-write) still shows up to where it ends.
-		b.Warn(event.Warning{Source: SourceName, Code: "truncated", Text: fmt.Sprintf("the trace ends early: %v", err)})
+		warn("truncated", fmt.Sprintf("the trace ends early: %v", err))
+	}
+	if res.Dropped > 0 {
+		limit := fmt.Sprintf("past the %d-goroutine row limit", maxGoroutines)
+		if maxGoroutines < 0 {
+			limit = "with goroutine rows off"
+		}
+		warn("max_goroutines", fmt.Sprintf(
+			"%d events of %d goroutines %s not drawn (raise with -max_goroutines N); the Go runtime's counts cover every goroutine",
+			res.Dropped, res.Goroutines-res.Tracks, limit))
 	}
 	if k.dropped > 0 {
 		// The first MaxEvents are kept, not the last: the builder appends,
 		// and the start of a trace is where its goroutines get their
 		// names. The collector's slices go on past the cut (their own
-		// budget), and the counts in the note cover the whole file.
-		b.Warn(event.Warning{Source: SourceName, Code: "max_events", Text: fmt.Sprintf(
-			"kept the first %d events, up to %.3f s into the trace's %.3f s, and the GC cycles and pauses of the whole trace; %d later events were dropped (-max_events N keeps more, at about 250 bytes of memory each)",
-			o.MaxEvents, float64(k.cutAt-res.First)/1e9, float64(res.Last-res.First)/1e9, k.dropped)})
+		// budget), and the Go runtime's counts cover the whole file.
+		warn("max_events", fmt.Sprintf(
+			"kept the first %d events, up to %.3f s into the trace's %.3f s; %d later events not drawn (raise with -max_events N, at about %d bytes of memory each); the Go runtime's counts cover the whole file",
+			o.MaxEvents, float64(k.cutAt-res.First)/1e9, float64(res.Last-res.First)/1e9, k.dropped, BytesPerEvent))
 	}
-	b.AddDrops(SourceName, k.dropped+res.Dropped)
-	b.Note(event.Note{Source: SourceName, Text: fmt.Sprintf("Go execution trace: %d events; %d GCs, %d stop-the-world pauses, %d goroutines", res.Events, res.GCs, res.Pauses, res.Goroutines)})
-	s := b.Snapshot()
+	m.AddDrops(SourceName, k.dropped+res.Dropped)
+	m.Notes = append(m.Notes, event.Note{Source: SourceName, Text: fmt.Sprintf("Go execution trace: %d events; %d GCs, %d stop-the-world pauses, %d goroutines", res.Events, res.GCs, res.Pauses, res.Goroutines)})
+	m.GoRuntime = metaOf(&res.Summary)
 	// The trace's clock is the runtime's monotonic clock; its clock
 	// snapshot (Go 1.25 and later) anchors it to the wall clock.
-	s.Meta.Start = event.ClockAnchor{Mono: res.First, Boot: res.First}
-	s.Meta.Stop = event.ClockAnchor{Mono: res.Last, Boot: res.Last}
+	m.Start = event.ClockAnchor{Mono: res.First, Boot: res.First}
+	m.Stop = event.ClockAnchor{Mono: res.Last, Boot: res.Last}
 	if res.Clock.Wall != 0 {
-		s.Meta.Start.Wall = res.Clock.Wall - (res.Clock.Trace - res.First)
-		s.Meta.Stop.Wall = res.Clock.Wall + (res.Last - res.Clock.Trace)
+		m.Start.Wall = res.Clock.Wall - (res.Clock.Trace - res.First)
+		m.Stop.Wall = res.Clock.Wall + (res.Last - res.Clock.Trace)
 	}
-	return s, nil
+	return nil
 }
 
-// sink builds the snapshot, keeping at most left events.
+// metaOf is the whole trace's summary as the model carries it.
+func metaOf(s *gotrace.Summary) *event.GoRuntime {
+	g := &event.GoRuntime{
+		GCs: s.GCs, GCTotal: s.GCTotal,
+		Pauses: s.Pauses, PauseTotal: s.PauseTotal, PauseMax: s.PauseMax,
+		Assists: s.Assists, AssistTotal: s.AssistTotal,
+		Goroutines: s.Goroutines, PeakGoroutines: s.PeakGoroutines,
+		CPUSamples: s.CPUSamples,
+	}
+	for _, r := range s.Regions {
+		g.Regions = append(g.Regions, event.GoRegion{Name: r.Name, Count: r.Count, Total: r.Total})
+	}
+	for _, r := range s.Tasks {
+		g.Tasks = append(g.Tasks, event.GoRegion{Name: r.Name, Count: r.Count, Total: r.Total})
+	}
+	return g
+}
+
+// sink writes the trace into an event.Sink, keeping at most left events.
 type sink struct {
-	b       *event.Builder
+	b       event.Sink
 	left    int64
 	dropped int64
 	cutAt   int64 // trace time of the first event dropped

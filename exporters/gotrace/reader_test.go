@@ -39,20 +39,25 @@ func goTool(t testing.TB) string {
 }
 
 // parsedCounts returns what go tool trace -d=parsed (the toolchain's own
-// dump of the parsed trace) says of path: GC cycles (mark phases begun or
-// under way at the start) and distinct goroutines in state changes.
+// dump of the parsed trace) says of path: GC cycles (mark phases begun, or
+// announced active when none was under way: at the trace's start) and
+// distinct goroutines in state changes.
 func parsedCounts(t *testing.T, path string) (gcs, goroutines int) {
 	t.Helper()
 	out, err := exec.Command(goTool(t), "tool", "trace", "-d=parsed", path).Output()
 	if err != nil {
 		t.Fatalf("go tool trace -d=parsed %s: %v", path, err)
 	}
-	gcRe := regexp.MustCompile(`^M=\S+ P=\S+ G=\S+ Range(Begin|Active) .*Name="GC concurrent mark phase"`)
+	gcRe := regexp.MustCompile(`^M=\S+ P=\S+ G=\S+ Range(Begin|Active|End) .*Name="GC concurrent mark phase"`)
 	goRe := regexp.MustCompile(`^M=\S+ P=\S+ G=\S+ StateTransition .*GoID=(-?[0-9]+) `)
 	ids := map[string]bool{}
+	inGC := false // a cycle announced active in a later generation is the one under way
 	for _, line := range strings.Split(string(out), "\n") {
-		if gcRe.MatchString(line) {
-			gcs++
+		if m := gcRe.FindStringSubmatch(line); m != nil {
+			if m[1] == "Begin" || m[1] == "Active" && !inGC {
+				gcs++
+			}
+			inGC = m[1] != "End"
 		}
 		if m := goRe.FindStringSubmatch(line); m != nil {
 			ids[m[1]] = true
