@@ -137,8 +137,10 @@ type streamer struct {
 	slab      []openSlice           // open slices are made from here, a block at a time
 	free      []*openSlice          // open slices released, to be made again
 	args      []event.Arg           // scratch: the arguments of the event going out
-	devices   map[int64]uint32      // the converter's counters: GPU pid -> its device track
-	parents   map[uint64]uint32     // counter track uuid -> the sink track its samples go on
+	// Drops made passing events on, kept apart (see check).
+	lateEvents, lateCounters []Drop
+	devices                  map[int64]uint32  // the converter's counters: GPU pid -> its device track
+	parents                  map[uint64]uint32 // counter track uuid -> the sink track its samples go on
 }
 
 // trackStream is a track's state between windows.
@@ -240,8 +242,24 @@ func (st *streamer) finish() error {
 		m.Stop.Wall = t.WallStart + hi - t.WallStartTS
 	}
 	st.marks.ApplyMeta(m)
-	addDrops(m, t.Drops)
+	addDrops(m, mergeDrops(t.Drops, st.lateEvents, st.lateCounters))
 	return nil
+}
+
+// mergeDrops adds the drops of later lists to the first: a kind already
+// listed keeps its first place and its count grows.
+func mergeDrops(first []Drop, later ...[]Drop) []Drop {
+	out := slices.Clone(first)
+	for _, l := range later {
+		for _, d := range l {
+			if i := slices.IndexFunc(out, func(o Drop) bool { return o.Stat == d.Stat }); i >= 0 {
+				out[i].Events += d.Events
+			} else {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
 }
 
 func (st *streamer) see(a, b int64) {
@@ -456,7 +474,14 @@ func byTime(a, b *pendingEvent) int {
 // reader's resolveTimes does, dropping what it drops, and reads the file
 // again for what only a whole-file read gets right.
 func (st *streamer) check() error {
+	// What this drops, the buffered reader drops at the end of the file,
+	// after every drop made while reading, events before counter samples:
+	// kept apart, and added after those at the end (finish), so that each
+	// kind's first place is the one the buffered reader names.
 	r := st.r
+	tok := r.t.Drops
+	r.t.Drops = st.lateEvents
+	defer func() { r.t.Drops = tok }()
 	k := 0
 	var lastUUID uint64
 	var lastTI *trackInfo
@@ -511,6 +536,9 @@ func (st *streamer) check() error {
 	}
 	clear(r.events[k:])
 	r.events = r.events[:k]
+	st.lateEvents = r.t.Drops
+	r.t.Drops = st.lateCounters
+	defer func() { st.lateCounters = r.t.Drops }()
 	cs := r.counters[:0]
 	for _, c := range r.counters {
 		if !c.at.ok {
