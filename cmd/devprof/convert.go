@@ -12,10 +12,14 @@ import (
 func runConvert(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("convert", stderr)
 	maxEvents := maxEventsFlag(fs)
+	maxGoroutines := maxGoroutinesFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := checkMaxEvents("convert", *maxEvents, stderr); err != nil {
+		return err
+	}
+	if err := checkMaxGoroutines("convert", *maxGoroutines, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() != 2 {
@@ -32,7 +36,7 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	start := time.Now()
-	s, inFmt, err := readTrace("convert", in, stderr, *maxEvents)
+	s, inFmt, err := readTraceWith("convert", in, stderr, readLimits{maxEvents: *maxEvents, maxGoroutines: *maxGoroutines})
 	if err != nil {
 		return err
 	}

@@ -20,10 +20,15 @@ import (
 // maxEvents bounds the events kept from a streamed input (a Go execution
 // trace, -max_events); 0 means the reader's default.
 func readTrace(cmd, path string, stderr io.Writer, maxEvents int64) (*event.Snapshot, *formats.Format, error) {
+	return readTraceWith(cmd, path, stderr, readLimits{maxEvents: maxEvents})
+}
+
+// readTraceWith is readTrace with every limit on a streamed input.
+func readTraceWith(cmd, path string, stderr io.Writer, lim readLimits) (*event.Snapshot, *formats.Format, error) {
 	if runstore.IsURL(path) {
 		var f *formats.Format
 		s, err := readRemote(path, func(local string) (s *event.Snapshot, err error) {
-			s, f, err = readTrace(cmd, local, stderr, maxEvents)
+			s, f, err = readTraceWith(cmd, local, stderr, lim)
 			return s, err
 		})
 		return s, f, err
@@ -32,13 +37,26 @@ func readTrace(cmd, path string, stderr io.Writer, maxEvents int64) (*event.Snap
 	if err != nil {
 		return nil, nil, err
 	}
+	if lim.maxGoroutines != 0 && f != formats.GoTrace {
+		return nil, nil, fmt.Errorf("%s: a bound on goroutine rows applies to a Go execution trace, not to a %s", path, f.Display)
+	}
+	read := func(progress func(read, size int64)) (*event.Snapshot, error) {
+		if f == formats.GoTrace {
+			b := event.NewBuilder(event.Meta{})
+			if err := decodeGoTrace(path, b, lim, progress); err != nil {
+				return nil, err
+			}
+			return b.Snapshot(), nil
+		}
+		return f.ReadFileWith(path, formats.ReadOptions{Progress: progress, MaxEvents: lim.maxEvents})
+	}
 	if !isTerminal(stderr) {
-		s, err := f.ReadFileWith(path, formats.ReadOptions{MaxEvents: maxEvents})
+		s, err := read(nil)
 		return s, f, err
 	}
 	m := &progressMeter{w: stderr, label: "devprof " + cmd + ": reading " + path, every: 200 * time.Millisecond}
 	start := time.Now()
-	s, err := f.ReadFileWith(path, formats.ReadOptions{Progress: m.update, MaxEvents: maxEvents})
+	s, err := read(m.update)
 	m.clear()
 	if err != nil {
 		return nil, nil, err

@@ -19,10 +19,14 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
 	timeout := fs.Duration("timeout", 0, "give up if the link is not opened within `D` (0 waits until it is)")
 	maxEvents := maxEventsFlag(fs)
+	maxGoroutines := maxGoroutinesFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := checkMaxEvents("serve", *maxEvents, stderr); err != nil {
+		return err
+	}
+	if err := checkMaxGoroutines("serve", *maxGoroutines, stderr); err != nil {
 		return err
 	}
 	path, err := oneFile(fs)
@@ -34,7 +38,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	// A file that is not a trace would be served, opened and fail in the
 	// UI, using up the link; reading it here says what is wrong instead.
-	s, f, err := readTrace("serve", path, stderr, *maxEvents)
+	s, f, err := readTraceWith("serve", path, stderr, readLimits{maxEvents: *maxEvents, maxGoroutines: *maxGoroutines})
 	if err != nil {
 		return err
 	}
