@@ -99,6 +99,31 @@ func Read(r io.Reader) (*event.Snapshot, error) {
 // with 2.66 M allocations (47 MB) before converting anything, and the
 // whole of Read 95-180 ms with 85.7 k allocations (32.5 MB).
 func Decode(r io.Reader, sink event.Sink) error {
+	// The streaming path needs an input it can read again from the start
+	// should the file turn out not to be one it can stream (stream.go).
+	seeker, _ := r.(io.Seeker)
+	var start int64
+	stream := seeker != nil
+	if stream {
+		var err error
+		if start, err = seeker.Seek(0, io.SeekCurrent); err != nil {
+			stream = false
+		}
+	}
+	err := decode(r, sink, stream)
+	if err != errRestart {
+		return err
+	}
+	sink.Reset()
+	if _, err := seeker.Seek(start, io.SeekStart); err != nil {
+		return fmt.Errorf("chrome: reading the input again: %w", err)
+	}
+	return decode(r, sink, false)
+}
+
+// decode reads the file from r into sink, through the streaming path
+// (which may give up with errRestart) or the batch path.
+func decode(r io.Reader, sink event.Sink, stream bool) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var src io.Reader = br
 	gz := false
@@ -111,8 +136,14 @@ func Decode(r io.Reader, sink event.Sink) error {
 		src, gz = zr, true
 	}
 	p := newParser(src, gz)
+	if stream {
+		p.stream = newStreamer(p, sink)
+	}
 	if err := p.parse(); err != nil {
 		return err
+	}
+	if stream {
+		return p.stream.finish()
 	}
 	p.build(sink)
 	return nil
@@ -213,6 +244,12 @@ type parser struct {
 	unknown  map[string]int
 	noTS     int
 	argsLost int
+
+	// stream, when set, takes each event as it is read (the streaming
+	// path, stream.go) instead of events keeping it; argBuf is then the
+	// arguments' scratch, reused from event to event.
+	stream *streamer
+	argBuf []event.Arg
 }
 
 func newParser(src io.Reader, gz bool) *parser {
@@ -896,8 +933,7 @@ func (p *parser) event(raw []byte, start int64) error {
 		p.proc(f.pid)
 	}
 	if f.phase == "M" {
-		p.metadata(&f)
-		return nil
+		return p.metadata(&f)
 	}
 	return p.keep(&f)
 }
@@ -983,7 +1019,7 @@ func (f *evFields) valueMember(p *parser, key, v []byte, off int64) error {
 
 // metadata applies an M event: process names, labels and sort indexes,
 // thread names and sort indexes. Other metadata is not kept.
-func (p *parser) metadata(f *evFields) {
+func (p *parser) metadata(f *evFields) error {
 	var name, labels string
 	var sort int64
 	hasSort := false
@@ -1027,13 +1063,22 @@ func (p *parser) metadata(f *evFields) {
 			pi.sort, pi.sorted = sort, true
 		}
 	case "thread_name":
-		p.threads[p.thread(f.pid, f.tid)].name = name
+		ti := p.thread(f.pid, f.tid)
+		p.threads[ti].name = name
+		if p.stream != nil {
+			return p.stream.threadMeta(ti, false)
+		}
 	case "thread_sort_index":
 		if hasSort {
-			t := &p.threads[p.thread(f.pid, f.tid)]
+			ti := p.thread(f.pid, f.tid)
+			t := &p.threads[ti]
 			t.sort, t.sorted = sort, true
+			if p.stream != nil {
+				return p.stream.threadMeta(ti, true)
+			}
 		}
 	}
+	return nil
 }
 
 // keep keeps an event of a phase Read converts until the file is read.
@@ -1055,11 +1100,21 @@ func (p *parser) keep(f *evFields) error {
 	p.procs[f.pid].events++
 	if f.argsRaw != nil {
 		var err error
-		if e.args, err = p.args(f.argsRaw, f.argsOff); err != nil {
+		var scratch []event.Arg
+		if p.stream != nil {
+			scratch = p.argBuf[:0]
+		}
+		if e.args, err = p.args(f.argsRaw, f.argsOff, scratch); err != nil {
 			return err
+		}
+		if p.stream != nil {
+			p.argBuf = e.args
 		}
 	}
 	p.minTS = min(p.minTS, e.ts)
+	if p.stream != nil {
+		return p.stream.add(&e)
+	}
 	p.events = append(p.events, e)
 	return nil
 }
@@ -1073,9 +1128,8 @@ func (p *parser) unsupported(phase string) {
 	p.unknown[phase]++
 }
 
-// args converts the members of an args object.
-func (p *parser) args(v []byte, off int64) ([]event.Arg, error) {
-	var out []event.Arg
+// args converts the members of an args object, appending them to out.
+func (p *parser) args(v []byte, off int64, out []event.Arg) ([]event.Arg, error) {
 	it := objIter{b: v}
 	for it.next() {
 		if len(out) == maxArgs {
@@ -1299,17 +1353,20 @@ func (b *builder) threadLane(ti int32) int {
 	t := &b.p.threads[ti]
 	if t.lane < 0 {
 		t.lane = len(b.lanes)
-		name := t.name
-		if name == "" {
-			if t.tid.str && t.tid.s != "" {
-				name = t.tid.s
-			} else {
-				name = "tid " + t.tid.String()
-			}
-		}
-		b.lanes = append(b.lanes, lane{name: name, pid: t.pid, thread: int(ti), tid: b.num(t.tid), first: t.first})
+		b.lanes = append(b.lanes, lane{name: laneName(t), pid: t.pid, thread: int(ti), tid: b.num(t.tid), first: t.first})
 	}
 	return t.lane
+}
+
+// laneName is the name of a thread's track: its thread_name, or its tid.
+func laneName(t *threadInfo) string {
+	switch {
+	case t.name != "":
+		return t.name
+	case t.tid.str && t.tid.s != "":
+		return t.tid.s
+	}
+	return "tid " + t.tid.String()
 }
 
 func (b *builder) asyncLane(e *ev) int {
@@ -1615,36 +1672,62 @@ func (b *builder) add(e *ev) {
 }
 
 func (b *builder) counter(e *ev, t int64) {
-	type kv struct {
-		key string
-		v   float64
-	}
-	var vals []kv
-	for _, a := range e.args {
-		switch a.Kind {
-		case event.ArgInt:
-			vals = append(vals, kv{a.Key, float64(a.Int())})
-		case event.ArgUint:
-			vals = append(vals, kv{a.Key, float64(a.Num)})
-		case event.ArgFloat:
-			vals = append(vals, kv{a.Key, a.Float()})
-		case event.ArgString: // devprof writes NaN and infinities as strings
-			if f, err := strconv.ParseFloat(strings.TrimSpace(a.Str), 64); err == nil {
-				vals = append(vals, kv{a.Key, f})
-			}
-		}
-	}
+	vals := counterValues(e.args, nil)
 	if len(vals) == 0 {
 		b.noValue++
 		return
 	}
-	base := e.name
-	if e.flags&fHasID != 0 {
-		base += " id: " + e.id
-	}
+	base := counterBase(e)
 	for _, x := range vals {
 		b.counters = append(b.counters, counter{base: base, key: x.key, multi: len(vals) > 1, pid: b.p.threads[e.thread].pid, t: t, v: x.v})
 	}
+}
+
+// counterValue is one numeric argument of a "C" event: one sample.
+type counterValue struct {
+	key string
+	v   float64
+}
+
+// counterValues appends to dst the numeric arguments of a "C" event.
+func counterValues(args []event.Arg, dst []counterValue) []counterValue {
+	for _, a := range args {
+		switch a.Kind {
+		case event.ArgInt:
+			dst = append(dst, counterValue{a.Key, float64(a.Int())})
+		case event.ArgUint:
+			dst = append(dst, counterValue{a.Key, float64(a.Num)})
+		case event.ArgFloat:
+			dst = append(dst, counterValue{a.Key, a.Float()})
+		case event.ArgString: // devprof writes NaN and infinities as strings
+			if f, err := strconv.ParseFloat(strings.TrimSpace(a.Str), 64); err == nil {
+				dst = append(dst, counterValue{a.Key, f})
+			}
+		}
+	}
+	return dst
+}
+
+// counterBase is the series name of a "C" event's samples, before the
+// argument's key.
+func counterBase(e *ev) string {
+	if e.flags&fHasID != 0 {
+		return e.name + " id: " + e.id
+	}
+	return e.name
+}
+
+// counterName names the series of one sample: a counter event with
+// several values has a series per key, one with a single value other
+// than "value" has the key as its unit.
+func counterName(base, key string, multi bool) (name, unit string) {
+	switch {
+	case multi:
+		return base + " " + key, ""
+	case key != "value":
+		return base, key
+	}
+	return base, ""
 }
 
 // nest sorts the spans of every lane and gives each the latest-starting
@@ -1940,13 +2023,7 @@ func (b *builder) emitInstants(bl event.Sink) {
 // are process-scoped, as trace_processor keeps them).
 func (b *builder) emitCounters(bl event.Sink) {
 	for _, c := range b.counters {
-		name, unit := c.base, ""
-		switch {
-		case c.multi:
-			name += " " + c.key
-		case c.key != "value":
-			unit = c.key
-		}
+		name, unit := counterName(c.base, c.key, c.multi)
 		if track := b.processTrack(bl, c.pid); track != 0 {
 			bl.TrackCounter(track, name, unit, c.t, c.v)
 			continue

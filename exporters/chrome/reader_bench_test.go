@@ -61,12 +61,14 @@ func sessionTrace(tb testing.TB, dir string, n int, gzipped bool) (path string, 
 	return path, len(s.Events)
 }
 
-// peakHeap samples the heap's live objects while a benchmark runs, the
-// figure that says whether a reader holds the whole trace.
+// peakHeap samples the heap's objects while a benchmark runs, the figure
+// that says whether a reader holds the whole trace. It reports the most
+// seen above the heap at the start (after a GC): what the reader added,
+// not what the recording that made the input left pooled.
 type peakHeap struct {
-	stop chan struct{}
-	done sync.WaitGroup
-	peak uint64
+	stop       chan struct{}
+	done       sync.WaitGroup
+	base, peak uint64
 }
 
 func startPeakHeap() *peakHeap {
@@ -78,6 +80,7 @@ func startPeakHeap() *peakHeap {
 		p.peak = max(p.peak, sample[0].Value.Uint64())
 	}
 	read()
+	p.base = p.peak
 	p.done.Add(1)
 	go func() {
 		defer p.done.Done()
@@ -100,7 +103,7 @@ func startPeakHeap() *peakHeap {
 func (p *peakHeap) report(b *testing.B) {
 	close(p.stop)
 	p.done.Wait()
-	b.ReportMetric(float64(p.peak)/(1<<20), "peak-heap-MiB")
+	b.ReportMetric(float64(p.peak-p.base)/(1<<20), "peak-heap-MiB")
 }
 
 // discard is a Sink that keeps nothing, as a consumer that only counts
