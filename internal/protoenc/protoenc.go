@@ -1,4 +1,5 @@
-// Package protoenc appends protobuf wire format to a byte slice. devprof's
+// Package protoenc appends protobuf wire format to a byte slice, and
+// decodes it (Next, Iter; decode.go). devprof's
 // exporters use it to stream Perfetto packets and XPlane messages without
 // building message objects: nested messages are opened with Begin and
 // closed with End, which back-patches the length (moving the body only when
