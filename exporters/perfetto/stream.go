@@ -146,15 +146,14 @@ type streamer struct {
 // trackStream is a track's state between windows.
 type trackStream struct {
 	idx       int
-	cut       int64 // events before this time have gone out; a later one before it breaks the order
-	flushed   bool
+	last      int64 // the time of the last event passed on, when passed
+	passed    bool
 	held      []pendingEvent  // events at the track's latest time, kept for the next window
 	heldNext  []pendingEvent  // the other of two buffers held events alternate between
 	queue     []*pendingEvent // the track's events of the window being passed on
 	open      []*openSlice    // the pairing stack
 	encl      []*openSlice    // slices in start order that may still enclose an instant (see enclosing)
-	named     bool            // a plain unnamed track got its name from an event
-	byInstant bool            // ... from an instant, which a later slice would override
+	byInstant bool            // a plain unnamed track got its name from an instant, which a later slice's would override
 	sinkTrack uint32          // the sink's track for its slices, once sinkKnown
 	sinkKnown bool
 	device    bool // its slices go out as device activity
@@ -578,19 +577,24 @@ func (st *streamer) track(idx int) *trackStream {
 // order), after those held from the last: every event before the latest
 // time, or all of them when final.
 func (st *streamer) pass(ts *trackStream, evs []*pendingEvent, final bool) error {
-	if len(evs) > 0 && ts.flushed && evs[0].at.ts < ts.cut {
+	// An event at or before the last time passed on would have been paired
+	// before what went out (or, at that very time, have enclosed its
+	// instants): only a buffered read gets it right.
+	if len(evs) > 0 && ts.passed && evs[0].at.ts <= ts.last {
 		return restart("events of track %d out of time order by more than the window", st.r.t.Tracks[ts.idx].UUID)
 	}
 	if len(ts.held) > 0 {
-		// The held events are at the track's cut, and came before every
-		// event of this window in the file, which are at or after the
-		// cut: they go first, in the order they are in.
+		// The held events came before this window's in the file: they go
+		// first among equal times.
 		seq := st.seq[:0]
 		for i := range ts.held {
 			seq = append(seq, &ts.held[i])
 		}
 		evs = append(seq, evs...)
 		st.seq = evs
+		if !slices.IsSortedFunc(evs, byTime) {
+			slices.SortStableFunc(evs, byTime)
+		}
 		// ts.held is read through seq below and refilled only after.
 		ts.heldNext, ts.held = ts.held, ts.heldNext[:0]
 	}
@@ -599,6 +603,8 @@ func (st *streamer) pass(ts *trackStream, evs []*pendingEvent, final bool) error
 	}
 	n := len(evs)
 	if !final {
+		// The events at the latest time wait: a later window may add to
+		// them.
 		last := evs[n-1].at.ts
 		for n > 0 && evs[n-1].at.ts == last {
 			n--
@@ -606,14 +612,11 @@ func (st *streamer) pass(ts *trackStream, evs []*pendingEvent, final bool) error
 		for _, e := range evs[n:] {
 			ts.held = append(ts.held, *e)
 		}
-		ts.cut = last
 		if n == 0 {
 			return nil
 		}
-	} else {
-		ts.cut = evs[n-1].at.ts
 	}
-	ts.flushed = true
+	ts.passed, ts.last = true, evs[n-1].at.ts
 	for i := 0; i < n; {
 		// Events at one time: BEGINs and ENDs in file order, then the
 		// instants, which a slice beginning at their time encloses and one
@@ -672,15 +675,17 @@ func (st *streamer) begin(ts *trackStream, e *pendingEvent) error {
 	s.key = sliceKey{start: s.start, track: ts.idx, depth: s.depth, order: e.order}
 	ts.open = append(ts.open, s)
 
-	// An unnamed plain track takes the name of its first slice.
+	// An unnamed plain track takes the name of its first slice that has
+	// one, else of its first instant that has one (nameTracks).
 	tr := &c.t.Tracks[ts.idx]
-	if !ts.named {
-		ts.named = true
-		if tr.Name == "" && tr.Kind == TrackPlain {
-			tr.Name = e.name
+	if e.name != "" && ts.byInstant {
+		return restart("track %d named after an instant before a slice", tr.UUID)
+	}
+	if e.name != "" && tr.Name == "" && tr.Kind == TrackPlain {
+		if _, out := c.tracks[tr.UUID]; out {
+			return restart("track %d named after its events went out", tr.UUID)
 		}
-	} else if ts.byInstant {
-		return restart("track %d named after an instant before its first slice", tr.UUID)
+		tr.Name = e.name
 	}
 
 	// devprof's parent flows: a root names, by a terminating flow, the
@@ -863,13 +868,11 @@ func (st *streamer) instant(ts *trackStream, e *pendingEvent) error {
 		parent = ts.encl[n-1].id
 	}
 	tr := &c.t.Tracks[ts.idx]
-	if !ts.named {
-		ts.named, ts.byInstant = true, true
-		if tr.Name == "" && tr.Kind == TrackPlain {
-			tr.Name = e.name
-		} else {
-			ts.byInstant = false
+	if e.name != "" && tr.Name == "" && tr.Kind == TrackPlain {
+		if _, out := c.tracks[tr.UUID]; out {
+			return restart("track %d named after its events went out", tr.UUID)
 		}
+		tr.Name, ts.byInstant = e.name, true
 	}
 	st.see(e.at.ts, e.at.ts)
 	var unfinished bool
