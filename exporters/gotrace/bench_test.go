@@ -1,6 +1,7 @@
 package gotrace_test
 
 import (
+	"bufio"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	xtrace "golang.org/x/exp/trace"
 
 	"github.com/devprof/devprof/exporters/gotrace"
 	"github.com/devprof/devprof/exporters/perfetto"
@@ -170,4 +173,87 @@ func convertFile(b *testing.B, path string, maxEvents int64, peak *uint64, event
 		*peak = max(*peak, h-base)
 	}
 	return len(s.Events)
+}
+
+// BenchmarkRead reads a big Go execution trace (DEVPROF_GOTRACE_BENCH_MB
+// MiB, default 32) from a file three ways, in trace events per second
+// with the peak heap in use above the baseline: "xexp" is
+// golang.org/x/exp/trace alone reading every event (the rate the reader
+// is held to: at least half of it, on one core: -cpu 1); "decode" is
+// Decode into a sink that keeps nothing (the converter's own cost, what
+// summary's streaming pays); "read" is Read into the model at the default
+// bounds (what convert pays before writing).
+func BenchmarkRead(b *testing.B) {
+	mb := 32
+	if v, err := strconv.Atoi(os.Getenv("DEVPROF_GOTRACE_BENCH_MB")); err == nil && v > 0 {
+		mb = v
+	}
+	path := bigTrace(b, mb)
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		read func(r io.Reader) (events int64)
+	}{
+		{"xexp", func(r io.Reader) int64 {
+			tr, err := xtrace.NewReader(r)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var n int64
+			for {
+				_, err := tr.ReadEvent()
+				if err == io.EOF {
+					return n
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+		}},
+		{"decode", func(r io.Reader) int64 {
+			var n int64
+			if err := gotrace.Decode(r, &nullSink{}, gotrace.Options{Progress: func(e int64) { n = e }}); err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}},
+		{"read", func(r io.Reader) int64 {
+			var n int64
+			if _, err := gotrace.Read(r, gotrace.Options{Progress: func(e int64) { n = e }}); err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(st.Size())
+			b.ReportAllocs()
+			var peak uint64
+			var events int64
+			for b.Loop() {
+				runtime.GC()
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				base := ms.HeapInuse
+				f, err := os.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				stop := make(chan struct{})
+				p := peakHeap(stop)
+				events = c.read(bufio.NewReaderSize(f, 1<<16))
+				close(stop)
+				if h := <-p; h > base {
+					peak = max(peak, h-base)
+				}
+				f.Close()
+			}
+			b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+		})
+	}
 }

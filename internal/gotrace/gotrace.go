@@ -247,6 +247,8 @@ type converter struct {
 	res  Result
 
 	gs        map[xtrace.GoID]*goState
+	free      []*goState // states of exited goroutines, for new ones to reuse
+	nameBuf   []byte     // where display builds a name
 	ps        map[xtrace.ProcID]*procState
 	gcTrack   uint32
 	stwTrack  uint32
@@ -493,7 +495,12 @@ func (c *converter) goroutine(id xtrace.GoID, t int64) *goState {
 	}
 	g := c.gs[id]
 	if g == nil {
-		g = &goState{since: t, p: -1}
+		if n := len(c.free); n > 0 {
+			g, c.free = c.free[n-1], c.free[:n-1]
+			*g = goState{since: t, p: -1}
+		} else {
+			g = &goState{since: t, p: -1}
+		}
 		c.gs[id] = g
 	}
 	return g
@@ -618,6 +625,9 @@ func (c *converter) goTransition(ev *xtrace.Event, st *xtrace.StateTransition, t
 		// bound. Its track, if it has one, keeps its final name.
 		c.rename(g, id)
 		delete(c.gs, id)
+		if len(c.free) < 1024 {
+			c.free = append(c.free, g)
+		}
 		return
 	}
 	if to == xtrace.GoRunning {
@@ -658,10 +668,14 @@ func (c *converter) endRun(p xtrace.ProcID, t int64) {
 // name).
 func (c *converter) display(g *goState, id int64) string {
 	if g.display == "" || g.displayOf != g.name {
-		g.display = GoroutinePrefix + strconv.FormatInt(id, 10)
+		// Built in a buffer kept across goroutines: one allocation, for
+		// the string, in a trace that may start millions of them.
+		b := append(c.nameBuf[:0], GoroutinePrefix...)
+		b = strconv.AppendInt(b, id, 10)
 		if g.name != "" {
-			g.display += " " + g.name
+			b = append(append(b, ' '), g.name...)
 		}
+		g.display, c.nameBuf = string(b), b
 		g.displayOf = g.name
 	}
 	return g.display
