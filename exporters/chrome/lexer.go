@@ -24,6 +24,17 @@ type lexer struct {
 	eof      bool
 	err      error // the reader's first error other than io.EOF
 	stack    []byte
+	// members are the members of the last object value scanned, found
+	// as its syntax was checked, so that the parser need not walk it
+	// again.
+	members []member
+	keyEnd  int // where the last key checked ends
+}
+
+// member is where one member of an object is, in offsets relative to the
+// object's start: the key with its quotes, and the value.
+type member struct {
+	key0, key1, val0, val1 int
 }
 
 func newLexer(r io.Reader) *lexer {
@@ -110,6 +121,13 @@ func (l *lexer) badChar(i int, context string) error {
 // at returns the byte at l.pos+i, reading more input when needed; ok is
 // false when the input ends first.
 func (l *lexer) at(i int) (c byte, ok bool) {
+	if j := l.pos + i; uint(j) < uint(l.end) {
+		return l.buf[j], true
+	}
+	return l.atSlow(i)
+}
+
+func (l *lexer) atSlow(i int) (c byte, ok bool) {
 	for l.pos+i >= l.end {
 		if !l.fill() {
 			return 0, false
@@ -159,12 +177,16 @@ var errEnd = &syntaxError{msg: "end"}
 // optional space) and returns the relative offset just past it.
 func (l *lexer) scan(i int) (int, error) {
 	l.stack = l.stack[:0]
+	l.members = l.members[:0]
 	var err error
 	for {
 		// A value begins at i.
 		c, ok := byte(0), false
-		if i, c, ok = l.spaceAt(i); !ok {
+		if i, c, ok = l.next(i); !ok {
 			return 0, errEnd
+		}
+		if len(l.stack) == 1 && l.stack[0] == '{' {
+			l.members[len(l.members)-1].val0 = i
 		}
 		switch {
 		case c == '{' || c == '[':
@@ -172,7 +194,7 @@ func (l *lexer) scan(i int) (int, error) {
 				return 0, l.badChar(i, "exceeded max depth")
 			}
 			l.stack = append(l.stack, c)
-			if i, c, ok = l.spaceAt(i + 1); !ok {
+			if i, c, ok = l.next(i + 1); !ok {
 				return 0, errEnd
 			}
 			if c == '}' && l.stack[len(l.stack)-1] == '{' || c == ']' && l.stack[len(l.stack)-1] == '[' {
@@ -181,7 +203,7 @@ func (l *lexer) scan(i int) (int, error) {
 				break
 			}
 			if l.stack[len(l.stack)-1] == '{' {
-				if i, err = l.key(i); err != nil {
+				if i, err = l.memberKey(i); err != nil {
 					return 0, err
 				}
 			}
@@ -208,7 +230,10 @@ func (l *lexer) scan(i int) (int, error) {
 			if len(l.stack) == 0 {
 				return i, nil
 			}
-			if i, c, ok = l.spaceAt(i); !ok {
+			if len(l.stack) == 1 && l.stack[0] == '{' {
+				l.members[len(l.members)-1].val1 = i
+			}
+			if i, c, ok = l.next(i); !ok {
 				return 0, errEnd
 			}
 			obj := l.stack[len(l.stack)-1] == '{'
@@ -225,16 +250,25 @@ func (l *lexer) scan(i int) (int, error) {
 			}
 			i++
 			if obj {
-				if i, c, ok = l.spaceAt(i); !ok {
+				if i, c, ok = l.next(i); !ok {
 					return 0, errEnd
 				}
-				if i, err = l.key(i); err != nil {
+				if i, err = l.memberKey(i); err != nil {
 					return 0, err
 				}
 			}
 			break
 		}
 	}
+}
+
+// next is spaceAt, with the common case (no space, the byte read)
+// inlined.
+func (l *lexer) next(i int) (int, byte, bool) {
+	if c, ok := l.at(i); ok && c > ' ' {
+		return i, c, true
+	}
+	return l.spaceAt(i)
 }
 
 // spaceAt skips space from relative offset i and returns the offset and
@@ -254,6 +288,16 @@ func (l *lexer) spaceAt(i int) (int, byte, bool) {
 	}
 }
 
+// memberKey is key, noting where the key is when the object is the
+// value's outermost.
+func (l *lexer) memberKey(i int) (int, error) {
+	j, err := l.key(i)
+	if err == nil && len(l.stack) == 1 {
+		l.members = append(l.members, member{key0: i, key1: l.keyEnd})
+	}
+	return j, err
+}
+
 // key checks an object key and its colon from relative offset i (space
 // skipped) and returns where its value (or the space before it) begins.
 func (l *lexer) key(i int) (int, error) {
@@ -268,7 +312,8 @@ func (l *lexer) key(i int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if i, c, ok = l.spaceAt(i); !ok {
+	l.keyEnd = i
+	if i, c, ok = l.next(i); !ok {
 		return 0, errEnd
 	}
 	if c != ':' {
@@ -389,11 +434,15 @@ func (l *lexer) number(i int) (int, error) {
 // digits returns the relative offset past the digits at i.
 func (l *lexer) digits(i int) int {
 	for {
-		c, ok := l.at(i)
-		if !ok || c < '0' || c > '9' {
+		b := l.buf[l.pos+i : l.end]
+		k := 0
+		for k < len(b) && b[k]-'0' <= 9 {
+			k++
+		}
+		i += k
+		if k < len(b) || !l.fill() {
 			return i
 		}
-		i++
 	}
 }
 

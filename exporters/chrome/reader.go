@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/metatext"
@@ -250,6 +251,11 @@ type parser struct {
 	// arguments' scratch, reused from event to event.
 	stream *streamer
 	argBuf []event.Arg
+
+	// The thread and process of the last event, looked up first.
+	lastThread int32
+	lastPID    procID
+	lastProc   *procInfo
 }
 
 func newParser(src io.Reader, gz bool) *parser {
@@ -865,12 +871,17 @@ func (p *parser) compactJSON(v []byte) []byte {
 // thread returns the index of the thread (pid, tid), adding it if new.
 func (p *parser) thread(pid, tid procID) int32 {
 	k := threadKey{pid, tid}
-	if i, ok := p.thrIdx[k]; ok {
+	// Events of one thread come in runs: look up the last one first.
+	if i := p.lastThread; i < int32(len(p.threads)) && p.threads[i].threadKey == k {
 		return i
 	}
-	i := int32(len(p.threads))
-	p.threads = append(p.threads, threadInfo{threadKey: k, first: p.seq, lane: -1})
-	p.thrIdx[k] = i
+	i, ok := p.thrIdx[k]
+	if !ok {
+		i = int32(len(p.threads))
+		p.threads = append(p.threads, threadInfo{threadKey: k, first: p.seq, lane: -1})
+		p.thrIdx[k] = i
+	}
+	p.lastThread = i
 	p.proc(pid)
 	return i
 }
@@ -878,11 +889,15 @@ func (p *parser) thread(pid, tid procID) int32 {
 // proc returns the process pid, adding it if new: any event names its
 // process, even one of a phase Read skips.
 func (p *parser) proc(pid procID) *procInfo {
+	if p.lastProc != nil && p.lastPID == pid {
+		return p.lastProc
+	}
 	pi := p.procs[pid]
 	if pi == nil {
 		pi = &procInfo{first: p.seq}
 		p.procs[pid] = pi
 	}
+	p.lastPID, p.lastProc = pid, pi
 	return pi
 }
 
@@ -906,19 +921,16 @@ func (p *parser) event(raw []byte, start int64) error {
 	}
 	p.seq++
 	f := evFields{e: ev{seq: p.seq}}
-	it := objIter{b: raw}
-	for it.next() {
+	// The lexer found the members as it checked the event.
+	for _, m := range p.lx.members {
 		f.full = true
-		key := it.key[1 : len(it.key)-1]
+		key := raw[m.key0+1 : m.key1-1]
 		if bytes.IndexByte(key, '\\') >= 0 {
-			key = []byte(unquote(it.key))
+			key = []byte(unquote(raw[m.key0:m.key1]))
 		}
-		if err := f.member(p, key, it.val, start+int64(it.off)); err != nil {
+		if err := f.member(p, key, raw[m.val0:m.val1], start+int64(m.val0)); err != nil {
 			return err
 		}
-	}
-	if it.bad {
-		return fmt.Errorf("chrome: malformed event at byte offset %d", start)
 	}
 	if !f.hasPh {
 		if f.full {
@@ -1097,7 +1109,7 @@ func (p *parser) keep(f *evFields) error {
 		e.flags |= fProcScope
 	}
 	e.thread = p.thread(f.pid, f.tid)
-	p.procs[f.pid].events++
+	p.proc(f.pid).events++
 	if f.argsRaw != nil {
 		var err error
 		var scratch []event.Arg
