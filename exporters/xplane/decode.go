@@ -2,30 +2,29 @@ package xplane
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"unicode/utf8"
-
-	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/devprof/devprof/internal/protoenc"
 )
 
 // The reader decodes each message it needs with a small function that
-// walks its fields with eachField and switches on key(number, wire type),
-// as the Perfetto reader does; the bytes themselves are read by protowire.
-// It decodes into the plain structs below rather than xplanepb's generated
-// types: events and stats go to two slices shared by the whole space, so
-// that a file costs a few growing slices instead of an object per message,
-// and strings stay bytes of the input until the reader uses them.
+// walks its fields with protoenc's decoder (the Perfetto reader's too)
+// and switches on their keys. It decodes into the plain structs below
+// rather than xplanepb's generated types, and in two passes, so that no
+// decoded copy of every event is ever held: decodeSpace reads the space,
+// its planes, their metadata and stats and each line's header, keeping a
+// line's events as the bytes they are; the reader then decodes the events
+// of one line at a time (eachEvent) straight into the sink.
 //
 // Everything proto.Unmarshal would check is checked, so that the same
-// files are rejected: every field of every message is parsed, packed
+// files are rejected: every field of every message is parsed (events by
+// the second pass, including those of lines the reader skips), packed
 // child ids included, and every string field is checked for UTF-8 (where
 // Unmarshal fails, the reader repairs the string and counts it). As with
 // Unmarshal, a known field with an unexpected wire type is skipped, of
-// scalars and oneofs the last wins, and a map entry's later key replaces an
-// earlier one.
+// scalars and oneofs the last wins, and a map entry's later key replaces
+// an earlier one.
 
 // Field numbers the reader needs besides the writer's (writer.go).
 const (
@@ -51,81 +50,19 @@ const (
 	wireBytes  = protoenc.WireBytes
 )
 
-// field is one decoded protobuf field. For wireBytes, b aliases the input.
-type field struct {
-	num int
-	wt  protowire.Type
-	u   uint64 // varint or fixed64 value
-	b   []byte
-}
-
-func key(num int, wt protowire.Type) uint64 { return uint64(num)<<3 | uint64(wt) }
-
-func (f *field) key() uint64  { return key(f.num, f.wt) }
-func (f *field) int64() int64 { return int64(f.u) }
-
-// readField decodes the field at the start of b and returns it with its
-// size. Fixed32 fields and groups, which XSpace does not use, are skipped
-// over as proto.Unmarshal skips unknown fields.
-func readField(b []byte) (field, int, error) {
-	num, wt, n := protowire.ConsumeTag(b)
-	if n < 0 {
-		return field{}, 0, fmt.Errorf("field tag: %w", protowire.ParseError(n))
-	}
-	if num > protowire.MaxValidNumber {
-		return field{}, 0, fmt.Errorf("invalid field number %d", num)
-	}
-	f := field{num: int(num), wt: wt}
-	var m int
-	switch wt {
-	case protowire.VarintType:
-		f.u, m = protowire.ConsumeVarint(b[n:])
-	case protowire.Fixed64Type:
-		f.u, m = protowire.ConsumeFixed64(b[n:])
-	case protowire.BytesType:
-		f.b, m = protowire.ConsumeBytes(b[n:])
-	default:
-		m = protowire.ConsumeFieldValue(num, wt, b[n:])
-	}
-	if m < 0 {
-		return field{}, 0, fmt.Errorf("field %d: %w", num, protowire.ParseError(m))
-	}
-	return f, n + m, nil
-}
-
-// eachField calls fn for every field of the message b. The field is
-// passed by value: a pointer would escape through fn, one allocation per
-// field.
-func eachField(b []byte, fn func(f field) error) error {
-	for len(b) > 0 {
-		f, n, err := readField(b)
-		if err != nil {
-			return err
-		}
-		if err := fn(f); err != nil {
-			return err
-		}
-		b = b[n:]
-	}
-	return nil
-}
+func key(num, wt int) uint64 { return protoenc.Key(num, wt) }
 
 // xspace is what the reader uses of an XSpace.
 type xspace struct {
 	planes                      []xplane
 	errors, warnings, hostnames []string
 
-	// events holds the events of all lines and stats the stats of all
-	// events and event metadata; lines and metadata refer to runs of them.
-	events []xevent
-	stats  []xstat
+	// stats holds the stats of the event eachEvent is at.
+	stats []xstat
 
 	invalidUTF8 int               // strings that were not valid UTF-8
 	strs        map[string]string // interned strings, see str
 }
-
-// extent is a run [start, end) of xspace.events or xspace.stats.
-type extent struct{ start, end int }
 
 type xplane struct {
 	id      int64
@@ -139,18 +76,21 @@ type xplane struct {
 type xline struct {
 	id, timestampNS   int64
 	name, displayName string
-	events            extent
+	// msg is the line as encoded, events holds how many events it has
+	// (decoded by eachEvent); plane and index place it for errors.
+	msg          []byte
+	events       int
+	plane, index int
 }
 
 type xevent struct {
 	metadataID, offsetPS, durationPS int64
 	aggregated                       bool // num_occurrences, not offset_ps
-	stats                            extent
 }
 
 type xeventMeta struct {
 	name, displayName []byte
-	stats             extent
+	stats             []xstat
 }
 
 // statKind says which value of an XStat is set.
@@ -173,27 +113,28 @@ type xstat struct {
 	b          []byte // str (UTF-8 repaired) and bytes values
 }
 
-// decodeSpace decodes the XSpace b.
+// decodeSpace decodes the XSpace b, but for its events (eachEvent).
 func decodeSpace(b []byte) (*xspace, error) {
 	s := &xspace{strs: map[string]string{}}
-	err := eachField(b, func(f field) error {
-		switch f.key() {
+	it := protoenc.Iter{B: b}
+	for it.Next() {
+		f := &it.Field
+		switch f.Key() {
 		case key(spacePlanes, wireBytes):
-			var p xplane
-			if err := s.plane(&p, f.b); err != nil {
-				return fmt.Errorf("plane %d: %w", len(s.planes), err)
+			p := xplane{}
+			if err := s.plane(&p, f.Bytes, len(s.planes)); err != nil {
+				return s, fmt.Errorf("plane %d: %w", len(s.planes), err)
 			}
 			s.planes = append(s.planes, p)
 		case key(spaceErrors, wireBytes):
-			s.errors = append(s.errors, s.str(s.text(f.b)))
+			s.errors = append(s.errors, s.str(s.text(f.Bytes)))
 		case key(spaceWarnings, wireBytes):
-			s.warnings = append(s.warnings, s.str(s.text(f.b)))
+			s.warnings = append(s.warnings, s.str(s.text(f.Bytes)))
 		case key(spaceHostnames, wireBytes):
-			s.hostnames = append(s.hostnames, s.str(s.text(f.b)))
+			s.hostnames = append(s.hostnames, s.str(s.text(f.Bytes)))
 		}
-		return nil
-	})
-	return s, err
+	}
+	return s, it.Err()
 }
 
 // text returns the bytes of a string field, valid UTF-8: invalid bytes are
@@ -218,132 +159,187 @@ func (s *xspace) str(b []byte) string {
 	return v
 }
 
-func (s *xspace) plane(p *xplane, b []byte) error {
-	return eachField(b, func(f field) error {
-		switch f.key() {
+func (s *xspace) plane(p *xplane, b []byte, index int) error {
+	it := protoenc.Iter{B: b}
+	for it.Next() {
+		f := &it.Field
+		switch f.Key() {
 		case key(planeID, wireVarint):
-			p.id = f.int64()
+			p.id = int64(f.Varint)
 		case key(planeName, wireBytes):
-			p.name = s.str(s.text(f.b))
+			p.name = s.str(s.text(f.Bytes))
 		case key(planeLines, wireBytes):
-			var l xline
-			if err := s.line(&l, f.b); err != nil {
+			l := xline{msg: f.Bytes, plane: index, index: len(p.lines)}
+			if err := s.line(&l); err != nil {
 				return fmt.Errorf("line %d: %w", len(p.lines), err)
 			}
 			p.lines = append(p.lines, l)
 		case key(planeEventMetadata, wireBytes):
-			return s.eventMetaEntry(p, f.b)
+			if err := s.eventMetaEntry(p, f.Bytes); err != nil {
+				return err
+			}
 		case key(planeStatMetadata, wireBytes):
-			return s.statMetaEntry(p, f.b)
+			if err := s.statMetaEntry(p, f.Bytes); err != nil {
+				return err
+			}
 		case key(planeStats, wireBytes):
-			st, err := s.stat(f.b)
+			st, err := s.stat(f.Bytes)
 			if err != nil {
 				return fmt.Errorf("plane stat: %w", err)
 			}
 			p.stats = append(p.stats, st)
 		}
-		return nil
-	})
+	}
+	return it.Err()
 }
 
-// line decodes a line; its events are appended to s.events, nothing else
-// is meanwhile, so they are one run.
-func (s *xspace) line(l *xline, b []byte) error {
-	l.events.start = len(s.events)
-	err := eachField(b, func(f field) error {
-		switch f.key() {
+// line decodes a line's header and counts its events, which eachEvent
+// decodes.
+func (s *xspace) line(l *xline) error {
+	it := protoenc.Iter{B: l.msg}
+	for it.Next() {
+		f := &it.Field
+		switch f.Key() {
 		case key(lineID, wireVarint):
-			l.id = f.int64()
+			l.id = int64(f.Varint)
 		case key(lineName, wireBytes):
-			l.name = s.str(s.text(f.b))
+			l.name = s.str(s.text(f.Bytes))
 		case key(lineDisplayName, wireBytes):
-			l.displayName = s.str(s.text(f.b))
+			l.displayName = s.str(s.text(f.Bytes))
 		case key(lineTimestampNS, wireVarint):
-			l.timestampNS = f.int64()
+			l.timestampNS = int64(f.Varint)
 		case key(lineEvents, wireBytes):
-			if err := s.event(f.b); err != nil {
-				return fmt.Errorf("event %d: %w", len(s.events)-l.events.start, err)
-			}
+			l.events++
 		}
-		return nil
-	})
-	l.events.end = len(s.events)
-	return err
+	}
+	return it.Err()
 }
 
-// event decodes an event into s.events, its stats into s.stats.
-func (s *xspace) event(b []byte) error {
-	e := xevent{stats: extent{start: len(s.stats)}}
-	err := eachField(b, func(f field) error {
-		switch f.key() {
+// eachEvent decodes the events of line l in order and calls fn with each;
+// the event's stats are in s.stats until the next call.
+func (s *xspace) eachEvent(l *xline, fn func(e *xevent) error) error {
+	it := protoenc.Iter{B: l.msg}
+	n := 0
+	for it.Next() {
+		if it.Field.Key() != key(lineEvents, wireBytes) {
+			continue
+		}
+		var e xevent
+		s.stats = s.stats[:0]
+		if err := s.event(&e, it.Field.Bytes, true); err != nil {
+			return s.eventError(l, n, err)
+		}
+		if err := fn(&e); err != nil {
+			return err
+		}
+		n++
+	}
+	// The header was read whole: the line holds no malformed field.
+	return nil
+}
+
+func (s *xspace) eventError(l *xline, n int, err error) error {
+	return fmt.Errorf("plane %d: line %d: event %d: %w", l.plane, l.index, n, err)
+}
+
+// scanEvents is eachEvent without the stats, which it skips without
+// checking them: a look at a line before it is read. It returns false if
+// an event is malformed (eachEvent will say how).
+func (s *xspace) scanEvents(l *xline, fn func(e *xevent)) bool {
+	it := protoenc.Iter{B: l.msg}
+	for it.Next() {
+		if it.Field.Key() != key(lineEvents, wireBytes) {
+			continue
+		}
+		var e xevent
+		if s.event(&e, it.Field.Bytes, false) != nil {
+			return false
+		}
+		fn(&e)
+	}
+	return true
+}
+
+// event decodes an event into e, its stats (with stats set) into
+// s.stats.
+func (s *xspace) event(e *xevent, b []byte, stats bool) error {
+	for len(b) > 0 {
+		f, n, err := protoenc.Next(b)
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+		switch f.Key() {
 		case key(eventMetadataID, wireVarint):
-			e.metadataID = f.int64()
+			e.metadataID = int64(f.Varint)
 		case key(eventOffsetPS, wireVarint):
-			e.offsetPS, e.aggregated = f.int64(), false
+			e.offsetPS, e.aggregated = int64(f.Varint), false
 		case key(eventNumOccurrences, wireVarint):
 			e.offsetPS, e.aggregated = 0, true
 		case key(eventDurationPS, wireVarint):
-			e.durationPS = f.int64()
+			e.durationPS = int64(f.Varint)
 		case key(eventStats, wireBytes):
-			st, err := s.stat(f.b)
+			if !stats {
+				continue
+			}
+			st, err := s.stat(f.Bytes)
 			if err != nil {
 				return err
 			}
-			s.stats = append(grow(s.stats), st)
+			s.stats = append(s.stats, st)
 		}
-		return nil
-	})
-	if err != nil {
-		return err
 	}
-	e.stats.end = len(s.stats)
-	s.events = append(grow(s.events), e)
 	return nil
 }
 
 func (s *xspace) stat(b []byte) (xstat, error) {
 	var st xstat
-	err := eachField(b, func(f field) error {
-		switch f.key() {
-		case key(statMetadataID, wireVarint):
-			st.metadataID = f.int64()
-		case key(statDouble, wireI64):
-			st.kind, st.num, st.b = statKindDouble, f.u, nil
-		case key(statUint64, wireVarint):
-			st.kind, st.num, st.b = statKindUint64, f.u, nil
-		case key(statInt64, wireVarint):
-			st.kind, st.num, st.b = statKindInt64, f.u, nil
-		case key(statStr, wireBytes):
-			st.kind, st.num, st.b = statKindStr, 0, s.text(f.b)
-		case key(statBytes, wireBytes):
-			st.kind, st.num, st.b = statKindBytes, 0, f.b
-		case key(statRef, wireVarint):
-			st.kind, st.num, st.b = statKindRef, f.u, nil
+	for len(b) > 0 {
+		f, n, err := protoenc.Next(b)
+		if err != nil {
+			return st, err
 		}
-		return nil
-	})
-	return st, err
+		b = b[n:]
+		switch f.Key() {
+		case key(statMetadataID, wireVarint):
+			st.metadataID = int64(f.Varint)
+		case key(statDouble, wireI64):
+			st.kind, st.num, st.b = statKindDouble, f.Varint, nil
+		case key(statUint64, wireVarint):
+			st.kind, st.num, st.b = statKindUint64, f.Varint, nil
+		case key(statInt64, wireVarint):
+			st.kind, st.num, st.b = statKindInt64, f.Varint, nil
+		case key(statStr, wireBytes):
+			st.kind, st.num, st.b = statKindStr, 0, s.text(f.Bytes)
+		case key(statBytes, wireBytes):
+			st.kind, st.num, st.b = statKindBytes, 0, f.Bytes
+		case key(statRef, wireVarint):
+			st.kind, st.num, st.b = statKindRef, f.Varint, nil
+		}
+	}
+	return st, nil
 }
 
 // eventMetaEntry decodes an entry of a plane's event metadata map. Its
-// value may come in parts, which merge (as proto.Unmarshal merges them);
-// their stats are one run of s.stats.
+// value may come in parts, which merge (as proto.Unmarshal merges them).
 func (s *xspace) eventMetaEntry(p *xplane, b []byte) error {
 	var id int64
-	md := xeventMeta{stats: extent{start: len(s.stats)}}
-	err := eachField(b, func(f field) error {
-		switch f.key() {
+	var md xeventMeta
+	it := protoenc.Iter{B: b}
+	for it.Next() {
+		f := &it.Field
+		switch f.Key() {
 		case key(mapKey, wireVarint):
-			id = f.int64()
+			id = int64(f.Varint)
 		case key(mapValue, wireBytes):
-			return s.eventMeta(&md, f.b)
+			if err := s.eventMeta(&md, f.Bytes); err != nil {
+				return fmt.Errorf("event metadata: %w", err)
+			}
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := it.Err(); err != nil {
 		return fmt.Errorf("event metadata: %w", err)
 	}
-	md.stats.end = len(s.stats)
 	if p.eventMD == nil {
 		p.eventMD = map[int64]xeventMeta{}
 	}
@@ -352,30 +348,28 @@ func (s *xspace) eventMetaEntry(p *xplane, b []byte) error {
 }
 
 func (s *xspace) eventMeta(md *xeventMeta, b []byte) error {
-	return eachField(b, func(f field) error {
-		switch f.key() {
+	it := protoenc.Iter{B: b}
+	for it.Next() {
+		f := &it.Field
+		switch f.Key() {
 		case key(mdName, wireBytes):
-			md.name = s.text(f.b)
+			md.name = s.text(f.Bytes)
 		case key(eventMDDisplayName, wireBytes):
-			md.displayName = s.text(f.b)
+			md.displayName = s.text(f.Bytes)
 		case key(eventMDStats, wireBytes):
-			st, err := s.stat(f.b)
+			st, err := s.stat(f.Bytes)
 			if err != nil {
 				return err
 			}
-			s.stats = append(grow(s.stats), st)
+			md.stats = append(md.stats, st)
 		case key(eventMDChildID, wireBytes):
 			// Unused, but a malformed packed list fails Unmarshal.
-			for v := f.b; len(v) > 0; {
-				_, n := protowire.ConsumeVarint(v)
-				if n < 0 {
-					return fmt.Errorf("child_id: %w", protowire.ParseError(n))
-				}
-				v = v[n:]
+			if err := protoenc.CheckPackedVarints(f.Bytes); err != nil {
+				return fmt.Errorf("child_id: %w", err)
 			}
 		}
-		return nil
-	})
+	}
+	return it.Err()
 }
 
 // statMetaEntry decodes an entry of a plane's stat metadata map: the name,
@@ -383,24 +377,28 @@ func (s *xspace) eventMeta(md *xeventMeta, b []byte) error {
 func (s *xspace) statMetaEntry(p *xplane, b []byte) error {
 	var id int64
 	var name []byte
-	err := eachField(b, func(f field) error {
-		switch f.key() {
+	it := protoenc.Iter{B: b}
+	for it.Next() {
+		f := &it.Field
+		switch f.Key() {
 		case key(mapKey, wireVarint):
-			id = f.int64()
+			id = int64(f.Varint)
 		case key(mapValue, wireBytes):
-			return eachField(f.b, func(f field) error {
-				switch f.key() {
+			v := protoenc.Iter{B: f.Bytes}
+			for v.Next() {
+				switch v.Field.Key() {
 				case key(mdName, wireBytes):
-					name = s.text(f.b)
+					name = s.text(v.Field.Bytes)
 				case key(statMDDescription, wireBytes):
-					s.text(f.b) // unused, but checked and counted as a string
+					s.text(v.Field.Bytes) // unused, but checked and counted as a string
 				}
-				return nil
-			})
+			}
+			if err := v.Err(); err != nil {
+				return fmt.Errorf("stat metadata: %w", err)
+			}
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := it.Err(); err != nil {
 		return fmt.Errorf("stat metadata: %w", err)
 	}
 	if p.statMD == nil {
@@ -409,19 +407,3 @@ func (s *xspace) statMetaEntry(p *xplane, b []byte) error {
 	p.statMD[id] = s.str(name)
 	return nil
 }
-
-// grow returns s with room for one more element, doubling its capacity
-// when full: append grows large slices by a quarter, which for the events
-// and stats of a whole file allocates and copies five times their size.
-func grow[T any](s []T) []T {
-	if len(s) < cap(s) {
-		return s
-	}
-	return slices.Grow(s, max(len(s), 64))
-}
-
-// eventsOf returns a line's events.
-func (s *xspace) eventsOf(l *xline) []xevent { return s.events[l.events.start:l.events.end] }
-
-// statsIn returns a run of stats.
-func (s *xspace) statsIn(e extent) []xstat { return s.stats[e.start:e.end] }

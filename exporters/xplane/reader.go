@@ -64,14 +64,15 @@ var hostGroups = map[string]string{
 // ReadFile reads the XSpace at path; see Read. When the file names no
 // host, Meta.Host is the file name without ".xplane.pb", as xprof does.
 func ReadFile(path string) (*event.Snapshot, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("xplane: %w", err)
 	}
-	return readBytes(data, path)
+	defer f.Close()
+	return ReadNamed(f, path)
 }
 
-// Read decodes an XSpace (.xplane.pb) written by devprof, JAX, TensorFlow or PyTorch/XLA into an event snapshot, so that any devprof exporter can convert it.
+// Read decodes an XSpace (.xplane.pb) written by devprof, JAX, TensorFlow or PyTorch/XLA into an event snapshot, so that any devprof exporter can convert it: Decode into an event.Builder.
 //
 // Times are in nanoseconds from the profile start (Meta.Start.Mono is 0,
 // Meta.Start.Wall the Task Environment's profile_start_time). Host lines
@@ -98,50 +99,65 @@ func Read(r io.Reader) (*event.Snapshot, error) { return ReadNamed(r, "") }
 // a file that names no host gets the host xprof derives from the file name
 // (<host>.xplane.pb), as ReadFile does.
 func ReadNamed(r io.Reader, name string) (*event.Snapshot, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		if name != "" {
-			return nil, fmt.Errorf("xplane: %s: %w", name, err)
-		}
-		return nil, fmt.Errorf("xplane: %w", err)
+	b := event.NewBuilder(event.Meta{})
+	if err := DecodeNamed(r, name, b); err != nil {
+		return nil, err
 	}
-	return readBytes(data, name)
+	return b.Snapshot(), nil
 }
 
-func readBytes(data []byte, path string) (*event.Snapshot, error) {
+// Decode reads an XSpace into sink as it decodes it (see Read for what
+// becomes what): the events of one line at a time, never a decoded copy
+// of the whole file's. The file's bytes are held while it is read (an
+// XSpace is one message whose planes keep their metadata after their
+// lines), about 17 bytes an event. On each track, events come in
+// nondecreasing start order, parents before children; a line whose events
+// are out of that order, and a track made of several lines (TSL's
+// /host:CUPTI threads on /host:CPU's), is gathered and sorted first, and
+// so is a whole file of allocator events (memory.go), whose tracks are
+// only known at its end. sink.Meta() is filled in (its time span, drops,
+// warnings and notes); on an error, sink may hold part of the file.
+func Decode(r io.Reader, sink event.Sink) error { return DecodeNamed(r, "", sink) }
+
+// DecodeNamed is Decode of the file named name, as ReadNamed is Read's.
+func DecodeNamed(r io.Reader, name string, sink event.Sink) error {
 	where := "xplane: "
-	if path != "" {
-		where += path + ": "
+	if name != "" {
+		where += name + ": "
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("%s%w", where, err)
 	}
 	if len(data) == 0 {
-		return nil, errors.New(where + "empty file: no XSpace in it")
+		return errors.New(where + "empty file: no XSpace in it")
 	}
 	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
-		var err error
 		if data, err = gunzip(data); err != nil {
-			return nil, fmt.Errorf("%scannot decode XSpace: gzip: %w", where, err)
+			return fmt.Errorf("%scannot decode XSpace: gzip: %w", where, err)
 		}
 		if len(data) == 0 {
-			return nil, errors.New(where + "empty file: no XSpace in it")
+			return errors.New(where + "empty file: no XSpace in it")
 		}
+	}
+	notXSpace := func(err error) error {
+		if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+			return errors.New(where + "cannot decode XSpace: this is a JSON trace, not an .xplane.pb")
+		}
+		return fmt.Errorf("%scannot decode XSpace: %v", where, err)
 	}
 	xs, err := decodeSpace(data)
 	if err != nil {
-		if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
-			return nil, errors.New(where + "cannot decode XSpace: this is a JSON trace, not an .xplane.pb")
-		}
-		return nil, fmt.Errorf("%scannot decode XSpace: %v", where, err)
+		return notXSpace(err)
 	}
-	rd := &reader{xs: xs}
-	// C++ writers do not check that names are UTF-8.
-	if xs.invalidUTF8 > 0 {
-		rd.warnf("invalid_utf8", "xplane: %d strings were not valid UTF-8; invalid bytes replaced with U+FFFD", xs.invalidUTF8)
+	rd := &reader{xs: xs, sink: sink}
+	if err := rd.read(); err != nil {
+		return notXSpace(err)
 	}
-	s := rd.read()
-	if s.Meta.Host == "" && path != "" {
-		s.Meta.Host = hostFromPath(path)
+	if m := sink.Meta(); m.Host == "" && name != "" {
+		m.Host = hostFromPath(name)
 	}
-	return s, nil
+	return nil
 }
 
 func gunzip(data []byte) ([]byte, error) {
@@ -171,7 +187,14 @@ func hostFromPath(path string) string {
 
 // reader converts one decoded XSpace.
 type reader struct {
-	xs *xspace
+	xs   *xspace
+	sink event.Sink
+
+	// lines holds, in file order, the lines whose events are yet to be
+	// read (see read); allocators is set when the file has allocator
+	// events, which are read as the lines are met instead.
+	lines      []pendingLine
+	allocators bool
 
 	// Time base: line timestamps at or above start (Unix ns) are absolute.
 	start     int64
@@ -195,8 +218,9 @@ type reader struct {
 	warnings                               []event.Warning
 	aggregated, negative, noValue, badMeta int
 
-	// args and devArgs are scratch space for one event's arguments.
-	args, devArgs []event.Arg
+	// args, evArgs and devArgs are scratch space for one event's
+	// arguments.
+	args, evArgs, devArgs []event.Arg
 	// xflows maps the ids of xprof flow stats to the model's flow ids
 	// (flows.go).
 	xflows map[uint64]uint64
@@ -207,13 +231,32 @@ type hostKey struct {
 	id    int64
 }
 
+// pendingLine is a line to read: its events go to td, or with counter
+// set to counter samples (of device, nil for the host, and process
+// proc), or with neither, nowhere (a line the reader skips, whose events
+// are only checked).
+type pendingLine struct {
+	pc      *planeCtx
+	l       *xline
+	td      *trackData
+	counter bool
+	device  *event.Track
+	proc    int
+}
+
 // trackData gathers the events of one track before they are built.
 type trackData struct {
-	track   event.Track
-	primary bool // the name comes from the plane the group is named after
-	device  bool
-	events  []pending
-	args    []event.Arg // the arguments of all events, which refer to runs of it
+	// lines is how many of the track's lines are still to be read;
+	// gathered is set once one was read into events; out is set when the
+	// events went straight into the sink instead.
+	lines    int
+	gathered bool
+	out      *emitter
+	track    event.Track
+	primary  bool // the name comes from the plane the group is named after
+	device   bool
+	events   []pending
+	args     []event.Arg // the arguments of all events, which refer to runs of it
 
 	// A memory track (memory.go) holds the allocations and frees of one
 	// allocator, taken from the host tracks in from; a host track counts
@@ -231,6 +274,9 @@ type trackData struct {
 
 // argsOf returns the arguments of one of the track's events.
 func (td *trackData) argsOf(e *pending) []event.Arg { return td.args[e.args.start:e.args.end] }
+
+// extent is a run [start, end) of trackData.args.
+type extent struct{ start, end int }
 
 // pending is one event read from a line.
 type pending struct {
@@ -270,7 +316,18 @@ func (r *reader) warnf(code, format string, args ...any) {
 	r.warnings = append(r.warnings, event.Warning{Source: "xplane", Code: code, Text: fmt.Sprintf(format, args...)})
 }
 
-func (r *reader) read() *event.Snapshot {
+// read converts the space into r.sink. Tracks are built in the order
+// the file first names them, and each of their events once the track's
+// lines are read; counters come last. Lines are read in file order, so
+// that what the reader numbers as it goes (flows) is numbered as the file
+// orders it. A track whose single line comes when every track before it
+// is built, and whose events are in order, goes straight from the file
+// into the sink; the others are gathered first. A file with allocator
+// events is read whole before anything is built: where those events go
+// (a memory track per allocator, named after what they share a line
+// with) and what their steps drop from the step spans are only known at
+// its end.
+func (r *reader) read() error {
 	meta := event.Meta{Program: defaultProgram}
 	if hs := r.xs.hostnames; len(hs) > 0 {
 		meta.Host = hs[0]
@@ -279,42 +336,43 @@ func (r *reader) read() *event.Snapshot {
 	if meta.Program == defaultProgram {
 		meta.Program = r.programName(meta.Host)
 	}
+	warns := r.fileWarnings(&meta)
 	r.host = map[hostKey]*trackData{}
 	r.memory = map[string]*trackData{}
+	r.allocators = r.hasAllocatorEvents()
 	for i := range r.xs.planes {
 		p := &r.xs.planes[i]
 		if len(p.lines) == 0 {
 			continue
 		}
+		var err error
 		switch name := p.name; {
 		case isDevicePlane(name):
-			r.devicePlane(p)
+			err = r.devicePlane(p)
 		default:
-			r.hostPlane(p)
+			err = r.hostPlane(p)
+		}
+		if err != nil {
+			return err
 		}
 	}
-
-	warns := r.fileWarnings(&meta)
-	r.countWarnings()
-	r.timeSpan(&meta)
-
-	b := event.NewBuilder(meta)
+	b := r.sink
+	m := b.Meta()
+	*m = meta
 	r.numberProcesses(meta.PID)
 	for _, proc := range r.procs {
 		b.Process(proc)
 	}
-	for _, w := range warns { // the file's warnings first, then the reader's own
-		b.Warn(w)
-	}
-	for _, w := range r.warnings {
-		b.Warn(w)
-	}
-	r.nameMemoryTracks()
-	for _, td := range r.tracks {
-		if len(td.events) == 0 && td.diverted > 0 {
-			continue // a line of memory events alone: it is their track
+	if r.allocators {
+		r.nameMemoryTracks()
+		for _, td := range r.tracks {
+			if len(td.events) == 0 && td.diverted > 0 {
+				continue // a line of memory events alone: it is their track
+			}
+			r.build(b, td)
 		}
-		r.build(b, td)
+	} else if err := r.readLines(); err != nil {
+		return err
 	}
 	deviceTrack := map[int]uint32{}
 	for _, c := range r.counters {
@@ -334,7 +392,103 @@ func (r *reader) read() *event.Snapshot {
 		}
 		b.TrackCounter(id, c.name, c.unit, c.t, c.v)
 	}
-	return b.Snapshot()
+	// C++ writers do not check that names are UTF-8.
+	if r.xs.invalidUTF8 > 0 {
+		r.warnf("invalid_utf8", "xplane: %d strings were not valid UTF-8; invalid bytes replaced with U+FFFD", r.xs.invalidUTF8)
+	}
+	r.countWarnings()
+	// The file's warnings first, then the reader's own.
+	m.Warnings = append(append(m.Warnings, warns...), r.warnings...)
+	r.timeSpan(m)
+	return nil
+}
+
+// readLines reads the lines left to read, in file order, building each
+// track when its last line is read and the tracks before it are built.
+func (r *reader) readLines() error {
+	next := 0 // the first track not built
+	for i := range r.lines {
+		pl := &r.lines[i]
+		var err error
+		switch td := pl.td; {
+		case pl.counter:
+			err = r.counterLine(pl.pc, pl.l, pl.device, pl.proc)
+		case td == nil:
+			err = r.xs.eachEvent(pl.l, func(*xevent) error { return nil })
+		case next < len(r.tracks) && r.tracks[next] == td && td.lines == 1 && !td.gathered && !td.loose && r.inOrder(pl.l):
+			td.lines = 0
+			out := r.emitter(r.sink, td)
+			err = r.lineEvents(pl.pc, pl.l, td, out)
+		default:
+			td.lines--
+			td.gathered = true
+			err = r.lineEvents(pl.pc, pl.l, td, nil)
+		}
+		if err != nil {
+			return err
+		}
+		for ; next < len(r.tracks) && r.tracks[next].lines == 0; next++ {
+			if td := r.tracks[next]; td.out == nil {
+				r.build(r.sink, td)
+				td.events, td.args = nil, nil
+			}
+		}
+	}
+	return nil
+}
+
+// hasAllocatorEvents reports whether a host plane names an allocator
+// event (memory.go) in its event metadata.
+func (r *reader) hasAllocatorEvents() bool {
+	for i := range r.xs.planes {
+		p := &r.xs.planes[i]
+		if isDevicePlane(p.name) {
+			continue
+		}
+		for _, md := range p.eventMD {
+			name := md.displayName
+			if len(name) == 0 {
+				name = md.name
+			}
+			if n, _ := parseTraceMe(string(name)); n == MemoryAllocationName || n == MemoryDeallocationName {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// line takes a line of events for track td (created for it, or met
+// before): read at once in a file of allocator events, else queued.
+func (r *reader) line(pc *planeCtx, l *xline, td *trackData) error {
+	if r.allocators {
+		return r.lineEvents(pc, l, td, nil)
+	}
+	td.lines++
+	r.lines = append(r.lines, pendingLine{pc: pc, l: l, td: td})
+	return nil
+}
+
+// counterLines takes a _counters_ line, as line takes a line of events.
+func (r *reader) counterLines(pc *planeCtx, l *xline, device *event.Track, proc int) error {
+	if r.allocators {
+		return r.counterLine(pc, l, device, proc)
+	}
+	r.lines = append(r.lines, pendingLine{pc: pc, l: l, counter: true, device: device, proc: proc})
+	return nil
+}
+
+// skip takes a line of events the reader leaves out, which are checked
+// all the same (as proto.Unmarshal would).
+func (r *reader) skip(l *xline) error {
+	if l.events == 0 {
+		return nil
+	}
+	if r.allocators {
+		return r.xs.eachEvent(l, func(*xevent) error { return nil })
+	}
+	r.lines = append(r.lines, pendingLine{l: l})
+	return nil
 }
 
 // fileWarnings returns the warnings the file carries (its errors first),
@@ -670,7 +824,7 @@ func (r *reader) numberProcesses(program int) {
 	}
 }
 
-func (r *reader) hostPlane(p *xplane) {
+func (r *reader) hostPlane(p *xplane) error {
 	pc := &planeCtx{p: p, events: map[int64]*eventInfo{}}
 	proc := 0
 	if strings.HasPrefix(p.name, ProcessPlanePrefix) {
@@ -682,11 +836,16 @@ func (r *reader) hostPlane(p *xplane) {
 	}
 	for i := range p.lines {
 		l := &p.lines[i]
-		if l.events.end == l.events.start || isDerivedID(l.id) {
+		if l.events == 0 || isDerivedID(l.id) {
+			if err := r.skip(l); err != nil {
+				return err
+			}
 			continue
 		}
 		if l.name == CountersLineName {
-			r.counterLine(pc, l, nil, proc)
+			if err := r.counterLines(pc, l, nil, proc); err != nil {
+				return err
+			}
 			continue
 		}
 		if l.name == InstantsLineName && r.pointsOnly(l) {
@@ -699,7 +858,9 @@ func (r *reader) hostPlane(p *xplane) {
 				r.host[key] = td
 				r.tracks = append(r.tracks, td)
 			}
-			r.lineEvents(pc, l, td)
+			if err := r.line(pc, l, td); err != nil {
+				return err
+			}
 			continue
 		}
 		key := hostKey{group, l.id}
@@ -715,19 +876,39 @@ func (r *reader) hostPlane(p *xplane) {
 		} else if primary && !td.primary && lineLabel(l) != "" {
 			td.track.Name, td.primary = name, true
 		}
-		r.lineEvents(pc, l, td)
-	}
-}
-
-// pointsOnly reports whether every event of a line has no duration.
-func (r *reader) pointsOnly(l *xline) bool {
-	events := r.xs.eventsOf(l)
-	for i := range events {
-		if events[i].durationPS != 0 {
-			return false
+		if err := r.line(pc, l, td); err != nil {
+			return err
 		}
 	}
-	return true
+	return nil
+}
+
+// pointsOnly reports whether every event of a line has no duration (a
+// malformed line is left to the reading that fails on it).
+func (r *reader) pointsOnly(l *xline) bool {
+	points := true
+	r.xs.scanEvents(l, func(e *xevent) { points = points && e.durationPS == 0 })
+	return points
+}
+
+// inOrder reports whether a line's events, as the reader times them, are
+// in the order build sorts a track's in: by start, the longer first.
+func (r *reader) inOrder(l *xline) bool {
+	base := r.lineBase(l.timestampNS)
+	ordered := true
+	var last, lastDur int64
+	first := true
+	ok := r.xs.scanEvents(l, func(e *xevent) {
+		start, end, ok := eventTimes(base, e)
+		if !ok || !ordered {
+			return
+		}
+		if !first && (start < last || start == last && end-start > lastDur) {
+			ordered = false
+		}
+		first, last, lastDur = false, start, end-start
+	})
+	return ok && ordered
 }
 
 // deviceOf reads a device plane's identity and capabilities (the stats
@@ -760,7 +941,7 @@ func (r *reader) deviceOf(p *xplane, dev int) event.Track {
 	return t
 }
 
-func (r *reader) devicePlane(p *xplane) {
+func (r *reader) devicePlane(p *xplane) error {
 	pc := &planeCtx{p: p, events: map[int64]*eventInfo{}}
 	dev, ok := ordinal(p.name)
 	if !ok {
@@ -776,7 +957,7 @@ func (r *reader) devicePlane(p *xplane) {
 	// lines (TPU planes record their ops there) keeps them.
 	skipDerived := false
 	for i := range p.lines {
-		if l := &p.lines[i]; l.events.end > l.events.start && !derived(l) && l.name != CountersLineName {
+		if l := &p.lines[i]; l.events > 0 && !derived(l) && l.name != CountersLineName {
 			skipDerived = true
 			break
 		}
@@ -784,7 +965,7 @@ func (r *reader) devicePlane(p *xplane) {
 	byID := map[int64]*trackData{}
 	for i := range p.lines {
 		l := &p.lines[i]
-		if l.events.end == l.events.start {
+		if l.events == 0 {
 			continue
 		}
 		// A device's counters line may use a derived-line id (devprof's
@@ -792,10 +973,15 @@ func (r *reader) devicePlane(p *xplane) {
 		if l.name == CountersLineName {
 			dev := device
 			dev.Kind = event.TrackDevice
-			r.counterLine(pc, l, &dev, 0)
+			if err := r.counterLines(pc, l, &dev, 0); err != nil {
+				return err
+			}
 			continue
 		}
 		if skipDerived && derived(l) {
+			if err := r.skip(l); err != nil {
+				return err
+			}
 			continue
 		}
 		td := byID[l.id]
@@ -810,54 +996,78 @@ func (r *reader) devicePlane(p *xplane) {
 			byID[l.id] = td
 			r.tracks = append(r.tracks, td)
 		}
-		r.lineEvents(pc, l, td)
+		if err := r.line(pc, l, td); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // eventTimes returns an event's start and end in ns from the profile
-// start, and false for an aggregated event (no start time).
-func (r *reader) eventTimes(base int64, e *xevent) (start, end int64, ok bool) {
+// start (of its line's at base), and false for an aggregated event (no
+// start time).
+func eventTimes(base int64, e *xevent) (start, end int64, ok bool) {
 	if e.aggregated {
-		r.aggregated++
 		return 0, 0, false
 	}
-	off, dur := e.offsetPS, e.durationPS
-	if dur < 0 {
-		r.negative++
-		dur = 0
-	}
+	off, dur := e.offsetPS, max(e.durationPS, 0)
 	start = addSat(base, floorDiv(off, 1000))
 	end = max(addSat(base, floorDiv(addSat(off, dur), 1000)), start)
-	r.lastEnd = max(r.lastEnd, end)
 	return start, end, true
 }
 
-func (r *reader) lineEvents(pc *planeCtx, l *xline, td *trackData) {
+// times is eventTimes of an event the reader reads, counted in its
+// warnings and time span.
+func (r *reader) times(base int64, e *xevent) (start, end int64, ok bool) {
+	switch {
+	case e.aggregated:
+		r.aggregated++
+	case e.durationPS < 0:
+		r.negative++
+	}
+	start, end, ok = eventTimes(base, e)
+	if ok {
+		r.lastEnd = max(r.lastEnd, end)
+	}
+	return start, end, ok
+}
+
+// lineEvents reads the events of line l for track td: into out, the
+// track's emitter, when the line goes straight into the sink, else into
+// td's events.
+func (r *reader) lineEvents(pc *planeCtx, l *xline, td *trackData, out *emitter) error {
 	base := r.lineBase(l.timestampNS)
-	events := r.xs.eventsOf(l)
-	// The line's events and their stats are each one run: room for them
-	// at once, rather than by doubling.
-	td.events = slices.Grow(td.events, len(events))
-	td.args = slices.Grow(td.args, events[len(events)-1].stats.end-events[0].stats.start)
-	for i := range events {
-		e := &events[i]
-		start, end, ok := r.eventTimes(base, e)
+	if out == nil {
+		// Room for the line's events at once, rather than by doubling.
+		td.events = slices.Grow(td.events, l.events)
+	}
+	return r.xs.eachEvent(l, func(e *xevent) error {
+		start, end, ok := r.times(base, e)
 		if !ok {
-			continue
+			return nil
 		}
 		info := r.eventInfo(pc, e.metadataID)
 		args := append(r.args[:0], info.args...)
-		for _, st := range r.xs.statsIn(e.stats) {
-			if a, ok := r.statArg(pc.p, &st); ok {
+		for i := range r.xs.stats {
+			if a, ok := r.statArg(pc.p, &r.xs.stats[i]); ok {
 				args = append(args, a)
 			}
 		}
 		r.args = args
 		if !td.device && (info.name == MemoryAllocationName || info.name == MemoryDeallocationName) {
 			r.memoryEvent(td, info.name, start, args)
-			continue
+			return nil
 		}
 		ev := pending{name: info.name, start: start, end: end, span: td.device || end > start}
+		if out != nil {
+			own := r.special(r.evArgs[:0], args, &ev, !td.device)
+			r.evArgs = own
+			if ev.step {
+				r.noteProducer(own, ev.stepNum)
+			}
+			out.event(&ev, own)
+			return nil
+		}
 		ev.args.start = len(td.args)
 		td.args = r.special(td.args, args, &ev, !td.device)
 		ev.args.end = len(td.args)
@@ -865,20 +1075,19 @@ func (r *reader) lineEvents(pc *planeCtx, l *xline, td *trackData) {
 			r.noteProducer(td.argsOf(&ev), ev.stepNum)
 		}
 		td.events = append(td.events, ev)
-	}
+		return nil
+	})
 }
 
 // counterLine reads a _counters_ line: a host plane's (of process proc,
 // 0 for the program), or with device set,
 // the counters of that device.
-func (r *reader) counterLine(pc *planeCtx, l *xline, device *event.Track, proc int) {
+func (r *reader) counterLine(pc *planeCtx, l *xline, device *event.Track, proc int) error {
 	base := r.lineBase(l.timestampNS)
-	events := r.xs.eventsOf(l)
-	for i := range events {
-		e := &events[i]
-		t, _, ok := r.eventTimes(base, e)
+	return r.xs.eachEvent(l, func(e *xevent) error {
+		t, _, ok := r.times(base, e)
 		if !ok {
-			continue
+			return nil
 		}
 		info := r.eventInfo(pc, e.metadataID)
 		v, found := 0.0, false
@@ -887,24 +1096,25 @@ func (r *reader) counterLine(pc *planeCtx, l *xline, device *event.Track, proc i
 				break
 			}
 		}
-		for _, st := range r.xs.statsIn(e.stats) {
+		for i := range r.xs.stats {
 			if found {
 				break
 			}
-			if a, ok := r.statArg(pc.p, &st); ok {
+			if a, ok := r.statArg(pc.p, &r.xs.stats[i]); ok {
 				v, found = numeric(a)
 			}
 		}
 		if !found {
 			r.noValue++
-			continue
+			return nil
 		}
 		name, unit := info.name, ""
 		if n, u, ok := strings.Cut(name, " ("); ok && strings.HasSuffix(u, ")") && !strings.Contains(u, " (") {
 			name, unit = n, strings.TrimSuffix(u, ")")
 		}
 		r.counters = append(r.counters, counterSample{name: name, unit: unit, t: t, v: v, device: device, proc: proc})
-	}
+		return nil
+	})
 }
 
 func numeric(a event.Arg) (float64, bool) {
@@ -936,8 +1146,8 @@ func (r *reader) eventInfo(pc *planeCtx, id int64) *eventInfo {
 			name = md.name
 		}
 		info.name, info.args = parseTraceMe(r.xs.str(name))
-		for _, st := range r.xs.statsIn(md.stats) {
-			if a, ok := r.statArg(pc.p, &st); ok {
+		for i := range md.stats {
+			if a, ok := r.statArg(pc.p, &md.stats[i]); ok {
 				info.args = append(info.args, a)
 			}
 		}
@@ -1079,10 +1289,10 @@ func neutralDevice(dst, args []event.Arg) (event.ActivityKind, []event.Arg) {
 	return kind, out
 }
 
-// build adds a track and its events: host events nest by time (a span is
-// the parent of the events it properly contains), device events become
-// activity.
-func (r *reader) build(b *event.Builder, td *trackData) {
+// build adds a track and its events, gathered in td: sorted by start
+// (the longer first) and passed to the track's emitter; a memory track's
+// events and loose instants are added here.
+func (r *reader) build(b event.Sink, td *trackData) {
 	if td.loose {
 		var id uint32
 		if td.track.Process > 0 {
@@ -1094,7 +1304,6 @@ func (r *reader) build(b *event.Builder, td *trackData) {
 		}
 		return
 	}
-	id := b.Track(td.track)
 	ev := td.events
 	slices.SortStableFunc(ev, func(x, y pending) int {
 		if c := cmp.Compare(x.start, y.start); c != 0 {
@@ -1103,6 +1312,7 @@ func (r *reader) build(b *event.Builder, td *trackData) {
 		return cmp.Compare(y.end-y.start, x.end-x.start)
 	})
 	if td.memory {
+		id := b.Track(td.track)
 		for i := range ev {
 			args := td.argsOf(&ev[i])
 			if n, ok := r.producers[ev[i].consumer]; ok && ev[i].consumer != 0 {
@@ -1114,44 +1324,66 @@ func (r *reader) build(b *event.Builder, td *trackData) {
 		}
 		return
 	}
-	if td.device {
-		for i := range ev {
-			// The builder copies the arguments; the scratch is reused.
-			kind, args := neutralDevice(r.devArgs[:0], td.argsOf(&ev[i]))
-			r.devArgs = args
-			b.ActivityOf(kind, id, ev[i].name, ev[i].start, ev[i].end, args)
-		}
+	out := r.emitter(b, td)
+	for i := range ev {
+		out.event(&ev[i], td.argsOf(&ev[i]))
+	}
+}
+
+// emitter adds the events of one track, in build's order, to the sink:
+// host events nest by time (a span is the parent of the events it
+// properly contains), device events become activity.
+type emitter struct {
+	r     *reader
+	sink  event.Sink
+	id    uint32 // the track
+	host  bool
+	stack []openSpan
+}
+
+type openSpan struct {
+	end int64
+	id  uint64
+}
+
+// emitter registers td's track and returns the emitter of its events.
+func (r *reader) emitter(b event.Sink, td *trackData) *emitter {
+	td.out = &emitter{r: r, sink: b, id: b.Track(td.track), host: !td.device}
+	return td.out
+}
+
+// event adds one event with its arguments (which the sink copies).
+func (o *emitter) event(e *pending, args []event.Arg) {
+	r, b := o.r, o.sink
+	if !o.host {
+		// The builder copies the arguments; the scratch is reused.
+		kind, args := neutralDevice(r.devArgs[:0], args)
+		r.devArgs = args
+		b.ActivityOf(kind, o.id, e.name, e.start, e.end, args)
 		return
 	}
-	type open struct {
-		end int64
-		id  uint64
+	stack := o.stack
+	for len(stack) > 0 && stack[len(stack)-1].end <= e.start {
+		stack = stack[:len(stack)-1]
 	}
-	var stack []open
-	for i := range ev {
-		e := &ev[i]
-		for len(stack) > 0 && stack[len(stack)-1].end <= e.start {
-			stack = stack[:len(stack)-1]
+	var parent uint64
+	for j := len(stack) - 1; j >= 0; j-- {
+		if e.start < stack[j].end && e.end <= stack[j].end {
+			parent = stack[j].id
+			break
 		}
-		var parent uint64
-		for j := len(stack) - 1; j >= 0; j-- {
-			if e.start < stack[j].end && e.end <= stack[j].end {
-				parent = stack[j].id
-				break
-			}
-		}
-		if !e.span {
-			b.Instant(e.name, e.start, id, parent, td.argsOf(e))
-			continue
-		}
-		args := td.argsOf(e)
-		if e.step && len(r.consumed) > 0 {
-			args = r.dropProducer(args)
-		}
-		sid := b.Span(event.Span{Name: e.name, Start: e.start, End: e.end, Parent: parent, Track: id,
-			Args: args, Step: e.step, StepNum: e.stepNum, Unfinished: e.unfinished})
-		stack = append(stack, open{end: e.end, id: sid})
 	}
+	if !e.span {
+		o.stack = stack
+		b.Instant(e.name, e.start, o.id, parent, args)
+		return
+	}
+	if e.step && len(r.consumed) > 0 {
+		args = r.dropProducer(args)
+	}
+	sid := b.Span(event.Span{Name: e.name, Start: e.start, End: e.end, Parent: parent, Track: o.id,
+		Args: args, Step: e.step, StepNum: e.stepNum, Unfinished: e.unfinished})
+	o.stack = append(stack, openSpan{end: e.end, id: sid})
 }
 
 // parseTraceMe splits a TraceMe-encoded name "name#k1=v1,k2=v2#" into the
