@@ -684,7 +684,46 @@ type generation struct {
 // ThreadDescriptor of a sequence.
 func (g *generation) setThread(pid, tid, refUS int64) {
 	g.threadPID, g.threadTID, g.hasThread = pid, tid, true
-	g.legacyNS, g.hasLegacy = refUS*1000, true
+	g.legacyNS, g.hasLegacy = saturatingMul(refUS, 1000), true
+}
+
+// saturatingMul and saturatingAdd are trace_processor's arithmetic for
+// legacy µs times (base::SaturatingMultiply, base::SaturatingAdd): a
+// result out of range sticks at the nearest bound, and the running
+// time it becomes is what later deltas add to.
+func saturatingMul(a, b int64) int64 {
+	if p, ok := mulOK(a, b); ok {
+		return p
+	}
+	if (a < 0) != (b < 0) {
+		return math.MinInt64
+	}
+	return math.MaxInt64
+}
+
+func saturatingAdd(a, b int64) int64 {
+	if s, ok := addOK(a, b); ok {
+		return s
+	}
+	if a < 0 {
+		return math.MinInt64
+	}
+	return math.MaxInt64
+}
+
+// mulOK and addOK return a*b and a+b as int64 arithmetic wraps them, and
+// whether that is the exact result.
+func mulOK(a, b int64) (int64, bool) {
+	p := a * b
+	if a == 0 || b == 0 {
+		return 0, true
+	}
+	return p, p/b == a && !(a == -1 && b == math.MinInt64) && !(b == -1 && a == math.MinInt64)
+}
+
+func addOK(a, b int64) (int64, bool) {
+	s := a + b
+	return s, (b >= 0) == (s >= a)
 }
 
 func newGeneration() *generation {
@@ -941,16 +980,26 @@ func (r *reader) legacyTime(p *packet, seq *seqState, at *timestamp, tsErr *erro
 		if !g.hasLegacy {
 			return dropf("track_event_skipped_timestamp_delta_without_valid_state", "timestamp_delta_us without a legacy thread_descriptor's reference_timestamp_us on the sequence")
 		}
-		if (delta > 0 && g.legacyNS > math.MaxInt64-delta*1000) || delta > math.MaxInt64/1000 || delta < math.MinInt64/1000 {
-			return dropf("track_event_invalid_timestamp", "timestamp_delta_us %d overflows", delta)
+		// The running time moves as trace_processor moves it
+		// (track_event_tokenizer.cc: a saturating product added with
+		// saturation), even by a delta whose event is dropped, so that
+		// the next event lands where it does there. An event whose time
+		// saturated has no true time: it alone is dropped.
+		d, okMul := mulOK(delta, 1000)
+		sum, okAdd := addOK(g.legacyNS, d)
+		g.legacyNS = saturatingAdd(g.legacyNS, saturatingMul(delta, 1000))
+		if !okMul || !okAdd {
+			return dropf("track_event_invalid_timestamp", "timestamp_delta_us %d overflows the running time", delta)
 		}
-		g.legacyNS += delta * 1000
-		ns = g.legacyNS
-	case hasAbs:
-		if abs > math.MaxInt64/1000 || abs < 0 {
-			return dropf("track_event_invalid_timestamp", "timestamp_absolute_us %d out of range", abs)
+		ns = sum
+	case hasAbs && abs != 0:
+		// An absolute time of 0 is no time: trace_processor falls back to
+		// the packet's timestamp.
+		p, ok := mulOK(abs, 1000)
+		if !ok {
+			return dropf("track_event_invalid_timestamp", "timestamp_absolute_us %d overflows", abs)
 		}
-		ns = abs * 1000
+		ns = p
 	default:
 		return nil
 	}
@@ -1236,10 +1285,18 @@ func (d *descriptor) track() Track {
 	tr := Track{UUID: d.uuid, ParentUUID: d.parent, Name: d.name, PID: d.pid, TID: d.tid, Description: d.description, Rank: d.rank, Ranked: d.ranked}
 	switch {
 	case d.ctr:
+		// trace_processor (track_event_tokenizer.cc) names a counter
+		// that carries no name after its builtin type ("thread_time",
+		// "thread_instruction_count"); one of no type keeps no name, as
+		// a counter track never takes its events' names. Its unit is
+		// the builtin type's, else the unit enum's, else unit_name.
 		tr.Kind = TrackCounter
-		tr.Unit = d.unitName
+		if tr.Name == "" {
+			tr.Name = builtinCounterName(d.ctrType)
+		}
+		tr.Unit = unitName(d.unit, d.ctrType)
 		if tr.Unit == "" {
-			tr.Unit = unitName(d.unit, d.ctrType)
+			tr.Unit = d.unitName
 		}
 	case d.thread:
 		tr.Kind = TrackThread
@@ -1333,7 +1390,16 @@ func (r *reader) trackChanged(uuid uint64, added bool) error {
 	return r.descChanged(uuid, added)
 }
 
+// unitName returns the name of a counter's builtin unit: its builtin
+// type's (which wins over the unit field, as in trace_processor), else
+// its unit's; "" for none.
 func unitName(unit, ctrType uint64) string {
+	switch ctrType {
+	case rCounterThreadTimeNS:
+		return "ns"
+	case rCounterThreadInstCount:
+		return "count"
+	}
 	switch unit {
 	case unitTimeNS:
 		return "ns"
@@ -1342,27 +1408,33 @@ func unitName(unit, ctrType uint64) string {
 	case unitSizeBytes:
 		return "bytes"
 	}
+	return ""
+}
+
+// builtinCounterName is the name trace_processor gives an unnamed counter
+// track of a builtin CounterDescriptor.type ("" for none).
+func builtinCounterName(ctrType uint64) string {
 	switch ctrType {
 	case rCounterThreadTimeNS:
-		return "ns"
+		return "thread_time"
 	case rCounterThreadInstCount:
-		return "count"
+		return "thread_instruction_count"
 	}
 	return ""
 }
 
 // sliceTrack returns the track a slice event uses, adding an implicit track
 // for a uuid no descriptor has described (trace_processor names it after
-// the event).
+// the event). A counter track takes slice events too: trace_processor
+// (track_event_tracker.h, InternDescriptorTrackBegin/End/Instant) interns
+// a counter uuid's one track for them as for its values, so its slices
+// and instants sit on the counter track itself.
 func (r *reader) sliceTrack(uuid uint64, name string) (*trackInfo, error) {
 	ti := r.tracks[uuid]
 	if ti == nil {
 		ti = &trackInfo{idx: len(r.t.Tracks)}
 		r.tracks[uuid] = ti
 		r.t.Tracks = append(r.t.Tracks, Track{UUID: uuid, Name: name, Kind: TrackPlain})
-	}
-	if r.t.Tracks[ti.idx].Kind == TrackCounter {
-		return nil, dropf("track_event_slice_on_counter_track", "slice event on counter track %d", uuid)
 	}
 	ti.sliced = true
 	return ti, nil
@@ -1846,8 +1918,6 @@ func (r *reader) sliceEvent(e *trackEvent, track uint64, name string, args []Arg
 		if _, err := r.sliceTrack(track, name); err != nil {
 			return err
 		}
-	} else if ti := r.tracks[track]; ti != nil && r.t.Tracks[ti.idx].Kind == TrackCounter {
-		return dropf("track_event_slice_on_counter_track", "slice event on counter track %d", track)
 	}
 	r.events = append(r.events, pendingEvent{
 		kind: uint8(e.typ), track: track, at: at, order: r.nextOrder(),
@@ -2019,7 +2089,8 @@ func (k clockKey) String() string {
 type clockDomain struct {
 	mult        int64
 	incremental bool
-	last        int64 // latest absolute value of an incremental clock, ns
+	last        int64 // latest absolute value of an incremental clock, ns, as trace_processor's int64 sum wraps it
+	wraps       int   // how many times that sum wrapped (up +1, down -1): last is the true time only at 0
 
 	readings  []clockReading // from snapshots, in file order
 	monotonic bool           // readings never go backwards, so it can be a conversion source
@@ -2206,10 +2277,26 @@ func (c *clockState) resolve(raw uint64, id, seq uint32) (timestamp, error) {
 		}
 		return timestamp{clock: k, ns: int64(raw), unscaled: true}, nil
 	}
-	ns := int64(raw) * d.mult
+	// trace_processor's ClockDomain::ToNs scales and sums in plain int64
+	// arithmetic: an incremental clock's running time moves by a delta
+	// whose product or sum overflowed too, as it wraps, so the next
+	// event lands where it does there. The event whose time overflowed
+	// has no true time and alone is dropped.
+	ns, exact := mulOK(int64(raw), d.mult)
 	if d.incremental {
-		d.last += ns
-		ns = d.last
+		last, ok := addOK(d.last, ns)
+		if !ok {
+			if ns < 0 {
+				d.wraps--
+			} else {
+				d.wraps++
+			}
+		}
+		d.last, ns = last, last
+		exact = exact && d.wraps == 0
+	}
+	if !exact {
+		return timestamp{}, dropf("track_event_invalid_timestamp", "timestamp %d on clock %s overflows in ns", raw, k)
 	}
 	if k == c.trace {
 		c.converted = true
@@ -2218,7 +2305,11 @@ func (c *clockState) resolve(raw uint64, id, seq uint32) (timestamp, error) {
 	if d.monotonic {
 		if pairs := c.edge(k, c.trace); len(pairs) > 0 {
 			c.converted = true
-			return timestamp{ts: hop(pairs, ns), ok: true}, nil
+			ts, ok := hop(pairs, ns)
+			if !ok {
+				return timestamp{}, dropf("track_event_invalid_timestamp", "timestamp %d ns on clock %s overflows converted to the trace clock", ns, k)
+			}
+			return timestamp{ts: ts, ok: true}, nil
 		}
 	}
 	return timestamp{clock: k, ns: ns}, nil
@@ -2226,8 +2317,8 @@ func (c *clockState) resolve(raw uint64, id, seq uint32) (timestamp, error) {
 
 // hop converts ns by the pair whose source reading is the latest at or
 // before ns, or by the earliest pair for a time before all of them, as
-// trace_processor's ClockTracker does.
-func hop(pairs []clockPair, ns int64) int64 {
+// trace_processor's ClockTracker does; false when the result overflows.
+func hop(pairs []clockPair, ns int64) (int64, bool) {
 	j, _ := slices.BinarySearchFunc(pairs, ns, func(p clockPair, ns int64) int {
 		if p.src <= ns {
 			return -1
@@ -2235,7 +2326,14 @@ func hop(pairs []clockPair, ns int64) int64 {
 		return 1
 	})
 	p := pairs[max(j-1, 0)]
-	return ns - p.src + p.dst
+	if p.src == math.MinInt64 {
+		return 0, false
+	}
+	shift, ok := addOK(p.dst, -p.src)
+	if !ok {
+		return 0, false
+	}
+	return addOK(ns, shift)
 }
 
 // finish converts a timestamp deferred to the end of the file along a
@@ -2254,7 +2352,10 @@ func (c *clockState) finish(t *timestamp) error {
 		if d == nil {
 			return dropf("clock_sync_failure_unknown_source_clock", "timestamp on clock %s, which no clock snapshot defines", t.clock)
 		}
-		ns *= d.mult
+		var ok bool
+		if ns, ok = mulOK(ns, d.mult); !ok {
+			return dropf("track_event_invalid_timestamp", "timestamp %d on clock %s overflows in ns", t.ns, t.clock)
+		}
 	}
 	if c.next == nil {
 		c.next = c.routes()
@@ -2264,7 +2365,9 @@ func (c *clockState) finish(t *timestamp) error {
 		if !ok {
 			return dropf("clock_sync_failure_no_path", "no clock snapshot path converts clock %s to the trace clock %s", t.clock, c.trace)
 		}
-		ns = hop(c.edge(k, next), ns)
+		if ns, ok = hop(c.edge(k, next), ns); !ok {
+			return dropf("track_event_invalid_timestamp", "timestamp on clock %s overflows converted to the trace clock", t.clock)
+		}
 		k = next
 	}
 	t.ts, t.ok = ns, true

@@ -1078,10 +1078,6 @@ func TestReadDrops(t *testing.T) {
 			b.packet(func(e *pb) { counterTrack(e, 8, "c") })
 			b.packet(func(e *pb) { e.uint(pktTimestamp, 1); seq(e, 1, 0); ev(e, typeCounter, 8, "") })
 		}), "track_event_counter_missing_value", "counter event on track 8 without a value"},
-		{"slice on a counter track", simple(func(b *tb) {
-			b.packet(func(e *pb) { counterTrack(e, 8, "c") })
-			b.packet(func(e *pb) { e.uint(pktTimestamp, 1); seq(e, 1, 0); ev(e, typeSliceBegin, 8, "x") })
-		}), "track_event_slice_on_counter_track", "slice event on counter track 8"},
 		{"extra counter mismatch", simple(func(b *tb) {
 			b.packet(func(e *pb) { counterTrack(e, 8, "c") })
 			b.packet(func(e *pb) {

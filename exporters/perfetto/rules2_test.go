@@ -1,0 +1,330 @@
+package perfetto
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/devprof/devprof/event"
+	pf "github.com/devprof/devprof/internal/pftest"
+)
+
+// The traces of this file hold the rest of trace_processor's import rules
+// (counter track names, timestamp overflow, flow chains, slices on counter
+// tracks), encoded with pftest from the proto's field numbers; the
+// expected rows are written from the rules, whose trace_processor source
+// the comments name. Each trace is also in FuzzRead's corpus
+// (testdata/fuzz/FuzzRead/rules2-*), which TestDecodeStreamsAsReadTraceReads
+// reads too; TestRules2Corpus keeps those files equal to the traces.
+
+var updateRules2 = flag.Bool("update-rules2", false, "rewrite the rules2-* files of FuzzRead's corpus")
+
+// counterDesc is a CounterDescriptor (TrackDescriptor.counter, 8):
+// type 1, unit 3 and unit_name 6 when not zero.
+func counterDesc(typ, unit uint64, unitName string) pf.Field {
+	var fs []pf.Field
+	if typ != 0 {
+		fs = append(fs, pf.Varint(1, typ))
+	}
+	if unit != 0 {
+		fs = append(fs, pf.Varint(3, unit))
+	}
+	if unitName != "" {
+		fs = append(fs, pf.String(6, unitName))
+	}
+	return pf.Msg(8, fs...)
+}
+
+// counterNamesTrace has counter tracks of every naming case under a
+// thread, and a value on each.
+func counterNamesTrace() []byte {
+	const threadTime, instCount = 1, 2 // CounterDescriptor.BuiltinCounterType
+	const unitBytes = 3                // CounterDescriptor.Unit (UNIT_SIZE_BYTES)
+	t := &pf.Trace{}
+	t.Packet(pf.Seq(1), pf.Cleared(),
+		pf.Track(1, 0, "", pf.Process(10, "app")), pf.Track(2, 1, "", pf.Thread(10, 11, "main")),
+		pf.Track(20, 2, "", counterDesc(threadTime, unitBytes, "MHz")), // the type names it and gives its unit
+		pf.Track(21, 2, "", counterDesc(instCount, 0, "")),
+		pf.Track(22, 2, "cpu", counterDesc(threadTime, 0, "")), // a name wins over the type's
+		pf.Track(23, 2, "", counterDesc(0, unitBytes, "MiB")),  // no type, no name: none; the unit enum wins over unit_name
+		pf.Track(24, 2, "", counterDesc(0, 0, "W")),            // unit_name when the enum says nothing
+		pf.Track(25, 2, "", counterDesc(0, 7, "")))             // an enum value past the known ones: no unit
+	for i, uuid := range []uint64{20, 21, 22, 23, 24, 25} {
+		// The event's name never names a counter track.
+		at(t, uint64(100+i), pf.Event(pf.CounterType, uuid, "event-name", pf.CounterValue(int64(i+1))))
+	}
+	return t.Bytes()
+}
+
+// TestReadCounterTrackNames: trace_processor's track_event_tokenizer.cc
+// (TokenizeTrackDescriptorPacket) names a counter track with no name
+// after its builtin type, "thread_time" (COUNTER_THREAD_TIME_NS) or
+// "thread_instruction_count" (COUNTER_THREAD_INSTRUCTION_COUNT), and
+// leaves one of no type unnamed; a counter track is interned with its
+// descriptor's name only (track_event_tracker.cc: DynamicName of the
+// reservation's name, never the event's). The unit is the builtin type's
+// (ns, count), else the unit enum's, else unit_name.
+func TestReadCounterTrackNames(t *testing.T) {
+	tr := mustRead(t, counterNamesTrace())
+	type nu struct{ name, unit string }
+	got := map[uint64]nu{}
+	for _, k := range tr.Tracks {
+		if k.Kind == TrackCounter {
+			got[k.UUID] = nu{k.Name, k.Unit}
+		}
+	}
+	want := map[uint64]nu{
+		20: {"thread_time", "ns"}, 21: {"thread_instruction_count", "count"}, 22: {"cpu", "ns"},
+		23: {"", "bytes"}, 24: {"", "W"}, 25: {"", ""},
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("counter tracks (name, unit) %v, want %v", got, want)
+	}
+	if len(tr.Counters) != 6 || len(tr.Drops) != 0 {
+		t.Errorf("%d counter samples, drops %+v; want 6 and none", len(tr.Counters), tr.Drops)
+	}
+	// The model's series carry the same names and units, on the thread.
+	s := tr.Snapshot()
+	series := map[string]string{}
+	for _, r := range s.Events {
+		if r.Kind == event.KindCounter {
+			series[s.Name(r)] = s.Args(r)[0].Key
+		}
+	}
+	for _, name := range []string{"thread_time", "thread_instruction_count", "cpu"} {
+		if _, ok := series[name]; !ok {
+			t.Errorf("no counter series %q in the model (%v)", name, series)
+		}
+	}
+	if series["thread_time"] != "ns" || series["thread_instruction_count"] != "count" {
+		t.Errorf("series units %v", series)
+	}
+}
+
+// slicesOnCounterTrace puts a slice, an instant inside it and an END on a
+// counter track between two of its values.
+func slicesOnCounterTrace() []byte {
+	t := &pf.Trace{}
+	t.Packet(pf.Seq(1), pf.Cleared(), pf.Track(1, 0, "", pf.Process(10, "app")), pf.Track(30, 0, "gauge", pf.Counter(0, false)))
+	at(t, 100, pf.Event(pf.CounterType, 30, "", pf.CounterValue(5)))
+	at(t, 110, pf.Event(pf.Begin, 30, "work"))
+	at(t, 120, pf.Event(pf.Instant, 30, "mark"))
+	at(t, 150, pf.Event(pf.End, 30, ""))
+	at(t, 200, pf.Event(pf.CounterType, 30, "", pf.CounterValue(7)))
+	return t.Bytes()
+}
+
+// TestReadSlicesOnCounterTrack: trace_processor does not drop a
+// BEGIN, END or INSTANT on a counter track: InternDescriptorTrackBegin,
+// ...End and ...Instant (track_event_tracker.h) return the one track a
+// counter uuid interns, so the slice tracker opens and closes slices on
+// the counter track itself, beside its values.
+func TestReadSlicesOnCounterTrack(t *testing.T) {
+	tr := mustRead(t, slicesOnCounterTrace())
+	if len(tr.Slices) != 1 || tr.Slices[0].Track != 30 || tr.Slices[0].Name != "work" || tr.Slices[0].Start != 110 || tr.Slices[0].Dur != 40 {
+		t.Errorf("slices %+v, want work@30 [110, 150)", tr.Slices)
+	}
+	if len(tr.Instants) != 1 || tr.Instants[0].Track != 30 || tr.Instants[0].TS != 120 {
+		t.Errorf("instants %+v, want mark@30 at 120", tr.Instants)
+	}
+	var vals []float64
+	for _, c := range tr.Counters {
+		vals = append(vals, c.Value)
+	}
+	if !slices.Equal(vals, []float64{5, 7}) {
+		t.Errorf("counter values %v, want [5 7]", vals)
+	}
+	checkDrops(t, tr, map[string]int64{})
+	// In the model the slice is a span and the instant is inside it.
+	s := tr.Snapshot()
+	var span *event.Record
+	for _, r := range s.Events {
+		if r.Kind == event.KindSpan && s.Name(r) == "work" {
+			span = r
+		}
+	}
+	if span == nil {
+		t.Fatal("no span work in the model")
+	}
+	for _, r := range s.Events {
+		if r.Kind == event.KindInstant && s.Name(r) == "mark" && s.Lookup(r.Parent) != span {
+			t.Errorf("instant mark not inside work")
+		}
+	}
+}
+
+// overflowTrace has timestamps whose arithmetic overflows: legacy
+// timestamp_delta_us and timestamp_absolute_us, an incremental
+// sequence-scoped clock, and a clock's unit_multiplier_ns; each is
+// followed by good events whose place depends on the clock state the bad
+// one left.
+func overflowTrace() []byte {
+	const maxUS = math.MaxInt64 / 1000 // the largest µs value whose ns fit
+	delta := func(us int64) pf.Field { return pf.Int(1, us) }
+	abs := func(us int64) pf.Field { return pf.Int(16, us) }
+	ev := func(name string, more ...pf.Field) pf.Field { return pf.Event(pf.Instant, 1, name, more...) }
+	t := &pf.Trace{}
+	// BOOTTIME (the trace clock) reads MONOTONIC + 500.
+	t.Packet(pf.ClockSnapshot(pf.Clock{ID: clockBoottime, TS: 1000}, pf.Clock{ID: clockMonotonic, TS: 500}))
+	t.Packet(pf.Seq(1), pf.Cleared(), pf.Track(1, 0, "t"), pf.Msg(44, pf.Int(1, 10), pf.Int(2, 11), pf.Int(6, 10)))
+	t.Packet(pf.Seq(1), ev("a", delta(2)))                    // 10+2 µs: 12000 ns monotonic, 12500 trace
+	t.Packet(pf.Seq(1), ev("delta-overflow", delta(maxUS+1))) // ×1000 overflows: the running time saturates, the event is dropped
+	t.Packet(pf.Seq(1), ev("back", delta(-maxUS)))            // from the saturated time: MaxInt64 - maxUS·1000
+	t.Packet(pf.Seq(1), ev("abs-overflow", abs(maxUS+1)))     // dropped
+	t.Packet(pf.Seq(1), ev("abs-negative", abs(-1)))          // dropped
+	t.Packet(pf.TS(3000), pf.Seq(1), ev("abs-zero", abs(0)))  // no absolute time: the packet's, 3000
+	// Sequence 2: clock 64 counts deltas from 1000 (BOOTTIME 5000);
+	// clock 65 counts µs, 5 of them at BOOTTIME 5000.
+	t.Packet(pf.Seq(2), pf.Cleared(), pf.ClockSnapshot(pf.Clock{ID: clockBoottime, TS: 5000},
+		pf.Clock{ID: 64, TS: 1000, Incremental: true}, pf.Clock{ID: 65, TS: 5, Mult: 1000}))
+	inc := func(raw int64, name string) {
+		t.Packet(pf.TS(uint64(raw)), pf.ClockID(64), pf.Seq(2), pf.Event(pf.Instant, 1, name))
+	}
+	inc(10, "i1")                      // 1010: 5010
+	inc(math.MaxInt64, "inc-overflow") // the sum wraps: dropped, the clock keeps the wrapped sum
+	inc(-math.MaxInt64+20, "i3")       // wraps back: 1030, 5030
+	inc(5, "i4")                       // 1035, 5035
+	// ×1000 overflows, and wraps to 384 ns: dropped, not placed there.
+	t.Packet(pf.TS(math.MaxUint64/1000+1), pf.ClockID(65), pf.Seq(2), pf.Event(pf.Instant, 1, "mult-overflow"))
+	t.Packet(pf.TS(8), pf.ClockID(65), pf.Seq(2), pf.Event(pf.Instant, 1, "m2")) // 8000 ns: 8000
+	return t.Bytes()
+}
+
+// TestReadTimestampOverflow: trace_processor's arithmetic leaves a clock
+// state behind an overflow, and the next good event lands where that
+// state puts it. Legacy times (track_event_tokenizer.cc,
+// TrackEventSequenceState::IncrementAndGetTrackEventTimeNs) multiply and
+// add with saturation: the running time sticks at the bound and later
+// deltas move it from there; an absolute time of 0 is no time (the
+// packet's timestamp is used). An incremental clock
+// (clock_synchronizer.h, ClockDomain::ToNs) sums in int64 arithmetic,
+// which wraps, and a unit multiplier's product likewise. The event whose
+// own time overflowed has no true time: it alone is dropped
+// (track_event_invalid_timestamp), as is a negative one.
+func TestReadTimestampOverflow(t *testing.T) {
+	const maxUS = math.MaxInt64 / 1000
+	tr := mustRead(t, overflowTrace())
+	got := map[string]int64{}
+	for _, in := range tr.Instants {
+		got[in.Name] = in.TS
+	}
+	want := map[string]int64{
+		"a": 12500, "back": math.MaxInt64 - maxUS*1000 + 500, "abs-zero": 3000,
+		"i1": 5010, "i3": 5030, "i4": 5035, "m2": 8000,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("instants %v, want %v", got, want)
+	}
+	checkDrops(t, tr, map[string]int64{"track_event_invalid_timestamp": 5})
+	// Reading it again costs only those: the model has the rest.
+	if d := tr.Snapshot().Meta.Dropped(); d != 5 {
+		t.Errorf("snapshot dropped %d, want 5", d)
+	}
+}
+
+// flowChainsTrace has slices A..F on a thread and instant G, linked by
+// flows of both versions.
+func flowChainsTrace() []byte {
+	t := &pf.Trace{}
+	t.Packet(pf.Seq(1), pf.Cleared(), pf.Track(1, 0, "", pf.Process(10, "app")), pf.Track(2, 1, "", pf.Thread(10, 11, "main")))
+	slice := func(name string, from uint64, f ...pf.Field) {
+		at(t, from, pf.Event(pf.Begin, 2, name, f...))
+		at(t, from+100, pf.Event(pf.End, 2, ""))
+	}
+	slice("A", 100, pf.FlowID(5))                                     // v2 flow 5 starts
+	slice("B", 300)                                                   //
+	slice("C", 500, pf.FlowID(5))                                     // a middle slice: flow 5 steps through it
+	slice("D", 700, pf.FlowID(6))                                     // flow 6 starts
+	slice("E", 900, pf.TerminatingFlowID(5), pf.TerminatingFlowID(6)) // both end
+	slice("F", 1100, pf.FlowID(6))                                    // 6 again after it ended: a new flow, with no other end
+	at(t, 1300, pf.Event(pf.Instant, 2, "G", pf.FlowID(77)))          // a flow with one end
+	v1 := func(ts uint64, ph byte, more ...pf.Field) {
+		at(t, ts, pf.Event(pf.Unspecified, 2, "v1", pf.Category("c"), pf.Legacy(append([]pf.Field{pf.Phase(ph), pf.UnscopedID(9)}, more...)...)))
+	}
+	v1(150, 's')                       // flow v1 9 begins in A
+	v1(350, 't')                       // steps in B
+	v1(550, 'f', pf.BindToEnclosing()) // ends in C
+	return t.Bytes()
+}
+
+// TestReadFlowChains: trace_processor links flows slice to slice
+// (track_event_event_importer.h, MaybeParseTrackEventFlows, and
+// flow_tracker.cc): a flow id a slice names begins a flow when none with
+// that id is going, else steps it (the slice is the next link and the
+// flow goes on from it); a terminating id ends the flow going and frees
+// its id, so a later use begins a new flow. Flow v1 events
+// (ParseFlowEventV1) begin (s), step (t) and end (f) a flow the same way
+// through the slices they bind to. In a Perfetto input devprof did not
+// write, a flow left with one end is dropped from the model and counted,
+// as the Chrome reader does.
+func TestReadFlowChains(t *testing.T) {
+	tr := mustRead(t, flowChainsTrace())
+	if got, want := flowsBetween(tr), []string{"[A B C]", "[A C E]", "[D E]", "[F]", "[G]"}; !slices.Equal(got, want) {
+		t.Errorf("flows %v, want %v", got, want)
+	}
+	checkDrops(t, tr, map[string]int64{})
+	s := tr.Snapshot()
+	ends := map[uint64][]string{}
+	for _, r := range s.Events {
+		for _, a := range s.Args(r) {
+			if a.Kind == event.ArgFlow {
+				ends[a.Num] = append(ends[a.Num], s.Name(r))
+			}
+		}
+	}
+	var chains []string
+	for _, names := range ends {
+		slices.Sort(names)
+		chains = append(chains, fmt.Sprint(names))
+	}
+	slices.Sort(chains)
+	if want := []string{"[A B C]", "[A C E]", "[D E]"}; !slices.Equal(chains, want) {
+		t.Errorf("model flows %v, want %v (the one-ended ones dropped)", chains, want)
+	}
+	var warned bool
+	for _, w := range s.Meta.Warnings {
+		warned = warned || w.Code == "flow_one_ended" && strings.Contains(w.Text, "dropped 2 flows")
+	}
+	if !warned || s.Meta.Dropped() != 2 {
+		t.Errorf("dropped %d, warnings %+v; want the 2 one-ended flows counted", s.Meta.Dropped(), s.Meta.Warnings)
+	}
+}
+
+// rules2Traces are the traces of this file, by the name of their corpus
+// file.
+func rules2Traces() map[string][]byte {
+	return map[string][]byte{
+		"counter-names":      counterNamesTrace(),
+		"slices-on-counter":  slicesOnCounterTrace(),
+		"timestamp-overflow": overflowTrace(),
+		"flow-chains":        flowChainsTrace(),
+	}
+}
+
+// TestRules2Corpus keeps the rules2-* files of FuzzRead's corpus equal to
+// the traces of this file (go test -run TestRules2Corpus -update-rules2
+// writes them), so that the fuzz target and the streaming test read them.
+func TestRules2Corpus(t *testing.T) {
+	for name, data := range rules2Traces() {
+		path := filepath.Join("testdata", "fuzz", "FuzzRead", "rules2-"+name)
+		want := "go test fuzz v1\n[]byte(" + strconv.Quote(string(data)) + ")\n"
+		if *updateRules2 {
+			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(got, []byte(want)) {
+			t.Errorf("%s is not the trace %s (%v): run go test -run TestRules2Corpus -update-rules2", path, name, err)
+		}
+	}
+}
