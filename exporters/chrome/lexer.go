@@ -157,6 +157,16 @@ func (l *lexer) skipSpace() (c byte, ok bool) {
 // errors. Nesting counts from the value itself, as the Decoder's Decode
 // counts it.
 func (l *lexer) value(what string) ([]byte, error) {
+	// Most values are events of a few hundred bytes: with some kilobytes
+	// buffered, quickScan checks them without reading more input; the
+	// rest, and every value with an error, go through scan.
+	for l.end-l.pos < quickWindow && l.fill() {
+	}
+	if i, ok := l.quickScan(l.buf[l.pos:l.end]); ok {
+		v := l.buf[l.pos : l.pos+i]
+		l.pos += i
+		return v, nil
+	}
 	i, err := l.scan(0)
 	if err != nil {
 		if err == errEnd {
@@ -459,4 +469,221 @@ func (l *lexer) literal(i int, word string) (int, error) {
 		}
 	}
 	return i + len(word), nil
+}
+
+// quickWindow is how much input value keeps buffered for quickScan.
+const quickWindow = 16 << 10
+
+// notString marks the bytes that end the plain run of a string: its
+// closing quote, an escape, a control character.
+var notString = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+// quickScan is scan over the bytes in b alone: it reports ok only for a
+// value that is valid JSON and ends within b (noting the members as scan
+// does), and leaves anything else — an error to word, a value that goes
+// on past b — to scan.
+func (l *lexer) quickScan(b []byte) (int, bool) {
+	l.stack = l.stack[:0]
+	l.members = l.members[:0]
+	i := 0
+	for {
+		// A value begins at i.
+		for i < len(b) && isSpace(b[i]) {
+			i++
+		}
+		if i >= len(b) {
+			return 0, false
+		}
+		if len(l.stack) == 1 && l.stack[0] == '{' {
+			l.members[len(l.members)-1].val0 = i
+		}
+		switch c := b[i]; c {
+		case '{', '[':
+			if len(l.stack) >= maxDepth {
+				return 0, false
+			}
+			l.stack = append(l.stack, c)
+			i++
+			for i < len(b) && isSpace(b[i]) {
+				i++
+			}
+			if i >= len(b) {
+				return 0, false
+			}
+			if c == '{' && b[i] == '}' || c == '[' && b[i] == ']' {
+				l.stack = l.stack[:len(l.stack)-1]
+				i++
+				break
+			}
+			if c == '{' {
+				var ok bool
+				if i, ok = l.quickKey(b, i); !ok {
+					return 0, false
+				}
+			}
+			continue
+		case '"':
+			var ok bool
+			if i, ok = quickString(b, i); !ok {
+				return 0, false
+			}
+		case 't':
+			if len(b)-i < 4 || string(b[i:i+4]) != "true" {
+				return 0, false
+			}
+			i += 4
+		case 'f':
+			if len(b)-i < 5 || string(b[i:i+5]) != "false" {
+				return 0, false
+			}
+			i += 5
+		case 'n':
+			if len(b)-i < 4 || string(b[i:i+4]) != "null" {
+				return 0, false
+			}
+			i += 4
+		default:
+			var ok bool
+			if i, ok = quickNumber(b, i); !ok {
+				return 0, false
+			}
+		}
+		// A value ends at i.
+		for {
+			if len(l.stack) == 0 {
+				return i, true
+			}
+			if len(l.stack) == 1 && l.stack[0] == '{' {
+				l.members[len(l.members)-1].val1 = i
+			}
+			for i < len(b) && isSpace(b[i]) {
+				i++
+			}
+			if i >= len(b) {
+				return 0, false
+			}
+			obj := l.stack[len(l.stack)-1] == '{'
+			c := b[i]
+			if c == '}' && obj || c == ']' && !obj {
+				l.stack = l.stack[:len(l.stack)-1]
+				i++
+				continue
+			}
+			if c != ',' {
+				return 0, false
+			}
+			i++
+			if obj {
+				for i < len(b) && isSpace(b[i]) {
+					i++
+				}
+				var ok bool
+				if i, ok = l.quickKey(b, i); !ok {
+					return 0, false
+				}
+			}
+			break
+		}
+	}
+}
+
+// quickKey is key (noting the member as memberKey does) over b alone.
+func (l *lexer) quickKey(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, false
+	}
+	end, ok := quickString(b, i)
+	if !ok {
+		return 0, false
+	}
+	if len(l.stack) == 1 {
+		l.members = append(l.members, member{key0: i, key1: end})
+	}
+	i = end
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	if i >= len(b) || b[i] != ':' {
+		return 0, false
+	}
+	return i + 1, true
+}
+
+// quickString returns the end of the string whose quote is at b[i].
+func quickString(b []byte, i int) (int, bool) {
+	for i++; i < len(b); i++ {
+		if !notString[b[i]] {
+			continue
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, true
+		case c < 0x20:
+			return 0, false
+		}
+		// An escape.
+		if i+1 >= len(b) {
+			return 0, false
+		}
+		switch b[i+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i++
+		case 'u':
+			if i+5 >= len(b) {
+				return 0, false
+			}
+			for _, h := range b[i+2 : i+6] {
+				if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+					return 0, false
+				}
+			}
+			i += 5
+		default:
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// quickNumber returns the end of the number at b[i]; a number that ends
+// b is left to scan, which knows whether more input follows.
+func quickNumber(b []byte, i int) (int, bool) {
+	if b[i] == '-' {
+		i++
+	}
+	digits := func() bool {
+		j := i
+		for i < len(b) && b[i]-'0' <= 9 {
+			i++
+		}
+		return i > j
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case !digits():
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if !digits() {
+			return 0, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return 0, false
+		}
+	}
+	return i, i < len(b)
 }
