@@ -57,7 +57,8 @@ type xspace struct {
 	planes                      []xplane
 	errors, warnings, hostnames []string
 
-	// stats holds the stats of the event eachEvent is at.
+	// event and stats are the event eachEvent is at and its stats.
+	event xevent
 	stats []xstat
 
 	invalidUTF8 int               // strings that were not valid UTF-8
@@ -216,7 +217,7 @@ func (s *xspace) line(l *xline) error {
 }
 
 // eachEvent decodes the events of line l in order and calls fn with each;
-// the event's stats are in s.stats until the next call.
+// the event and its stats (in s.stats) are valid until the next call.
 func (s *xspace) eachEvent(l *xline, fn func(e *xevent) error) error {
 	it := protoenc.Iter{B: l.msg}
 	n := 0
@@ -224,12 +225,12 @@ func (s *xspace) eachEvent(l *xline, fn func(e *xevent) error) error {
 		if it.Field.Key() != key(lineEvents, wireBytes) {
 			continue
 		}
-		var e xevent
-		s.stats = s.stats[:0]
-		if err := s.event(&e, it.Field.Bytes, true); err != nil {
+		e := &s.event
+		*e, s.stats = xevent{}, s.stats[:0]
+		if err := s.decodeEvent(e, it.Field.Bytes, true); err != nil {
 			return s.eventError(l, n, err)
 		}
-		if err := fn(&e); err != nil {
+		if err := fn(e); err != nil {
 			return err
 		}
 		n++
@@ -251,18 +252,19 @@ func (s *xspace) scanEvents(l *xline, fn func(e *xevent)) bool {
 		if it.Field.Key() != key(lineEvents, wireBytes) {
 			continue
 		}
-		var e xevent
-		if s.event(&e, it.Field.Bytes, false) != nil {
+		e := &s.event
+		*e = xevent{}
+		if s.decodeEvent(e, it.Field.Bytes, false) != nil {
 			return false
 		}
-		fn(&e)
+		fn(e)
 	}
 	return true
 }
 
-// event decodes an event into e, its stats (with stats set) into
+// decodeEvent decodes an event into e, its stats (with stats set) into
 // s.stats.
-func (s *xspace) event(e *xevent, b []byte, stats bool) error {
+func (s *xspace) decodeEvent(e *xevent, b []byte, stats bool) error {
 	for len(b) > 0 {
 		f, n, err := protoenc.Next(b)
 		if err != nil {
