@@ -247,7 +247,7 @@ func (k *sink) RenameTrack(id uint32, name string) { k.b.SetTrackName(id, name) 
 func (k *sink) Slice(track uint32, parent uint64, name string, start, end int64, args []event.Arg) uint64 {
 	if k.left <= 0 && k.collector[track] && k.collectorLeft > 0 {
 		k.collectorLeft--
-	} else if !k.room(end) {
+	} else if !k.room(start) {
 		return 0
 	}
 	if parent == 0 {
@@ -255,6 +255,17 @@ func (k *sink) Slice(track uint32, parent uint64, name string, start, end int64,
 	}
 	return k.b.Span(event.Span{Name: name, Start: start, End: end, Parent: parent, Track: track, Args: args})
 }
+
+func (k *sink) Begin(track uint32, name string, start int64, args []event.Arg) uint64 {
+	if k.left <= 0 && k.collector[track] && k.collectorLeft > 0 {
+		k.collectorLeft--
+	} else if !k.room(start) {
+		return 0
+	}
+	return k.b.Span(event.Span{Name: name, Start: start, Track: track, Args: args, Unfinished: true})
+}
+
+func (k *sink) End(id uint64, end int64) { k.b.EndSpan(id, end) }
 
 func (k *sink) Instant(track uint32, name string, t int64, args []event.Arg) {
 	if k.room(t) {

@@ -17,6 +17,11 @@ func (k *countSink) Slice(uint32, uint64, string, int64, int64, []event.Arg) uin
 	k.events++
 	return uint64(k.events)
 }
+func (k *countSink) Begin(uint32, string, int64, []event.Arg) uint64 {
+	k.events++
+	return uint64(k.events)
+}
+func (k *countSink) End(uint64, int64)                          {}
 func (k *countSink) Instant(uint32, string, int64, []event.Arg) { k.events++ }
 func (k *countSink) Counter(string, string, int64, float64)     { k.events++ }
 

@@ -27,9 +27,43 @@ import (
 )
 
 // sliceSink keeps every slice by its track's name, and nothing else.
+// It checks the order Sink promises: on each track, slices begin in
+// nondecreasing start order.
 type sliceSink struct {
+	t      *testing.T
 	names  []string // by track id-1
 	slices map[string][]span
+	open   map[uint64]begun
+	last   map[uint32]int64 // the latest start on each track
+	next   uint64
+}
+
+type begun struct {
+	track uint32
+	span
+}
+
+func (k *sliceSink) Begin(track uint32, name string, start int64, _ []event.Arg) uint64 {
+	if k.open == nil {
+		k.open, k.last = map[uint64]begun{}, map[uint32]int64{}
+	}
+	if l, ok := k.last[track]; ok && start < l {
+		k.t.Errorf("%q on %q begins at %d, before a slice begun earlier on it (%d)", name, k.names[track-1], start, l)
+	}
+	k.last[track] = start
+	k.next++
+	k.open[k.next] = begun{track, span{name, start, 0}}
+	return k.next
+}
+
+func (k *sliceSink) End(id uint64, end int64) {
+	b, ok := k.open[id]
+	if !ok {
+		k.t.Errorf("End(%d) of no open slice", id)
+		return
+	}
+	delete(k.open, id)
+	k.Slice(b.track, 0, b.name, b.start, end, nil)
 }
 
 type span struct {
@@ -278,12 +312,15 @@ func TestGenerationsReadAsToolchain(t *testing.T) {
 	t.Logf("%d GC cycles, %d pauses, %d mark assists, %d sweeps, %d goroutines; %d ranges re-announced in a later generation",
 		len(want.gcs), len(want.pauses), len(want.assists), len(want.sweeps), want.goroutines, want.activeOpen)
 
-	k := &sliceSink{}
+	k := &sliceSink{t: t}
 	c, err := convert(bytes.NewReader(data), k, Options{MaxGoroutines: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := &c.res
+	if len(k.open) != 0 {
+		t.Errorf("%d slices begun were never ended", len(k.open))
+	}
 	if got := sortedSpans(k.slices[TrackGC]); !reflect.DeepEqual(got, sortedSpans(onlyNamed(k.slices[TrackGC], SliceGC))) ||
 		!reflect.DeepEqual(got, sortedSpans(want.gcs)) {
 		t.Errorf("GC slices %v\nwant the toolchain's %v", got, sortedSpans(want.gcs))

@@ -85,9 +85,23 @@ const (
 // the sink's timeline (trace times plus Options.Offset). Each method
 // returns false (or 0) when the sink had no room; Convert counts nothing
 // itself for that, the sink does.
+//
+// Convert adds each slice when it begins (Begin), in time order, and
+// ends it when the trace says (End): on every track slices come in
+// nondecreasing start order, enclosing ones first, so that a sink that
+// keeps only open slices (devprof summary's) can place each as it comes.
+// Only what began before the trace and is learned of at its end (a
+// region, task or range whose begin the trace does not hold) comes as a
+// complete Slice, at its start, the trace's first event.
 type Sink interface {
 	// Track registers a track and returns its id.
 	Track(t event.Track) uint32
+	// Begin adds a slice on a track, as a root, whose end comes later
+	// (End); it returns the slice's handle, or 0 if it was dropped. The
+	// sink copies args if it keeps them.
+	Begin(track uint32, name string, start int64, args []event.Arg) uint64
+	// End ends slice id (a handle Begin returned) at end.
+	End(id uint64, end int64)
 	// Slice adds a complete slice on a track, as a child of span parent
 	// (an ID of the sink's) or with parent 0 as a root; it returns the
 	// slice's ID, or 0 if it was dropped.
@@ -223,22 +237,29 @@ type goState struct {
 	// (displayOf).
 	display, displayOf string
 	p                  int64
+	stateID            uint64 // the sink's handle of the state's slice (0: none)
 	regions            []openRange
-	ranges             map[string]int64 // goroutine-scoped ranges (mark assist, STW) by name
+	ranges             map[string]openRange // goroutine-scoped ranges (mark assist, STW) by name
 }
 
+// openRange is a slice begun and not yet ended.
 type openRange struct {
 	name  string
 	start int64
-	args  []event.Arg
+	args  []event.Arg // of one added whole (before)
+	id    uint64      // the sink's handle (0: dropped)
+	// before marks one that began before the trace, learned of at its
+	// end: it is added whole then (see Sink).
+	before bool
 }
 
 type procState struct {
 	track uint32
 	g     int64 // goroutine running, -1 none
 	start int64
+	runID uint64 // the sink's handle of the run's slice
 	// ranges holds proc-scoped ranges (incremental sweep) by name.
-	ranges map[string]int64
+	ranges map[string]openRange
 }
 
 type converter struct {
@@ -253,7 +274,7 @@ type converter struct {
 	gcTrack   uint32
 	stwTrack  uint32
 	taskTrack uint32
-	gc        map[string]int64 // global ranges by name
+	gc        map[string]openRange // global ranges by name
 	tasks     map[xtrace.TaskID]openRange
 	live      int   // goroutines that exist
 	liveAt    int64 // time of the last goroutine-count sample
@@ -283,7 +304,7 @@ func convert(r io.Reader, sink Sink, o Options) (*converter, error) {
 	}
 	c := &converter{sink: sink, o: o,
 		gs: map[xtrace.GoID]*goState{}, ps: map[xtrace.ProcID]*procState{},
-		gc: map[string]int64{}, tasks: map[xtrace.TaskID]openRange{}, blocked: map[string]string{}, first: true,
+		gc: map[string]openRange{}, tasks: map[xtrace.TaskID]openRange{}, blocked: map[string]string{}, first: true,
 		regionStats: map[string]*RegionStat{}, taskStats: map[string]*RegionStat{}, sum: Summary{Exact: true}}
 	c.res.GoTrack = map[int64]uint32{}
 	if o.KeepRuns {
@@ -362,24 +383,27 @@ func (c *converter) event(ev *xtrace.Event) {
 		c.rangeEnd(ev, t)
 	case xtrace.EventTaskBegin:
 		tk := ev.Task()
-		c.tasks[tk.ID] = openRange{name: taskName(tk.Type), start: t, args: []event.Arg{intArg("task", int64(tk.ID)), intArg("parent task", parentTask(tk.Parent))}}
+		or := openRange{name: taskName(tk.Type), start: t}
+		or.id = c.sink.Begin(c.tasks0(), or.name, t, c.taskArgs(tk))
+		c.tasks[tk.ID] = or
 	case xtrace.EventTaskEnd:
 		tk := ev.Task()
 		or, ok := c.tasks[tk.ID]
 		if !ok { // begun before the trace: it runs from the trace's start
-			or = openRange{name: taskName(tk.Type), start: c.res.First, args: []event.Arg{intArg("task", int64(tk.ID)), intArg("parent task", parentTask(tk.Parent))}}
+			or = openRange{name: taskName(tk.Type), start: c.res.First, args: c.taskArgs(tk), before: true}
 		}
 		delete(c.tasks, tk.ID)
 		c.task(or, t)
 	case xtrace.EventRegionBegin:
 		if g := c.goroutine(ev.Goroutine(), t); g != nil {
 			rg := ev.Region()
-			g.regions = append(g.regions, openRange{name: rg.Type, start: t, args: taskArgs(rg.Task)})
+			id := c.goBegin(g, ev.Goroutine(), rg.Type, t, taskArgs(rg.Task))
+			g.regions = append(g.regions, openRange{name: rg.Type, start: t, id: id})
 		}
 	case xtrace.EventRegionEnd:
 		if g := c.goroutine(ev.Goroutine(), t); g != nil {
 			rg := ev.Region()
-			or := openRange{name: rg.Type, start: c.res.First, args: taskArgs(rg.Task)}
+			or := openRange{name: rg.Type, start: c.res.First, args: taskArgs(rg.Task), before: true}
 			// The innermost open region of that type ends; one begun
 			// before the trace runs from its start.
 			for i := len(g.regions) - 1; i >= 0; i-- {
@@ -457,10 +481,28 @@ func intArg(k string, v int64) event.Arg {
 	return event.Arg{Key: k, Kind: event.ArgInt, Num: uint64(v)}
 }
 
-// task adds a user task that ended at end.
+// taskArgs are the arguments of a task's slice.
+func (c *converter) taskArgs(tk xtrace.Task) []event.Arg {
+	c.args = append(c.args[:0], intArg("task", int64(tk.ID)), intArg("parent task", parentTask(tk.Parent)))
+	return c.args
+}
+
+// task ends a user task at end (adds it whole, if it began before the
+// trace).
 func (c *converter) task(tk openRange, end int64) {
 	add(c.taskStats, tk.name, end-tk.start)
-	c.sink.Slice(c.tasks0(), 0, tk.name, tk.start, end, tk.args)
+	c.endOrAdd(c.tasks0(), tk, end)
+}
+
+// endOrAdd ends slice r at end, or adds it whole on track when it began
+// before the trace.
+func (c *converter) endOrAdd(track uint32, r openRange, end int64) {
+	switch {
+	case r.before:
+		c.sink.Slice(track, 0, r.name, r.start, end, r.args)
+	case r.id != 0:
+		c.sink.End(r.id, end)
+	}
 }
 
 func (c *converter) tasks0() uint32 {
@@ -536,10 +578,26 @@ func (c *converter) rename(g *goState, id xtrace.GoID) {
 	}
 }
 
-// region adds a user region of goroutine id that ended at end.
+// region ends a user region of goroutine id at end (adds it whole, if
+// it began before the trace).
 func (c *converter) region(g *goState, id xtrace.GoID, r openRange, end int64) {
 	add(c.regionStats, r.name, end-r.start)
-	c.goSlice(g, id, r.name, r.start, end, r.args)
+	switch {
+	case r.before:
+		c.goSlice(g, id, r.name, r.start, end, r.args)
+	case r.id != 0:
+		c.sink.End(r.id, end)
+	}
+}
+
+// goBegin begins a slice on a goroutine's track, counting it as dropped
+// when the goroutine has none.
+func (c *converter) goBegin(g *goState, id xtrace.GoID, name string, start int64, args []event.Arg) uint64 {
+	if tr := c.goTrack(g, id); tr != 0 {
+		return c.sink.Begin(tr, name, start, args)
+	}
+	c.res.Dropped++
+	return 0
 }
 
 // goSlice adds a slice on a goroutine's track, counting it as dropped
@@ -602,14 +660,9 @@ func (c *converter) goTransition(ev *xtrace.Event, st *xtrace.StateTransition, t
 	c.sum.PeakGoroutines = max(c.sum.PeakGoroutines, c.live)
 	c.sampleLive(t)
 	// The state that ends.
-	if from != xtrace.GoUndetermined && from != xtrace.GoNotExist && t >= g.since {
-		name := c.stateName(g.state, g.reason)
-		var args []event.Arg
-		if g.state == xtrace.GoRunning && g.p >= 0 {
-			args = c.args[:0]
-			args = append(args, intArg(ArgP, g.p))
-		}
-		c.goSlice(g, id, name, g.since, t, args)
+	if g.stateID != 0 {
+		c.sink.End(g.stateID, t)
+		g.stateID = 0
 	}
 	if from == xtrace.GoRunning || (from.Executing() && !to.Executing()) {
 		if g.p >= 0 {
@@ -630,6 +683,7 @@ func (c *converter) goTransition(ev *xtrace.Event, st *xtrace.StateTransition, t
 		}
 		return
 	}
+	var args []event.Arg
 	if to == xtrace.GoRunning {
 		if p := ev.Proc(); p != xtrace.NoProc {
 			g.p = int64(p)
@@ -638,7 +692,14 @@ func (c *converter) goTransition(ev *xtrace.Event, st *xtrace.StateTransition, t
 				c.endRun(p, t)
 			}
 			ps.g, ps.start = int64(id), t
+			c.args = append(c.args[:0], intArg(ArgGoroutine, int64(id)))
+			ps.runID = c.sink.Begin(ps.track, c.display(g, int64(id)), t, c.args)
+			args = append(c.args[:0], intArg(ArgP, g.p))
 		}
+	}
+	// The state that begins.
+	if to != xtrace.GoNotExist && to != xtrace.GoUndetermined {
+		g.stateID = c.goBegin(g, id, c.stateName(to, st.Reason), t, args)
 	}
 }
 
@@ -650,14 +711,10 @@ func (c *converter) endRun(p xtrace.ProcID, t int64) {
 	}
 	gid := ps.g
 	ps.g = -1
-	var name string
-	if g := c.gs[xtrace.GoID(gid)]; g != nil {
-		name = c.display(g, gid)
-	} else {
-		name = GoroutinePrefix + strconv.FormatInt(gid, 10)
+	if ps.runID != 0 {
+		c.sink.End(ps.runID, t)
+		ps.runID = 0
 	}
-	c.args = append(c.args[:0], intArg(ArgGoroutine, gid))
-	c.sink.Slice(ps.track, 0, name, ps.start, t, c.args)
 	if c.o.KeepRuns {
 		c.res.Runs[int64(p)] = append(c.res.Runs[int64(p)], Run{Start: ps.start, End: t, G: gid})
 	}
@@ -731,23 +788,26 @@ func (c *converter) sampleLive(t int64) {
 // start.
 func (c *converter) rangeBegin(ev *xtrace.Event, t int64) {
 	r := ev.Range()
-	var open map[string]int64
+	var open map[string]openRange
+	var g *goState
+	var ps *procState
+	gid := xtrace.NoGoroutine
 	switch r.Scope.Kind {
 	case xtrace.ResourceNone:
 		open = c.gc
 	case xtrace.ResourceGoroutine:
-		g := c.goroutine(r.Scope.Goroutine(), t)
-		if g == nil {
+		gid = r.Scope.Goroutine()
+		if g = c.goroutine(gid, t); g == nil {
 			return
 		}
 		if g.ranges == nil {
-			g.ranges = map[string]int64{}
+			g.ranges = map[string]openRange{}
 		}
 		open = g.ranges
 	case xtrace.ResourceProc:
-		ps := c.procTrack(r.Scope.Proc())
+		ps = c.procTrack(r.Scope.Proc())
 		if ps.ranges == nil {
-			ps.ranges = map[string]int64{}
+			ps.ranges = map[string]openRange{}
 		}
 		open = ps.ranges
 	default:
@@ -759,90 +819,102 @@ func (c *converter) rangeBegin(ev *xtrace.Event, t int64) {
 		}
 		t = c.res.First
 	}
-	open[r.Name] = t
+	or := openRange{name: r.Name, start: t}
+	if tr, name, args := c.rangeSlice(r.Scope.Kind, g, gid, ps, r.Name); tr != 0 {
+		or.id = c.sink.Begin(tr, name, t, args)
+	} else {
+		c.res.Dropped++
+	}
+	open[r.Name] = or
 }
 
 func (c *converter) rangeEnd(ev *xtrace.Event, t int64) {
 	r := ev.Range()
+	var open map[string]openRange
+	var g *goState
+	var ps *procState
+	gid := xtrace.NoGoroutine
 	switch r.Scope.Kind {
 	case xtrace.ResourceNone:
-		start, ok := c.gc[r.Name]
-		if !ok {
-			start = c.res.First
-		}
-		delete(c.gc, r.Name)
-		c.globalRange(r.Name, start, t)
+		open = c.gc
 	case xtrace.ResourceGoroutine:
-		id := ev.Goroutine()
+		gid = ev.Goroutine()
 		if r.Scope.Goroutine() != xtrace.NoGoroutine {
-			id = r.Scope.Goroutine()
+			gid = r.Scope.Goroutine()
 		}
-		g := c.goroutine(id, t)
-		if g == nil {
+		if g = c.goroutine(gid, t); g == nil {
 			return
 		}
-		start, ok := g.ranges[r.Name]
-		if !ok {
-			start = c.res.First
-		}
-		delete(g.ranges, r.Name)
-		c.goRange(g, id, r.Name, start, t)
+		open = g.ranges
 	case xtrace.ResourceProc:
-		ps := c.procTrack(r.Scope.Proc())
-		start, ok := ps.ranges[r.Name]
-		if !ok {
-			start = c.res.First
-		}
-		delete(ps.ranges, r.Name)
-		c.sink.Slice(ps.track, 0, r.Name, start, t, nil)
+		ps = c.procTrack(r.Scope.Proc())
+		open = ps.ranges
+	default:
+		return
 	}
+	or, ok := open[r.Name]
+	if !ok { // begun before the trace
+		or = openRange{name: r.Name, start: c.res.First, before: true}
+	}
+	delete(open, r.Name)
+	c.endRange(r.Scope.Kind, g, gid, ps, or, t)
 }
 
-func (c *converter) globalRange(name string, start, end int64) {
-	if name == rangeGC {
-		c.res.GCs++
-		c.sum.GCTotal += end - start
+// gcArgs are the arguments of a GC cycle's slice.
+var gcArgs = []event.Arg{{Key: "phase", Kind: event.ArgString, Str: "concurrent mark"}}
+
+// rangeSlice says where a range of the runtime's shows: its track, and
+// its slice's name and arguments. A pause shows on TrackSTW and the
+// collector's other global ranges on TrackGC; a goroutine's range on its
+// track (0 when it has none), a P's on the P's.
+func (c *converter) rangeSlice(scope xtrace.ResourceKind, g *goState, gid xtrace.GoID, ps *procState, name string) (uint32, string, []event.Arg) {
+	switch {
+	case strings.HasPrefix(name, "stop-the-world"):
+		if c.stwTrack == 0 {
+			c.stwTrack = c.sink.Track(event.Track{Kind: event.TrackHostThread, Name: TrackSTW, SortIndex: sortSTW, Sorted: true})
+		}
+		return c.stwTrack, STWPrefix + strings.TrimSuffix(strings.TrimPrefix(name, "stop-the-world ("), ")"), nil
+	case scope == xtrace.ResourceNone:
 		if c.gcTrack == 0 {
 			c.gcTrack = c.sink.Track(event.Track{Kind: event.TrackHostThread, Name: TrackGC, SortIndex: sortGC, Sorted: true})
 		}
-		c.sink.Slice(c.gcTrack, 0, SliceGC, start, end, []event.Arg{{Key: "phase", Kind: event.ArgString, Str: "concurrent mark"}})
-		return
+		if name == rangeGC {
+			return c.gcTrack, SliceGC, gcArgs
+		}
+		return c.gcTrack, name, nil
+	case scope == xtrace.ResourceGoroutine:
+		return c.goTrack(g, gid), name, nil
 	}
-	if strings.HasPrefix(name, "stop-the-world") {
-		c.stw(name, start, end)
-		return
-	}
-	if c.gcTrack == 0 {
-		c.gcTrack = c.sink.Track(event.Track{Kind: event.TrackHostThread, Name: TrackGC, SortIndex: sortGC, Sorted: true})
-	}
-	c.sink.Slice(c.gcTrack, 0, name, start, end, nil)
+	return ps.track, name, nil
 }
 
-// goRange adds a goroutine-scoped range of the runtime's: a pause it
-// stopped the world for, on TrackSTW, or a mark assist on its own track.
-func (c *converter) goRange(g *goState, id xtrace.GoID, name string, start, end int64) {
-	if strings.HasPrefix(name, "stop-the-world") {
-		c.stw(name, start, end)
-		return
-	}
-	if name == RangeMarkAssist {
+// endRange ends a range of the runtime's at end, counting it: a GC
+// cycle, a pause, a mark assist. One that began before the trace is
+// added whole.
+func (c *converter) endRange(scope xtrace.ResourceKind, g *goState, gid xtrace.GoID, ps *procState, or openRange, end int64) {
+	d := end - or.start
+	switch {
+	case strings.HasPrefix(or.name, "stop-the-world"):
+		c.res.Pauses++
+		c.res.PauseTotal += d
+		c.res.PauseMax = max(c.res.PauseMax, d)
+	case scope == xtrace.ResourceNone && or.name == rangeGC:
+		c.res.GCs++
+		c.sum.GCTotal += d
+	case scope == xtrace.ResourceGoroutine && or.name == RangeMarkAssist:
 		c.sum.Assists++
-		c.sum.AssistTotal += end - start
+		c.sum.AssistTotal += d
 	}
-	c.goSlice(g, id, name, start, end, nil)
-}
-
-// stw adds a stop-the-world pause.
-func (c *converter) stw(name string, start, end int64) {
-	if c.stwTrack == 0 {
-		c.stwTrack = c.sink.Track(event.Track{Kind: event.TrackHostThread, Name: TrackSTW, SortIndex: sortSTW, Sorted: true})
+	switch {
+	case or.before:
+		if tr, name, args := c.rangeSlice(scope, g, gid, ps, or.name); tr != 0 {
+			c.sink.Slice(tr, 0, name, or.start, end, args)
+		} else {
+			c.res.Dropped++
+		}
+	case or.id != 0:
+		c.sink.End(or.id, end)
 	}
-	reason := strings.TrimSuffix(strings.TrimPrefix(name, "stop-the-world ("), ")")
-	c.sink.Slice(c.stwTrack, 0, STWPrefix+reason, start, end, nil)
-	d := end - start
-	c.res.Pauses++
-	c.res.PauseTotal += d
-	c.res.PauseMax = max(c.res.PauseMax, d)
 }
 
 // finish closes what the trace left open at its last event.
@@ -855,24 +927,25 @@ func (c *converter) finish() {
 			c.endRun(p, end)
 		}
 		for _, name := range slices.Sorted(maps.Keys(ps.ranges)) {
-			c.sink.Slice(ps.track, 0, name, ps.ranges[name], end, nil)
+			c.endRange(xtrace.ResourceProc, nil, xtrace.NoGoroutine, ps, ps.ranges[name], end)
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(c.gs)) {
 		g := c.gs[id]
-		if g.state != xtrace.GoUndetermined && g.state != xtrace.GoNotExist && end > g.since {
-			c.goSlice(g, id, c.stateName(g.state, g.reason), g.since, end, nil)
+		if g.stateID != 0 {
+			c.sink.End(g.stateID, end)
+			g.stateID = 0
 		}
 		for _, r := range g.regions {
 			c.region(g, id, r, end)
 		}
 		c.rename(g, id)
 		for _, name := range slices.Sorted(maps.Keys(g.ranges)) {
-			c.goRange(g, id, name, g.ranges[name], end)
+			c.endRange(xtrace.ResourceGoroutine, g, id, nil, g.ranges[name], end)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.gc)) {
-		c.globalRange(name, c.gc[name], end)
+		c.endRange(xtrace.ResourceNone, nil, xtrace.NoGoroutine, nil, c.gc[name], end)
 	}
 	for _, id := range slices.Sorted(maps.Keys(c.tasks)) {
 		c.task(c.tasks[id], end)

@@ -58,7 +58,7 @@ func BenchmarkParse(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf := recorder.NewBuffer(8<<20, 3)
-		res, err := gotrace.Convert(bytes.NewReader(data), sink{buf}, gotrace.Options{MonoClock: true, KeepRuns: true})
+		res, err := gotrace.Convert(bytes.NewReader(data), &sink{b: buf, open: map[uint64]begunSlice{}}, gotrace.Options{MonoClock: true, KeepRuns: true})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime/pprof"
 	"runtime/trace"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -98,7 +99,7 @@ func (s *Source) stop() {
 	}
 	s.stats.TraceBytes = tr.Len()
 	t0 := time.Now()
-	res, err := gotrace.Convert(&tr, sink{s.buf}, gotrace.Options{MonoClock: true, MaxGoroutines: s.opts.MaxGoroutines, KeepRuns: true, KeepSamples: s.cpuOn})
+	res, err := gotrace.Convert(&tr, &sink{b: s.buf, open: map[uint64]begunSlice{}}, gotrace.Options{MonoClock: true, MaxGoroutines: s.opts.MaxGoroutines, KeepRuns: true, KeepSamples: s.cpuOn})
 	s.stats.Parse = time.Since(t0)
 	s.stats.Stats = res.Stats
 	if err != nil {
@@ -250,21 +251,49 @@ func (s *Source) note(format string, args ...any) {
 }
 
 // sink writes what gotrace makes of the trace into the session's buffer;
-// times are already the session's monotonic nanoseconds.
-type sink struct{ b *recorder.Buffer }
+// times are already the session's monotonic nanoseconds. The buffer
+// takes whole slices, so a slice begun is held until it ends.
+type sink struct {
+	b    *recorder.Buffer
+	open map[uint64]begunSlice
+	next uint64
+}
 
-func (k sink) Track(t event.Track) uint32 { return k.b.AddTrack(t) }
+// begunSlice is a slice gotrace began and has not ended.
+type begunSlice struct {
+	track uint32
+	name  string
+	start int64
+	args  []event.Arg
+}
 
-func (k sink) RenameTrack(id uint32, name string) { k.b.SetTrackName(id, name) }
+func (k *sink) Begin(track uint32, name string, start int64, args []event.Arg) uint64 {
+	k.next++
+	k.open[k.next] = begunSlice{track, name, start, slices.Clone(args)}
+	return k.next
+}
 
-func (k sink) Slice(track uint32, parent uint64, name string, start, end int64, args []event.Arg) uint64 {
+func (k *sink) End(id uint64, end int64) {
+	s, ok := k.open[id]
+	if !ok {
+		return
+	}
+	delete(k.open, id)
+	k.b.TrackSpanMono(s.track, 0, s.name, s.start, end, s.args)
+}
+
+func (k *sink) Track(t event.Track) uint32 { return k.b.AddTrack(t) }
+
+func (k *sink) RenameTrack(id uint32, name string) { k.b.SetTrackName(id, name) }
+
+func (k *sink) Slice(track uint32, parent uint64, name string, start, end int64, args []event.Arg) uint64 {
 	return k.b.TrackSpanMono(track, parent, name, start, end, args)
 }
 
-func (k sink) Instant(track uint32, name string, t int64, args []event.Arg) {
+func (k *sink) Instant(track uint32, name string, t int64, args []event.Arg) {
 	k.b.TrackInstantMono(track, name, t, args)
 }
 
-func (k sink) Counter(name, unit string, t int64, v float64) {
+func (k *sink) Counter(name, unit string, t int64, v float64) {
 	k.b.TrackCounterMono(0, name, unit, t, v)
 }
