@@ -125,7 +125,7 @@ func DecodeNamed(r io.Reader, name string, sink event.Sink) error {
 	if name != "" {
 		where += name + ": "
 	}
-	data, err := io.ReadAll(r)
+	data, err := readAll(r)
 	if err != nil {
 		return fmt.Errorf("%s%w", where, err)
 	}
@@ -158,6 +158,30 @@ func DecodeNamed(r io.Reader, name string, sink event.Sink) error {
 		m.Host = hostFromPath(name)
 	}
 	return nil
+}
+
+// readAll reads r to its end. A file is read into a buffer of its size:
+// io.ReadAll's doubling held up to twice the file at once.
+func readAll(r io.Reader) ([]byte, error) {
+	f, ok := r.(interface{ Stat() (os.FileInfo, error) })
+	if !ok {
+		return io.ReadAll(r)
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() <= 0 || st.Size() > maxInflated {
+		return io.ReadAll(r)
+	}
+	// One byte more than the size tells a file that grew, read on.
+	buf := make([]byte, st.Size()+1)
+	n, err := io.ReadFull(r, buf)
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return buf[:n], nil
+	case err != nil:
+		return nil, err
+	}
+	rest, err := io.ReadAll(r)
+	return append(buf, rest...), err
 }
 
 func gunzip(data []byte) ([]byte, error) {
