@@ -47,3 +47,24 @@ func (o *oneByte) Read(b []byte) (int, error) {
 	o.data = o.data[1:]
 	return 1, nil
 }
+
+// TestPlainMicros: where the fast path takes a number, it gives what
+// micros gives; it leaves other forms to micros.
+func TestPlainMicros(t *testing.T) {
+	took := 0
+	for _, s := range []string{"0", "-0", "1", "225.48", "67253.382", "0.01", "-3.5", "999999999999999.999", "1000000000000000",
+		"1.2345", "1e3", "007", "5.", ".5", "-", "", "1.", "12a", "1759000000000000.0001", "123456789012345.1"} {
+		ns, ok := plainMicros([]byte(s))
+		if !ok {
+			continue
+		}
+		took++
+		want, wok := micros([]byte(s))
+		if !wok || ns != want {
+			t.Errorf("plainMicros(%q) = %d, micros %d, %v", s, ns, want, wok)
+		}
+	}
+	if took < 8 {
+		t.Errorf("the fast path took only %d numbers", took)
+	}
+}

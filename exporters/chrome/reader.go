@@ -609,6 +609,17 @@ func unquote(v []byte) string {
 	return s
 }
 
+// hasBackslash reports whether an object key has an escape: a loop, for
+// keys of a few bytes, costs less than a call to bytes.IndexByte.
+func hasBackslash(key []byte) bool {
+	for _, c := range key {
+		if c == '\\' {
+			return true
+		}
+	}
+	return false
+}
+
 // truncate cuts s to at most n bytes, on a UTF-8 boundary.
 func truncate(s string, n int) string {
 	if len(s) <= n {
@@ -803,6 +814,9 @@ func leadingDigits(s []byte, i int, intDigits int64) (acc uint64, round bool) {
 
 // timeField parses ts or dur: a number of µs, or a numeric string.
 func timeField(field string, v []byte, off int64) (int64, error) {
+	if ns, ok := plainMicros(v); ok {
+		return ns, nil
+	}
 	num := v
 	if len(v) > 0 && v[0] == '"' {
 		num = bytes.TrimSpace(v[1 : len(v)-1])
@@ -817,6 +831,58 @@ func timeField(field string, v []byte, off int64) (int64, error) {
 	return ns, nil
 }
 
+// plainMicros is micros for the numbers writers mostly write: up to 15
+// integer digits and up to 3 decimals (ns resolution), exact without
+// rounding. ok is false for any other form.
+func plainMicros(v []byte) (ns int64, ok bool) {
+	neg := len(v) > 0 && v[0] == '-'
+	if neg {
+		v = v[1:]
+	}
+	whole, frac := v, v[:0]
+	if i := bytes.IndexByte(v, '.'); i >= 0 {
+		whole, frac = v[:i], v[i+1:]
+		if len(frac) == 0 || len(frac) > 3 {
+			return 0, false
+		}
+	}
+	if len(whole) > 15 {
+		return 0, false
+	}
+	n, ok := smallUint(whole)
+	if !ok {
+		return 0, false
+	}
+	f, ok := smallUint(frac)
+	if !ok && len(frac) > 0 {
+		return 0, false
+	}
+	for range 3 - len(frac) {
+		f *= 10
+	}
+	ns = n*1000 + f
+	if neg {
+		ns = -ns
+	}
+	return ns, true
+}
+
+// smallUint parses 1 to 18 decimal digits; ok is false for anything
+// else.
+func smallUint(v []byte) (n int64, ok bool) {
+	if len(v) == 0 || len(v) > 18 {
+		return 0, false
+	}
+	for _, c := range v {
+		d := c - '0'
+		if d > 9 {
+			return 0, false
+		}
+		n = n*10 + int64(d)
+	}
+	return n, true
+}
+
 // idField parses a pid or tid: an integer, or any string.
 func (p *parser) idField(field string, v []byte, off int64) (procID, error) {
 	switch {
@@ -827,6 +893,9 @@ func (p *parser) idField(field string, v []byte, off int64) (procID, error) {
 		}
 		return procID{s: p.internStr(truncate(s, maxName)), str: true}, nil
 	case len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9'):
+		if n, ok := smallUint(v); ok {
+			return procID{n: n}, nil
+		}
 		if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
 			return procID{n: n}, nil
 		}
@@ -925,7 +994,7 @@ func (p *parser) event(raw []byte, start int64) error {
 	for _, m := range p.lx.members {
 		f.full = true
 		key := raw[m.key0+1 : m.key1-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
+		if hasBackslash(key) {
 			key = []byte(unquote(raw[m.key0:m.key1]))
 		}
 		if err := f.member(p, key, raw[m.val0:m.val1], start+int64(m.val0)); err != nil {
