@@ -216,7 +216,9 @@ func (st *streamer) finish() error {
 			return restart("track %d's hierarchy changed after its events went out", uuid)
 		}
 	}
-	st.start() // a file with no events still names its program
+	if err := st.start(); err != nil { // a file with no events still names its program
+		return err
+	}
 	// Device slices that never ended go out as they would have.
 	for _, ts := range st.tracks {
 		if ts == nil {
@@ -273,13 +275,15 @@ func (st *streamer) see(a, b int64) {
 // before the first event goes to the sink, as Trace.Snapshot does for the
 // whole file; and it brings the converter's indexes of the tracks up to
 // date.
-func (st *streamer) start() {
+func (st *streamer) start() error {
 	c := st.c
 	if len(c.t.Tracks) != st.ntracks {
-		st.index()
+		if err := st.index(); err != nil {
+			return err
+		}
 	}
 	if st.started {
-		return
+		return nil
 	}
 	st.started = true
 	m := c.b.Meta()
@@ -295,11 +299,12 @@ func (st *streamer) start() {
 	for i := range c.t.Tracks {
 		st.register(&c.t.Tracks[i])
 	}
+	return nil
 }
 
 // index rebuilds the converter's indexes of the tracks (the tracks grow
 // as the file is read, and move when they do).
-func (st *streamer) index() {
+func (st *streamer) index() error {
 	c := st.c
 	for i := range c.t.Tracks {
 		tr := &c.t.Tracks[i]
@@ -317,10 +322,16 @@ func (st *streamer) index() {
 	}
 	if st.started {
 		for i := st.ntracks; i < len(c.t.Tracks); i++ {
+			if tr := &c.t.Tracks[i]; tr.Kind == TrackProcess {
+				if err := st.lateProcess(tr); err != nil {
+					return err
+				}
+			}
 			st.register(&c.t.Tracks[i])
 		}
 	}
 	st.ntracks = len(c.t.Tracks)
+	return nil
 }
 
 // register makes a process track an event.Process, as processes does.
@@ -351,15 +362,23 @@ func (st *streamer) descriptorChanged(uuid uint64, added bool) error {
 		return restart("track %d is described again, differently, after its events went out", uuid)
 	}
 	if tr.Kind == TrackProcess {
-		if st.pinnedPID[tr.PID] {
-			return restart("process %d is described after its tracks' events went out", tr.PID)
-		}
-		if st.undescr > 0 {
-			return restart("a process is described after one without a descriptor was used")
-		}
-		if c.progUUID == 0 && !gpuProcess.MatchString(tr.Name) {
-			return restart("the program's process is described after events went out")
-		}
+		return st.lateProcess(tr)
+	}
+	return nil
+}
+
+// lateProcess checks a process track that appears once events have gone
+// out (described, or made for a legacy event's pid): it may not be the
+// program's, nor one whose tracks are out already.
+func (st *streamer) lateProcess(tr *Track) error {
+	if st.pinnedPID[tr.PID] {
+		return restart("process %d appears after its tracks' events went out", tr.PID)
+	}
+	if st.undescr > 0 {
+		return restart("a process appears after one without a descriptor was used")
+	}
+	if st.c.progUUID == 0 && !gpuProcess.MatchString(tr.Name) {
+		return restart("the program's process appears after events went out")
 	}
 	return nil
 }
@@ -418,7 +437,9 @@ func (st *streamer) checkUndescribed(before int) error {
 // end of the file).
 func (st *streamer) flush(final bool) error {
 	r := st.r
-	st.start()
+	if err := st.start(); err != nil {
+		return err
+	}
 	if err := st.check(); err != nil {
 		return err
 	}
