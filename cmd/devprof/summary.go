@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"math"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -43,47 +41,35 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 	if path, err = inputFile("summary", path, stderr); err != nil {
 		return err
 	}
-	s, f, err := readTrace("summary", path, stderr, *maxEvents)
+	d, f, err := readSummary("summary", path, stderr, readLimits{maxEvents: *maxEvents})
 	if err != nil {
 		return err
 	}
-	table := spanstats.Compute(spansOf(s, -1, false))
-	if err := table.Sort(*sortBy); err != nil {
+	if err := d.table.Sort(*sortBy); err != nil {
 		return err
 	}
-	groups := processGroups(s)
-	splitDevices := slices.ContainsFunc(groups, func(g procGroup) bool { return g.device >= 0 })
-	for i := range groups {
-		groups[i].table = spanstats.Compute(spansOf(s, groups[i].key, splitDevices))
-		if err := groups[i].table.Sort(*sortBy); err != nil {
+	for i := range d.groups {
+		if err := d.groups[i].table.Sort(*sortBy); err != nil {
 			return err
 		}
 	}
-	instants, counters := 0, 0
-	for _, r := range s.Events {
-		switch r.Kind {
-		case event.KindInstant:
-			instants++
-		case event.KindCounter:
-			counters++
-		}
-	}
+	table, groups := d.table, d.groups
 	if *asJSON {
-		return writeJSON(stdout, path, f, s, table, groups, instants, counters)
+		return writeJSON(stdout, path, f, d)
 	}
 	fmt.Fprintf(stdout, "%s (%s): %s on %s, %s, %s\n", path, f.Display, plural(int64(table.Spans), "span"), plural(int64(table.Tracks), "row"),
-		plural(int64(instants), "instant"), plural(int64(counters), "counter sample"))
-	for _, line := range dropLines(&s.Meta) {
+		plural(int64(d.instants), "instant"), plural(int64(d.counters), "counter sample"))
+	for _, line := range dropLines(&d.meta) {
 		fmt.Fprintf(stdout, "warning: %s\n", line)
 	}
-	for _, w := range s.Meta.Warnings {
+	for _, w := range d.meta.Warnings {
 		fmt.Fprintf(stdout, "warning: %s\n", w.Text)
 	}
-	for _, n := range s.Meta.Notes {
+	for _, n := range d.meta.Notes {
 		fmt.Fprintf(stdout, "note: %s\n", n.Text)
 	}
 	fmt.Fprintln(stdout)
-	_, goRuntime := gotrace.Summarize(s)
+	goRuntime := d.hasGoRuntime
 	// A Go execution trace has no spans of its own: its section says it.
 	if len(groups) < 2 && (table.Spans > 0 || !goRuntime) {
 		if err := table.Write(stdout, *top); err != nil {
@@ -106,16 +92,15 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if err := writeGoRuntime(stdout, s, *top); err != nil {
+	if err := writeGoRuntime(stdout, d.goRuntime, d.hasGoRuntime, *top); err != nil {
 		return err
 	}
-	return writeDeviceCounters(stdout, s)
+	return writeDeviceCounters(stdout, d.devices)
 }
 
 // writeGoRuntime prints the Go runtime's section: the collector's cycles
 // and pauses, goroutines, and the top runtime/trace regions.
-func writeGoRuntime(w io.Writer, s *event.Snapshot, top int) error {
-	g, ok := gotrace.Summarize(s)
+func writeGoRuntime(w io.Writer, g gotrace.Summary, ok bool, top int) error {
 	if !ok {
 		return nil
 	}
@@ -128,16 +113,35 @@ func writeGoRuntime(w io.Writer, s *event.Snapshot, top int) error {
 		fmt.Fprintf(w, " (at most %d at once)", g.PeakGoroutines)
 	}
 	fmt.Fprintln(w)
-	if len(g.Regions) == 0 {
+	fmt.Fprintf(w, "GC cycles %v in all; %s, %v in all", time.Duration(g.GCTotal).Round(time.Microsecond),
+		plural(int64(g.Assists), "mark assist"), time.Duration(g.AssistTotal).Round(time.Microsecond))
+	if g.CPUSamples > 0 {
+		fmt.Fprintf(w, "; %s", plural(int64(g.CPUSamples), "CPU sample"))
+	}
+	if !g.Exact {
+		// A file written from a model carries the rows, not the reader's
+		// whole-file figures: say that a bound on rows may have cut them.
+		fmt.Fprint(w, " (counted on the rows the trace holds)")
+	}
+	fmt.Fprintln(w)
+	if len(g.Regions) == 0 && len(g.Tasks) == 0 {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "region\tcount\ttotal\t")
-	for i, r := range g.Regions {
-		if top > 0 && i == top {
-			break
+	for _, t := range []struct {
+		kind  string
+		stats []gotrace.RegionStat
+	}{{"region", g.Regions}, {"task", g.Tasks}} {
+		if len(t.stats) == 0 {
+			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%v\t\n", r.Name, r.Count, time.Duration(r.Total))
+		fmt.Fprintf(tw, "%s\tcount\ttotal\t\n", t.kind)
+		for i, r := range t.stats {
+			if top > 0 && i == top {
+				break
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%v\t\n", r.Name, r.Count, time.Duration(r.Total))
+		}
 	}
 	return tw.Flush()
 }
@@ -145,92 +149,18 @@ func writeGoRuntime(w io.Writer, s *event.Snapshot, top int) error {
 // procGroup is one process's share of a summary, or one device's in a
 // trace of several processes: its spans' table.
 type procGroup struct {
-	key     int // rowGroup's key: Track.Process (0 for the recording program), or deviceGroup(d)
-	device  int // the device's ordinal, for a device group; -1 for a process
-	pid     int64
-	pidText string // the pid as the trace wrote it (a number or a quoted label)
-	name    string
-	label   string // how the text summary names it: pid and name, or the device
-	table   *spanstats.Table
+	key      int // rowGroup's key: Track.Process (0 for the recording program), or deviceGroup(d)
+	device   int // the device's ordinal, for a device group; -1 for a process
+	pid      int64
+	pidText  string  // the pid as the trace wrote it (a number or a quoted label)
+	pidLabel *string // the label of a string pid, for -json
+	name     string
+	label    string // how the text summary names it: pid and name, or the device
+	table    *spanstats.Table
 }
 
 // deviceGroup is the group key of device d's rows.
 func deviceGroup(d int) int { return -2 - d }
-
-// processGroups returns the processes whose rows hold spans, the
-// program's first and then in Snapshot.Processes order, when there are
-// several; a trace of one process gives one group or none. In a trace of
-// several processes (devprof collect's merge of hosts) each device is a
-// group of its own after them: its rows belong to no host process in
-// the model, and counting them under the recording program's (the
-// collector's) would say that process ran them.
-func processGroups(s *event.Snapshot) []procGroup {
-	l := s.Layout()
-	seen := map[int]bool{}
-	for ri := range l.Rows {
-		if len(l.Rows[ri].Spans) > 0 {
-			seen[rowGroup(s, &l.Rows[ri], false)] = true
-		}
-	}
-	var out []procGroup
-	for n := 0; n <= len(s.Processes); n++ {
-		if !seen[n] {
-			continue
-		}
-		var p event.Process
-		if n == 0 {
-			p = event.Process{PID: int64(s.Meta.PID), Name: s.Meta.Program}
-		} else {
-			p = s.Processes[n-1]
-		}
-		g := procGroup{key: n, device: -1, pid: p.PID, pidText: fmt.Sprint(p.PID), name: p.Name}
-		if p.IsLabel {
-			g.pidText = fmt.Sprintf("%q", p.Label)
-		}
-		g.label = g.pidText
-		if p.Name != "" {
-			g.label += " (" + p.Name + ")"
-		}
-		if len(p.Labels) > 0 {
-			g.label += " [" + strings.Join(p.Labels, ", ") + "]"
-		}
-		out = append(out, g)
-	}
-	if len(out) < 2 {
-		return out
-	}
-	devices := map[int]string{}
-	for ri := range l.Rows {
-		row := &l.Rows[ri]
-		if t, ok := s.Track(row); ok && len(row.Spans) > 0 && rowGroup(s, row, true) < -1 && devices[t.Device] == "" {
-			devices[t.Device] = t.DeviceName // the first of its rows that names it
-		}
-	}
-	for _, d := range slices.Sorted(maps.Keys(devices)) {
-		g := procGroup{key: deviceGroup(d), device: d, name: devices[d], label: fmt.Sprintf("%d", d)}
-		if g.name != "" {
-			g.label += " (" + g.name + ")"
-		}
-		out = append(out, g)
-	}
-	return out
-}
-
-// rowGroup returns the group a layout row belongs to: its Track.Process
-// for a host thread; for lanes and device tracks 0, the program's, or,
-// with devices split out, deviceGroup of a device track's ordinal.
-func rowGroup(s *event.Snapshot, row *event.Row, devices bool) int {
-	t, ok := s.Track(row)
-	switch {
-	case !ok:
-		return 0
-	case t.Kind == event.TrackHostThread:
-		return t.Process
-	case devices && t.Kind != event.TrackProcess:
-		return deviceGroup(t.Device)
-	}
-	return 0
-}
 
 // jsonSummary is what summary -json prints: a stable shape for scripts,
 // durations in nanoseconds.
@@ -261,13 +191,36 @@ type jsonSummary struct {
 
 // jsonGoRuntime is gotrace.Summary for summary -json.
 type jsonGoRuntime struct {
-	GCs            int          `json:"gc_cycles"`
-	Pauses         int          `json:"stw_pauses"`
-	PauseTotalNS   int64        `json:"stw_total_ns"`
-	PauseMaxNS     int64        `json:"stw_max_ns"`
-	Goroutines     int          `json:"goroutines"`
-	PeakGoroutines int          `json:"peak_goroutines"`
-	Regions        []jsonRegion `json:"regions"`
+	GCs            int   `json:"gc_cycles"`
+	GCTotalNS      int64 `json:"gc_total_ns"`
+	Pauses         int   `json:"stw_pauses"`
+	PauseTotalNS   int64 `json:"stw_total_ns"`
+	PauseMaxNS     int64 `json:"stw_max_ns"`
+	Assists        int   `json:"mark_assists"`
+	AssistTotalNS  int64 `json:"mark_assist_total_ns"`
+	Goroutines     int   `json:"goroutines"`
+	PeakGoroutines int   `json:"peak_goroutines"`
+	CPUSamples     int   `json:"cpu_samples"`
+	// Exact says the figures are the reader's, over the whole file,
+	// whatever bounds cut the rows; false when they were counted on the
+	// rows a file holds.
+	Exact   bool         `json:"exact"`
+	Regions []jsonRegion `json:"regions"`
+	Tasks   []jsonRegion `json:"tasks"`
+}
+
+// jsonGoRuntimeOf is g as summary -json prints it (empty lists as []).
+func jsonGoRuntimeOf(g gotrace.Summary) *jsonGoRuntime {
+	out := &jsonGoRuntime{GCs: g.GCs, GCTotalNS: g.GCTotal, Pauses: g.Pauses, PauseTotalNS: g.PauseTotal, PauseMaxNS: g.PauseMax,
+		Assists: g.Assists, AssistTotalNS: g.AssistTotal, Goroutines: g.Goroutines, PeakGoroutines: g.PeakGoroutines,
+		CPUSamples: g.CPUSamples, Exact: g.Exact, Regions: []jsonRegion{}, Tasks: []jsonRegion{}}
+	for _, r := range g.Regions {
+		out.Regions = append(out.Regions, jsonRegion{r.Name, r.Count, r.Total})
+	}
+	for _, r := range g.Tasks {
+		out.Tasks = append(out.Tasks, jsonRegion{r.Name, r.Count, r.Total})
+	}
+	return out
 }
 
 type jsonRegion struct {
@@ -327,49 +280,42 @@ type jsonCounter struct {
 	Max        float64 `json:"max"`
 }
 
-func writeJSON(w io.Writer, path string, f *formats.Format, s *event.Snapshot, t *spanstats.Table, groups []procGroup, instants, counters int) error {
+func writeJSON(w io.Writer, path string, f *formats.Format, d *summaryData) error {
 	// Empty lists print as [], not null, so scripts can iterate them as
 	// they are.
+	t := d.table
 	out := jsonSummary{
-		File: path, Format: f.Name, Host: s.Meta.Host,
-		Spans: t.Spans, Rows: t.Tracks, Instants: instants, CounterSamples: counters,
-		WallNS: int64(t.Wall), Dropped: s.Meta.Dropped(),
+		File: path, Format: f.Name, Host: d.meta.Host,
+		Spans: t.Spans, Rows: t.Tracks, Instants: d.instants, CounterSamples: d.counters,
+		WallNS: int64(t.Wall), Dropped: d.meta.Dropped(),
 		Drops: []jsonDrops{}, Warnings: []jsonWarning{}, Notes: []jsonWarning{},
 		Table: []jsonRow{}, DeviceCounters: []jsonCounter{},
 	}
-	for _, d := range s.Meta.Drops {
-		out.Drops = append(out.Drops, jsonDrops{d.Source, d.Events})
+	for _, x := range d.meta.Drops {
+		out.Drops = append(out.Drops, jsonDrops{x.Source, x.Events})
 	}
-	for _, x := range s.Meta.Warnings {
+	for _, x := range d.meta.Warnings {
 		out.Warnings = append(out.Warnings, jsonWarning{x.Source, x.Code, x.Text})
 	}
-	for _, x := range s.Meta.Notes {
+	for _, x := range d.meta.Notes {
 		out.Notes = append(out.Notes, jsonWarning{Source: x.Source, Text: x.Text})
 	}
 	out.Table = jsonRows(t)
-	for _, g := range groups {
-		if len(groups) < 2 {
+	for _, g := range d.groups {
+		if len(d.groups) < 2 {
 			break
 		}
 		if g.device >= 0 {
 			out.Devices = append(out.Devices, jsonDevice{Device: g.device, Name: g.name, Spans: g.table.Spans, Rows: g.table.Tracks, Table: jsonRows(g.table)})
 			continue
 		}
-		jp := jsonProcess{PID: g.pid, Name: g.name, Spans: g.table.Spans, Rows: g.table.Tracks, Table: jsonRows(g.table)}
-		if g.key > 0 && s.Processes[g.key-1].IsLabel {
-			jp.Label = &s.Processes[g.key-1].Label
-		}
-		out.Processes = append(out.Processes, jp)
+		out.Processes = append(out.Processes, jsonProcess{PID: g.pid, Label: g.pidLabel, Name: g.name, Spans: g.table.Spans, Rows: g.table.Tracks, Table: jsonRows(g.table)})
 	}
-	for _, c := range deviceCounters(s) {
+	for _, c := range d.devices {
 		out.DeviceCounters = append(out.DeviceCounters, jsonCounter{c.device, c.deviceName, c.name, c.unit, c.n, c.min, c.mean, c.max})
 	}
-	if g, ok := gotrace.Summarize(s); ok {
-		out.GoRuntime = &jsonGoRuntime{GCs: g.GCs, Pauses: g.Pauses, PauseTotalNS: g.PauseTotal, PauseMaxNS: g.PauseMax,
-			Goroutines: g.Goroutines, PeakGoroutines: g.PeakGoroutines, Regions: []jsonRegion{}}
-		for _, r := range g.Regions {
-			out.GoRuntime.Regions = append(out.GoRuntime.Regions, jsonRegion{r.Name, r.Count, r.Total})
-		}
+	if d.hasGoRuntime {
+		out.GoRuntime = jsonGoRuntimeOf(d.goRuntime)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -394,36 +340,9 @@ type counterStat struct {
 	min, max, mean float64
 }
 
-// deviceCounters returns each device's counter series (utilization,
-// memory, power...) with min, mean and max, devices in order and series in
-// the order they first appear.
-func deviceCounters(s *event.Snapshot) []counterStat {
-	l := s.Layout()
-	var out []counterStat
-	for _, d := range l.Devices {
-		index := map[string]int{} // name → index in out
-		for _, r := range l.DeviceCounters[d.Device] {
-			unit, v := s.Counter(r)
-			name := s.Name(r)
-			i, ok := index[name]
-			if !ok {
-				i = len(out)
-				index[name] = i
-				out = append(out, counterStat{device: int(d.Device), deviceName: d.DeviceName, name: name, unit: unit, min: math.Inf(1), max: math.Inf(-1)})
-			}
-			st := &out[i]
-			st.n++
-			st.min, st.max = min(st.min, v), max(st.max, v)
-			st.mean += (v - st.mean) / float64(st.n) // running mean: no overflow on large byte counts
-		}
-	}
-	return out
-}
-
 // writeDeviceCounters prints each device's counter series as min, mean
 // and max over the trace.
-func writeDeviceCounters(w io.Writer, s *event.Snapshot) error {
-	stats := deviceCounters(s)
+func writeDeviceCounters(w io.Writer, stats []counterStat) error {
 	if len(stats) == 0 {
 		return nil
 	}
@@ -479,36 +398,4 @@ func dropLines(m *event.Meta) []string {
 			plural(n, "one-ended flow"), strings.Join(parts, "; ")))
 	}
 	return lines
-}
-
-// spansOf flattens the layout of s for spanstats: a span's track is its
-// row, and its parent the span directly above it on that row, so self time
-// subtracts only nested work, not work running beside it. With group
-// other than -1, only the rows of that group (rowGroup's key, devices
-// split out or not) count.
-func spansOf(s *event.Snapshot, group int, devices bool) []spanstats.Span {
-	l := s.Layout()
-	runtime := gotrace.RuntimeTracks(s) // the Go runtime's rows have a section of their own
-	var out []spanstats.Span
-	for ri := range l.Rows {
-		if group != -1 && rowGroup(s, &l.Rows[ri], devices) != group || runtime[l.Rows[ri].Track] {
-			continue
-		}
-		var stack []int // indexes into out
-		for _, p := range l.Rows[ri].Spans {
-			if t, ok := s.TrackOf(p.Record); ok && t.Kind == event.TrackMemory {
-				break // a memory track's allocations and frees are instants, not work (memory timeline reads them)
-			}
-			for len(stack) > 0 && out[stack[len(stack)-1]].Start+out[stack[len(stack)-1]].Dur <= p.Start {
-				stack = stack[:len(stack)-1]
-			}
-			parent := -1
-			if len(stack) > 0 {
-				parent = stack[len(stack)-1]
-			}
-			out = append(out, spanstats.Span{Name: s.Name(p.Record), Start: p.Start, Dur: p.End - p.Start, Track: uint64(ri), Parent: parent})
-			stack = append(stack, len(out)-1)
-		}
-	}
-	return out
 }

@@ -65,6 +65,13 @@ type Format struct {
 	// hold more events than fit in memory (a Go execution trace); nil for
 	// the others.
 	DecodeBounded func(r io.Reader, name string, maxEvents int64) (*event.Snapshot, error)
+	// Stream reads a trace in this format, gzip-compressed or not, from r
+	// into sink as the reader decodes it, so that a sink that keeps
+	// little (devprof summary's) never has the whole trace in memory;
+	// name is as for Decode. It is nil for a format whose reader cannot
+	// stream yet: StreamFile then reads the file with Decode and replays
+	// the model into the sink (Replay).
+	Stream func(r io.Reader, name string, sink event.Sink) error
 }
 
 // Match is how surely some bytes are in a format.
@@ -110,6 +117,12 @@ var (
 			}
 			return s, nil
 		},
+		Stream: func(r io.Reader, name string, sink event.Sink) error {
+			if err := perfetto.Decode(r, sink); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			return nil
+		},
 	})
 
 	// XPlane is TensorBoard's profile, an XSpace protobuf (package
@@ -128,6 +141,9 @@ var (
 			return xplane.Write(w, s)
 		},
 		Decode: xplane.ReadNamed,
+		Stream: func(r io.Reader, name string, sink event.Sink) error {
+			return xplane.DecodeNamed(r, name, sink)
+		},
 	})
 
 	// Chrome is the Chrome Trace Event Format, JSON (package
@@ -158,6 +174,12 @@ var (
 			}
 			return s, nil
 		},
+		Stream: func(r io.Reader, name string, sink event.Sink) error {
+			if err := chrome.Decode(r, sink); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			return nil
+		},
 	})
 )
 
@@ -181,6 +203,9 @@ var GoTrace = register(&Format{
 	},
 	DecodeBounded: func(r io.Reader, name string, maxEvents int64) (*event.Snapshot, error) {
 		return gotrace.Read(r, gotrace.Options{Name: name, MaxEvents: maxEvents})
+	},
+	Stream: func(r io.Reader, name string, sink event.Sink) error {
+		return gotrace.Decode(r, sink, gotrace.Options{Name: name})
 	},
 })
 
@@ -483,6 +508,36 @@ func (f *Format) ReadFileWith(path string, o ReadOptions) (*event.Snapshot, erro
 		return f.DecodeBounded(r, path, o.MaxEvents)
 	}
 	return f.Decode(r, path)
+}
+
+// StreamFile reads the file at path in format f into sink as its reader
+// decodes it (Format.Stream), or, for a format that cannot stream yet or
+// a bound on events (MaxEvents, which only DecodeBounded takes), reads it
+// whole and replays the model into sink. Progress is as for
+// ReadFileWith.
+func (f *Format) StreamFile(path string, sink event.Sink, o ReadOptions) error {
+	if f.Stream == nil || o.MaxEvents != 0 {
+		s, err := f.ReadFileWith(path, o)
+		if err != nil {
+			return err
+		}
+		Replay(s, sink)
+		return nil
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	var r io.Reader = file
+	if o.Progress != nil {
+		size := int64(-1)
+		if st, err := file.Stat(); err == nil {
+			size = st.Size()
+		}
+		r = &countingReader{r: file, size: size, progress: o.Progress}
+	}
+	return f.Stream(r, path, sink)
 }
 
 // countingReader reports how much of a file has been read.
