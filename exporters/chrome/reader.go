@@ -62,8 +62,12 @@ func Read(r io.Reader) (*event.Snapshot, error) {
 //
 // It accepts the JSON Array Format (a bare array of events, whose closing
 // bracket may be missing, as the format allows for traces cut short) and
-// the JSON Object Format ({"traceEvents": [...], ...}), and streams the
-// events one at a time. Times are microseconds in the file and become
+// the JSON Object Format ({"traceEvents": [...], ...}). A file devprof
+// wrote, read from an r that can seek (an *os.File, a bytes.Reader), goes
+// into sink event by event as it is read, holding one event and each
+// thread's enclosing spans, so that memory does not grow with the file;
+// any other file is read whole first, as the rules below need (stream.go
+// says which files stream, and how one that cannot is read again). Times are microseconds in the file and become
 // ticks (ns, rounded) relative to the earliest event, or to the session
 // start for a file devprof wrote (otherData.start_unix_ns). Every pid of
 // the file becomes an event.Process (numbered as emitProcesses says) with
@@ -90,15 +94,17 @@ func Read(r io.Reader) (*event.Snapshot, error) {
 // json.SyntaxError uses (bytes read up to and including the bad one), for
 // a value of the wrong type the offset where that value begins.
 //
-// Speed: encoding/json's Decoder checks each event's syntax (Decode into a
-// json.RawMessage); a small scanner (objIter) then walks the members of
-// that known-valid object in place. Walking the tokens with Decoder.Token
-// instead costs more than all of Read: on Kineto's 500-step H100 trace
-// (testdata/real-gpu, 4.0 MB of JSON; BenchmarkReadChromeVsDecoderToken,
-// two runs on a busy 2-core AMD EPYC), the RawMessage+objIter scan took
-// 48-160 ms with 321 allocations (9 KB), a Decoder.Token walk 220-350 ms
-// with 2.66 M allocations (47 MB) before converting anything, and the
-// whole of Read 95-180 ms with 85.7 k allocations (32.5 MB).
+// Speed: the package's own lexer (lexer.go) checks each event's syntax
+// and finds its members in one pass over a reused buffer; on the
+// streaming path nothing is allocated per event. On a devprof session's
+// trace of 1 M events (BenchmarkRead, -cpu 1, per second of CPU time on a
+// shared 2-core AMD EPYC, medians of 3): 2.9 M events/s into a sink that
+// keeps nothing and 2.2 M into the model from plain JSON, 2.1 M and 1.5 M
+// from gzip; encoding/json's Decoder (each event a json.RawMessage, then
+// walked again) read 0.56 M and 0.43 M, 0.52 M and 0.38 M. On Kineto's
+// 500-step H100 trace (BenchmarkReadChromeVsDecoderToken) the lexer
+// checks every event in 32 ms, where RawMessage and a second walk took
+// 155-179 ms and a Decoder.Token walk 616-653 ms.
 func Decode(r io.Reader, sink event.Sink) error {
 	// The streaming path needs an input it can read again from the start
 	// should the file turn out not to be one it can stream (stream.go).

@@ -73,11 +73,12 @@ func BenchmarkReadRealGPU(b *testing.B) {
 }
 
 // BenchmarkReadChromeVsDecoderToken compares, on the same real file, the
-// whole of Read with the two ways of scanning events it could use: what it
-// does (each event decoded as a json.RawMessage, which checks its syntax,
-// then its members walked by objIter) and encoding/json's Decoder.Token
-// walking every token, which alone does no more than find the values
-// Read converts. The figures are in the Read doc comment's note on speed.
+// whole of Read with three ways of scanning events: what it does (the
+// package's lexer checks each event and finds its members in one pass),
+// what it did before (encoding/json decodes each event as a
+// json.RawMessage, which checks its syntax, then objIter walks its
+// members) and encoding/json's Decoder.Token walking every token, which
+// alone does no more than find the values Read converts.
 func BenchmarkReadChromeVsDecoderToken(b *testing.B) {
 	data := realJSON(b)
 	b.Run("Read", func(b *testing.B) {
@@ -86,6 +87,15 @@ func BenchmarkReadChromeVsDecoderToken(b *testing.B) {
 		for b.Loop() {
 			if _, err := Read(bytes.NewReader(data)); err != nil {
 				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Lexer", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if n := lexEvents(b, data); n != 21060 {
+				b.Fatalf("%d events", n)
 			}
 		}
 	})
@@ -107,6 +117,50 @@ func BenchmarkReadChromeVsDecoderToken(b *testing.B) {
 			}
 		}
 	})
+}
+
+// lexEvents checks every event of a Kineto trace with the package's lexer
+// (which finds each event's members as it goes) and returns the count.
+func lexEvents(b *testing.B, data []byte) int {
+	lx := newLexer(bytes.NewReader(data))
+	expect := func(want byte) {
+		if c, ok := lx.skipSpace(); !ok || c != want {
+			b.Fatalf("want %q at %d", want, lx.offset(lx.pos))
+		}
+		lx.pos++
+	}
+	value := func() []byte {
+		lx.skipSpace()
+		v, err := lx.value("reading input")
+		if err != nil {
+			b.Fatal(err)
+		}
+		return v
+	}
+	n := 0
+	expect('{')
+	for {
+		key := unquote(value())
+		expect(':')
+		if key != "traceEvents" {
+			value()
+		} else {
+			expect('[')
+			for {
+				value()
+				n++
+				if c, _ := lx.skipSpace(); c == ']' {
+					lx.pos++
+					break
+				}
+				expect(',')
+			}
+		}
+		if c, _ := lx.skipSpace(); c == '}' {
+			return n
+		}
+		expect(',')
+	}
 }
 
 // scanRawMessages visits every member of every event of a Kineto trace
