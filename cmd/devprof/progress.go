@@ -69,7 +69,8 @@ func readTraceWith(cmd, path string, stderr io.Writer, lim readLimits) (*event.S
 
 // maxEventsFlag adds -max_events to a command that reads a trace.
 func maxEventsFlag(fs *flag.FlagSet) *int64 {
-	return fs.Int64("max_events", 0, fmt.Sprintf("keep the first `N` events of a Go execution trace, which is read as a stream: later ones are counted as dropped and a warning says where the cut fell, but GC cycles and pauses are kept past it, so the GC figures cover the whole file (0: %d, under 1 GB of memory)", gotrace.DefaultMaxEvents))
+	return fs.Int64("max_events", 0, fmt.Sprintf("draw the first `N` events of a Go execution trace, which is read as a stream: later ones are counted as dropped and a warning says where the cut fell, but GC cycles and pauses are drawn past it, and the Go runtime's counts cover the whole file (0: %d; a conversion holds about %d bytes an event, %.1f GB at the default, whatever the output format)",
+		gotrace.DefaultMaxEvents, gotrace.BytesPerEvent, float64(gotrace.DefaultMaxEvents*gotrace.BytesPerEvent)/1e9))
 }
 
 // checkMaxEvents refuses a negative -max_events.
