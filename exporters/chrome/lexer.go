@@ -260,7 +260,7 @@ func (l *lexer) scan(i int) (int, error) {
 			}
 			i++
 			if obj {
-				if i, c, ok = l.next(i); !ok {
+				if i, _, ok = l.next(i); !ok {
 					return 0, errEnd
 				}
 				if i, err = l.memberKey(i); err != nil {
