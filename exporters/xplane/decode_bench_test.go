@@ -11,25 +11,19 @@ import (
 )
 
 // The XSpace reader used to decode with the generated types of our own
-// .proto subset (xplanepb); it now walks protowire fields as the Perfetto
-// reader does (decode.go). This measures the choice on JAX's real 309 KB
-// XSpace.
+// .proto subset (xplanepb); it now walks the wire with protoenc's decoder
+// (decode.go). This measures the choice on JAX's real 309 KB XSpace.
 //
 // BenchmarkDecodeXSpace/generated is proto.Unmarshal into xplanepb types,
-// everything the old reader decoded. /reader is the reader's decoder:
-// every field parsed and checked as Unmarshal would, events and stats into
-// two shared slices, strings left in the input. /protowire-walk only visits
-// every field of every message and keeps nothing: the floor under any
-// protowire decoder of the same messages. Figures on a 2-core VM (go test
-// -bench 'DecodeXSpace|ReadRealGPU' -benchmem ./exporters/xplane), the
-// old and new test binaries run alternately five times: generated 19-22
-// ms, 3.5 MB and 98,000 allocations; reader 9 ms, 6.4 MB and 125
-// allocations; walk 1.7 ms and none. Read as a whole (BenchmarkReadRealGPU)
-// went from 38-43 ms, 15 MB and 151,000 allocations to 17-19 ms, 10.8 MB
-// and 333. What separates the reader from the walk is copying fields by
-// value through eachField's callbacks and growing the two slices (their
-// pointers also cost the garbage collector): a decoder for speed alone
-// would keep string offsets instead of slices and size its arrays first.
+// everything the old reader decoded. /reader is the reader's first pass:
+// planes, metadata, stats and line headers, every field parsed and checked
+// as Unmarshal would, events left as bytes for the second pass to decode
+// line by line into the sink (BenchmarkReadXSpace measures the whole).
+// /protowire-walk only visits every field of every message and keeps
+// nothing: the floor under any decoder of the same messages. Figures from
+// before the two passes, on a 2-core VM: generated 19-22 ms, 3.5 MB and
+// 98,000 allocations; reader (then every event decoded into slices) 9 ms,
+// 6.4 MB and 125 allocations; walk 1.7 ms and none.
 func BenchmarkDecodeXSpace(b *testing.B) {
 	data := mustReadFile(b, realTSL)
 	b.Run("generated", func(b *testing.B) {

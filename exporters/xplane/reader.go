@@ -146,18 +146,23 @@ func DecodeNamed(r io.Reader, name string, sink event.Sink) error {
 		}
 		return fmt.Errorf("%scannot decode XSpace: %v", where, err)
 	}
-	xs, err := decodeSpace(data)
-	if err != nil {
-		return notXSpace(err)
-	}
-	rd := &reader{xs: xs, sink: sink}
-	if err := rd.read(); err != nil {
+	if _, err := decodeBytes(data, sink); err != nil {
 		return notXSpace(err)
 	}
 	if m := sink.Meta(); m.Host == "" && name != "" {
 		m.Host = hostFromPath(name)
 	}
 	return nil
+}
+
+// decodeBytes decodes the XSpace data into sink.
+func decodeBytes(data []byte, sink event.Sink) (*reader, error) {
+	xs, err := decodeSpace(data)
+	if err != nil {
+		return nil, err
+	}
+	rd := &reader{xs: xs, sink: sink}
+	return rd, rd.read()
 }
 
 // readAll reads r to its end. A file is read into a buffer of its size:
@@ -219,6 +224,8 @@ type reader struct {
 	// events, which are read as the lines are met instead.
 	lines      []pendingLine
 	allocators bool
+	// streamed and gathered count the lines read each way.
+	streamed, gathered int
 
 	// Time base: line timestamps at or above start (Unix ns) are absolute.
 	start     int64
@@ -427,6 +434,10 @@ func (r *reader) read() error {
 	return nil
 }
 
+// noStreaming makes readLines gather every track, for the test that
+// holds the two ways to the same model.
+var noStreaming bool
+
 // readLines reads the lines left to read, in file order, building each
 // track when its last line is read and the tracks before it are built.
 func (r *reader) readLines() error {
@@ -439,13 +450,15 @@ func (r *reader) readLines() error {
 			err = r.counterLine(pl.pc, pl.l, pl.device, pl.proc)
 		case td == nil:
 			err = r.xs.eachEvent(pl.l, func(*xevent) error { return nil })
-		case next < len(r.tracks) && r.tracks[next] == td && td.lines == 1 && !td.gathered && !td.loose && r.inOrder(pl.l):
+		case !noStreaming && next < len(r.tracks) && r.tracks[next] == td && td.lines == 1 && !td.gathered && !td.loose && r.inOrder(pl.l):
 			td.lines = 0
+			r.streamed++
 			out := r.emitter(r.sink, td)
 			err = r.lineEvents(pl.pc, pl.l, td, out)
 		default:
 			td.lines--
 			td.gathered = true
+			r.gathered++
 			err = r.lineEvents(pl.pc, pl.l, td, nil)
 		}
 		if err != nil {
