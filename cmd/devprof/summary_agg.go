@@ -54,6 +54,8 @@ type summaryAggregator struct {
 	// id; 0: the program's lanes).
 	sums map[uint32]*trackSum
 
+	free []*aggSpan // spans counted and let go, for reuse
+
 	instants, counterSamples int
 	series                   map[seriesKey]*seriesStat
 	seriesSeq                int
@@ -87,13 +89,19 @@ type aggSpan struct {
 	lane       uint32
 	depth      int32 // ancestors, as Layout counts them to break ties; -1 unknown
 	row        int32 // its row in its group, once placed
+	stackAt    int32 // its index in its row's stack
 	placed     bool
-	rowParent  *aggSpan // the span directly above it on its row
-	kidSum     int64    // time of its direct children on its row
+	// isLast and pinned keep a span that its group (the last span
+	// added) or its track (the first) still point to from being reused.
+	isLast, pinned bool
+	rowParent      *aggSpan // the span directly above it on its row
+	kidSum         int64    // time of its direct children on its row
 	// minEnd and maxEnd bound an unknown end: decisions taken before it
-	// was known hold only inside them. pairs bound it against another
-	// unknown end.
+	// was known hold only inside them. within is the span it was put
+	// beneath while both ends were unknown (it must end by within's end);
+	// pairs bound it against another unknown end (spans tied on start).
 	minEnd, maxEnd int64
+	within         *aggSpan
 	pairs          []*endPair
 	activePairs    int
 }
@@ -230,7 +238,8 @@ func (a *summaryAggregator) Span(s event.Span) uint64 {
 	if a.err != nil {
 		return a.nextID
 	}
-	sp := &aggSpan{id: a.nextID, parent: s.Parent, start: s.Start, group: s.Track, name: a.intern(s.Name), kind: aggOnTrack}
+	sp := a.newSpan()
+	*sp = aggSpan{id: a.nextID, parent: s.Parent, start: s.Start, group: s.Track, name: a.intern(s.Name), kind: aggOnTrack}
 	if s.Track == 0 {
 		sp.kind = aggNoTrack
 		sp.lane = uint32(sp.id)
@@ -259,7 +268,8 @@ func (a *summaryAggregator) TrackSlice(track uint32, name string, start, end int
 	if a.err != nil {
 		return a.nextID
 	}
-	sp := &aggSpan{id: a.nextID, start: start, end: max(end, start), known: true, group: track, name: a.intern(name), kind: aggSlice}
+	sp := a.newSpan()
+	*sp = aggSpan{id: a.nextID, start: start, end: max(end, start), known: true, group: track, name: a.intern(name), kind: aggSlice}
 	for _, arg := range args {
 		if arg.Key == gotrace.ArgGoroutine {
 			sp.goRegion = true
@@ -276,7 +286,9 @@ func (a *summaryAggregator) ActivityOf(kind event.ActivityKind, track uint32, na
 	if a.err != nil {
 		return a.nextID
 	}
-	a.add(&aggSpan{id: a.nextID, start: start, end: max(end, start), known: true, group: track, name: a.intern(name), kind: aggActivity})
+	sp := a.newSpan()
+	*sp = aggSpan{id: a.nextID, start: start, end: max(end, start), known: true, group: track, name: a.intern(name), kind: aggActivity}
+	a.add(sp)
 	return a.nextID
 }
 
@@ -331,6 +343,16 @@ func (a *summaryAggregator) EndSpan(id uint64, end int64) {
 		return
 	}
 	a.setEnd(sp, max(end, sp.start))
+}
+
+// newSpan returns a span to fill in: one let go, or a new one.
+func (a *summaryAggregator) newSpan() *aggSpan {
+	if n := len(a.free); n > 0 {
+		sp := a.free[n-1]
+		a.free = a.free[:n-1]
+		return sp
+	}
+	return new(aggSpan)
 }
 
 // laneOf is event.Builder's laneOf over the spans the aggregator holds:
@@ -391,7 +413,10 @@ func (a *summaryAggregator) add(sp *aggSpan) {
 			a.orderTie(last, sp)
 		}
 	}
-	g.last = sp
+	if g.last != nil {
+		g.last.isLast = false
+	}
+	g.last, sp.isLast = sp, true
 	a.place(g, sp)
 }
 
@@ -470,6 +495,25 @@ func (sp *aggSpan) addPair(p *endPair) {
 // decisions taken without it wrote down.
 func (a *summaryAggregator) setEnd(sp *aggSpan, end int64) {
 	sp.end, sp.known = end, true
+	if w := sp.within; w != nil {
+		sp.within = nil
+		if !w.known {
+			a.atLeast(w, end)
+		} else if end > w.end {
+			a.fail("a span on track %d outlived the span it was put beneath", sp.group)
+		}
+	}
+	if sp.placed {
+		// The one child that may have been put beneath it with both ends
+		// unknown is directly above it.
+		st := a.groups[sp.group].rows[sp.row].stack
+		if i := int(sp.stackAt) + 1; i < len(st) && st[i].within == sp {
+			st[i].within = nil
+			if !st[i].known {
+				a.atMost(st[i], end)
+			}
+		}
+	}
 	if end < sp.minEnd || end > sp.maxEnd {
 		a.fail("a span on track %d ended at %d, outside [%d, %d] where its row's layout had it", sp.group, end, sp.minEnd, sp.maxEnd)
 	}
@@ -504,7 +548,7 @@ func (a *summaryAggregator) fits(child, parent *aggSpan) bool {
 		a.atLeast(child, parent.end+1)
 		return false
 	}
-	a.bound(parent, child, 0)
+	child.within = parent
 	return true
 }
 
@@ -558,7 +602,7 @@ func (a *summaryAggregator) place(g *aggGroup, sp *aggSpan) {
 		s := a.sum(g.id)
 		s.rows++
 		if s.first == nil {
-			s.first = sp
+			s.first, sp.pinned = sp, true
 		}
 	}
 	a.push(g, ri, sp)
@@ -569,7 +613,7 @@ func (a *summaryAggregator) push(g *aggGroup, ri int, sp *aggSpan) {
 	if n := len(row.stack); n > 0 {
 		sp.rowParent = row.stack[n-1]
 	}
-	sp.placed, sp.row = true, int32(ri)
+	sp.placed, sp.row, sp.stackAt = true, int32(ri), int32(len(row.stack))
 	row.stack = append(row.stack, sp)
 }
 
@@ -591,6 +635,10 @@ func (a *summaryAggregator) done(sp *aggSpan) {
 	}
 	if !a.buffered {
 		delete(a.live, sp.id)
+		if !sp.isLast && !sp.pinned {
+			*sp = aggSpan{}
+			a.free = append(a.free, sp)
+		}
 	}
 }
 
