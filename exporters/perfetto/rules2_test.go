@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/chrome"
+	"github.com/devprof/devprof/internal/eventtest"
 	pf "github.com/devprof/devprof/internal/pftest"
 )
 
@@ -298,6 +300,116 @@ func TestReadFlowChains(t *testing.T) {
 	}
 }
 
+// programTwinTrace is a Perfetto file as devprof wrote one of a model
+// with a process that shares the program's pid (100) before it wrote them
+// as one: that process moved to pid 101, labelled with its pid, with a
+// thread and a slice; the program has a thread of its own.
+func programTwinTrace() []byte {
+	proc := func(pid int64, name string, labels ...string) pf.Field {
+		fs := []pf.Field{pf.Int(1, pid), pf.String(6, name)}
+		for _, l := range labels {
+			fs = append(fs, pf.String(8, l)) // ProcessDescriptor.process_labels
+		}
+		return pf.Msg(3, fs...)
+	}
+	t := &pf.Trace{}
+	t.Packet(pf.Seq(1), pf.Cleared(),
+		pf.Track(1, 0, "", proc(100, "trainer", "devprof host=h")),
+		pf.Track(2, 0, "", proc(101, "python3", "CPU", ProcessLabelPID+"100")),
+		pf.Track(3, 1, "", pf.Thread(100, 102, "lane")),
+		pf.Track(4, 2, "", pf.Thread(101, 7, "MainThread")))
+	at(t, 100, pf.Event(pf.Begin, 3, "train"))
+	at(t, 200, pf.Event(pf.End, 3, ""))
+	at(t, 120, pf.Event(pf.Begin, 4, "forward"))
+	at(t, 180, pf.Event(pf.End, 4, ""))
+	return t.Bytes()
+}
+
+// processPIDs counts a trace's process tracks by pid.
+func processPIDs(tr *Trace) map[int64]int {
+	n := map[int64]int{}
+	for _, k := range tr.Tracks {
+		if k.Kind == TrackProcess {
+			n[k.PID]++
+		}
+	}
+	return n
+}
+
+// TestConvertShowsOneProcessPerPID: a model process whose pid is the
+// program's own (Kineto's busiest process, read from Chrome JSON, or a
+// Perfetto file devprof wrote of one) is the same source process: written
+// again it is the program's one process track, not a second process (a
+// pid is one process in trace_processor: a second track with it is taken
+// for pid reuse), and read back the model holds it, its thread and its
+// slice as before. Perfetto -> model -> Perfetto -> model.
+func TestConvertShowsOneProcessPerPID(t *testing.T) {
+	src := mustRead(t, programTwinTrace())
+	s1 := src.Snapshot()
+	if s1.Meta.PID != 100 || len(s1.Processes) != 1 || s1.Processes[0].PID != 100 || s1.Processes[0].Name != "python3" {
+		t.Fatalf("read: program pid %d, processes %+v; want pid 100 and python3 with pid 100", s1.Meta.PID, s1.Processes)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, s1, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	written := mustRead(t, buf.Bytes())
+	for pid, n := range processPIDs(written) {
+		if n != 1 {
+			t.Errorf("written: pid %d has %d process tracks, want 1", pid, n)
+		}
+	}
+	if n := len(processPIDs(written)); n != 1 {
+		t.Errorf("written: %d processes (%v), want 1", n, processPIDs(written))
+	}
+	s2 := written.Snapshot()
+	p1, t1, sp1, f1 := eventtest.ProcessFacts(s1, true)
+	p2, t2, sp2, f2 := eventtest.ProcessFacts(s2, true)
+	for _, c := range []struct {
+		what      string
+		got, want []string
+	}{{"processes", p2, p1}, {"threads", t2, t1}, {"spans", sp2, sp1}, {"flows", f2, f1}} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("%s read back:\n got %q\nwant %q", c.what, c.got, c.want)
+		}
+	}
+	// Written once more, it is the same file's processes.
+	var again bytes.Buffer
+	if err := Write(&again, s2, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := processPIDs(mustRead(t, again.Bytes())); !maps.Equal(got, processPIDs(written)) {
+		t.Errorf("written again: processes %v, want %v", got, processPIDs(written))
+	}
+
+	// The real Kineto trace: python3 (620) is the program and a process.
+	f, err := os.Open("../../testdata/real-gpu/kineto-h100-libwork.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	kin, err := chrome.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf.Reset()
+	if err := Write(&buf, kin, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kw := mustRead(t, buf.Bytes())
+	for pid, n := range processPIDs(kw) {
+		if n != 1 {
+			t.Errorf("Kineto written: pid %d has %d process tracks, want 1", pid, n)
+		}
+	}
+	// No process moved off the program's pid: python3 is shown once.
+	for _, k := range kw.Tracks {
+		if k.Kind == TrackProcess && slices.Contains(k.Labels, ProcessLabelPID+strconv.Itoa(kin.Meta.PID)) {
+			t.Errorf("Kineto written: process %d %q is the program's pid %d again", k.PID, k.Name, kin.Meta.PID)
+		}
+	}
+}
+
 // rules2Traces are the traces of this file, by the name of their corpus
 // file.
 func rules2Traces() map[string][]byte {
@@ -306,6 +418,7 @@ func rules2Traces() map[string][]byte {
 		"slices-on-counter":  slicesOnCounterTrace(),
 		"timestamp-overflow": overflowTrace(),
 		"flow-chains":        flowChainsTrace(),
+		"program-twin":       programTwinTrace(),
 	}
 }
 

@@ -142,6 +142,7 @@ type converter struct {
 	progUUID uint64                     // the program's process track (Meta), 0 if none
 	lone     map[uint64]bool            // flow ids with one end, dropped
 	procNum  map[int64]int              // pid of another host process -> its Track.Process
+	twinNum  int                        // the Track.Process of the process that shares the program's pid, 0 if none
 }
 
 // timeSpan returns the first and last time of any slice, instant or
@@ -204,6 +205,7 @@ func (c *converter) meta() event.Meta {
 // kept, and its rank as its sort index.
 func (c *converter) processes() {
 	c.procNum = map[int64]int{}
+	c.registerTwin()
 	for i := range c.t.Tracks {
 		tr := &c.t.Tracks[i]
 		if tr.Kind != TrackProcess || tr.UUID == c.progUUID || tr.PID == int64(c.pid) {
@@ -216,6 +218,34 @@ func (c *converter) processes() {
 			continue
 		}
 		c.procNum[tr.PID] = c.b.Process(processOfTrack(tr))
+	}
+}
+
+// registerTwin registers the process the program's track says the model
+// held apart from the program under the program's own pid
+// (ProcessLabelTwinName and the labels with it), before any other: the
+// threads described as its (TwinThreadDescription) are its again.
+func (c *converter) registerTwin() {
+	prog := c.byUUID[c.progUUID]
+	if c.progUUID == 0 || prog == nil || c.twinNum != 0 {
+		return
+	}
+	p, twin := event.Process{PID: prog.PID}, false
+	for _, l := range prog.Labels {
+		if v, ok := strings.CutPrefix(l, ProcessLabelTwinName); ok {
+			p.Name, twin = v, true
+		} else if v, ok := strings.CutPrefix(l, ProcessLabelTwinLabel); ok {
+			p.Labels = append(p.Labels, v)
+		} else if v, ok := strings.CutPrefix(l, ProcessLabelTwinStringPID); ok {
+			p.Label, p.IsLabel = v, true
+		} else if v, ok := strings.CutPrefix(l, ProcessLabelTwinSort); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				p.SortIndex, p.Sorted = n, true
+			}
+		}
+	}
+	if twin {
+		c.twinNum = c.b.Process(p)
 	}
 }
 
@@ -323,6 +353,9 @@ func (c *converter) threadTrack(tr *Track) event.Track {
 		}
 		if inProc {
 			t.Process = c.processOf(pid)
+			if pid == int64(c.pid) && c.twinNum != 0 && tr.Description == TwinThreadDescription {
+				t.Process = c.twinNum
+			}
 		}
 		return t
 	}

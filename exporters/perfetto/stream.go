@@ -296,6 +296,7 @@ func (st *streamer) start() error {
 		st.pinned[p.UUID] = true
 	}
 	c.pid = m.PID
+	c.registerTwin()
 	for i := range c.t.Tracks {
 		st.register(&c.t.Tracks[i])
 	}

@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -242,9 +243,14 @@ type writer struct {
 	// procPID and procUUIDs are the pid and process track of each of the
 	// snapshot's other processes (event.Process, index Track.Process-1);
 	// usedPID holds every pid taken, so devices get pids of their own.
-	procPID     []int64
-	procUUIDs   []uint64
-	usedPID     map[int64]bool
+	procPID   []int64
+	procUUIDs []uint64
+	usedPID   map[int64]bool
+	// twin is the index in Processes of the process that has the
+	// program's own pid (Kineto's, read from Chrome JSON, where the
+	// program is its busiest process), -1 for none: one source process,
+	// written as the program's one process track (see TwinThreadDescription).
+	twin        int
 	rowUUID     []uint64          // thread track of each layout row
 	threadUUID  map[uint32]uint64 // thread track of each model track with rows (its first row's)
 	counterUUID map[counterKey]uint64
@@ -580,6 +586,20 @@ func (w *writer) programProcess() {
 	if d := m.Dropped(); d > 0 {
 		w.pkt.String(pdProcessLabel, fmt.Sprintf("devprof dropped_events=%d", d))
 	}
+	w.twin = slices.IndexFunc(w.s.Processes, func(p event.Process) bool { return p.PID == int64(m.PID) })
+	if w.twin >= 0 {
+		p := w.s.Processes[w.twin]
+		w.pkt.String(pdProcessLabel, ProcessLabelTwinName+p.Name)
+		for _, l := range p.Labels {
+			w.pkt.String(pdProcessLabel, ProcessLabelTwinLabel+l)
+		}
+		if p.IsLabel {
+			w.pkt.String(pdProcessLabel, ProcessLabelTwinStringPID+p.Label)
+		}
+		if p.Sorted {
+			w.pkt.String(pdProcessLabel, ProcessLabelTwinSort+strconv.FormatInt(p.SortIndex, 10))
+		}
+	}
 	w.pkt.End(q)
 	w.pkt.String(tdDescription, fmt.Sprintf("Recorded by devprof on %s: %d events kept, %d dropped (max %d).", m.Host, len(w.s.Events), m.Dropped(), m.MaxEvents))
 	w.pkt.End(p)
@@ -597,6 +617,26 @@ const (
 	ProcessLabelPID       = "devprof pid="
 	ProcessLabelUnnamed   = "devprof unnamed"
 )
+
+// Labels of the program's process track for a process of
+// event.Snapshot.Processes whose pid is the program's own (a Chrome JSON
+// trace read by devprof makes its busiest process the program and keeps
+// it among its processes too). A pid is one process in Perfetto, so the
+// two are written as one track; these labels keep what the model held
+// apart (its name, labels, string pid and sort index), and its threads'
+// descriptions say they are its (TwinThreadDescription), so that Read
+// gives the model back as it was.
+const (
+	ProcessLabelTwinName      = "devprof process name="
+	ProcessLabelTwinLabel     = "devprof process label="
+	ProcessLabelTwinStringPID = "devprof process pid_label="
+	ProcessLabelTwinSort      = "devprof process sort="
+)
+
+// TwinThreadDescription is the description of a thread track of the
+// process that shares the program's pid (see ProcessLabelTwinName), which
+// the program's own threads do not carry.
+const TwinThreadDescription = "devprof thread of the process that shares the program's pid"
 
 // ordering declares the default track (uuid 0) with explicit process and
 // thread ordering when any process or host thread has a sort index, so
@@ -649,7 +689,9 @@ func (w *writer) otherProcesses() {
 		}
 	}
 	for i, p := range w.s.Processes {
-		if fits(p.PID) && !w.usedPID[p.PID] {
+		if i == w.twin {
+			w.procPID[i] = p.PID
+		} else if fits(p.PID) && !w.usedPID[p.PID] {
 			w.procPID[i] = p.PID
 		} else {
 			fresh++
@@ -658,6 +700,10 @@ func (w *writer) otherProcesses() {
 		w.usedPID[w.procPID[i]] = true
 	}
 	for i, p := range w.s.Processes {
+		if i == w.twin { // the program's track is its track
+			w.procUUIDs[i] = w.procUUID
+			continue
+		}
 		w.procUUIDs[i] = w.uuid()
 		name := p.Name
 		if name == "" {
@@ -782,10 +828,12 @@ func (w *writer) rowThreads(l *event.Layout, tid int64) {
 	for i := range l.Rows {
 		row := &l.Rows[i]
 		pid := int64(w.m.PID)
-		memory := false
+		memory, twin := false, false
 		var ranked *event.Track
 		tid++
-		for w.usedPID[tid] {
+		// The program's rows take no tid a thread of the process that
+		// shares its pid keeps.
+		for w.usedPID[tid] || used[threadKey{pid, tid}] {
 			tid++
 		}
 		thread := tid
@@ -803,7 +851,7 @@ func (w *writer) rowThreads(l *event.Layout, tid int64) {
 					ranked = &t
 				}
 				if t.Process > 0 && t.Process <= len(w.procPID) {
-					pid = w.procPID[t.Process-1]
+					pid, twin = w.procPID[t.Process-1], t.Process-1 == w.twin
 					if thread = own[i]; thread == 0 {
 						// A tid past every tid kept and every pid.
 						spare++
@@ -827,8 +875,11 @@ func (w *writer) rowThreads(l *event.Layout, tid int64) {
 		w.pkt.Int(thTid, thread)
 		w.pkt.String(thName, row.Name)
 		w.pkt.End(q)
-		if memory {
+		switch {
+		case memory:
 			w.pkt.String(tdDescription, MemoryEventsDescription)
+		case twin:
+			w.pkt.String(tdDescription, TwinThreadDescription)
 		}
 		if ranked != nil {
 			w.pkt.Int(tdSiblingOrderRank, rank(ranked.SortIndex))
