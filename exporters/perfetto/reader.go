@@ -198,8 +198,11 @@ type Track struct {
 	// PID and TID come from the descriptor, or for a track parented to a
 	// process or thread track, from that ancestor.
 	PID, TID int64
-	// Unit is a counter track's unit: its unit_name, else the name of its
-	// builtin unit ("ns", "count", "bytes").
+	// Unit is a counter track's unit: that of its builtin type ("ns" for
+	// thread time, "count" for instructions), else of its unit ("ns",
+	// "count", "bytes"), else its unit_name. An unnamed counter track of a
+	// builtin type is named after it ("thread_time",
+	// "thread_instruction_count"), as in trace_processor.
 	Unit string
 	// Labels are a process track's process_labels.
 	Labels []string
@@ -297,8 +300,8 @@ var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 //
 // An event that cannot be placed (an iid that no interned data defines, an
 // END on a track nothing describes, a counter value on a track that is not
-// a counter track, a timestamp missing, negative or that no clock snapshot
-// converts) is dropped and counted in Trace.Drops, as trace_processor
+// a counter track, a timestamp missing, negative, overflowing or that no
+// clock snapshot converts) is dropped and counted in Trace.Drops, as trace_processor
 // drops it and counts it in its stats; the rest of the trace loads. A
 // malformed file (a packet that is not a well-formed protobuf message)
 // gives an error "perfetto: packet N (offset O): ...", where N counts
