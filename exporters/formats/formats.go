@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -155,12 +156,7 @@ var (
 		PerfettoUI: true,
 		Extensions: []string{".json", ".json.gz"},
 		SessionExt: ".trace.json.gz",
-		Sniff: func(head []byte) Match {
-			if t := bytes.TrimLeft(head, " \t\r\n"); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
-				return Strong
-			}
-			return NoMatch
-		},
+		Sniff:      sniffJSON,
 		Write: func(w io.Writer, s *event.Snapshot, gz bool) error {
 			if gz {
 				return chrome.Write(w, s)
@@ -275,6 +271,36 @@ func sniffXSpace(head []byte) Match {
 	return Strong
 }
 
+// sniffJSON recognises JSON text: '{' or '[' after white space, and no
+// byte JSON text cannot hold. A protobuf that merely starts like it (a
+// Perfetto trace whose first packet is 0x7b or 0x5b bytes long starts
+// 0a 7b: '\n', '{') has field tags and lengths below 0x20 soon after.
+func sniffJSON(head []byte) Match {
+	t := bytes.TrimLeft(head, " \t\r\n")
+	if len(t) == 0 || t[0] != '{' && t[0] != '[' {
+		return NoMatch
+	}
+	for _, c := range t {
+		if c < 0x20 && c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			return NoMatch
+		}
+	}
+	if !utf8.Valid(t) {
+		// A rune cut by the end of head is still text.
+		cut := len(t)
+		for i := 1; i < utf8.UTFMax && i <= len(t); i++ {
+			if utf8.RuneStart(t[len(t)-i]) {
+				cut = len(t) - i
+				break
+			}
+		}
+		if !utf8.Valid(t[:cut]) {
+			return NoMatch
+		}
+	}
+	return Strong
+}
+
 // uvarint decodes a protobuf varint, returning n <= 0 if b is too short
 // or the varint malformed.
 func uvarint(b []byte) (v uint64, n int) { return protowire.ConsumeVarint(b) }
@@ -368,6 +394,9 @@ func displayList() string {
 // wins, and the one the name asks for (ignoring a trailing .gz, which every
 // reader undoes) breaks ties — so a misnamed file is read as what it is,
 // while a damaged one is left to the reader its name chooses to explain.
+// When the content looks more like another format than the one the name
+// asks for, both readers may be tried (see settle): the one that reads
+// the file wins, and an error names both attempts.
 // An empty file (or one empty once gunzipped) is an error, as is a file
 // neither its name nor its content places, and a pprof profile (see
 // ErrNotTrace); the errors name path.
@@ -393,12 +422,68 @@ func Detect(path string) (*Format, error) {
 		}
 	}
 	switch {
+	case best != nil && byName != nil && best != byName:
+		return settle(path, byName, best)
 	case best != nil:
 		return best, nil
 	case byName != nil:
 		return byName, nil
 	}
 	return nil, fmt.Errorf("%s: cannot tell its format: the name ends in none of %s, and the content is not a %s trace", path, extensionList(), displayList())
+}
+
+// settle decides between the format a file's name asks for and the one
+// its content looks like, which differ: the one whose reader reads the
+// file wins, the content's first; when neither does, the error names
+// both attempts.
+func settle(path string, byName, byContent *Format) (*Format, error) {
+	errContent := parses(path, byContent)
+	if errContent == nil {
+		return byContent, nil
+	}
+	errName := parses(path, byName)
+	if errName == nil {
+		return byName, nil
+	}
+	return nil, fmt.Errorf("%s: not %s (%s); as %s (by content): %s", path, byName.Display,
+		strings.TrimPrefix(errName.Error(), path+": "), byContent.Display, strings.TrimPrefix(errContent.Error(), path+": "))
+}
+
+// parses reads the file at path in format f, keeping nothing, and
+// returns the reader's error.
+func parses(path string, f *Format) error {
+	if f.Stream == nil {
+		_, err := f.ReadFile(path, nil)
+		return err
+	}
+	return f.StreamFile(path, &discard{}, ReadOptions{})
+}
+
+// discard is an event.Sink that keeps nothing, for a reader run only to
+// see whether a file reads.
+type discard struct {
+	ids  uint64
+	meta event.Meta
+}
+
+func (d *discard) Track(event.Track) uint32                            { d.ids++; return uint32(d.ids) }
+func (d *discard) SetTrackName(uint32, string)                         {}
+func (d *discard) Process(event.Process) int                           { d.ids++; return int(d.ids) }
+func (d *discard) ProcessTrack(int) uint32                             { d.ids++; return uint32(d.ids) }
+func (d *discard) Span(event.Span) uint64                              { d.ids++; return d.ids }
+func (d *discard) EndSpan(uint64, int64)                               {}
+func (d *discard) Instant(string, int64, uint32, uint64, []event.Arg)  {}
+func (d *discard) Counter(string, string, int64, float64)              {}
+func (d *discard) TrackCounter(uint32, string, string, int64, float64) {}
+func (d *discard) Meta() *event.Meta                                   { return &d.meta }
+func (d *discard) Reset()                                              { *d = discard{} }
+func (d *discard) TrackSlice(uint32, string, int64, int64, []event.Arg) uint64 {
+	d.ids++
+	return d.ids
+}
+func (d *discard) ActivityOf(event.ActivityKind, uint32, string, int64, int64, []event.Arg) uint64 {
+	d.ids++
+	return d.ids
 }
 
 // ErrNotTrace is wrapped by Detect's (and Read's) error for a file that is
