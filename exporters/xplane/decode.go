@@ -1,6 +1,7 @@
 package xplane
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -54,6 +55,7 @@ func key(num, wt int) uint64 { return protoenc.Key(num, wt) }
 
 // xspace is what the reader uses of an XSpace.
 type xspace struct {
+	src                         *source
 	planes                      []xplane
 	errors, warnings, hostnames []string
 
@@ -77,9 +79,10 @@ type xplane struct {
 type xline struct {
 	id, timestampNS   int64
 	name, displayName string
-	// msg is the line as encoded, events holds how many events it has
-	// (decoded by eachEvent); plane and index place it for errors.
-	msg          []byte
+	// The line is bytes [off, end) of the source; events is how many
+	// events it has (decoded by eachEvent); plane and index place it for
+	// errors.
+	off, end     int64
 	events       int
 	plane, index int
 }
@@ -114,28 +117,41 @@ type xstat struct {
 	b          []byte // str (UTF-8 repaired) and bytes values
 }
 
-// decodeSpace decodes the XSpace b, but for its events (eachEvent).
-func decodeSpace(b []byte) (*xspace, error) {
-	s := &xspace{strs: map[string]string{}}
-	it := protoenc.Iter{B: b}
-	for it.Next() {
-		f := &it.Field
+// decodeSpace decodes the XSpace in src, but for its events (eachEvent).
+func decodeSpace(src *source) (*xspace, error) {
+	s := &xspace{src: src, strs: map[string]string{}}
+	w := src.walk(0, src.size)
+	for w.Next() {
+		f := &w.field
+		var err error
 		switch f.Key() {
 		case key(spacePlanes, wireBytes):
 			p := xplane{}
-			if err := s.plane(&p, f.Bytes, len(s.planes)); err != nil {
+			if err := s.plane(&p, w.body, w.next, len(s.planes)); err != nil {
 				return s, fmt.Errorf("plane %d: %w", len(s.planes), err)
 			}
 			s.planes = append(s.planes, p)
 		case key(spaceErrors, wireBytes):
-			s.errors = append(s.errors, s.str(s.text(f.Bytes)))
+			s.errors, err = s.appendStr(s.errors, &w)
 		case key(spaceWarnings, wireBytes):
-			s.warnings = append(s.warnings, s.str(s.text(f.Bytes)))
+			s.warnings, err = s.appendStr(s.warnings, &w)
 		case key(spaceHostnames, wireBytes):
-			s.hostnames = append(s.hostnames, s.str(s.text(f.Bytes)))
+			s.hostnames, err = s.appendStr(s.hostnames, &w)
+		}
+		if err != nil {
+			return s, err
 		}
 	}
-	return s, it.Err()
+	return s, w.err
+}
+
+// appendStr appends the string field w is at to dst.
+func (s *xspace) appendStr(dst []string, w *walk) ([]string, error) {
+	b, err := w.bytes()
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, s.str(s.text(b))), nil
 }
 
 // text returns the bytes of a string field, valid UTF-8: invalid bytes are
@@ -160,74 +176,95 @@ func (s *xspace) str(b []byte) string {
 	return v
 }
 
-func (s *xspace) plane(p *xplane, b []byte, index int) error {
-	it := protoenc.Iter{B: b}
-	for it.Next() {
-		f := &it.Field
-		switch f.Key() {
-		case key(planeID, wireVarint):
-			p.id = int64(f.Varint)
-		case key(planeName, wireBytes):
-			p.name = s.str(s.text(f.Bytes))
-		case key(planeLines, wireBytes):
-			l := xline{msg: f.Bytes, plane: index, index: len(p.lines)}
+// plane decodes the plane at [off, end) of the source.
+func (s *xspace) plane(p *xplane, off, end int64, index int) error {
+	w := s.src.walk(off, end)
+	for w.Next() {
+		f := &w.field
+		if f.Key() == key(planeLines, wireBytes) {
+			l := xline{off: w.body, end: w.next, plane: index, index: len(p.lines)}
 			if err := s.line(&l); err != nil {
 				return fmt.Errorf("line %d: %w", len(p.lines), err)
 			}
 			p.lines = append(p.lines, l)
+			continue
+		}
+		if f.Wire != wireBytes {
+			if f.Key() == key(planeID, wireVarint) {
+				p.id = int64(f.Varint)
+			}
+			continue
+		}
+		b, err := w.bytes()
+		if err != nil {
+			return err
+		}
+		switch f.Key() {
+		case key(planeName, wireBytes):
+			p.name = s.str(s.text(b))
 		case key(planeEventMetadata, wireBytes):
-			if err := s.eventMetaEntry(p, f.Bytes); err != nil {
+			if err := s.eventMetaEntry(p, b); err != nil {
 				return err
 			}
 		case key(planeStatMetadata, wireBytes):
-			if err := s.statMetaEntry(p, f.Bytes); err != nil {
+			if err := s.statMetaEntry(p, b); err != nil {
 				return err
 			}
 		case key(planeStats, wireBytes):
-			st, err := s.stat(f.Bytes)
+			st, err := s.stat(b)
 			if err != nil {
 				return fmt.Errorf("plane stat: %w", err)
 			}
-			p.stats = append(p.stats, st)
+			p.stats = append(p.stats, st.own())
 		}
 	}
-	return it.Err()
+	return w.err
 }
 
 // line decodes a line's header and counts its events, which eachEvent
 // decodes.
 func (s *xspace) line(l *xline) error {
-	it := protoenc.Iter{B: l.msg}
-	for it.Next() {
-		f := &it.Field
+	w := s.src.walk(l.off, l.end)
+	for w.Next() {
+		f := &w.field
 		switch f.Key() {
 		case key(lineID, wireVarint):
 			l.id = int64(f.Varint)
-		case key(lineName, wireBytes):
-			l.name = s.str(s.text(f.Bytes))
-		case key(lineDisplayName, wireBytes):
-			l.displayName = s.str(s.text(f.Bytes))
+		case key(lineName, wireBytes), key(lineDisplayName, wireBytes):
+			b, err := w.bytes()
+			if err != nil {
+				return err
+			}
+			if f.Num == lineName {
+				l.name = s.str(s.text(b))
+			} else {
+				l.displayName = s.str(s.text(b))
+			}
 		case key(lineTimestampNS, wireVarint):
 			l.timestampNS = int64(f.Varint)
 		case key(lineEvents, wireBytes):
 			l.events++
 		}
 	}
-	return it.Err()
+	return w.err
 }
 
 // eachEvent decodes the events of line l in order and calls fn with each;
 // the event and its stats (in s.stats) are valid until the next call.
 func (s *xspace) eachEvent(l *xline, fn func(e *xevent) error) error {
-	it := protoenc.Iter{B: l.msg}
+	w := s.src.walk(l.off, l.end)
 	n := 0
-	for it.Next() {
-		if it.Field.Key() != key(lineEvents, wireBytes) {
+	for w.Next() {
+		if w.field.Key() != key(lineEvents, wireBytes) {
 			continue
+		}
+		b, err := w.bytes()
+		if err != nil {
+			return err
 		}
 		e := &s.event
 		*e, s.stats = xevent{}, s.stats[:0]
-		if err := s.decodeEvent(e, it.Field.Bytes, true); err != nil {
+		if err := s.decodeEvent(e, b, true); err != nil {
 			return s.eventError(l, n, err)
 		}
 		if err := fn(e); err != nil {
@@ -236,7 +273,7 @@ func (s *xspace) eachEvent(l *xline, fn func(e *xevent) error) error {
 		n++
 	}
 	// The header was read whole: the line holds no malformed field.
-	return nil
+	return w.err
 }
 
 func (s *xspace) eventError(l *xline, n int, err error) error {
@@ -247,19 +284,23 @@ func (s *xspace) eventError(l *xline, n int, err error) error {
 // checking them: a look at a line before it is read. It returns false if
 // an event is malformed (eachEvent will say how).
 func (s *xspace) scanEvents(l *xline, fn func(e *xevent)) bool {
-	it := protoenc.Iter{B: l.msg}
-	for it.Next() {
-		if it.Field.Key() != key(lineEvents, wireBytes) {
+	w := s.src.walk(l.off, l.end)
+	for w.Next() {
+		if w.field.Key() != key(lineEvents, wireBytes) {
 			continue
+		}
+		b, err := w.bytes()
+		if err != nil {
+			return false
 		}
 		e := &s.event
 		*e = xevent{}
-		if s.decodeEvent(e, it.Field.Bytes, false) != nil {
+		if s.decodeEvent(e, b, false) != nil {
 			return false
 		}
 		fn(e)
 	}
-	return true
+	return w.err == nil
 }
 
 // decodeEvent decodes an event into e, its stats (with stats set) into
@@ -292,6 +333,12 @@ func (s *xspace) decodeEvent(e *xevent, b []byte, stats bool) error {
 		}
 	}
 	return nil
+}
+
+// own returns st with its bytes its own, not the source's.
+func (st xstat) own() xstat {
+	st.b = bytes.Clone(st.b)
+	return st
 }
 
 func (s *xspace) stat(b []byte) (xstat, error) {
@@ -344,6 +391,10 @@ func (s *xspace) eventMetaEntry(p *xplane, b []byte) error {
 	}
 	if p.eventMD == nil {
 		p.eventMD = map[int64]xeventMeta{}
+	}
+	md.name, md.displayName = bytes.Clone(md.name), bytes.Clone(md.displayName)
+	for i := range md.stats {
+		md.stats[i] = md.stats[i].own()
 	}
 	p.eventMD[id] = md
 	return nil

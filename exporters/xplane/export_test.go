@@ -2,6 +2,6 @@ package xplane
 
 // DecodeSpace runs the reader's decoder alone, for BenchmarkDecodeXSpace.
 func DecodeSpace(b []byte) error {
-	_, err := decodeSpace(b)
+	_, err := decodeSpace(bytesSource(b))
 	return err
 }

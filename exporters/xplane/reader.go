@@ -108,15 +108,18 @@ func ReadNamed(r io.Reader, name string) (*event.Snapshot, error) {
 
 // Decode reads an XSpace into sink as it decodes it (see Read for what
 // becomes what): the events of one line at a time, never a decoded copy
-// of the whole file's. The file's bytes are held while it is read (an
-// XSpace is one message whose planes keep their metadata after their
-// lines), about 17 bytes an event. On each track, events come in
-// nondecreasing start order, parents before children; a line whose events
-// are out of that order, and a track made of several lines (TSL's
-// /host:CUPTI threads on /host:CPU's), is gathered and sorted first, and
-// so is a whole file of allocator events (memory.go), whose tracks are
-// only known at its end. sink.Meta() is filled in (its time span, drops,
-// warnings and notes); on an error, sink may hold part of the file.
+// of the whole file's. A regular file (an *os.File) is read where it
+// lies, a window at a time, twice: planes, metadata and line headers
+// first (an XSpace is one message whose planes keep their metadata after
+// their lines), then the lines. Any other reader, and a gzip-compressed
+// file, is read into memory first (about 17 bytes an event). On each
+// track, events come in nondecreasing start order, parents before
+// children; a line whose events are out of that order, and a track made
+// of several lines (TSL's /host:CUPTI threads on /host:CPU's), is
+// gathered and sorted first, and so is a whole file of allocator events
+// (memory.go), whose tracks are only known at its end. sink.Meta() is
+// filled in (its time span, drops, warnings and notes); on an error, sink
+// may hold part of the file.
 func Decode(r io.Reader, sink event.Sink) error { return DecodeNamed(r, "", sink) }
 
 // DecodeNamed is Decode of the file named name, as ReadNamed is Read's.
@@ -125,29 +128,33 @@ func DecodeNamed(r io.Reader, name string, sink event.Sink) error {
 	if name != "" {
 		where += name + ": "
 	}
-	data, err := readAll(r)
+	src, err := openSource(r)
 	if err != nil {
 		return fmt.Errorf("%s%w", where, err)
 	}
-	if len(data) == 0 {
+	if src.size == 0 {
 		return errors.New(where + "empty file: no XSpace in it")
 	}
-	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
+	if head, err := src.at(0, int(min(src.size, 2))); err != nil {
+		return fmt.Errorf("%s%w", where, err)
+	} else if len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+		data, err := src.all()
+		if err != nil {
+			return fmt.Errorf("%s%w", where, err)
+		}
 		if data, err = gunzip(data); err != nil {
 			return fmt.Errorf("%scannot decode XSpace: gzip: %w", where, err)
 		}
 		if len(data) == 0 {
 			return errors.New(where + "empty file: no XSpace in it")
 		}
+		src = bytesSource(data)
 	}
-	notXSpace := func(err error) error {
-		if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+	if _, err := decodeSource(src, sink); err != nil {
+		if src.looksLikeJSON() {
 			return errors.New(where + "cannot decode XSpace: this is a JSON trace, not an .xplane.pb")
 		}
 		return fmt.Errorf("%scannot decode XSpace: %v", where, err)
-	}
-	if _, err := decodeBytes(data, sink); err != nil {
-		return notXSpace(err)
 	}
 	if m := sink.Meta(); m.Host == "" && name != "" {
 		m.Host = hostFromPath(name)
@@ -155,14 +162,38 @@ func DecodeNamed(r io.Reader, name string, sink event.Sink) error {
 	return nil
 }
 
-// decodeBytes decodes the XSpace data into sink.
-func decodeBytes(data []byte, sink event.Sink) (*reader, error) {
-	xs, err := decodeSpace(data)
+// decodeSource decodes the XSpace in src into sink.
+func decodeSource(src *source, sink event.Sink) (*reader, error) {
+	xs, err := decodeSpace(src)
 	if err != nil {
 		return nil, err
 	}
 	rd := &reader{xs: xs, sink: sink}
 	return rd, rd.read()
+}
+
+// openSource returns the source of r: a regular file is read where it
+// lies, by windows (what is left of it from its current offset); other
+// readers are read into memory.
+func openSource(r io.Reader) (*source, error) {
+	if f, ok := r.(interface {
+		io.ReaderAt
+		io.Seeker
+		Stat() (os.FileInfo, error)
+	}); ok {
+		st, err := f.Stat()
+		if err == nil && st.Mode().IsRegular() {
+			at, err := f.Seek(0, io.SeekCurrent)
+			if err == nil && at <= st.Size() {
+				return fileSource(f, at, st.Size()-at), nil
+			}
+		}
+	}
+	data, err := readAll(r)
+	if err != nil {
+		return nil, err
+	}
+	return bytesSource(data), nil
 }
 
 // readAll reads r to its end. A file is read into a buffer of its size:

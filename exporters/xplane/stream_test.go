@@ -3,7 +3,10 @@ package xplane
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/devprof/devprof/event"
@@ -98,7 +101,7 @@ func TestStreamedLinesMatchGathered(t *testing.T) {
 			noStreaming = !stream
 			defer func() { noStreaming = false }()
 			b := &orderSink{Builder: event.NewBuilder(event.Meta{}), t: t, last: map[uint32]int64{}, spans: map[uint64]bool{}}
-			rd, err := decodeBytes(data, b)
+			rd, err := decodeSource(bytesSource(data), b)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -157,4 +160,55 @@ func (o *orderSink) Span(s event.Span) uint64 {
 func (o *orderSink) ActivityOf(kind event.ActivityKind, track uint32, name string, start, end int64, args []event.Arg) uint64 {
 	o.at(track, start, name)
 	return o.Builder.ActivityOf(kind, track, name, start, end, args)
+}
+
+// A file read by windows, however small, gives the model its bytes in
+// memory give, and the same errors for its cuts.
+func TestFileReadByWindows(t *testing.T) {
+	defer func(n int) { windowSize = n }(windowSize)
+	dir := t.TempDir()
+	for name, data := range streamInputs(t) {
+		want := readRecords(t, bytes.NewReader(data))
+		path := filepath.Join(dir, "x.xplane.pb")
+		// A prefix before the space: the file is read from its offset.
+		if err := os.WriteFile(path, append([]byte("skip"), data...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, size := range []int{1, 37, 4096} {
+			windowSize = size
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Seek(4, io.SeekStart); err != nil {
+				t.Fatal(err)
+			}
+			got := readRecords(t, f)
+			f.Close()
+			if !slices.Equal(got, want) {
+				t.Errorf("%s, windows of %d bytes: read differs from memory's", name, size)
+			}
+		}
+		windowSize = 64
+		for _, cut := range []int{len(data) / 3, len(data) - 7} {
+			if err := os.WriteFile(path, data[:cut], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, ferr := ReadFile(path)
+			_, merr := Read(bytes.NewReader(data[:cut]))
+			if (ferr == nil) != (merr == nil) {
+				t.Errorf("%s cut at %d: from the file %v, from memory %v", name, cut, ferr, merr)
+			}
+		}
+	}
+}
+
+// readRecords reads r into a Builder and lists the records, or the error.
+func readRecords(t *testing.T, r io.Reader) []string {
+	t.Helper()
+	s, err := Read(r)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	return records(s)
 }
