@@ -258,6 +258,9 @@ type parser struct {
 	stream *streamer
 	argBuf []event.Arg
 
+	// recent caches names from str, by a hash of their bytes.
+	recent [256]string
+
 	// The thread and process of the last event, looked up first.
 	lastThread int32
 	lastPID    procID
@@ -640,12 +643,25 @@ func truncate(s string, n int) string {
 // str returns the JSON string v as a name: truncated and shared between
 // events.
 func (p *parser) str(v []byte) string {
-	if len(v) >= 2 && len(v)-2 <= maxName && bytes.IndexByte(v, '\\') < 0 {
-		if s, ok := p.intern[string(v[1:len(v)-1])]; ok {
-			return s
-		}
+	if len(v) < 2 || len(v)-2 > maxName || hasBackslash(v) {
+		return p.internStr(truncate(unquote(v), maxName))
 	}
-	return p.internStr(truncate(unquote(v), maxName))
+	body := v[1 : len(v)-1]
+	// A trace has few names, each used again and again: a small cache
+	// answers most lookups without hashing the name.
+	h := 0
+	if len(body) > 0 {
+		h = (len(body)*31 + int(body[0]) + int(body[len(body)-1])*7) & (len(p.recent) - 1)
+	}
+	if s := p.recent[h]; s == string(body) {
+		return s
+	}
+	s, ok := p.intern[string(body)]
+	if !ok {
+		s = p.internStr(unquote(v))
+	}
+	p.recent[h] = s
+	return s
 }
 
 func (p *parser) internStr(s string) string {
@@ -846,10 +862,13 @@ func plainMicros(v []byte) (ns int64, ok bool) {
 		v = v[1:]
 	}
 	whole, frac := v, v[:0]
-	if i := bytes.IndexByte(v, '.'); i >= 0 {
-		whole, frac = v[:i], v[i+1:]
-		if len(frac) == 0 || len(frac) > 3 {
-			return 0, false
+	for i, c := range v {
+		if c == '.' {
+			whole, frac = v[:i], v[i+1:]
+			if len(frac) == 0 || len(frac) > 3 {
+				return 0, false
+			}
+			break
 		}
 	}
 	if len(whole) > 15 {

@@ -84,7 +84,7 @@ func startPeakHeap() *peakHeap {
 	p.done.Add(1)
 	go func() {
 		defer p.done.Done()
-		tick := time.NewTicker(5 * time.Millisecond)
+		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
 		for {
 			select {
