@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/devprof/devprof/internal/protoenc"
 	kflate "github.com/klauspost/compress/flate"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zlib"
@@ -129,18 +130,13 @@ func fieldSize(b []byte) (int, bool) {
 }
 
 // consumeVarint decodes the varint at the start of b: its value and
-// length, or a length of 0 when b ends inside it (or it is longer than
-// ten bytes).
+// length, or a length of 0 when b ends inside it (or it overflows).
 func consumeVarint(b []byte) (uint64, int) {
-	var v uint64
-	for i := 0; i < len(b) && i < 10; i++ {
-		c := b[i]
-		v |= uint64(c&0x7f) << (7 * i)
-		if c < 0x80 {
-			return v, i + 1
-		}
+	v, n := protoenc.Varint(b)
+	if n <= 0 {
+		return 0, 0
 	}
-	return 0, 0
+	return v, n
 }
 
 // openStream returns the trace's bytes as a stream: r itself, or r

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"google.golang.org/protobuf/encoding/protowire"
+	"github.com/devprof/devprof/internal/protoenc"
 )
 
 // Field numbers the reader needs besides the writer's (see writer.go).
@@ -460,8 +460,9 @@ func (e *readError) Unwrap() error { return e.err }
 
 // The reader decodes each message it needs with a small function that
 // walks its fields with eachField and switches on key(number, wire type);
-// the bytes themselves are read by protowire, the same decoder the XSpace
-// reader uses. Error texts stay the reader's own, naming the field.
+// the bytes themselves are read by internal/protoenc's decoder, beside
+// the encoder the writer uses and shared with the XSpace reader, which
+// names the malformed field and where in its message it is.
 
 // field is one decoded protobuf field. For wireBytes, b aliases the input.
 type field struct {
@@ -471,96 +472,33 @@ type field struct {
 	b   []byte
 }
 
-func key(num, wt int) uint64 {
-	return uint64(protowire.EncodeTag(protowire.Number(num), protowire.Type(wt)))
-}
+func key(num, wt int) uint64    { return protoenc.Key(num, wt) }
 func (f *field) key() uint64    { return key(f.num, f.wt) }
 func (f *field) int64() int64   { return int64(f.u) }
 func (f *field) float() float64 { return math.Float64frombits(f.u) }
 
-// uvarint reads the varint at the start of b; what names it in errors,
-// followed by " of field num" when num is not 0 (the name is only made
-// for an error: making it for every varint was most of the reader's
-// allocations).
-func uvarint(b []byte, what string, num int) (uint64, int, error) {
-	v, n := protowire.ConsumeVarint(b)
-	if n < 0 {
-		if num != 0 {
-			what += " of field " + strconv.Itoa(num)
-		}
-		if errors.Is(protowire.ParseError(n), io.ErrUnexpectedEOF) {
-			return 0, 0, fmt.Errorf("truncated %s", what)
-		}
-		return 0, 0, fmt.Errorf("malformed %s: varint longer than 64 bits", what)
-	}
-	return v, n, nil
-}
-
 // readField decodes the field at the start of b and returns it with its
-// size. Lengths are checked against the bytes left before anything is
-// sliced or allocated.
+// size: protoenc's decoder (the XSpace reader's too), with lengths checked
+// against the bytes left before anything is sliced. Groups, which no
+// Perfetto message has, are an error here, as trace_processor's decoder
+// has them.
 func readField(b []byte) (field, int, error) {
-	// Most fields of a trace have a one-byte tag and a one-byte value or
-	// length: decoded here, in a body the compiler inlines.
-	if len(b) >= 2 && b[0] < 0x80 && b[1] < 0x80 && b[0] >= 8 {
-		switch b[0] & 7 {
-		case wireVarint:
-			return field{num: int(b[0] >> 3), wt: wireVarint, u: uint64(b[1])}, 2, nil
-		case wireBytes:
-			if l := int(b[1]); l <= len(b)-2 {
-				return field{num: int(b[0] >> 3), wt: wireBytes, b: b[2 : 2+l]}, 2 + l, nil
-			}
-		}
+	// The commonest field, decoded where the compiler inlines it.
+	if f, n := protoenc.Fast(b); n > 0 {
+		return field{num: int(f.Num), wt: int(f.Wire), u: f.Varint, b: f.Bytes}, n, nil
 	}
 	return readFieldSlow(b)
 }
 
 func readFieldSlow(b []byte) (field, int, error) {
-	tag, n, err := uvarint(b, "field tag", 0)
+	f, n, err := protoenc.Next(b)
 	if err != nil {
 		return field{}, 0, err
 	}
-	num, wt := tag>>3, int(tag&7)
-	if num == 0 || num > uint64(protowire.MaxValidNumber) {
-		return field{}, 0, fmt.Errorf("invalid field number %d", num)
+	if f.Wire == protoenc.WireStartGroup {
+		return field{}, 0, fmt.Errorf("field %d has unsupported wire type %d", f.Num, f.Wire)
 	}
-	f := field{num: int(num), wt: wt}
-	rest := b[n:]
-	switch protowire.Type(wt) {
-	case protowire.VarintType:
-		v, m, err := uvarint(rest, "varint", f.num)
-		if err != nil {
-			return field{}, 0, err
-		}
-		f.u = v
-		return f, n + m, nil
-	case protowire.Fixed64Type:
-		v, m := protowire.ConsumeFixed64(rest)
-		if m < 0 {
-			return field{}, 0, fmt.Errorf("truncated fixed64 field %d: %d bytes left", f.num, len(rest))
-		}
-		f.u = v
-		return f, n + m, nil
-	case protowire.Fixed32Type:
-		v, m := protowire.ConsumeFixed32(rest)
-		if m < 0 {
-			return field{}, 0, fmt.Errorf("truncated fixed32 field %d: %d bytes left", f.num, len(rest))
-		}
-		f.u = uint64(v)
-		return f, n + m, nil
-	case protowire.BytesType:
-		l, m, err := uvarint(rest, "length", f.num)
-		if err != nil {
-			return field{}, 0, err
-		}
-		left := len(rest) - m
-		if l > uint64(left) {
-			return field{}, 0, fmt.Errorf("truncated field %d: length %d but %d bytes left", f.num, l, left)
-		}
-		f.b = rest[m : m+int(l)]
-		return f, n + m + int(l), nil
-	}
-	return field{}, 0, fmt.Errorf("field %d has unsupported wire type %d", f.num, wt)
+	return field{num: int(f.Num), wt: int(f.Wire), u: f.Varint, b: f.Bytes}, n, nil
 }
 
 // eachField calls fn for every field of the message b. fn takes the
@@ -586,15 +524,11 @@ func appendVarints(dst []uint64, f *field) ([]uint64, error) {
 	if f.wt == wireVarint {
 		return append(dst, f.u), nil
 	}
-	for b := f.b; len(b) > 0; {
-		v, n, err := uvarint(b, "packed varint", f.num)
-		if err != nil {
-			return nil, err
-		}
-		dst = append(dst, v)
-		b = b[n:]
+	out, err := protoenc.PackedVarints(dst, f.b)
+	if err != nil {
+		return nil, fmt.Errorf("field %d: %w", f.num, err)
 	}
-	return dst, nil
+	return out, nil
 }
 
 // appendFixed64s appends a repeated fixed64 field, accepting the packed form
@@ -603,15 +537,11 @@ func appendFixed64s(dst []uint64, f *field) ([]uint64, error) {
 	if f.wt == wireI64 {
 		return append(dst, f.u), nil
 	}
-	if len(f.b)%8 != 0 {
-		return nil, fmt.Errorf("packed fixed64 field %d has %d bytes, not a multiple of 8", f.num, len(f.b))
+	out, err := protoenc.PackedFixed64(dst, f.b)
+	if err != nil {
+		return nil, fmt.Errorf("field %d: %w", f.num, err)
 	}
-	for b := f.b; len(b) > 0; {
-		v, n := protowire.ConsumeFixed64(b)
-		dst = append(dst, v)
-		b = b[n:]
-	}
-	return dst, nil
+	return out, nil
 }
 
 // ---------------------------------------------------------------------------
@@ -1011,6 +941,13 @@ func (r *reader) legacyTime(p *packet, seq *seqState, at *timestamp, tsErr *erro
 	}
 	p.ts, p.hasTS = uint64(ns), true
 	*at, *tsErr = r.clocks.resolve(p.ts, clockMonotonic, p.seq)
+	if *tsErr == nil && !at.ok {
+		// trace_processor converts a legacy time when it reads it, by
+		// the snapshots read so far, and keeps it as it is when none
+		// relates CLOCK_MONOTONIC to the trace clock (an old Chrome trace
+		// has no snapshot at all): it is not held for later snapshots.
+		*at = timestamp{ts: ns, ok: true}
+	}
 	return nil
 }
 

@@ -961,12 +961,12 @@ func TestReadErrors(t *testing.T) {
 		data []byte
 		want string // the whole message, or a part of it when not starting with "perfetto:"
 	}{
-		{"truncated", real[:len(real)-3], "truncated field 1: length"},
-		{"truncated tag", append(bytes.Clone(twoPackets), 0x0a), "perfetto: packet 2 (offset 6): truncated length of field 1"},
-		{"huge length", append(bytes.Clone(twoPackets), 0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f), "perfetto: packet 2 (offset 6): truncated field 1: length 4294967295 but 0 bytes left"},
-		{"long varint", []byte{0x0a, 0x0b, 0x40, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}, "perfetto: packet 1 (offset 0): malformed varint of field 8: varint longer than 64 bits"},
+		{"truncated", real[:len(real)-3], "protobuf: field 1 at byte 0: length"},
+		{"truncated tag", append(bytes.Clone(twoPackets), 0x0a), "perfetto: packet 2 (offset 6): protobuf: field 1 at byte 0: length: varint truncated"},
+		{"huge length", append(bytes.Clone(twoPackets), 0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f), "perfetto: packet 2 (offset 6): protobuf: field 1 at byte 0: length 4294967295 overruns the 0 bytes left"},
+		{"long varint", []byte{0x0a, 0x0b, 0x40, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}, "perfetto: packet 1 (offset 0): protobuf: field 8 at byte 0: varint overflows 64 bits"},
 		{"group", []byte{0x0a, 0x02, 0x0b, 0x0c}, "perfetto: packet 1 (offset 0): field 1 has unsupported wire type 3"},
-		{"field zero", []byte{0x02, 0x00}, "perfetto: packet 1 (offset 0): invalid field number 0"},
+		{"field zero", []byte{0x02, 0x00}, "perfetto: packet 1 (offset 0): protobuf: at byte 0: invalid field number 0"},
 		{"json", []byte(` {"traceEvents": []}`), "perfetto: this is a JSON trace, not a Perfetto protobuf trace"},
 		{"zstd", []byte{0x28, 0xb5, 0x2f, 0xfd, 0, 0}, "perfetto: zstd-compressed traces are not supported (decompress the file first)"},
 		{"bad gzip", []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff, 1, 2, 3}, "perfetto: reading gzip: "},
@@ -991,7 +991,7 @@ func TestReadErrors(t *testing.T) {
 			zw.Write([]byte{0x0a, 0x00, 0x0a, 0x05})
 			zw.Close()
 			b.packet(func(e *pb) { seq(e, 1, 0); e.string(rPktCompressed, z.String()) })
-		}), "perfetto: packet 2 (offset 14): compressed packet 2 (offset 2): truncated field 1: length 5 but 0 bytes left"},
+		}), "perfetto: packet 2 (offset 14): compressed packet 2 (offset 2): protobuf: field 1 at byte 0: length 5 overruns the 0 bytes left"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1177,7 +1177,7 @@ func TestReadDrops(t *testing.T) {
 				seq(e, 1, 0)
 				ev(e, typeInstant, 1, "x", func() { e.string(teFlowIDs, "1234567") })
 			})
-		}), "track_event_parser_errors", "packed fixed64 field 47 has 7 bytes, not a multiple of 8"},
+		}), "track_event_parser_errors", "field 47: protobuf: at byte 0: packed fixed64 of 7 bytes, not a multiple of 8"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1230,7 +1230,7 @@ func TestReadErrorLocatesPacket(t *testing.T) {
 		off += n
 	}
 	_, err := ReadTrace(bytes.NewReader(data[:len(data)-1]))
-	want := fmt.Sprintf("perfetto: packet %d (offset %d): truncated field 1: length ", tr.Packets, last)
+	want := fmt.Sprintf("perfetto: packet %d (offset %d): protobuf: field 1 at byte 0: length ", tr.Packets, last)
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("got %v, want %q...", err, want)
 	}
