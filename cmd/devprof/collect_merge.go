@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/formats"
 )
 
 // collectedHost is one host's trace as devprof collect read it back from
@@ -41,32 +42,115 @@ type collectedHost struct {
 // dropped) — so the collector's row says when each host captured and how
 // the windows line up, instead of being an empty process.
 func mergeHosts(hosts []collectedHost) *event.Snapshot {
-	base := int64(math.MaxInt64)
-	for _, h := range hosts {
-		base = min(base, h.snap.Meta.Start.Wall)
+	s, _ := mergeHostsFrom(len(hosts),
+		func(i int) (event.Meta, error) { return hosts[i].snap.Meta, nil },
+		func(i int) (collectedHost, error) { return hosts[i], nil })
+	return s
+}
+
+// mergeHostFiles merges the hosts' traces in the XSpace files at paths
+// (names[i] is the address paths[i] came from) as mergeHosts does,
+// reading one file at a time (see mergeHostsFrom). A file that cannot be
+// read is left out, with an error naming its host.
+func mergeHostFiles(names, paths []string) (*event.Snapshot, []error) {
+	fail := func(i int, err error) error {
+		return fmt.Errorf("%s: the xplane it sent cannot be read back: %w", names[i], err)
 	}
-	if len(hosts) == 0 {
+	return mergeHostsFrom(len(paths),
+		func(i int) (event.Meta, error) {
+			var m metaOnly
+			if err := formats.XPlane.StreamFile(paths[i], &m, formats.ReadOptions{}); err != nil {
+				return event.Meta{}, fail(i, err)
+			}
+			return m.meta, nil
+		},
+		func(i int) (collectedHost, error) {
+			s, err := formats.XPlane.ReadFile(paths[i], nil)
+			if err != nil {
+				return collectedHost{}, fail(i, err)
+			}
+			return collectedHost{name: names[i], snap: s}, nil
+		})
+}
+
+// mergeHostsFrom makes one snapshot of n hosts' traces as mergeHosts
+// describes, holding one host's trace at a time beside the merged one:
+// meta(i) is host i's metadata, asked of every host first (the merged
+// timeline starts at the earliest host's start, which every event's
+// place depends on), and host(i) its trace, asked for in turn, merged
+// and let go. A host either fails for is left out, its error returned.
+func mergeHostsFrom(n int, meta func(i int) (event.Meta, error), host func(i int) (collectedHost, error)) (*event.Snapshot, []error) {
+	var errs []error
+	var ok []int // the hosts whose metadata read
+	base := int64(math.MaxInt64)
+	metas := make([]event.Meta, n)
+	for i := range n {
+		m, err := meta(i)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		m.Drops, m.Warnings, m.Notes = nil, nil, nil // the trace's own are merged from it
+		metas[i] = m
+		ok = append(ok, i)
+		base = min(base, m.Start.Wall)
+	}
+	if len(ok) == 0 {
 		base = 0
 	}
 	local, _ := os.Hostname()
-	meta := event.Meta{Host: local, PID: os.Getpid(), Program: "devprof collect",
+	merged := event.Meta{Host: local, PID: os.Getpid(), Program: "devprof collect",
 		Start: event.ClockAnchor{Mono: 0, Boot: base, Wall: base}}
 	var stop int64
-	for _, h := range hosts {
-		m := &h.snap.Meta
+	for _, i := range ok {
+		m := &metas[i]
 		stop = max(stop, m.Stop.Mono-m.Start.Mono+m.Start.Wall-base)
-		meta.HostTracerLevel = max(meta.HostTracerLevel, m.HostTracerLevel)
-		meta.DeviceTracerLevel = max(meta.DeviceTracerLevel, m.DeviceTracerLevel)
-		meta.MaxEvents += m.MaxEvents
+		merged.HostTracerLevel = max(merged.HostTracerLevel, m.HostTracerLevel)
+		merged.DeviceTracerLevel = max(merged.DeviceTracerLevel, m.DeviceTracerLevel)
+		merged.MaxEvents += m.MaxEvents
 	}
-	meta.Stop = event.ClockAnchor{Mono: stop, Boot: base + stop, Wall: base + stop}
-	b := event.NewBuilder(meta)
+	merged.Stop = event.ClockAnchor{Mono: stop, Boot: base + stop, Wall: base + stop}
+	b := event.NewBuilder(merged)
 	nextDevice := 0
-	for hi, h := range hosts {
+	hi := 0
+	for _, i := range ok {
+		h, err := host(i)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		mergeHost(b, hi, h, base, &nextDevice)
 		captureWindow(b, h, base)
+		hi++
 	}
-	return b.Snapshot()
+	return b.Snapshot(), errs
+}
+
+// metaOnly is an event.Sink that keeps a trace's metadata and nothing
+// else: how mergeHostFiles learns a host's clock anchors without holding
+// its events.
+type metaOnly struct {
+	ids  uint64
+	meta event.Meta
+}
+
+func (m *metaOnly) next() uint64                                        { m.ids++; return m.ids }
+func (m *metaOnly) Track(event.Track) uint32                            { return uint32(m.next()) }
+func (m *metaOnly) SetTrackName(uint32, string)                         {}
+func (m *metaOnly) Process(event.Process) int                           { return int(m.next()) }
+func (m *metaOnly) ProcessTrack(int) uint32                             { return uint32(m.next()) }
+func (m *metaOnly) Span(event.Span) uint64                              { return m.next() }
+func (m *metaOnly) EndSpan(uint64, int64)                               {}
+func (m *metaOnly) Instant(string, int64, uint32, uint64, []event.Arg)  {}
+func (m *metaOnly) Counter(string, string, int64, float64)              {}
+func (m *metaOnly) TrackCounter(uint32, string, string, int64, float64) {}
+func (m *metaOnly) Meta() *event.Meta                                   { return &m.meta }
+func (m *metaOnly) Reset()                                              { *m = metaOnly{} }
+func (m *metaOnly) TrackSlice(uint32, string, int64, int64, []event.Arg) uint64 {
+	return m.next()
+}
+func (m *metaOnly) ActivityOf(event.ActivityKind, uint32, string, int64, int64, []event.Arg) uint64 {
+	return m.next()
 }
 
 // captureWindow adds the collector's span for host h's capture window
