@@ -232,6 +232,37 @@ func TestReadTimestampOverflow(t *testing.T) {
 	}
 }
 
+// legacyBeforeSnapshotTrace has legacy µs times before any clock snapshot
+// and after one.
+func legacyBeforeSnapshotTrace() []byte {
+	delta := func(us int64) pf.Field { return pf.Int(1, us) }
+	abs := func(us int64) pf.Field { return pf.Int(16, us) }
+	ev := func(name string, ts pf.Field) pf.Field { return pf.Event(pf.Instant, 1, name, ts) }
+	return (&pf.Trace{}).
+		Packet(pf.Seq(1), pf.Cleared(), pf.Track(1, 0, "t"), pf.Msg(44, pf.Int(1, 10), pf.Int(2, 11), pf.Int(6, 10))).
+		Packet(pf.Seq(1), ev("a", delta(2))). // 12000 ns monotonic, kept as is: nothing converts it yet
+		Packet(pf.Seq(1), ev("b", abs(20))).  // 20000, likewise
+		Packet(pf.ClockSnapshot(pf.Clock{ID: clockBoottime, TS: 1000}, pf.Clock{ID: clockMonotonic, TS: 500})).
+		Packet(pf.Seq(1), ev("c", delta(1))). // 13000 monotonic: 13500 on the trace clock
+		Bytes()
+}
+
+// TestReadLegacyTimeBeforeSnapshot: trace_processor converts a legacy
+// time (track_event_tokenizer.cc: ToTraceTime of CLOCK_MONOTONIC) when it
+// tokenizes it, by the snapshots seen so far, and keeps the time as it is
+// when none converts it; a later snapshot does not move it.
+func TestReadLegacyTimeBeforeSnapshot(t *testing.T) {
+	tr := mustRead(t, legacyBeforeSnapshotTrace())
+	got := map[string]int64{}
+	for _, in := range tr.Instants {
+		got[in.Name] = in.TS
+	}
+	if want := map[string]int64{"a": 12000, "b": 20000, "c": 13500}; !maps.Equal(got, want) {
+		t.Errorf("instants %v, want %v", got, want)
+	}
+	checkDrops(t, tr, map[string]int64{})
+}
+
 // flowChainsTrace has slices A..F on a thread and instant G, linked by
 // flows of both versions.
 func flowChainsTrace() []byte {
@@ -419,6 +450,7 @@ func rules2Traces() map[string][]byte {
 		"timestamp-overflow": overflowTrace(),
 		"flow-chains":        flowChainsTrace(),
 		"program-twin":       programTwinTrace(),
+		"legacy-no-snapshot": legacyBeforeSnapshotTrace(),
 	}
 }
 
