@@ -558,11 +558,7 @@ func (c *converter) goTrack(g *goState, id xtrace.GoID) uint32 {
 		g.noTrack = true
 		return 0
 	}
-	name := GoroutinePrefix + strconv.FormatInt(int64(id), 10)
-	if g.name != "" {
-		name += " " + g.name
-	}
-	g.track = c.sink.Track(event.Track{Kind: event.TrackHostThread, Name: name, SortIndex: sortGoroutines + int64(id), Sorted: true})
+	g.track = c.sink.Track(event.Track{Kind: event.TrackHostThread, Name: c.display(g, int64(id)), SortIndex: sortGoroutines + int64(id), Sorted: true})
 	g.trackName = g.name
 	c.res.Tracks++
 	c.res.GoTrack[int64(id)] = g.track
