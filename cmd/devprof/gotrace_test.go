@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	rtrace "runtime/trace"
@@ -33,9 +34,10 @@ func goroutinesTraceFile(t *testing.T, n int) []byte {
 }
 
 // TestGoTraceMaxGoroutines: -max_goroutines bounds the goroutine rows
-// convert and serve draw, and convert says so naming the flag; raising
-// it draws every goroutine without a word; it is refused when negative
-// or on a format that has no goroutines.
+// convert draws, and convert says so naming the flag; raising it draws
+// every goroutine without a word; summary with few rows still counts
+// every goroutine and region; it is refused when negative or on a format
+// that has no goroutines.
 func TestGoTraceMaxGoroutines(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "trace.out")
@@ -50,6 +52,26 @@ func TestGoTraceMaxGoroutines(t *testing.T) {
 	code, stdout, stderr = runCLI("convert", "-max_goroutines", "1000", in, out)
 	if code != 0 || strings.Contains(stderr, "max_goroutines") {
 		t.Errorf("convert -max_goroutines 1000: exit %d\n%s%s", code, stdout, stderr)
+	}
+	// summary counts every goroutine and region whatever the rows drawn.
+	code, stdout, stderr = runCLI("summary", "-json", "-max_goroutines", "5", in)
+	var js struct {
+		Warnings []struct {
+			Code string `json:"code"`
+		} `json:"warnings"`
+		GoRuntime *struct {
+			Goroutines int  `json:"goroutines"`
+			Exact      bool `json:"exact"`
+			Regions    []struct {
+				Name  string `json:"name"`
+				Count int    `json:"count"`
+			} `json:"regions"`
+		} `json:"go_runtime"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &js); code != 0 || err != nil || js.GoRuntime == nil || !js.GoRuntime.Exact ||
+		js.GoRuntime.Goroutines < 40 || len(js.GoRuntime.Regions) != 1 || js.GoRuntime.Regions[0].Count != 40 ||
+		len(js.Warnings) == 0 || js.Warnings[0].Code != "max_goroutines" {
+		t.Errorf("summary -json -max_goroutines 5: exit %d, %v\n%s%s", code, err, stdout, stderr)
 	}
 	if code, _, stderr := runCLI("convert", "-max_goroutines", "-1", in, out); code != 2 || !strings.Contains(stderr, "want 0") {
 		t.Errorf("-max_goroutines -1: exit %d, %s", code, stderr)

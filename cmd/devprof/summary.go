@@ -22,10 +22,14 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 	sortBy := fs.String("sort", "total", "order rows by `KEY`: total, self, count, mean or name")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object (every span name, whatever -top says) for scripts")
 	maxEvents := maxEventsFlag(fs)
+	maxGoroutines := maxGoroutinesFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := checkMaxEvents("summary", *maxEvents, stderr); err != nil {
+		return err
+	}
+	if err := checkMaxGoroutines("summary", *maxGoroutines, stderr); err != nil {
 		return err
 	}
 	if *top < 0 {
@@ -41,7 +45,7 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 	if path, err = inputFile("summary", path, stderr); err != nil {
 		return err
 	}
-	d, f, err := readSummary("summary", path, stderr, readLimits{maxEvents: *maxEvents})
+	d, f, err := readSummary("summary", path, stderr, readLimits{maxEvents: *maxEvents, maxGoroutines: *maxGoroutines})
 	if err != nil {
 		return err
 	}
