@@ -307,9 +307,21 @@ func (s *xspace) scanEvents(l *xline, fn func(e *xevent)) bool {
 // s.stats.
 func (s *xspace) decodeEvent(e *xevent, b []byte, stats bool) error {
 	for len(b) > 0 {
-		f, n, err := protoenc.Next(b)
-		if err != nil {
-			return err
+		// A varint field with a one-byte tag, most of an event's and a
+		// stat's, is decoded here, where Next would be a call (Fast
+		// takes one-byte values only; offsets in picoseconds take five).
+		var f protoenc.Field
+		n := 0
+		if t := b[0]; t-8 < 0x78 && t&7 == wireVarint {
+			if v, m := protoenc.Varint(b[1:]); m > 0 {
+				f, n = protoenc.Field{Num: int32(t >> 3), Varint: v}, 1+m
+			}
+		}
+		if n == 0 {
+			var err error
+			if f, n, err = protoenc.Next(b); err != nil {
+				return err
+			}
 		}
 		b = b[n:]
 		switch f.Key() {
@@ -344,9 +356,19 @@ func (st xstat) own() xstat {
 func (s *xspace) stat(b []byte) (xstat, error) {
 	var st xstat
 	for len(b) > 0 {
-		f, n, err := protoenc.Next(b)
-		if err != nil {
-			return st, err
+		// As in decodeEvent.
+		var f protoenc.Field
+		n := 0
+		if t := b[0]; t-8 < 0x78 && t&7 == wireVarint {
+			if v, m := protoenc.Varint(b[1:]); m > 0 {
+				f, n = protoenc.Field{Num: int32(t >> 3), Varint: v}, 1+m
+			}
+		}
+		if n == 0 {
+			var err error
+			if f, n, err = protoenc.Next(b); err != nil {
+				return st, err
+			}
 		}
 		b = b[n:]
 		switch f.Key() {
