@@ -223,7 +223,10 @@ func (c *clockState) resolve(raw uint64, id, seq uint32) (timestamp, error) {
 	// whose product or sum overflowed too, as it wraps, so the next
 	// event lands where it does there. The event whose time overflowed
 	// has no true time and alone is dropped.
-	ns, exact := mulOK(int64(raw), d.mult)
+	ns, exact := int64(raw), true
+	if d.mult != 1 {
+		ns, exact = mulOK(ns, d.mult)
+	}
 	if d.incremental {
 		last, ok := addOK(d.last, ns)
 		if !ok {
