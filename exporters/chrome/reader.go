@@ -2050,14 +2050,7 @@ func boolInt(v bool) int {
 // carried; otherData's count stands in for a drop marker that went.
 func (b *builder) emitMarks(meta *event.Meta) {
 	c := &b.marks
-	meta.Warnings = append(meta.Warnings, c.Warnings...)
-	meta.Notes = append(meta.Notes, c.Notes...)
-	for _, d := range c.Drops {
-		meta.AddDrops(d.Source, d.Events)
-	}
-	if c.MaxEvents != 0 {
-		meta.MaxEvents = c.MaxEvents
-	}
+	c.ApplyMeta(meta)
 	if len(c.Drops) == 0 && b.p.other.dropped > 0 {
 		// otherData counts what the file lost even if its marker went.
 		meta.AddDrops(event.DropsRecorder, b.p.other.dropped)
