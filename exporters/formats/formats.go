@@ -625,9 +625,11 @@ func (f *Format) StreamFile(path string, sink event.Sink, o ReadOptions) error {
 	return f.Stream(r, path, sink)
 }
 
-// countingReader reports how much of a file has been read.
+// countingReader reports how much of a file has been read. It passes on
+// what a reader needs to read the file where it lies (Seek, ReadAt,
+// Stat), so that showing progress changes nothing of how it is read.
 type countingReader struct {
-	r        io.ReadSeeker
+	r        *os.File
 	read     int64
 	size     int64
 	progress func(read, size int64)
@@ -644,12 +646,26 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // file is out of order) do so through the count, which starts over with
 // it.
 func (c *countingReader) Seek(offset int64, whence int) (int64, error) {
-	n, err := c.r.(io.Seeker).Seek(offset, whence)
+	n, err := c.r.Seek(offset, whence)
 	if err == nil {
 		c.read = n
 	}
 	return n, err
 }
+
+// ReadAt reads where the reader asks (the XSpace reader reads a file by
+// windows); progress is how far into the file reading has gone.
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	if end := off + int64(n); end > c.read {
+		c.read = end
+		c.progress(c.read, c.size)
+	}
+	return n, err
+}
+
+// Stat is the file's.
+func (c *countingReader) Stat() (os.FileInfo, error) { return c.r.Stat() }
 
 // WriteFile writes s to path in format f, or in the format the name asks
 // for when f is nil, gzip-compressed when the name ends in ".gz". The file
