@@ -135,6 +135,22 @@ func TestGoRuntimeOnTheTimeline(t *testing.T) {
 	if want := int(facts.gcAfter - facts.gcBefore); gcs != want || want < 2 {
 		t.Errorf("%d GC cycles in span gc on %q, runtime/metrics counted %d (want >= 2)", gcs, gotrace.TrackGC, want)
 	}
+	// The whole trace's figures travel in the metadata, whatever rows the
+	// source kept: at least the cycles counted above, and the GC track's
+	// own count when no row was left out.
+	g := snap.Meta.GoRuntime
+	if g == nil {
+		t.Fatal("Meta.GoRuntime is nil: the session did not carry the Go runtime's figures")
+	}
+	onTrack := 0
+	for _, r := range byTrack[gotrace.TrackGC] {
+		if snap.Name(r) == gotrace.SliceGC {
+			onTrack++
+		}
+	}
+	if g.GCs < gcs || g.GCs != onTrack || g.Goroutines < 2 {
+		t.Errorf("Meta.GoRuntime: %d GCs, %d goroutines; want %d (the GC track's) and at least %d in span gc, 2 goroutines", g.GCs, g.Goroutines, onTrack, gcs)
+	}
 	stw := 0
 	for _, r := range byTrack[gotrace.TrackSTW] {
 		if r.Start >= gcSpan.Start && end(r) <= end(gcSpan) && strings.HasPrefix(snap.Name(r), gotrace.STWPrefix) {

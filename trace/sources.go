@@ -111,6 +111,9 @@ func (s *Session) stopSources() {
 		// Events a source lost are events the trace lacks: they count
 		// with the recorder's own drops, under the source's name.
 		s.meta.AddDrops(rs.name, rep.Dropped)
+		if rep.GoRuntime != nil {
+			s.meta.GoRuntime = rep.GoRuntime // the whole trace's, whatever the rows kept
+		}
 		for _, w := range rep.Warnings {
 			printOnce("devprof: " + w.Text)
 		}

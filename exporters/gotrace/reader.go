@@ -174,7 +174,7 @@ func Decode(r io.Reader, dst event.Sink, o Options) error {
 	}
 	m.AddDrops(SourceName, k.dropped+res.Dropped)
 	m.Notes = append(m.Notes, event.Note{Source: SourceName, Text: fmt.Sprintf("Go execution trace: %d events; %d GCs, %d stop-the-world pauses, %d goroutines", res.Events, res.GCs, res.Pauses, res.Goroutines)})
-	m.GoRuntime = metaOf(&res.Summary)
+	m.GoRuntime = res.Summary.GoRuntime()
 	// The trace's clock is the runtime's monotonic clock; its clock
 	// snapshot (Go 1.25 and later) anchors it to the wall clock.
 	m.Start = event.ClockAnchor{Mono: res.First, Boot: res.First}
@@ -184,24 +184,6 @@ func Decode(r io.Reader, dst event.Sink, o Options) error {
 		m.Stop.Wall = res.Clock.Wall + (res.Last - res.Clock.Trace)
 	}
 	return nil
-}
-
-// metaOf is the whole trace's summary as the model carries it.
-func metaOf(s *gotrace.Summary) *event.GoRuntime {
-	g := &event.GoRuntime{
-		GCs: s.GCs, GCTotal: s.GCTotal,
-		Pauses: s.Pauses, PauseTotal: s.PauseTotal, PauseMax: s.PauseMax,
-		Assists: s.Assists, AssistTotal: s.AssistTotal,
-		Goroutines: s.Goroutines, PeakGoroutines: s.PeakGoroutines,
-		CPUSamples: s.CPUSamples,
-	}
-	for _, r := range s.Regions {
-		g.Regions = append(g.Regions, event.GoRegion{Name: r.Name, Count: r.Count, Total: r.Total})
-	}
-	for _, r := range s.Tasks {
-		g.Tasks = append(g.Tasks, event.GoRegion{Name: r.Name, Count: r.Count, Total: r.Total})
-	}
-	return g
 }
 
 // sink writes the trace into an event.Sink, keeping at most left events.

@@ -396,3 +396,22 @@ func hasArg(args []event.Arg, k string) bool {
 	}
 	return false
 }
+
+// GoRuntime is the summary as the model carries it (event.Meta.GoRuntime),
+// for a reader or a session to put in the snapshot's metadata.
+func (s *Summary) GoRuntime() *event.GoRuntime {
+	g := &event.GoRuntime{
+		GCs: s.GCs, GCTotal: s.GCTotal,
+		Pauses: s.Pauses, PauseTotal: s.PauseTotal, PauseMax: s.PauseMax,
+		Assists: s.Assists, AssistTotal: s.AssistTotal,
+		Goroutines: s.Goroutines, PeakGoroutines: s.PeakGoroutines,
+		CPUSamples: s.CPUSamples,
+	}
+	for _, r := range s.Regions {
+		g.Regions = append(g.Regions, event.GoRegion{Name: r.Name, Count: r.Count, Total: r.Total})
+	}
+	for _, r := range s.Tasks {
+		g.Tasks = append(g.Tasks, event.GoRegion{Name: r.Name, Count: r.Count, Total: r.Total})
+	}
+	return g
+}

@@ -24,4 +24,8 @@ type SourceReport struct {
 	// records, records over its bound); the session adds them to the
 	// snapshot's drops under the source's name.
 	Dropped int64
+	// GoRuntime is the Go runtime's figures over its whole trace (the Go
+	// runtime's source), which the rows it kept may not all show; the
+	// session puts them in the snapshot's metadata.
+	GoRuntime *event.GoRuntime
 }

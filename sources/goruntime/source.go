@@ -106,6 +106,7 @@ func (s *Source) stop() {
 		s.warn("parse", "the Go runtime's execution trace is incomplete: %v", err)
 	}
 	s.report.Dropped += res.Dropped
+	s.report.GoRuntime = res.Summary.GoRuntime()
 	if res.Dropped > 0 {
 		s.note("%d goroutines got a track of their own (GoRuntime.MaxGoroutines); %d events of the other %d are left out (the Ps' tracks still show them run)",
 			res.Tracks, res.Dropped, res.Goroutines-res.Tracks)
