@@ -263,6 +263,63 @@ func TestReadLegacyTimeBeforeSnapshot(t *testing.T) {
 	checkDrops(t, tr, map[string]int64{})
 }
 
+// extraCountersTrace has events carrying extra counter values, good and
+// faulty.
+func extraCountersTrace() []byte {
+	extra := func(uuids []uint64, vals ...int64) []pf.Field {
+		var fs []pf.Field
+		for _, u := range uuids {
+			fs = append(fs, pf.Varint(31, u)) // extra_counter_track_uuids
+		}
+		for _, v := range vals {
+			fs = append(fs, pf.Int(12, v)) // extra_counter_values
+		}
+		return fs
+	}
+	t := &pf.Trace{}
+	t.Packet(pf.Seq(1), pf.Cleared(),
+		pf.Msg(59, pf.Msg(11, pf.Varint(31, 40))), // TracePacketDefaults: extra counters on 40
+		pf.Track(1, 0, "t"), pf.Track(40, 0, "c40", pf.Counter(0, false)), pf.Track(41, 0, "inc", pf.Counter(10, true)))
+	at(t, 100, pf.Event(pf.Instant, 1, "ok", append(extra(nil, 5), pf.Varint(45, 41), pf.Double(46, 2))...)) // 40 = 5; 41 = 2×10
+	at(t, 110, pf.Event(pf.Instant, 1, "invalid", extra([]uint64{41, 1}, 1, 3)...))                          // 1 is no counter: dropped, after 41's sum moved
+	at(t, 120, pf.Event(pf.Instant, 1, "next", extra([]uint64{41}, 1)...))                                   // 41 = 20 + 10 + 10
+	at(t, 130, pf.Event(pf.Instant, 1, "nine", extra([]uint64{40, 40, 40, 40, 40, 40, 40, 40, 40}, 1, 1, 1, 1, 1, 1, 1, 1, 1)...))
+	t.Packet(pf.Seq(2), pf.Cleared())
+	t.Packet(pf.TS(140), pf.Seq(2), pf.Event(pf.Instant, 1, "no-uuids", extra(nil, 1)...)) // no defaults on sequence 2
+	return t.Bytes()
+}
+
+// TestReadExtraCounters: trace_processor's tokenizer checks an event's
+// extra counter values before the event goes on
+// (track_event_tokenizer.cc, AddExtraCounterValues) and drops the whole
+// event, slice or instant included, for values with no track uuids
+// (track_event_extra_counter_missing_track_uuids), more values than
+// uuids (..._track_uuid_mismatch), more than kMaxNumExtraCounters (8)
+// values (..._exceeds_max) or a uuid that is no counter track
+// (track_event_extra_counter_invalid_track). Each value is converted as
+// it is checked (ConvertToAbsoluteCounterValue: scaled by
+// unit_multiplier, then summed on an is_incremental track), so a sum
+// moved by an event dropped later stays moved.
+func TestReadExtraCounters(t *testing.T) {
+	tr := mustRead(t, extraCountersTrace())
+	var inst []string
+	for _, in := range tr.Instants {
+		inst = append(inst, in.Name)
+	}
+	if want := []string{"ok", "next"}; !slices.Equal(inst, want) {
+		t.Errorf("instants %v, want %v", inst, want)
+	}
+	var got []string
+	for _, c := range tr.Counters {
+		got = append(got, fmt.Sprintf("%d@%d=%g", c.Track, c.TS, c.Value))
+	}
+	if want := []string{"40@100=5", "41@100=20", "41@120=40"}; !slices.Equal(got, want) {
+		t.Errorf("counter samples %v, want %v", got, want)
+	}
+	checkDrops(t, tr, map[string]int64{"track_event_extra_counter_invalid_track": 1, "track_event_extra_counter_exceeds_max": 1,
+		"track_event_extra_counter_missing_track_uuids": 1})
+}
+
 // flowChainsTrace has slices A..F on a thread and instant G, linked by
 // flows of both versions.
 func flowChainsTrace() []byte {
@@ -451,6 +508,7 @@ func rules2Traces() map[string][]byte {
 		"flow-chains":        flowChainsTrace(),
 		"program-twin":       programTwinTrace(),
 		"legacy-no-snapshot": legacyBeforeSnapshotTrace(),
+		"extra-counters":     extraCountersTrace(),
 	}
 }
 

@@ -226,12 +226,10 @@ func (r *reader) trackEvent(g *generation, e *trackEvent, at timestamp) error {
 		}
 	}
 	onThread = onThread || r.threadScoped(track)
-	// trace_processor drops the whole event when it has more extra counter
-	// values than tracks.
-	if err := extraMismatch(len(e.extra), len(g.extra), len(e.extraVals)); err != nil {
-		return err
-	}
-	if err := extraMismatch(len(e.extraDbl), len(g.extraDbl), len(e.extraDblVals)); err != nil {
+	// A fault in the extra counter values drops the whole event, as
+	// trace_processor's tokenizer drops it before the event goes on.
+	extras, err := r.extraValues(g, e)
+	if err != nil {
 		return err
 	}
 	if e.hasLegacy {
@@ -265,12 +263,11 @@ func (r *reader) trackEvent(g *generation, e *trackEvent, at timestamp) error {
 		}
 		r.addCounter(g, ti, track, at, e.value)
 	}
-
 	// Extra counter values ride on any event type.
-	if err := r.extraCounters(g, e.extra, g.extra, len(e.extraVals), at, func(i int) float64 { return float64(int64(e.extraVals[i])) }); err != nil {
-		return err
+	for _, x := range extras {
+		r.queueCounter(x.track, at, x.value)
 	}
-	return r.extraCounters(g, e.extraDbl, g.extraDbl, len(e.extraDblVals), at, func(i int) float64 { return math.Float64frombits(e.extraDblVals[i]) })
+	return nil
 }
 
 // legacyFlow keeps a legacy bind_id with its flow_direction for the
@@ -482,41 +479,77 @@ func (r *reader) sliceEvent(e *trackEvent, track uint64, name string, args []Arg
 	return nil
 }
 
-// extraMismatch returns the drop of an event with n extra counter values
-// but fewer track uuids (its own, else the sequence's defaults).
-func extraMismatch(uuids, defaults, n int) error {
-	if uuids == 0 {
-		uuids = defaults
-	}
-	if n > uuids {
-		return dropf("track_event_extra_counter_track_uuid_mismatch", "%d extra counter values but %d counter track uuids", n, uuids)
-	}
-	return nil
+// maxExtraCounters is how many extra counter values one event may carry,
+// int and double ones together (trace_processor's kMaxNumExtraCounters).
+const maxExtraCounters = 8
+
+// extraCounter is one extra counter value of an event, converted.
+type extraCounter struct {
+	track uint64
+	value float64
 }
 
-// extraCounters adds n extra counter values (value(i)) to the tracks
-// uuids, or to the sequence's defaults when the event names none.
-func (r *reader) extraCounters(g *generation, uuids, defaults []uint64, n int, at timestamp, value func(i int) float64) error {
+// extraValues checks and converts an event's extra counter values, int
+// ones then double ones, as trace_processor's tokenizer does
+// (AddExtraCounterValues) before the event goes on: values with no track
+// uuids (neither the event's nor its sequence's defaults), more values
+// than uuids (or a uuid 0), more than maxExtraCounters values, or a uuid
+// that no earlier descriptor describes as a counter track drop the whole
+// event. An is_incremental track's sum moves as each value is converted,
+// as there, even when a later value drops the event.
+func (r *reader) extraValues(g *generation, e *trackEvent) ([]extraCounter, error) {
+	n := len(e.extraVals) + len(e.extraDblVals)
 	if n == 0 {
+		return nil, nil
+	}
+	out := make([]extraCounter, 0, min(n, maxExtraCounters))
+	add := func(uuids, defaults []uint64, n int, value func(i int) float64) error {
+		if n == 0 {
+			return nil
+		}
+		if len(uuids) == 0 {
+			uuids = defaults
+		}
+		if len(uuids) == 0 {
+			return dropf("track_event_extra_counter_missing_track_uuids", "%d extra counter values but no counter track uuids", n)
+		}
+		for i := range n {
+			if i >= len(uuids) || uuids[i] == 0 {
+				return dropf("track_event_extra_counter_track_uuid_mismatch", "%d extra counter values but %d counter track uuids", n, len(uuids))
+			}
+			if len(out) == maxExtraCounters {
+				return dropf("track_event_extra_counter_exceeds_max", "more than %d extra counter values", maxExtraCounters)
+			}
+			ti, err := r.counterTrack(uuids[i])
+			if err != nil {
+				return dropf("track_event_extra_counter_invalid_track", "extra counter value: %v", err)
+			}
+			out = append(out, extraCounter{uuids[i], r.counterValue(g, ti, uuids[i], value(i))})
+		}
 		return nil
 	}
-	if len(uuids) == 0 {
-		uuids = defaults
+	if err := add(e.extra, g.extra, len(e.extraVals), func(i int) float64 { return float64(int64(e.extraVals[i])) }); err != nil {
+		return nil, err
 	}
-	if n > len(uuids) {
-		return dropf("track_event_extra_counter_track_uuid_mismatch", "%d extra counter values but %d counter track uuids", n, len(uuids))
+	if err := add(e.extraDbl, g.extraDbl, len(e.extraDblVals), func(i int) float64 { return math.Float64frombits(e.extraDblVals[i]) }); err != nil {
+		return nil, err
 	}
-	for i := range n {
-		ti, err := r.counterTrack(uuids[i])
-		if err != nil {
-			return err
-		}
-		r.addCounter(g, ti, uuids[i], at, value(i))
-	}
-	return nil
+	return out, nil
 }
 
+// addCounter queues a counter value of track, converted.
 func (r *reader) addCounter(g *generation, ti *trackInfo, track uint64, at timestamp, v float64) {
+	r.queueCounter(track, at, r.counterValue(g, ti, track, v))
+}
+
+// counterValue converts a counter value as trace_processor does
+// (TrackEventTracker::ConvertToAbsoluteCounterValue): scaled by the
+// track's unit_multiplier, then, on an is_incremental track, added to the
+// sequence's sum of the track's scaled values.
+func (r *reader) counterValue(g *generation, ti *trackInfo, track uint64, v float64) float64 {
+	if ti.mult > 0 {
+		v *= float64(ti.mult)
+	}
 	if ti.increment {
 		if g.counterSums == nil {
 			g.counterSums = map[uint64]float64{}
@@ -524,9 +557,11 @@ func (r *reader) addCounter(g *generation, ti *trackInfo, track uint64, at times
 		v += g.counterSums[track]
 		g.counterSums[track] = v
 	}
-	if ti.mult > 0 {
-		v *= float64(ti.mult)
-	}
+	return v
+}
+
+// queueCounter queues a converted counter value for the end of the file.
+func (r *reader) queueCounter(track uint64, at timestamp, v float64) {
 	r.counters = append(r.counters, pendingCounter{
 		track: track, at: at, order: r.nextOrder(), value: v, pkt: r.pkt, off: r.off,
 	})
