@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/internal/atomicfile"
 	"github.com/devprof/devprof/internal/runstore"
@@ -143,7 +144,7 @@ func runCollect(args []string, stdout, stderr io.Writer) (err error) {
 	wg.Wait()
 	stopCountdown()
 	var errs []error
-	var hosts []collectedHost
+	var names, sent []string // the hosts that returned a trace, and its file
 	wrote := 0
 	for i, err := range results {
 		if err != nil {
@@ -151,12 +152,17 @@ func runCollect(args []string, stdout, stderr io.Writer) (err error) {
 			continue
 		}
 		wrote++
-		snap, err := formats.XPlane.ReadFile(paths[i], nil)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: the xplane it sent cannot be read back: %w", addrs[i], err))
-			continue
-		}
-		hosts = append(hosts, collectedHost{name: addrs[i], snap: snap})
+		names, sent = append(names, addrs[i]), append(sent, paths[i])
+	}
+	// The merge reads one host's trace at a time: N hosts cost one host's
+	// memory beside the merged trace, not N.
+	var mergedSnap *event.Snapshot
+	mergedHosts := 0
+	if len(sent) > 0 {
+		var merrs []error
+		mergedSnap, merrs = mergeHostFiles(names, sent)
+		errs = append(errs, merrs...)
+		mergedHosts = len(sent) - len(merrs)
 	}
 	for _, err := range errs {
 		fmt.Fprintf(stderr, "devprof collect: %v\n", err)
@@ -174,14 +180,14 @@ func runCollect(args []string, stdout, stderr io.Writer) (err error) {
 	fmt.Fprintf(stderr, "devprof collect: wrote %d of %d host(s) to %s; open with xprof --logdir %s, or devprof summary %s\n",
 		wrote, len(addrs), runDir, *logdir, runDir)
 	var merged string
-	if len(hosts) > 0 {
+	if mergedHosts > 0 {
 		merged = filepath.Join(runDir, collectMergedName)
-		if err := formats.WriteFile(merged, formats.Perfetto, mergeHosts(hosts)); err != nil {
+		if err := formats.WriteFile(merged, formats.Perfetto, mergedSnap); err != nil {
 			errs = append(errs, fmt.Errorf("merged trace: %w", err))
 			fmt.Fprintf(stderr, "devprof collect: cannot write the merged trace: %v\n", err)
 			merged = ""
 		} else {
-			fmt.Fprintf(stderr, "devprof collect: merged %d host(s), one process each, into %s\n", len(hosts), merged)
+			fmt.Fprintf(stderr, "devprof collect: merged %d host(s), one process each, into %s\n", mergedHosts, merged)
 		}
 	}
 	if len(errs) > 0 {
