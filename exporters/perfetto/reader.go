@@ -378,11 +378,27 @@ func (r *reader) firstError(ps *packetSource, err error, read int) error {
 	if read > 0 {
 		return err
 	}
-	head := ps.head
-	if t := bytes.TrimLeft(head, " \t\r\n"); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+	if looksLikeJSON(ps.head) {
 		return errors.New("perfetto: this is a JSON trace, not a Perfetto protobuf trace")
 	}
 	return err
+}
+
+// looksLikeJSON reports whether a file's first bytes read as the start of
+// JSON: an object or array after white space, and no control byte but
+// white space (a Perfetto packet's length bytes, its field tags and
+// varints are full of them).
+func looksLikeJSON(head []byte) bool {
+	t := bytes.TrimLeft(head, " \t\r\n")
+	if len(t) == 0 || t[0] != '{' && t[0] != '[' {
+		return false
+	}
+	for _, c := range t {
+		if c < 0x20 && c != '\t' && c != '\r' && c != '\n' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // dropError is an error that costs only the event (or descriptor) it is

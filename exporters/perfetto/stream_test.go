@@ -234,3 +234,27 @@ func TestDeclaredLengthCostsOnlyWhatFollows(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONOnlyWhenNotProtobuf reads files that start like JSON to a
+// whitespace trim: a real JSON trace is named as one; a malformed
+// Perfetto file whose first packet's length byte is '{' or '[' (after the
+// 0x0a tag, a newline) gets the protobuf error, not "this is JSON".
+func TestJSONOnlyWhenNotProtobuf(t *testing.T) {
+	for _, c := range []struct {
+		data []byte
+		json bool
+	}{
+		{[]byte(`{"traceEvents": []}`), true},
+		{[]byte("\n  [{\"ph\": \"X\"}]"), true},
+		{append([]byte{0x0a, '{', 0xff, 0x03}, bytes.Repeat([]byte{0x01}, 10)...), false},
+		{append([]byte{0x0a, '[', 0x08, 0x01, 0x12}, bytes.Repeat([]byte{0x00}, 5)...), false},
+	} {
+		_, err := ReadTrace(bytes.NewReader(c.data))
+		if err == nil {
+			t.Fatalf("%q read without an error", c.data)
+		}
+		if got := strings.Contains(err.Error(), "JSON"); got != c.json {
+			t.Errorf("%q: %v (taken for JSON: %v, want %v)", c.data, err, got, c.json)
+		}
+	}
+}
