@@ -11,13 +11,13 @@
 // Usage:
 //
 //	devprof demo [-logdir DIR] [-steps N] [-workers N] [-link] [-chrome=false] [-go-runtime=false]
-//	devprof serve [-timeout D] [-max_events N] FILE
-//	devprof summary [-top N] [-sort KEY] [-json] [-max_events N] FILE
+//	devprof serve [-timeout D] [-max_events N] [-max_goroutines N] FILE
+//	devprof summary [-top N] [-sort KEY] [-json] [-max_events N] [-max_goroutines N] FILE
 //	devprof memory [-n N] [-bytes] [-stack] [-base BEFORE] [-json] FILE
 //	devprof memory breakdown [-keywords FILE] [-csv OUT] [-plot OUT.svg|OUT.png] [-expected-sum BYTES] [-json] INPUT
 //	devprof memory timeline [-keywords FILE] [-tags] [-top N] [-plot OUT.svg|OUT.png] [-json] INPUT
 //	devprof collect [--log_dir DIR] [--host_tracer_level N] [--device_tracer_level N] [--python_tracer_level N] [--no_perfetto_link] [--timeout D] ADDR[,ADDR…] DURATION_MS | --snapshot ADDR[,ADDR…]
-//	devprof convert [-max_events N] IN OUT
+//	devprof convert [-max_events N] [-max_goroutines N] IN OUT
 //	devprof version
 //
 // Flags may come before or after the file arguments, as with the go
@@ -55,9 +55,9 @@ func init() {
 	commands = []command{
 		{"demo", "[-logdir DIR] [-steps N] [-workers N] [-link] [-chrome=false] [-go-runtime=false]", "train a small MLP in Go under a trace session and write its trace",
 			"devprof demo -steps 100 -link", runDemo},
-		{"serve", "[-timeout D] [-max_events N] FILE", "serve a trace once to ui.perfetto.dev (one-shot link); .xplane.pb and Chrome JSON are converted to Perfetto first",
+		{"serve", "[-timeout D] [-max_events N] [-max_goroutines N] FILE", "serve a trace once to ui.perfetto.dev (one-shot link); .xplane.pb and Chrome JSON are converted to Perfetto first",
 			"devprof serve /tmp/prof/plugins/profile/2025_01_02_03_04_05/host.pftrace", runServe},
-		{"summary", "[-top N] [-sort KEY] [-json] [-max_events N] FILE", "print the top spans of a trace (.pftrace, .xplane.pb or .json) by total and self time",
+		{"summary", "[-top N] [-sort KEY] [-json] [-max_events N] [-max_goroutines N] FILE", "print the top spans of a trace (.pftrace, .xplane.pb or .json) by total and self time",
 			"devprof summary /tmp/prof -top 5 -sort self", runSummary},
 		{"memory", "[-n N] [-bytes] [-stack] [-base BEFORE] [-json] FILE", "list who holds device memory in a memory profile (pprof: devprof's or jax.profiler.save_device_memory_profile's), largest first; with -base, what grew since BEFORE, by allocation site (by category: devprof memory breakdown)",
 			"devprof memory -base before.pb.gz after.pb.gz", runMemory},
@@ -70,7 +70,7 @@ func init() {
 		{"collect", "[--log_dir DIR] [--host_tracer_level N] [--device_tracer_level N] [--python_tracer_level N] [--no_perfetto_link] [--timeout D] ADDR[,ADDR…] DURATION_MS | --snapshot ADDR[,ADDR…]",
 			"capture a profile from running profile servers (package profileserver, jax.profiler.start_server) with jax.collect_profile's flags: one run directory with one <host>.xplane.pb per host; --snapshot ADDR[,ADDR…] takes their flight-recorder snapshots (the seconds they kept) instead",
 			"devprof collect 127.0.0.1:9999 2000 --log_dir /tmp/prof", runCollect},
-		{"convert", "[-max_events N] IN OUT", "convert between .xplane.pb (TensorBoard, JAX, TensorFlow), .pftrace(.gz) (Perfetto) and .json(.gz) (Chrome); a Go execution trace (go test -trace, /debug/pprof/trace) converts to any of them",
+		{"convert", "[-max_events N] [-max_goroutines N] IN OUT", "convert between .xplane.pb (TensorBoard, JAX, TensorFlow), .pftrace(.gz) (Perfetto) and .json(.gz) (Chrome); a Go execution trace (go test -trace, /debug/pprof/trace) converts to any of them",
 			"devprof convert jax-host.xplane.pb jax.pftrace", runConvert},
 		{"version", "", "print devprof's version (the module version it was built at)",
 			"devprof version", runVersion},
