@@ -320,6 +320,41 @@ func TestReadExtraCounters(t *testing.T) {
 		"track_event_extra_counter_missing_track_uuids": 1})
 }
 
+// counterEventsTrace has TYPE_COUNTER events that trace_processor's
+// checks take in order.
+func counterEventsTrace() []byte {
+	t := &pf.Trace{}
+	t.Packet(pf.Seq(1), pf.Cleared(), pf.Track(1, 0, "t"), pf.Track(40, 0, "c40", pf.Counter(0, false)), pf.Track(41, 0, "inc", pf.Counter(0, true)))
+	at(t, 100, pf.Event(pf.CounterType, 0, ""))                                                       // no track uuid (nor a default): missing_track_uuid
+	at(t, 110, pf.Event(pf.CounterType, 99, ""))                                                      // no value, on no counter track: missing_value first
+	at(t, 120, pf.Event(pf.CounterType, 1, "", pf.CounterValue(7), pf.Varint(31, 41), pf.Int(12, 5))) // not a counter track: dropped before its extra value moves 41's sum
+	at(t, 130, pf.Event(pf.CounterType, 40, "", pf.CounterValue(3), pf.Legacy(pf.Phase('B'))))        // a counter whatever its phase
+	at(t, 140, pf.Event(pf.Instant, 1, "x", pf.Varint(31, 41), pf.Int(12, 2)))                        // 41's sum: 2
+	return t.Bytes()
+}
+
+// TestReadCounterEvents: trace_processor checks a TYPE_COUNTER event
+// (track_event_tokenizer.cc) for a track uuid
+// (track_event_counter_missing_track_uuid), then a value
+// (..._missing_value), then a counter track (..._invalid_track_uuid),
+// before its extra counter values, and its parser takes a counter before
+// any legacy phase.
+func TestReadCounterEvents(t *testing.T) {
+	tr := mustRead(t, counterEventsTrace())
+	var got []string
+	for _, c := range tr.Counters {
+		got = append(got, fmt.Sprintf("%d@%d=%g", c.Track, c.TS, c.Value))
+	}
+	if want := []string{"40@130=3", "41@140=2"}; !slices.Equal(got, want) {
+		t.Errorf("counter samples %v, want %v", got, want)
+	}
+	if len(tr.Slices) != 0 {
+		t.Errorf("slices %+v, want none", tr.Slices)
+	}
+	checkDrops(t, tr, map[string]int64{"track_event_counter_missing_track_uuid": 1, "track_event_counter_missing_value": 1,
+		"track_event_counter_invalid_track_uuid": 1})
+}
+
 // flowChainsTrace has slices A..F on a thread and instant G, linked by
 // flows of both versions.
 func flowChainsTrace() []byte {
@@ -509,6 +544,7 @@ func rules2Traces() map[string][]byte {
 		"program-twin":       programTwinTrace(),
 		"legacy-no-snapshot": legacyBeforeSnapshotTrace(),
 		"extra-counters":     extraCountersTrace(),
+		"counter-events":     counterEventsTrace(),
 	}
 }
 

@@ -115,7 +115,7 @@ func legacyThreadTrace() []byte {
 	at(t, 150, legacy(0, "legacy-x", pf.Phase('X'), pf.DurationUS(0)))                                 // the thread, nested in "typed"
 	at(t, 160, pf.Event(pf.Instant, 5, "on-custom"))                                                   // its own track
 	at(t, 170, pf.Event(pf.Instant, 0, "explicit-zero", pf.Varint(11, 0)))                             // track_uuid 0 given to a typed event: the default track
-	at(t, 180, pf.Event(pf.CounterType, 0, "", pf.CounterValue(1)))                                    // a counter needs its counter track: dropped
+	at(t, 180, pf.Event(pf.CounterType, 0, "", pf.CounterValue(1)))                                    // a counter needs a track uuid: dropped
 	at(t, 190, pf.Event(pf.Unspecified, 0, "zero-legacy", pf.Varint(11, 0), pf.Legacy(pf.Phase('I')))) // 0 given to a legacy phase: the thread
 	t.Packet(pf.Seq(2), pf.Cleared(), pf.LegacyThread(0, 5))
 	t.Packet(pf.TS(400), pf.Seq(2), pf.Event(pf.Instant, 0, "swapper")) // pid 0 is the swapper's: dropped
@@ -162,7 +162,7 @@ func TestReadLegacyThreadDescriptor(t *testing.T) {
 	if w := map[string]uint64{"on-custom": 5, "explicit-zero": 0, "zero-legacy": thread.UUID}; !maps.Equal(got, w) {
 		t.Errorf("instants on tracks %v, want %v", got, w)
 	}
-	checkDrops(t, tr, map[string]int64{"track_event_counter_invalid_track_uuid": 1, "track_event_parser_errors": 1,
+	checkDrops(t, tr, map[string]int64{"track_event_counter_missing_track_uuid": 1, "track_event_parser_errors": 1,
 		"thread_descriptor_skipped_incremental_state_invalid": 1})
 	s := tr.Snapshot()
 	if s.Meta.PID != 20 {

@@ -226,13 +226,21 @@ func (r *reader) trackEvent(g *generation, e *trackEvent, at timestamp) error {
 		}
 	}
 	onThread = onThread || r.threadScoped(track)
-	// A fault in the extra counter values drops the whole event, as
-	// trace_processor's tokenizer drops it before the event goes on.
+	// trace_processor's tokenizer checks a counter event's value, then the
+	// extra counter values, converting each, before the event goes on: a
+	// fault drops the whole event. A TYPE_COUNTER event is a counter
+	// whatever legacy phase it has (its parser takes counters first).
+	var value float64
+	if e.typ == typeCounter {
+		if value, err = r.counterEvent(g, e, track); err != nil {
+			return err
+		}
+	}
 	extras, err := r.extraValues(g, e)
 	if err != nil {
 		return err
 	}
-	if e.hasLegacy {
+	if e.hasLegacy && e.typ != typeCounter {
 		if err := e.legacyFlow(); err != nil {
 			r.drop("flow_without_direction", err) // the event itself loads
 		}
@@ -254,14 +262,7 @@ func (r *reader) trackEvent(g *generation, e *trackEvent, at timestamp) error {
 			return err
 		}
 	case typeCounter:
-		ti, err := r.counterTrack(track)
-		if err != nil {
-			return err
-		}
-		if !e.hasValue {
-			return dropf("track_event_counter_missing_value", "counter event on track %d without a value", track)
-		}
-		r.addCounter(g, ti, track, at, e.value)
+		r.queueCounter(track, at, value)
 	}
 	// Extra counter values ride on any event type.
 	for _, x := range extras {
@@ -537,9 +538,22 @@ func (r *reader) extraValues(g *generation, e *trackEvent) ([]extraCounter, erro
 	return out, nil
 }
 
-// addCounter queues a counter value of track, converted.
-func (r *reader) addCounter(g *generation, ti *trackInfo, track uint64, at timestamp, v float64) {
-	r.queueCounter(track, at, r.counterValue(g, ti, track, v))
+// counterEvent checks a TYPE_COUNTER event in trace_processor's order
+// (track_event_tokenizer.cc): a track uuid (the event's or its
+// sequence's default), a value, a counter track an earlier descriptor
+// describes; and returns its value converted.
+func (r *reader) counterEvent(g *generation, e *trackEvent, track uint64) (float64, error) {
+	if !e.hasTrack && !g.hasTrack {
+		return 0, dropf("track_event_counter_missing_track_uuid", "counter event without a track_uuid")
+	}
+	if !e.hasValue {
+		return 0, dropf("track_event_counter_missing_value", "counter event on track %d without a value", track)
+	}
+	ti, err := r.counterTrack(track)
+	if err != nil {
+		return 0, err
+	}
+	return r.counterValue(g, ti, track, e.value), nil
 }
 
 // counterValue converts a counter value as trace_processor does
