@@ -188,12 +188,13 @@ func (r *reader) metadata(e *trackEvent, track uint64, onThread bool, name strin
 // order among equal times): a flow id an event names (flow_ids, or a
 // legacy bind_id out or inout) starts a flow when none with that id is
 // going and continues it otherwise; a terminating id (terminating_flow_ids)
-// ends the flow going, and one with no flow going is ignored; a legacy
-// bind_id in ends the flow going without closing it. An id used again
-// after its flow ended starts a new flow, which gets an id of its own
-// here, so that the two are not read as one. Ends and steps with no flow
-// going, and starts of a flow already going from a bind_id, are counted
-// under trace_processor's stat names.
+// ends the flow going, and one with no flow going is ignored (and not
+// counted, as in trace_processor); a legacy bind_id in ends the flow
+// going without closing it. An id used again after its flow ended starts
+// a new flow, which gets an id of its own here, so that the two are not
+// read as one. A bind_id's end or step with no flow going, and its start
+// of a flow already going, are counted under trace_processor's stat
+// names.
 func (r *reader) linkFlows() {
 	var idx []int
 	used := map[uint64]bool{}
@@ -279,7 +280,9 @@ func (r *reader) linkFlows() {
 			}
 			n, ok := going[id]
 			if !ok {
-				r.dropAt("flow_end_without_start", pktWhere(e.pkt, e.off), fmt.Errorf("terminating flow id %d ends no flow going", id))
+				// trace_processor passes over a terminating id of no
+				// flow going without a stat (MaybeParseTrackEventFlows):
+				// it is not even an end.
 				continue
 			}
 			delete(going, id)
