@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/chrome"
 	"github.com/devprof/devprof/internal/eventtest"
@@ -565,5 +566,44 @@ func TestRules2Corpus(t *testing.T) {
 		if err != nil || !bytes.Equal(got, []byte(want)) {
 			t.Errorf("%s is not the trace %s (%v): run go test -run TestRules2Corpus -update-rules2", path, name, err)
 		}
+	}
+}
+
+// TestRules2TracesConvert: each trace of this file converts (Snapshot,
+// Write) to a trace the Perfetto checker passes (scripts/test), and
+// reading that back keeps its slices and counter samples, and the model's
+// instants.
+func TestRules2TracesConvert(t *testing.T) {
+	for name, data := range rules2Traces() {
+		t.Run(name, func(t *testing.T) {
+			tr := mustRead(t, data)
+			s := tr.Snapshot()
+			var buf bytes.Buffer
+			if err := Write(&buf, s, WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), name+".pftrace")
+			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			conformance.Export(t, "rules2-"+name, path, s)
+			back := mustRead(t, buf.Bytes())
+			if len(back.Slices) != len(tr.Slices) || len(back.Counters) != len(tr.Counters) {
+				t.Errorf("written back: %d slices, %d counters; want %d, %d", len(back.Slices), len(back.Counters), len(tr.Slices), len(tr.Counters))
+			}
+			instants := func(s *event.Snapshot) []string {
+				var out []string
+				for _, r := range s.Events {
+					if r.Kind == event.KindInstant {
+						out = append(out, fmt.Sprintf("%s@%d", s.Name(r), r.Start))
+					}
+				}
+				slices.Sort(out)
+				return out
+			}
+			if got, want := instants(back.Snapshot()), instants(s); !slices.Equal(got, want) {
+				t.Errorf("written back: instants %v, want %v", got, want)
+			}
+		})
 	}
 }
