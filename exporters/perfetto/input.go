@@ -162,13 +162,12 @@ func openStream(r io.Reader) (src io.Reader, gz bool, closeFn func(), err error)
 // inflater inflates compressed_packets fields into one buffer that it
 // reuses, with decompressors it resets rather than remakes.
 type inflater struct {
-	out  bytes.Buffer
-	in   bytes.Reader
-	fl   io.ReadCloser // raw deflate, reset per field
-	zl   io.ReadCloser // zlib
-	gz   *gzip.Reader
-	lim  io.LimitedReader
-	used bool // out holds packets still being read
+	out bytes.Buffer
+	in  bytes.Reader
+	fl  io.ReadCloser // raw deflate, reset per field
+	zl  io.ReadCloser // zlib
+	gz  *gzip.Reader
+	lim io.LimitedReader
 }
 
 // inflate decompresses b (zlib; raw deflate and gzip are accepted too)
