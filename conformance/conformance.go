@@ -131,12 +131,16 @@ func Expect(s *event.Snapshot, traceName string) *Manifest {
 			m.Instants = append(m.Instants, Instant{Name: s.Name(r), TS: s.Meta.BootNanos(r.Start), Args: args})
 		case event.KindCounter:
 			unit, val := s.Counter(r)
-			k := [2]string{s.Name(r), unit}
+			name := s.Name(r)
+			if name == "" {
+				name = "counter" // the Perfetto writer names an unnamed series' track so
+			}
+			k := [2]string{name, unit}
 			i, ok := counters[k]
 			if !ok {
 				i = len(m.Counters)
 				counters[k] = i
-				m.Counters = append(m.Counters, Counter{Name: s.Name(r), Unit: unit})
+				m.Counters = append(m.Counters, Counter{Name: name, Unit: unit})
 			}
 			m.Counters[i].Samples = append(m.Counters[i].Samples, Sample{s.Meta.BootNanos(r.Start), val})
 		}

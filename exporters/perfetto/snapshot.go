@@ -520,7 +520,7 @@ func (c *converter) counters() {
 	for _, cs := range c.t.Counters {
 		tr := c.byUUID[cs.Track]
 		if tr == nil {
-			c.b.Counter("counter", "", cs.TS, cs.Value)
+			c.b.Counter(unnamedCounter, "", cs.TS, cs.Value)
 			continue
 		}
 		if tr.Description == MemoryCounterDescription {

@@ -939,7 +939,7 @@ func (st *streamer) counters() error {
 		tr := c.byUUID[s.track]
 		st.see(s.at.ts, s.at.ts)
 		if tr == nil {
-			c.b.Counter("counter", "", s.at.ts, s.value)
+			c.b.Counter(unnamedCounter, "", s.at.ts, s.value)
 			continue
 		}
 		if tr.Description == MemoryCounterDescription {

@@ -918,6 +918,9 @@ func (w *writer) ownerUUID(r *event.Record) uint64 {
 	return w.procUUID
 }
 
+// unnamedCounter names the counter track of a series that has no name.
+const unnamedCounter = "counter"
+
 // counterTracks declares one counter track per device, name and unit,
 // under the host's or the device's process.
 func (w *writer) counterTracks(l *event.Layout) {
@@ -942,7 +945,14 @@ func (w *writer) counterTrack(k counterKey) {
 	p := w.pkt.Begin(pktTrackDescriptor)
 	w.pkt.Uint(tdUUID, u)
 	w.pkt.Uint(tdParentUUID, k.parent)
-	w.pkt.String(tdName, k.name)
+	name := k.name
+	if name == "" {
+		// A series the file it was read from left unnamed (trace_processor
+		// names such a track nothing): a track the UI can show needs a
+		// name, the one the reader gives a counter of no described track.
+		name = unnamedCounter
+	}
+	w.pkt.String(tdName, name)
 	q := w.pkt.Begin(tdCounter)
 	if unit := builtinUnit(k.unit); unit != 0 {
 		w.pkt.Uint(cdUnit, unit)
