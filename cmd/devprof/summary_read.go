@@ -48,6 +48,10 @@ func readSummary(cmd, path string, stderr io.Writer, lim readLimits) (*summaryDa
 // buffered or not, showing progress on a terminal.
 func summarize(f *formats.Format, path string, stderr io.Writer, cmd string, lim readLimits, buffered bool) (*summaryData, error) {
 	a := newSummaryAggregator(buffered)
+	// Summing up on a goroutine of its own: the reader and the
+	// aggregator each have a core.
+	p := newPipedAggregator(a)
+	defer p.close()
 	o := formats.ReadOptions{MaxEvents: lim.maxEvents}
 	if isTerminal(stderr) {
 		m := &progressMeter{w: stderr, label: "devprof " + cmd + ": reading " + path, every: 200 * time.Millisecond}
@@ -57,10 +61,11 @@ func summarize(f *formats.Format, path string, stderr io.Writer, cmd string, lim
 	var err error
 	if f == formats.GoTrace {
 		// Its reader streams with bounds of its own (-max_goroutines).
-		err = decodeGoTrace(path, a, lim, o.Progress)
+		err = decodeGoTrace(path, p, lim, o.Progress)
 	} else {
-		err = f.StreamFile(path, a, o)
+		err = f.StreamFile(path, p, o)
 	}
+	p.close()
 	if err != nil {
 		return nil, err
 	}
