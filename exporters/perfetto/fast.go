@@ -102,11 +102,17 @@ func (r *reader) fastPacket(b []byte) (bool, error) {
 	var name string
 	hasName := false
 	if nameIID != 0 {
-		s, ok := g.names[nameIID]
-		if !ok {
-			return false, nil
+		// A trace has few names, used over and over: a small cache of
+		// the generation's saves a map lookup an event.
+		c := &g.nameCache[nameIID%uint64(len(g.nameCache))]
+		if c.iid != nameIID {
+			s, ok := g.names[nameIID]
+			if !ok {
+				return false, nil
+			}
+			c.iid, c.name = nameIID, s
 		}
-		name, hasName = s, true
+		name, hasName = c.name, true
 	}
 	if !hasTrack {
 		if !g.hasTrack {

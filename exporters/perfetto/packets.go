@@ -17,23 +17,26 @@ type reader struct {
 	events   []pendingEvent
 	counters []pendingCounter
 
-	pkt, off    int               // top-level packet being read, for errors found at the end
-	inner       int               // compressed packet being read within packet pkt (0: none), for drops
-	innerOff    int               // its offset in the decompressed bytes
-	synthetic   map[string]uint64 // tracks the reader made, by key
-	v1          []v1Flow          // the flow v1 events (pendingEvent.v1)
-	pkts        [2]packet         // the packet being applied, and one inside its compressed_packets
-	te          trackEvent        // the TrackEvent of the packet being applied
-	fastTE      trackEvent        // fastPacket's
-	lastSeq     *seqState         // fastPacket's last sequence, and its id
-	lastSeqID   uint32
-	fastHook    func()          // for tests: called for each packet fastPacket applies
-	argBlock    []Arg           // fastPacket's arguments are carved out of it
-	droppedDesc map[uint64]bool // uuids whose only descriptors were dropped (invalid)
-	wallSet     bool            // WallStart was taken from a snapshot
-	nameBudget  int             // bytes left for flattened annotation names
-	inflater    inflater        // for compressed_packets
-	src         *packetSource   // the file being read
+	pkt, off  int               // top-level packet being read, for errors found at the end
+	inner     int               // compressed packet being read within packet pkt (0: none), for drops
+	innerOff  int               // its offset in the decompressed bytes
+	synthetic map[string]uint64 // tracks the reader made, by key
+	v1        []v1Flow          // the flow v1 events (pendingEvent.v1)
+	pkts      [2]packet         // the packet being applied, and one inside its compressed_packets
+	te        trackEvent        // the TrackEvent of the packet being applied
+	fastTE    trackEvent        // fastPacket's
+	lastSeq   *seqState         // fastPacket's last sequence, and its id
+	lastSeqID uint32
+	fastHook  func() // for tests: called for each packet fastPacket applies
+	argBlock  []Arg  // fastPacket's arguments are carved out of it
+	// sliceTrack's last track, and its uuid.
+	lastSliced     *trackInfo
+	lastSlicedUUID uint64
+	droppedDesc    map[uint64]bool // uuids whose only descriptors were dropped (invalid)
+	wallSet        bool            // WallStart was taken from a snapshot
+	nameBudget     int             // bytes left for flattened annotation names
+	inflater       inflater        // for compressed_packets
+	src            *packetSource   // the file being read
 	// afterPacket, when set, runs after each top-level packet: the
 	// streaming decoder's chance to pass on what is final.
 	afterPacket func() error
@@ -52,6 +55,12 @@ type seqState struct {
 // generation is what SEQ_INCREMENTAL_STATE_CLEARED resets.
 type generation struct {
 	names, argNames, strs, cats map[uint64]string
+	// nameCache holds names looked up lately (fastPacket), by iid modulo
+	// its length; interned data that defines a name clears it.
+	nameCache [64]struct {
+		iid  uint64
+		name string
+	}
 
 	clockID         uint32 // TracePacketDefaults.timestamp_clock_id (0 none)
 	track           uint64 // TrackEventDefaults.track_uuid
@@ -578,6 +587,12 @@ func parseInterned(g *generation, b []byte) error {
 		}
 		if iid != 0 { // iid 0 means "not set"
 			table[iid] = name
+			if f.num == idEventNames {
+				g.nameCache = [len(g.nameCache)]struct {
+					iid  uint64
+					name string
+				}{}
+			}
 		}
 		return nil
 	})

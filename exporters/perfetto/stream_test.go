@@ -258,3 +258,54 @@ func TestJSONOnlyWhenNotProtobuf(t *testing.T) {
 		}
 	}
 }
+
+// TestFastPacketSeesNamesInternedAgain: a name iid the sequence interns
+// again with another name (no clear between) names the later events by
+// the new name on the fast path too (its name cache is cleared).
+func TestFastPacketSeesNamesInternedAgain(t *testing.T) {
+	b := &tb{}
+	b.packet(func(e *pb) {
+		seq(e, 1, seqIncrementalStateCleared)
+		msg(e, pktDefaults, func() { msg(e, defTrackEventDefaults, func() { e.uint(tedTrackUUID, 10) }) })
+		interned(e, entry{idEventNames, 1, "first"})
+		plainTrack(e, 10, "row")
+	})
+	event := func(ts, typ, iid uint64) {
+		b.packet(func(e *pb) {
+			e.uint(pktTimestamp, ts)
+			seq(e, 1, 0)
+			msg(e, pktTrackEvent, func() {
+				e.uint(teType, typ)
+				if iid != 0 {
+					e.uint(teNameIID, iid)
+				}
+			})
+		})
+	}
+	event(10, typeSliceBegin, 1)
+	event(20, typeSliceEnd, 0)
+	b.packet(func(e *pb) { seq(e, 1, 0); interned(e, entry{idEventNames, 1, "second"}) })
+	event(30, typeSliceBegin, 1)
+	event(40, typeSliceEnd, 0)
+	taken := 0
+	r := newReader()
+	r.fastHook = func() { taken++ }
+	src, gz, closeFn, err := openStream(bytes.NewReader(b.b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	if err := r.stream(src, gz); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.finish(); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range r.t.Slices {
+		names = append(names, s.Name)
+	}
+	if !slices.Equal(names, []string{"first", "second"}) || taken != 4 {
+		t.Errorf("slices %v (fast path took %d of 4 events), want [first second]", names, taken)
+	}
+}

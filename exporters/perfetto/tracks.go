@@ -247,6 +247,11 @@ func builtinCounterName(ctrType uint64) string {
 // a counter uuid's one track for them as for its values, so its slices
 // and instants sit on the counter track itself.
 func (r *reader) sliceTrack(uuid uint64, name string) (*trackInfo, error) {
+	// A run of events is on one track: the last looked up first (entries
+	// of r.tracks are never replaced).
+	if ti := r.lastSliced; ti != nil && r.lastSlicedUUID == uuid {
+		return ti, nil
+	}
 	ti := r.tracks[uuid]
 	if ti == nil {
 		ti = &trackInfo{idx: len(r.t.Tracks)}
@@ -254,6 +259,7 @@ func (r *reader) sliceTrack(uuid uint64, name string) (*trackInfo, error) {
 		r.t.Tracks = append(r.t.Tracks, Track{UUID: uuid, Name: name, Kind: TrackPlain})
 	}
 	ti.sliced = true
+	r.lastSliced, r.lastSlicedUUID = ti, uuid
 	return ti, nil
 }
 
