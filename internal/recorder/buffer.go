@@ -485,11 +485,16 @@ func (b *Buffer) StartSpan(parent context.Context, name string, args []Arg, leve
 	} else {
 		r.Start = nanotime()
 	}
+	if sc == nil && !leaf { // the shard's block of contexts is used up
+		// The lane is read while pinned: once the P is unpinned, a flight
+		// recorder may recycle r for another event.
+		lane := r.Lane
+		r.publish()
+		b.unpin(s)
+		return b.refillContexts(parent, id, lane, r), r, endToken(id, b.epoch)
+	}
 	r.publish()
 	b.unpin(s)
-	if sc == nil && !leaf { // the shard's block of contexts is used up
-		sc = b.refillContexts(parent, id, r.Lane, r)
-	}
 	return sc, r, endToken(id, b.epoch)
 }
 
@@ -536,11 +541,16 @@ func (b *Buffer) StartSpanInt(parent context.Context, name, key string, v int64,
 	} else {
 		r.Start = nanotime()
 	}
+	if sc == nil && !leaf { // the shard's block of contexts is used up
+		// The lane is read while pinned: once the P is unpinned, a flight
+		// recorder may recycle r for another event.
+		lane := r.Lane
+		r.publish()
+		b.unpin(s)
+		return b.refillContexts(parent, id, lane, r), r, endToken(id, b.epoch)
+	}
 	r.publish()
 	b.unpin(s)
-	if sc == nil && !leaf { // the shard's block of contexts is used up
-		sc = b.refillContexts(parent, id, r.Lane, r)
-	}
 	return sc, r, endToken(id, b.epoch)
 }
 
