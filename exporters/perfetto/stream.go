@@ -538,12 +538,8 @@ func (st *streamer) check() error {
 			if ti == nil {
 				return restart("an END on a track nothing describes yet")
 			}
-			c, ok := st.checks[e.track]
-			if !ok {
-				c = r.checkTrack(e.track)
-				st.checks[e.track] = c
-			}
-			lastUUID, lastTI, lastCheck = e.track, ti, c
+			stat, err := r.invalidTrack(e.track, st.checks)
+			lastUUID, lastTI, lastCheck = e.track, ti, trackCheck{stat, err}
 		}
 		if lastCheck.err != nil {
 			r.dropAt(lastCheck.stat, pktWhere(e.pkt, e.off), lastCheck.err)
@@ -568,13 +564,8 @@ func (st *streamer) check() error {
 		if r.settle(&c.at, c.pkt, c.off) {
 			continue
 		}
-		chk, ok := st.checks[c.track]
-		if !ok {
-			chk = r.checkTrack(c.track)
-			st.checks[c.track] = chk
-		}
-		if chk.err != nil {
-			r.dropAt(chk.stat, pktWhere(c.pkt, c.off), chk.err)
+		if stat, err := r.invalidTrack(c.track, st.checks); err != nil {
+			r.dropAt(stat, pktWhere(c.pkt, c.off), err)
 			continue
 		}
 		cs = append(cs, c)
