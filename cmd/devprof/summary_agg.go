@@ -250,14 +250,7 @@ func (a *summaryAggregator) Span(s event.Span) uint64 {
 	if !s.Unfinished {
 		sp.known, sp.end = true, max(s.End, s.Start)
 	}
-	if s.Track != 0 {
-		for _, arg := range s.Args {
-			if arg.Key == gotrace.ArgGoroutine {
-				sp.goRegion = true
-				break
-			}
-		}
-	}
+	sp.goRegion = s.Track != 0 && hasGoroutine(s.Args)
 	a.add(sp)
 	return sp.id
 }
@@ -270,12 +263,7 @@ func (a *summaryAggregator) TrackSlice(track uint32, name string, start, end int
 	}
 	sp := a.newSpan()
 	*sp = aggSpan{id: a.nextID, start: start, end: max(end, start), known: true, group: track, name: a.intern(name), kind: aggSlice}
-	for _, arg := range args {
-		if arg.Key == gotrace.ArgGoroutine {
-			sp.goRegion = true
-			break
-		}
-	}
+	sp.goRegion = hasGoroutine(args)
 	a.add(sp)
 	return sp.id
 }

@@ -215,6 +215,8 @@ func (p *pipedAggregator) ProcessTrack(process int) uint32 {
 	return p.tracks
 }
 
+// hasGoroutine reports whether a span's arguments name the goroutine it
+// ran on (gotrace's regions): the only argument summary looks at.
 func hasGoroutine(args []event.Arg) bool {
 	for _, a := range args {
 		if a.Key == gotrace.ArgGoroutine {
