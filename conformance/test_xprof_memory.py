@@ -117,3 +117,24 @@ def test_memory_profile_of_jax():
     s = summary(got["memoryProfilePerAllocator"]["GPU_0_bfc"])
     assert s["peak_bytes"] > 0 and s["lifetime_peak_bytes"] >= s["peak_bytes"], s
     assert s["allocations"] > 0 and s["deallocations"] > 0, s
+
+
+H200 = os.path.join(HERE, "..", "testdata", "real-gpu", "h200")
+
+
+def test_real_h200_leak_run_memory_timeline():
+    """devprof's own trace of the H200 leak run (internal/gpucheck -leak:
+    4 x 32 MiB of weights held, a 128 MiB activation made and freed in each
+    of 12 steps, a 4 MiB cache block leaked in each): xprof shows the GPU's
+    allocator with the run's true peak, in the last step, and its
+    capacity is the device's memory as the CUDA driver reports it."""
+    got = memory_profile(os.path.join(H200, "leak.xplane.pb"))
+    assert got.get("memoryIds") == ["GPU_0_devmem"], got.get("memoryIds")
+    alloc = got["memoryProfilePerAllocator"]["GPU_0_devmem"]
+    s = summary(alloc)
+    mib = 1 << 20
+    assert s["peak_bytes"] == 4 * 32 * mib + 128 * mib + 12 * 4 * mib, s
+    assert s["allocations"] == 4 + 2 * 12 and s["deallocations"] == 12, s
+    with open(os.path.join(H200, "device-facts.json"), encoding="utf-8") as f:
+        facts = json.load(f)
+    assert int(alloc["profileSummary"]["memoryCapacity"]) == facts["total_memory"], alloc["profileSummary"]

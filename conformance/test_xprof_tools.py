@@ -268,3 +268,23 @@ def test_harness_counters_and_event_order_rules(tmp_path):
     # the overview page finds no step.
     bad = _write(_synthetic_space(events_sorted=False), str(tmp_path / "bad"))
     assert xt.overview(bad)["no_step_marker"]
+
+
+def test_kernel_stats_of_a_real_h200_trace():
+    """devprof's trace of scripts/gpu-check's workload on an NVIDIA H200
+    (20 steps of one saxpy, grid 4096 of 256 threads, and one single-thread
+    spin kernel; testdata/real-gpu/h200): xprof's kernel_stats lists both
+    kernels by their demangled names, with their launch shapes, counts
+    and a theoretical occupancy computed from the device facts devprof
+    wrote (a 256-thread block of 16 registers fills an SM; a one-thread
+    block cannot)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(here, "..", "testdata", "real-gpu", "h200", "gpucheck.xplane.pb")
+    rows = {r["kernel_name"]: r for r in xt.kernel_stats(path)}
+    assert set(rows) == {"saxpy(int, float, float const*, float*)", "spin(long long)"}, rows
+    saxpy, spin = rows["saxpy(int, float, float const*, float*)"], rows["spin(long long)"]
+    assert (saxpy["grid_dim"], saxpy["block_dim"], saxpy["occurrences"]) == ("4096,1,1", "256,1,1", 20.0), saxpy
+    assert (spin["grid_dim"], spin["block_dim"], spin["occurrences"]) == ("1,1,1", "1,1,1", 20.0), spin
+    assert saxpy["occupancy_pct"] == 100.0, saxpy
+    assert 0 < spin["occupancy_pct"] < 100.0, spin
+    assert saxpy["op_name"] == spin["op_name"] == "workload", (saxpy, spin)

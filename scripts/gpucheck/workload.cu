@@ -70,3 +70,51 @@ extern "C" int devprof_alloc_free(long long bytes) {
 	if ((e = cudaMalloc(&p, bytes))) return e;
 	return cudaFree(p);
 }
+
+// The entry points below are what internal/gpucheck/cudabind binds, as a
+// Go CUDA binding binds libcudart: each is one CUDA call.
+
+// devprof_malloc allocates bytes of device memory into *p.
+extern "C" int devprof_malloc(long long bytes, void **p) { return cudaMalloc(p, bytes); }
+
+// devprof_free frees a buffer devprof_malloc returned.
+extern "C" int devprof_free(void *p) { return cudaFree(p); }
+
+// devprof_spin runs one spin kernel of ns nanoseconds and waits for it:
+// the GPU is busy (utilization 100%) and draws little memory bandwidth.
+extern "C" int devprof_spin(long long ns) {
+	spin<<<132, 1024>>>(ns);
+	cudaError_t e = cudaGetLastError();
+	if (e) return e;
+	return cudaDeviceSynchronize();
+}
+
+// devprof_copy_for copies bytes host-to-device and back between a pinned
+// buffer and a device one, over and over, for at least ns nanoseconds of
+// wall time, and returns the number of round trips in *trips.
+extern "C" int devprof_copy_for(long long bytes, long long ns, long long *trips) {
+	void *h, *d;
+	cudaError_t e;
+	if ((e = cudaMallocHost(&h, bytes))) return e;
+	if ((e = cudaMalloc(&d, bytes))) { cudaFreeHost(h); return e; }
+	cudaEvent_t t0, t1;
+	cudaEventCreate(&t0);
+	cudaEventCreate(&t1);
+	cudaEventRecord(t0);
+	long long n = 0;
+	float ms = 0;
+	while (ms * 1e6 < ns) {
+		if ((e = cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice))) break;
+		if ((e = cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost))) break;
+		n++;
+		cudaEventRecord(t1);
+		cudaEventSynchronize(t1);
+		cudaEventElapsedTime(&ms, t0, t1);
+	}
+	*trips = n;
+	cudaEventDestroy(t0);
+	cudaEventDestroy(t1);
+	cudaFree(d);
+	cudaFreeHost(h);
+	return e;
+}

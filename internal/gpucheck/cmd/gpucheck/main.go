@@ -38,6 +38,7 @@ import (
 	"github.com/devprof/devprof/annotate"
 	"github.com/devprof/devprof/devmem"
 	"github.com/devprof/devprof/internal/gpucheck"
+	"github.com/devprof/devprof/internal/gpucheck/cudabind"
 	"github.com/devprof/devprof/sources/nvml"
 	"github.com/devprof/devprof/trace"
 )
@@ -51,20 +52,49 @@ func main() {
 	overhead := flag.Int("overhead", 0, "after the checks, this many paired rounds timing a launch-bound loop without and with a session (0: none)")
 	overheadSteps := flag.Int("overhead-steps", 2000, "steps of the launch-bound loop a round times")
 	launches := flag.Int("launches", 46, "kernel launches in one launch-bound step (one synchronize follows)")
+	window := flag.String("window", "", "after the checks, run phases of known load (idle, holding -hold bytes, spinning, copying) under NVML sampling every 100 ms and write the run and phases.json into this directory, to compare with nvidia-smi sampled beside it")
+	hold := flag.Int64("hold", 16<<30, "bytes of device memory -window holds")
+	copyBytes := flag.Int64("copy-bytes", 256<<20, "bytes of each copy of -window's copy loop")
+	leak := flag.String("leak", "", "after the checks, allocate through a cgo binding from three call sites, one leaking, and write device-memory profiles before and after (base.memory.pb.gz, after.memory.pb.gz) and the run into this directory")
 	flag.Parse()
 	if *workload == "" || *logdir == "" {
 		fmt.Fprintln(os.Stderr, "gpucheck: -workload and -logdir are required (scripts/gpu-check sets them)")
 		os.Exit(2)
 	}
+	// Each part runs whatever an earlier one found, so that one run on a
+	// lent GPU shows everything; the exit status says whether any failed.
+	failed := false
 	if err := run(*workload, *logdir, *steps, *spin, *bytes); err != nil {
 		fmt.Fprintln(os.Stderr, "gpucheck:", err)
-		os.Exit(1)
+		failed = true
+	}
+	if *window != "" || *leak != "" {
+		lib, err := cudabind.Open(*workload)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gpucheck:", err)
+			os.Exit(1)
+		}
+		if *window != "" {
+			if err := nvmlWindow(lib, *window, *hold, *copyBytes); err != nil {
+				fmt.Fprintln(os.Stderr, "gpucheck: window:", err)
+				failed = true
+			}
+		}
+		if *leak != "" {
+			if err := leakRun(lib, *leak); err != nil {
+				fmt.Fprintln(os.Stderr, "gpucheck: leak:", err)
+				failed = true
+			}
+		}
 	}
 	if *overhead > 0 {
 		if err := measureOverhead(*workload, *overhead, *overheadSteps, *launches); err != nil {
 			fmt.Fprintln(os.Stderr, "gpucheck: overhead:", err)
-			os.Exit(1)
+			failed = true
 		}
+	}
+	if failed {
+		os.Exit(1)
 	}
 }
 
