@@ -53,6 +53,7 @@ var layers = []layer{
 	{path: "internal/nvmlmock", what: "test helper: go-nvml's mock answering as a real H100"},
 	{path: "conformance", may: []string{"event", "internal/metatext"}, what: "test helper: hands traces to the Python checkers"},
 	{path: "internal/gpucheck", may: []string{"event"}, what: "checks a real-GPU trace against the workload that made it"},
+	{path: "internal/gpucheck/cudabind", what: "the real-GPU check's cgo binding of CUDA's allocator, shaped as a user's Go CUDA binding"},
 	{path: "internal/gpucheck/cmd/", cmdOK: true, what: "the real-GPU check's driver (scripts/gpu-check)"},
 	{path: "profileserver", may: []string{"trace", "event", "profileserver/profilerpb"}, what: "a server: remote capture (tensorflow.ProfilerService) over trace.Capture"},
 	{path: "profileserver/profilerpb", what: "generated code of our profiler-service .proto subset"},
