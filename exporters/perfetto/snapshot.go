@@ -400,6 +400,8 @@ func (c *converter) deviceOf(pid int64) (event.Track, bool) {
 				t.UUID = v
 			} else if v, ok := strings.CutPrefix(l, DeviceLabelPCI); ok {
 				t.PCIBusID = v
+			} else if v, ok := strings.CutPrefix(l, DeviceLabelCaps); ok {
+				t.Caps = ParseCaps(v)
 			}
 		}
 	}

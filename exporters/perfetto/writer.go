@@ -38,6 +38,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/klauspost/compress/zlib"
@@ -795,6 +796,9 @@ func (w *writer) deviceProcess(dev event.Track, pid int64) {
 	if dev.PCIBusID != "" {
 		w.pkt.String(pdProcessLabel, DeviceLabelPCI+dev.PCIBusID)
 	}
+	if dev.Caps != (event.DeviceCaps{}) {
+		w.pkt.String(pdProcessLabel, DeviceLabelCaps+FormatCaps(dev.Caps))
+	}
 	w.pkt.End(q)
 	w.pkt.End(p)
 	w.finishPacket()
@@ -1070,15 +1074,53 @@ func (w *writer) counterSample(device int, r *event.Record) {
 	w.finishPacket()
 }
 
-// Process labels of a GPU process that carry the device's identity
-// (event.Track's Device, Vendor, UUID and PCIBusID); the process name ("GPU 1
-// (NVIDIA H100 80GB HBM3)") is for people.
+// Process labels of a GPU process that carry the device's identity and
+// capabilities (event.Track's Device, Vendor, UUID, PCIBusID and Caps,
+// the last as FormatCaps writes it); the process name ("GPU 1 (NVIDIA
+// H100 80GB HBM3)") is for people.
 const (
 	DeviceLabelIndex  = "devprof device="
 	DeviceLabelVendor = "devprof vendor="
 	DeviceLabelUUID   = "devprof uuid="
 	DeviceLabelPCI    = "devprof pci="
+	DeviceLabelCaps   = "devprof caps="
 )
+
+// FormatCaps writes a device's capabilities as the DeviceLabelCaps label
+// holds them, words a person reads in the UI's process details:
+// "sms=132 cc=9.0 clock_khz=1980000 memory_bytes=150109880320
+// bandwidth_bytes_per_s=4814304000000". ParseCaps reads it back.
+func FormatCaps(c event.DeviceCaps) string {
+	return fmt.Sprintf("sms=%d cc=%d.%d clock_khz=%d memory_bytes=%d bandwidth_bytes_per_s=%d",
+		c.Cores, c.ComputeCapMajor, c.ComputeCapMinor, c.ClockRateKHz, c.MemoryBytes, c.MemoryBandwidth)
+}
+
+// ParseCaps reads what FormatCaps wrote; words it does not know, or
+// cannot read, are passed over (a later writer may add some).
+func ParseCaps(s string) event.DeviceCaps {
+	var c event.DeviceCaps
+	for _, f := range strings.Fields(s) {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "sms":
+			c.Cores, _ = strconv.ParseInt(v, 10, 64)
+		case "cc":
+			maj, minor, _ := strings.Cut(v, ".")
+			c.ComputeCapMajor, _ = strconv.ParseInt(maj, 10, 64)
+			c.ComputeCapMinor, _ = strconv.ParseInt(minor, 10, 64)
+		case "clock_khz":
+			c.ClockRateKHz, _ = strconv.ParseInt(v, 10, 64)
+		case "memory_bytes":
+			c.MemoryBytes, _ = strconv.ParseUint(v, 10, 64)
+		case "bandwidth_bytes_per_s":
+			c.MemoryBandwidth, _ = strconv.ParseUint(v, 10, 64)
+		}
+	}
+	return c
+}
 
 // Names of the instants that carry Meta.Warnings and Meta.Notes; the text
 // is their "message" argument, the source and code their "source" and

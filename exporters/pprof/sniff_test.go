@@ -54,7 +54,22 @@ func TestSniff(t *testing.T) {
 		t.Errorf("the Go runtime's heap profile read with %v; want ErrNotMemory naming its sample types", err)
 	}
 	traces, _ := filepath.Glob("../../testdata/golden/session.*")
-	real, _ := filepath.Glob("../../testdata/real-gpu/*")
+	real, _ := filepath.Glob("../../testdata/real-gpu/*.*")
+	h200, _ := filepath.Glob("../../testdata/real-gpu/h200/*.*")
+	for _, p := range h200 {
+		if strings.HasSuffix(p, ".memory.pb.gz") {
+			// What a session wrote on a real GPU is a profile.
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if head := content(t, data); !Sniff(head[:min(len(head), 64)]) {
+				t.Errorf("%s not recognised as a profile", p)
+			}
+			continue
+		}
+		real = append(real, p)
+	}
 	traces = append(traces, real...)
 	traces = append(traces, "../../testdata/jax-cpu.xplane.pb")
 	if len(traces) < 8 {
