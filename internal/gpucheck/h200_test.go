@@ -50,7 +50,7 @@ func TestH200WorkloadAsLaunched(t *testing.T) {
 		},
 		Copies: []Copy{{Kind: "HtoD", Bytes: 1 << 20, Count: 20}, {Kind: "DtoH", Bytes: 1 << 20, Count: 20}},
 	}
-	for _, name := range []string{"gpucheck.pftrace", "gpucheck.xplane.pb"} {
+	for _, name := range []string{"gpucheck.pftrace", "gpucheck.xplane.pb", "gpucheck-2.pftrace"} {
 		s := readH200(t, name)
 		for _, p := range Check(s, w) {
 			t.Errorf("%s: %s", name, p)
@@ -135,7 +135,10 @@ func TestH200DeviceFactsAreTheDriversAndTSLs(t *testing.T) {
 	if want.Cores != 132 || want.ComputeCapMajor != 9 || f.Name != "NVIDIA H200" {
 		t.Fatalf("device-facts.json: %+v: not the H200 this fixture was recorded on", f)
 	}
-	for _, name := range []string{"gpucheck.xplane.pb", "window.xplane.pb", "jax-tsl.xplane.pb"} {
+	// gpucheck-2.pftrace is a second lease's (another H200, after the
+	// Perfetto writer learnt to carry the capabilities): the earlier
+	// .pftrace files have none to read.
+	for _, name := range []string{"gpucheck.xplane.pb", "window.xplane.pb", "jax-tsl.xplane.pb", "gpucheck-2.pftrace"} {
 		got, dev := capsOf(readH200(t, name))
 		if got != want || dev != f.Name {
 			t.Errorf("%s: GPU 0 %q %+v, the driver says %q %+v", name, dev, got, f.Name, want)
