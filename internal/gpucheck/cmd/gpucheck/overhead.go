@@ -9,15 +9,17 @@ import (
 	"slices"
 	"time"
 
+	"github.com/devprof/devprof/sources/nvml"
 	"github.com/devprof/devprof/trace"
 )
 
 // measureOverhead times a launch-bound loop (launches tiny kernels and a
-// synchronize a step) in paired rounds, one without a session and one
-// under a session with its defaults (CUPTI and NVML on), alternating
-// which goes first, and prints each round and the median slow-down. Only
-// the loop is timed: starting and stopping a session are not, as the
-// peers' figures (scripts/gpucheck/peer_overhead.py) time only theirs.
+// synchronize a step) in rounds of three, without a session, under a
+// session with its defaults (CUPTI and NVML on) and under one without
+// NVML, rotating which goes first, and prints each round and the median
+// slow-downs. Only the loop is timed: starting and stopping a session are
+// not, as the peers' figures (scripts/gpucheck/peer_overhead.py) time
+// only theirs.
 func measureOverhead(path string, rounds, steps, launches int) error {
 	f, err := lookup(path, "devprof_launch_loop")
 	if err != nil {
@@ -34,13 +36,13 @@ func measureOverhead(path string, rounds, steps, launches int) error {
 		}
 		return time.Since(t0), nil
 	}
-	traced := func() (time.Duration, error) {
+	traced := func(o *trace.Options) (time.Duration, error) {
 		dir, err := os.MkdirTemp("", "gpucheck-overhead")
 		if err != nil {
 			return 0, err
 		}
 		defer os.RemoveAll(dir)
-		s, err := trace.StartSession(dir, nil)
+		s, err := trace.StartSession(dir, o)
 		if err != nil {
 			return 0, err
 		}
@@ -50,33 +52,50 @@ func measureOverhead(path string, rounds, steps, launches int) error {
 		}
 		return d, lerr
 	}
-	if _, err := loop(); err != nil { // warm: module load, first launches
-		return err
+	// Three variants a round, in a rotating order: untraced, a session
+	// with its defaults (CUPTI and NVML), and one without NVML's sampler,
+	// which tells what the counters cost apart from CUPTI.
+	variants := []struct {
+		name string
+		run  func() (time.Duration, error)
+	}{
+		{"untraced", loop},
+		{"traced", func() (time.Duration, error) { return traced(nil) }},
+		{"traced, NVML off", func() (time.Duration, error) {
+			return traced(&trace.Options{GPUMetrics: nvml.Options{Mode: nvml.ModeOff}})
+		}},
 	}
-	if _, err := traced(); err != nil { // warm: CUPTI's first attach
-		return err
+	for _, v := range variants { // warm: module load, CUPTI's first attach
+		if _, err := v.run(); err != nil {
+			return err
+		}
 	}
-	var ratios, offs, ons []float64
+	perStep := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(steps) }
+	times := make([][]float64, len(variants))
+	ratios := make([][]float64, len(variants))
 	for i := range rounds {
-		var off, on time.Duration
-		var err1, err2 error
-		if i%2 == 0 {
-			off, err1 = loop()
-			on, err2 = traced()
-		} else {
-			on, err2 = traced()
-			off, err1 = loop()
+		d := make([]time.Duration, len(variants))
+		for j := range variants {
+			k := (i + j) % len(variants)
+			var err error
+			if d[k], err = variants[k].run(); err != nil {
+				return fmt.Errorf("round %d, %s: %v", i, variants[k].name, err)
+			}
 		}
-		if err1 != nil || err2 != nil {
-			return fmt.Errorf("round %d: %v %v", i, err1, err2)
+		line := fmt.Sprintf("gpucheck: overhead round %d: %.1f µs/step untraced", i, perStep(d[0]))
+		for k := range variants {
+			times[k] = append(times[k], perStep(d[k]))
+			ratios[k] = append(ratios[k], float64(d[k])/float64(d[0]))
+			if k > 0 {
+				line += fmt.Sprintf(", %.1f µs/step %s, %.3f×", perStep(d[k]), variants[k].name, ratios[k][i])
+			}
 		}
-		perStep := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(steps) }
-		offs, ons = append(offs, perStep(off)), append(ons, perStep(on))
-		ratios = append(ratios, float64(on)/float64(off))
-		fmt.Printf("gpucheck: overhead round %d: %.1f µs/step untraced, %.1f µs/step traced, %.3f×\n", i, perStep(off), perStep(on), ratios[i])
+		fmt.Println(line)
 	}
-	fmt.Printf("gpucheck: overhead (%d launches + 1 sync a step, %d steps, %d rounds): untraced %.1f µs/step, traced %.1f µs/step, slow-down %.3f× median [%.3f .. %.3f]\n",
-		launches, steps, rounds, median(offs), median(ons), median(ratios), slices.Min(ratios), slices.Max(ratios))
+	for k := 1; k < len(variants); k++ {
+		fmt.Printf("gpucheck: overhead %s (%d launches + 1 sync a step, %d steps, %d rounds): untraced %.1f µs/step, traced %.1f µs/step, slow-down %.3f× median [%.3f .. %.3f]\n",
+			variants[k].name, launches, steps, rounds, median(times[0]), median(times[k]), median(ratios[k]), slices.Min(ratios[k]), slices.Max(ratios[k]))
+	}
 	return nil
 }
 
