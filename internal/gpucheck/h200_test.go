@@ -329,4 +329,16 @@ func TestH200LeakRunProfiles(t *testing.T) {
 	if b, n := through(after, "main.trainStep"); n != 12 || b != 12*4<<20 {
 		t.Errorf("after: %d buffers, %d bytes through trainStep, want the 12 leaked blocks", n, b)
 	}
+	// What NVML said of the device when the profile was saved, which the
+	// breakdown's Untrackable row sets against the tracked buffers: the
+	// process held more than its tracked buffers (its CUDA context), the
+	// device no less than the process, within the device's size.
+	if len(after.Devices) != 1 {
+		t.Fatalf("NVML's figures: %+v, want GPU 0's", after.Devices)
+	}
+	d := after.Devices[0]
+	tracked, _ := through(after, "main.")
+	if d.Device != 0 || d.Process <= tracked || d.Used < d.Process || d.Total < d.Used || d.Total < 140<<30 {
+		t.Errorf("NVML's figures %+v with %d bytes tracked: want process > tracked, used >= process, total >= used and an H200's size", d, tracked)
+	}
 }
