@@ -117,7 +117,7 @@ func steadyStep(ctx context.Context, i int) {
 	devmem.Free(uint64(0x200000 + i))
 }
 
-// TestLeakTopsDiffBase is the README's leak hunt: profiles before and after
+// TestLeakTopsDiffBase is the leak hunt of docs/device-memory.md: profiles before and after
 // nine more steps, and `go tool pprof -top -diff_base` must name the
 // leaking function first, with exactly the bytes it kept.
 func TestLeakTopsDiffBase(t *testing.T) {

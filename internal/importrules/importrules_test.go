@@ -60,7 +60,7 @@ var layers = []layer{
 	{path: "trace", cmdOK: true, what: "sessions: wires sources, recorder and exporters together"},
 	{path: "cmd/", cmdOK: true, what: "the CLI"},
 	{path: "internal/importrules", what: "this test"},
-	{path: "internal/readmecheck", what: "test: builds the README's complete programs"},
+	{path: "internal/readmecheck", what: "test: builds the complete programs of README.md and docs/"},
 }
 
 type pkg struct {

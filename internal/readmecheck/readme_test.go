@@ -39,9 +39,10 @@ func TestProgramsFindsOnlyCompletePrograms(t *testing.T) {
 	}
 }
 
-// TestREADMEProgramsBuild writes each complete program in README.md into a
-// module of its own that uses this checkout (a replace directive), and
-// requires it to be gofmt-clean, to build and to pass go vet.
+// TestREADMEProgramsBuild writes each complete program in README.md and
+// in docs/*.md into a module of its own that uses this checkout (a replace
+// directive), and requires it to be gofmt-clean, to build and to pass go
+// vet.
 func TestREADMEProgramsBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds programs with the go command")
@@ -54,20 +55,36 @@ func TestREADMEProgramsBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	progs := programs(string(readme))
-	if len(progs) == 0 {
+	if len(programs(string(readme))) == 0 {
 		t.Fatal("README.md has no complete Go program (a ```go block starting with package main)")
+	}
+	type program struct{ file, src string }
+	var progs []program
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range append([]string{filepath.Join(root, "README.md")}, docs...) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, path)
+		for _, src := range programs(string(b)) {
+			progs = append(progs, program{rel, src})
+		}
 	}
 	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, src := range progs {
+	for i, p := range progs {
+		src := p.src
 		if formatted, err := format.Source([]byte(src)); err != nil {
-			t.Errorf("README program %d does not parse: %v\n%s", i+1, err, src)
+			t.Errorf("%s: program %d does not parse: %v\n%s", p.file, i+1, err, src)
 			continue
 		} else if !bytes.Equal(formatted, []byte(src)) {
-			t.Errorf("README program %d is not gofmt-clean; gofmt makes it:\n%s", i+1, formatted)
+			t.Errorf("%s: program %d is not gofmt-clean; gofmt makes it:\n%s", p.file, i+1, formatted)
 		}
 		dir := t.TempDir()
 		gomod := "module example\n\ngo 1.26\n\nrequire github.com/devprof/devprof v0.0.0\n\nreplace github.com/devprof/devprof => " + root + "\n"
@@ -83,7 +100,7 @@ func TestREADMEProgramsBuild(t *testing.T) {
 			cmd.Dir = dir
 			cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false", "GOWORK=off")
 			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Errorf("README program %d: go %s: %v\n%s\n%s", i+1, strings.Join(args, " "), err, out, src)
+				t.Errorf("%s: program %d: go %s: %v\n%s\n%s", p.file, i+1, strings.Join(args, " "), err, out, src)
 			}
 		}
 	}
