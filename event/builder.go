@@ -3,6 +3,7 @@ package event
 import (
 	"math"
 	"slices"
+	"unsafe"
 )
 
 // Builder makes a Snapshot out of events recorded elsewhere, such as a
@@ -23,7 +24,28 @@ type Builder struct {
 	ids        map[string]uint32
 	lanes      map[uint64]uint32 // span ID -> lane, so children share their root's lane (spans on no track)
 	onTrack    []uint64          // a bit per record ID: a span Span added on a track (see laneOf)
-	events     []*Record
+	// events counts the records committed. Snapshot lists them then,
+	// walking the segments: a list kept as they come would be a slice of
+	// pointers that every garbage collection scans, and whose growth
+	// copies pass through write barriers, for the whole of a read.
+	events int
+	// recent remembers where strings interned lately came from (see
+	// intern).
+	recent [internCache]internEntry
+}
+
+// internCache is how many strings a Builder remembers by address: a
+// reader hands it the same few names and keys, from its own tables, over
+// and over.
+const (
+	internCacheBits = 7
+	internCache     = 1 << internCacheBits
+)
+
+// internEntry is a string the Builder interned, and its id.
+type internEntry struct {
+	s  string
+	id uint32
 }
 
 // builderSegment is how many records a Builder stores per segment.
@@ -229,7 +251,22 @@ func (b *Builder) Note(n Note) { b.meta.Notes = append(b.meta.Notes, n) }
 
 // Snapshot returns the built snapshot. The builder must not be used after.
 func (b *Builder) Snapshot() *Snapshot {
-	s := &Snapshot{Meta: b.meta, Events: b.events, Tracks: slices.Clone(b.tracks), Processes: slices.Clone(b.procs), segs: b.segs, strs: b.strs}
+	events := make([]*Record, 0, b.events)
+	for i := range b.segs {
+		recs := b.segs[i].recs
+		if b.segs[i].args == 0 {
+			for j := range recs {
+				events = append(events, &recs[j])
+			}
+			continue
+		}
+		for j := range recs {
+			if recs[j].Kind != kindArgs {
+				events = append(events, &recs[j])
+			}
+		}
+	}
+	s := &Snapshot{Meta: b.meta, Events: events, Tracks: slices.Clone(b.tracks), Processes: slices.Clone(b.procs), segs: b.segs, strs: b.strs}
 	s.validUTF8()
 	return s
 }
@@ -245,6 +282,7 @@ func (b *Builder) add(kind Kind, name string, start int64, args []Arg) *Record {
 	g := b.segment(slots)
 	i := len(g.recs)
 	g.recs = g.recs[:i+slots]
+	g.args += slots - 1
 	r := &g.recs[i]
 	r.ID = g.base + uint64(i) + 1
 	r.Kind = kind
@@ -281,7 +319,7 @@ func (b *Builder) segment(n int) *segment {
 
 func (b *Builder) commit(r *Record) uint64 {
 	r.state.Store(1)
-	b.events = append(b.events, r)
+	b.events++
 	return r.ID
 }
 
@@ -293,12 +331,30 @@ func (b *Builder) store(a *Arg) storedArg {
 	return sa
 }
 
+// intern returns the string id of s, adding s to the string table when
+// new. A string at the address and of the length of one it interned
+// lately is that string (the cache keeps it alive, so the memory holds
+// the same bytes): its id is found without hashing it. The cache has two
+// ways, so that two of a trace's few names that hash alike do not evict
+// each other an event.
 func (b *Builder) intern(s string) uint32 {
-	if id, ok := b.ids[s]; ok {
-		return id
+	p := unsafe.StringData(s)
+	h := (uint64(uintptr(unsafe.Pointer(p))) + uint64(len(s))) * 0x9e3779b97f4a7c15 // Fibonacci hashing: nearby addresses spread
+	i := h >> (64 - internCacheBits) &^ 1
+	c := &b.recent[i]
+	if unsafe.StringData(c.s) == p && len(c.s) == len(s) && p != nil {
+		return c.id
 	}
-	id := uint32(len(b.strs))
-	b.strs = append(b.strs, s)
-	b.ids[s] = id
+	if d := &b.recent[i+1]; unsafe.StringData(d.s) == p && len(d.s) == len(s) && p != nil {
+		return d.id
+	}
+	id, ok := b.ids[s]
+	if !ok {
+		id = uint32(len(b.strs))
+		b.strs = append(b.strs, s)
+		b.ids[s] = id
+	}
+	b.recent[i+1] = *c
+	c.s, c.id = s, id
 	return id
 }

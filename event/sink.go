@@ -86,6 +86,16 @@ func (b *Builder) record(id uint64) *Record {
 	if id == 0 {
 		return nil
 	}
+	// A reader ends its spans soon after it adds them: the last segment
+	// first.
+	if k := len(b.segs); k > 0 {
+		if g := &b.segs[k-1]; id > g.base {
+			if i := id - g.base - 1; i < uint64(len(g.recs)) {
+				return &g.recs[i]
+			}
+			return nil
+		}
+	}
 	// Segments are in ID order: find the last whose base is below id.
 	lo, hi := 0, len(b.segs)
 	for lo < hi {

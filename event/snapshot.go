@@ -35,6 +35,10 @@ type Snapshot struct {
 type segment struct {
 	base uint64
 	recs []Record
+	// args counts the continuation records among recs, where a Builder
+	// made the segment: Builder.Snapshot lists a segment without any
+	// without reading its records.
+	args int
 }
 
 // adopt makes a Snapshot of records written in place by the recorder

@@ -1,0 +1,86 @@
+package event
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestBuilderInternsByContent holds the Builder's string ids to the
+// strings' contents, whatever their addresses: substrings of one buffer
+// share an address and differ in length, equal strings made apart
+// differ in address, and more names than the cache remembers evict each
+// other. It also checks that Snapshot lists every record but the
+// continuation ones, in ID order, across segments with and without them.
+func TestBuilderInternsByContent(t *testing.T) {
+	buf := strings.Repeat("abcdefgh", 40)
+	var names []string
+	for n := 1; n <= 300; n++ {
+		names = append(names, buf[:n]) // one address, 300 lengths
+	}
+	for i := range 200 {
+		names = append(names, "name"+strconv.Itoa(i%50)) // equal contents, new addresses
+	}
+	rng := uint64(7)
+	next := func(n int) int {
+		rng = rng*6364136223846793005 + 1442695040888963407
+		return int((rng >> 33) % uint64(n))
+	}
+	b := NewBuilder(Meta{})
+	type want struct {
+		name string
+		args []Arg
+	}
+	var wants []want
+	for i := range 5 * builderSegment {
+		name := names[next(len(names))]
+		var args []Arg
+		if next(8) == 0 { // now and then more than a record holds
+			for j := range 1 + next(6) {
+				args = append(args, Arg{Key: names[next(len(names))], Kind: ArgString, Str: names[next(len(names))]})
+				if j%2 == 1 {
+					args[j] = Arg{Key: "n" + strconv.Itoa(j), Kind: ArgInt, Num: uint64(i)}
+				}
+			}
+		}
+		b.Span(Span{Name: name, Start: int64(i), End: int64(i) + 1, Track: 0, Args: args})
+		wants = append(wants, want{name, args})
+	}
+	s := b.Snapshot()
+	if len(s.Events) != len(wants) {
+		t.Fatalf("%d events, want %d", len(s.Events), len(wants))
+	}
+	for i, r := range s.Events {
+		if i > 0 && r.ID <= s.Events[i-1].ID {
+			t.Fatalf("event %d has ID %d after %d", i, r.ID, s.Events[i-1].ID)
+		}
+		if r.Kind != KindSpan || s.Lookup(r.ID) != r {
+			t.Fatalf("event %d: kind %v, Lookup(%d) = %p, want %p", i, r.Kind, r.ID, s.Lookup(r.ID), r)
+		}
+		if got := s.Name(r); got != wants[i].name {
+			t.Fatalf("event %d: name %q, want %q", i, got, wants[i].name)
+		}
+		got := s.Args(r)
+		if len(got) != len(wants[i].args) {
+			t.Fatalf("event %d: %d args, want %d", i, len(got), len(wants[i].args))
+		}
+		for j := range got {
+			if got[j] != wants[i].args[j] {
+				t.Fatalf("event %d arg %d: %+v, want %+v", i, j, got[j], wants[i].args[j])
+			}
+		}
+	}
+	distinct := map[string]bool{"": true}
+	for _, n := range names {
+		distinct[n] = true
+	}
+	for _, w := range wants {
+		for _, a := range w.args {
+			distinct[a.Key] = true
+			distinct[a.Str] = true
+		}
+	}
+	if s.NumStrings() != len(distinct) {
+		t.Errorf("%d strings in the table, want %d distinct ones", s.NumStrings(), len(distinct))
+	}
+}
