@@ -52,6 +52,11 @@ type clockState struct {
 
 	lastEdge         *clockEdge // the edge edge returned last, between these clocks
 	lastFrom, lastTo clockKey
+
+	// The domain resolve found last: a run of packets is on one clock
+	// (a domain, once made, is never replaced).
+	lastDomain *clockDomain
+	lastKey    clockKey
 }
 
 type clockPoint struct {
@@ -207,7 +212,12 @@ func (c *clockState) resolve(raw uint64, id, seq uint32) (timestamp, error) {
 		return timestamp{}, dropf("clock_sync_failure_unknown_source_clock", "timestamp on sequence-scoped clock %d but no trusted_packet_sequence_id", id)
 	}
 	k := makeClockKey(id, seq)
-	d := c.domains[k]
+	d := c.lastDomain
+	if d == nil || c.lastKey != k {
+		if d = c.domains[k]; d != nil {
+			c.lastDomain, c.lastKey = d, k
+		}
+	}
 	if d == nil && k == c.trace {
 		c.converted = true
 		return timestamp{ts: int64(raw), ok: true}, nil
@@ -247,7 +257,7 @@ func (c *clockState) resolve(raw uint64, id, seq uint32) (timestamp, error) {
 		return timestamp{ts: ns, ok: true}, nil
 	}
 	if d.monotonic {
-		if pairs := c.edge(k, c.trace); len(pairs) > 0 {
+		if pairs := c.edgeFrom(d, k, c.trace); len(pairs) > 0 {
 			c.converted = true
 			ts, ok := hop(pairs, ns)
 			if !ok {
@@ -263,13 +273,18 @@ func (c *clockState) resolve(raw uint64, id, seq uint32) (timestamp, error) {
 // before ns, or by the earliest pair for a time before all of them, as
 // trace_processor's ClockTracker does; false when the result overflows.
 func hop(pairs []clockPair, ns int64) (int64, bool) {
-	j, _ := slices.BinarySearchFunc(pairs, ns, func(p clockPair, ns int64) int {
-		if p.src <= ns {
-			return -1
-		}
-		return 1
-	})
-	p := pairs[max(j-1, 0)]
+	// Packets come after the snapshot that converts them, nearly always:
+	// the latest pair first.
+	p := pairs[len(pairs)-1]
+	if p.src > ns {
+		j, _ := slices.BinarySearchFunc(pairs, ns, func(p clockPair, ns int64) int {
+			if p.src <= ns {
+				return -1
+			}
+			return 1
+		})
+		p = pairs[max(j-1, 0)]
+	}
 	if p.src == math.MinInt64 {
 		return 0, false
 	}
@@ -353,6 +368,11 @@ func (c *clockState) routes() map[clockKey]clockKey {
 // kept per pair and extended with the snapshots added since it was last
 // used, so each snapshot is looked at once per pair.
 func (c *clockState) edge(from, to clockKey) []clockPair {
+	return c.edgeFrom(c.domains[from], from, to)
+}
+
+// edgeFrom is edge for the caller that holds from's domain d.
+func (c *clockState) edgeFrom(d *clockDomain, from, to clockKey) []clockPair {
 	e := c.lastEdge // every event of a run converts the same clock
 	if e == nil || c.lastFrom != from || c.lastTo != to {
 		if e = c.edges[[2]clockKey{from, to}]; e == nil {
@@ -361,7 +381,7 @@ func (c *clockState) edge(from, to clockKey) []clockPair {
 		}
 		c.lastEdge, c.lastFrom, c.lastTo = e, from, to
 	}
-	rs := c.domains[from].readings
+	rs := d.readings
 	for ; e.scanned < len(rs); e.scanned++ {
 		if dst, ok := c.reading(rs[e.scanned].snap, to); ok {
 			e.pairs = append(e.pairs, clockPair{rs[e.scanned].ns, dst})

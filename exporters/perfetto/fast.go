@@ -151,12 +151,26 @@ func (r *reader) fastPacket(b []byte) (bool, error) {
 	if r.fastHook != nil {
 		r.fastHook()
 	}
-	fe := &r.fastTE
-	*fe = trackEvent{typ: typ, hasName: hasName}
-	if err := r.sliceEvent(fe, track, name, args, at); err != nil {
+	if err := r.queueSlice(typ, hasName, track, name, args, at); err != nil {
 		return true, asDrop("track_event_parser_errors", fmt.Errorf("track_event: %w", err))
 	}
 	return true, nil
+}
+
+// queueSlice is sliceEvent for an event of fastPacket's form: a type, a
+// name and arguments, and none of the fields (flows, a duration, a bind
+// id) that only the general path reads, so that no trackEvent is made.
+func (r *reader) queueSlice(typ uint64, hasName bool, track uint64, name string, args []Arg, at timestamp) error {
+	if typ != typeSliceEnd {
+		if _, err := r.sliceTrack(track, name); err != nil {
+			return err
+		}
+	}
+	r.events = append(r.events, pendingEvent{
+		kind: uint8(typ), track: track, at: at, order: r.nextOrder(),
+		name: name, hasName: hasName && name != "", args: args, pkt: r.pkt, off: r.off,
+	})
+	return nil
 }
 
 // fastAnnotation reports whether a debug annotation is one fastPacket

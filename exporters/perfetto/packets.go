@@ -24,7 +24,6 @@ type reader struct {
 	v1        []v1Flow          // the flow v1 events (pendingEvent.v1)
 	pkts      [2]packet         // the packet being applied, and one inside its compressed_packets
 	te        trackEvent        // the TrackEvent of the packet being applied
-	fastTE    trackEvent        // fastPacket's
 	lastSeq   *seqState         // fastPacket's last sequence, and its id
 	lastSeqID uint32
 	fastHook  func() // for tests: called for each packet fastPacket applies
