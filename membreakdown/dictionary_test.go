@@ -159,16 +159,16 @@ func TestDefaultDictionaryDocumented(t *testing.T) {
 	if want := DefaultDictionary(); !reflect.DeepEqual(got, want) {
 		t.Errorf("the doc lists %q\nDefaultDictionary returns %q", got, want)
 	}
-	// The README lists them too: "Parameters (`weights`, …), Gradients
-	// (…) … and Data (…)".
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	// The user guide lists them too: "Parameters (`weights`, …),
+	// Gradients (…) … and Data (…)".
+	readme, err := os.ReadFile(filepath.Join("..", "docs", "device-memory.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, para, ok := strings.Cut(strings.Join(strings.Fields(string(readme)), " "), "The default dictionary is ")
 	para, _, _ = strings.Cut(para, ". ")
 	if !ok {
-		t.Fatal(`README.md does not say "The default dictionary is …"`)
+		t.Fatal(`docs/device-memory.md does not say "The default dictionary is …"`)
 	}
 	var inReadme Dictionary
 	for _, m := range regexp.MustCompile(`(?:, | and )?([A-Z][a-z]+(?: [a-z]+)*) \(([^)]*)\)`).FindAllStringSubmatch(para, -1) {
@@ -179,7 +179,7 @@ func TestDefaultDictionaryDocumented(t *testing.T) {
 		inReadme = append(inReadme, r)
 	}
 	if want := DefaultDictionary(); !reflect.DeepEqual(inReadme, want) {
-		t.Errorf("README.md lists %q\nDefaultDictionary returns %q", inReadme, want)
+		t.Errorf("docs/device-memory.md lists %q\nDefaultDictionary returns %q", inReadme, want)
 	}
 
 	d := DefaultDictionary()
