@@ -309,3 +309,39 @@ func TestFastPacketSeesNamesInternedAgain(t *testing.T) {
 		t.Errorf("slices %v (fast path took %d of 4 events), want [first second]", names, taken)
 	}
 }
+
+// TestShortPacketMatchesReadField holds shortPacket to readField: at
+// every offset of every trace the tests have (inside packets too, where
+// any byte can look like a tag), and of packets whose length is near the
+// one-byte limit or runs past the bytes held, a field shortPacket takes
+// is the TracePacket readField reads there, with the same body and size.
+func TestShortPacketMatchesReadField(t *testing.T) {
+	inputs := streamInputs(t)
+	for _, l := range []int{0, 1, 126, 127, 128, 129, 300} {
+		body := bytes.Repeat([]byte{0x08}, l)
+		pkt := protoenc.AppendVarint([]byte{fTracePacket<<3 | wireBytes}, uint64(l))
+		pkt = append(pkt, body...)
+		for cut := range len(pkt) + 1 {
+			inputs["length "+strconv.Itoa(l)+" cut at "+strconv.Itoa(cut)] = pkt[:cut]
+		}
+	}
+	taken := 0
+	for name, data := range inputs {
+		for off := range data {
+			b := data[off:]
+			body, ok := shortPacket(b)
+			if !ok {
+				continue
+			}
+			taken++
+			f, n, err := readField(b)
+			if err != nil || f.num != fTracePacket || f.wt != wireBytes || !bytes.Equal(f.b, body) || n != 2+len(body) {
+				t.Fatalf("%s at %d: shortPacket took %d bytes of body; readField reads field %d (wire %d) of %d bytes, size %d, error %v",
+					name, off, len(body), f.num, f.wt, len(f.b), n, err)
+			}
+		}
+	}
+	if taken < 1000 {
+		t.Errorf("shortPacket took only %d fields", taken)
+	}
+}
