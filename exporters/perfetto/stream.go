@@ -484,7 +484,9 @@ func (st *streamer) flush(final bool) error {
 	}
 	clear(touched)
 	st.touched = touched[:0]
-	clear(evs)
+	// evs is not cleared: the next window overwrites it, and until then
+	// it keeps alive no more than one window's names and arguments.
+	// Clearing it cost a write barrier a pointer while a collection ran.
 	st.evs = evs[:0]
 	return st.counters()
 }
@@ -813,7 +815,12 @@ func (st *streamer) end(ts *trackStream, e *pendingEvent) {
 	}
 	s := stack[k]
 	s.dur = e.at.ts - s.start
-	ts.open = slices.Delete(stack, k, k+1)
+	if k == len(stack)-1 { // the innermost slice, nearly always: no shift
+		stack[k] = nil
+		ts.open = stack[:k]
+	} else {
+		ts.open = slices.Delete(stack, k, k+1)
+	}
 	defer st.release(s)
 	if s.device {
 		st.deviceActivity(s)
