@@ -472,7 +472,7 @@ func (st *streamer) flush(final bool) error {
 	slices.SortFunc(touched, func(a, b *trackStream) int { return cmp.Compare(a.idx, b.idx) })
 	for _, ts := range touched {
 		q := ts.queue
-		if !slices.IsSortedFunc(q, byTime) {
+		if !inTimeOrder(q) {
 			slices.SortStableFunc(q, byTime)
 		}
 		err := st.pass(ts, q, final)
@@ -489,6 +489,19 @@ func (st *streamer) flush(final bool) error {
 	// Clearing it cost a write barrier a pointer while a collection ran.
 	st.evs = evs[:0]
 	return st.counters()
+}
+
+// inTimeOrder reports whether a track's events are in byTime's order, as
+// nearly every window's are: slices.IsSortedFunc with byTime inlined,
+// which the check of every event of every window costs a call for.
+func inTimeOrder(evs []*pendingEvent) bool {
+	for i := 1; i < len(evs); i++ {
+		a, b := evs[i-1], evs[i]
+		if a.at.ts > b.at.ts || a.at.ts == b.at.ts && a.order > b.order {
+			return false
+		}
+	}
+	return true
 }
 
 // byTime orders a track's events by time, then file order.
@@ -610,7 +623,7 @@ func (st *streamer) pass(ts *trackStream, evs []*pendingEvent, final bool) error
 		}
 		evs = append(seq, evs...)
 		st.seq = evs
-		if !slices.IsSortedFunc(evs, byTime) {
+		if !inTimeOrder(evs) {
 			slices.SortStableFunc(evs, byTime)
 		}
 		// ts.held is read through seq below and refilled only after.
@@ -680,8 +693,8 @@ func (st *streamer) pair(ts *trackStream, e *pendingEvent) error {
 
 func (st *streamer) begin(ts *trackStream, e *pendingEvent) error {
 	c := st.c
-	s := st.newSlice()
-	*s = openSlice{name: e.name, start: e.at.ts, dur: -1, complete: e.complete, refs: 1}
+	s := st.newSlice() // zeroed
+	s.name, s.start, s.dur, s.complete, s.refs = e.name, e.at.ts, -1, e.complete, 1
 	if e.complete {
 		s.dur = e.dur
 	}
@@ -832,8 +845,8 @@ func (st *streamer) end(ts *trackStream, e *pendingEvent) {
 	st.see(s.start, s.start+max(s.dur, 0))
 }
 
-// newSlice returns an openSlice to fill in: one released, else one of a
-// block made at a time.
+// newSlice returns a zeroed openSlice to fill in: one released (which
+// release zeroed), else one of a block made at a time.
 func (st *streamer) newSlice() *openSlice {
 	if n := len(st.free); n > 0 {
 		s := st.free[n-1]
