@@ -114,7 +114,7 @@ func streamInputs(t *testing.T) map[string][]byte {
 // same error, or gives up (and Decode reads the file buffered). The
 // devprof-written traces must stream.
 func TestDecodeStreamsAsReadTraceReads(t *testing.T) {
-	for _, window := range []int{1, 3, 64, 1 << 15} {
+	for _, window := range []int{1, 3, 64, streamWindow, 1 << 15} { // streamWindow: what Decode uses
 		t.Run("window="+strconv.Itoa(window), func(t *testing.T) {
 			defer func(w int) { streamWindow = w }(streamWindow)
 			streamWindow = window
