@@ -1,29 +1,3 @@
-// Package annotate is how a Go program marks up its own work for devprof:
-// spans (with typed arguments), steps of a training loop, instants,
-// counters and flows. It is a source in devprof's flow: every call appends
-// to the event buffer of the running trace session (package trace) and
-// nothing else; exporters read that buffer when the session stops.
-//
-// A span carries its parent through context.Context:
-//
-//	ctx, span := annotate.Begin(ctx, "forward", annotate.Int("batch", 32))
-//	defer span.End()
-//
-// With no session running, Begin costs one atomic load and returns ctx
-// unchanged. With a session running it takes no lock and allocates nothing:
-// the context it returns is the span's own slot in the event buffer.
-//
-// Names, argument keys and string values are interned in the session's
-// string table. A string the table has seen costs nothing more (a span
-// with a literal name and an int argument: BenchmarkSpanOn, about what two
-// time.Since calls cost, on the project's shared 2-core VM);
-// a new string costs the table's slow path, a lock and a map insert
-// (BenchmarkSpanOnDistinctNames: ~300-600 ns), and the table keeps it
-// for the session. Names built from data (a request id, a file name) are
-// better passed as arguments of a fixed-name span, and numbers as number
-// arguments. The table is bounded (262,144 strings or 32 MiB): past that,
-// new strings read as "(devprof: string table full)" and every output
-// says how many were replaced.
 package annotate
 
 import (

@@ -1,33 +1,3 @@
-// Package trace starts and stops devprof trace sessions: the one place where
-// devprof's flow is wired together. While a session runs, sources (package
-// annotate, and the sources of its source table, such as the CUPTI device
-// tracer) append to its recorder; Stop snapshots the recorder into the
-// event model (package event) and writes it through the format table
-// (package exporters/formats) into the run directory
-//
-//	<logdir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/
-//	    <host>.pftrace         Perfetto: opens in ui.perfetto.dev (devprof serve)
-//	    <host>.xplane.pb       TensorBoard profile: tensorboard --logdir <logdir>, or xprof
-//	    <host>.trace.json.gz   Chrome JSON, with Options.ChromeTrace
-//
-// The log directory may also be a bucket URL (s3://, gs://, azblob://):
-// the files are written locally first and each is uploaded whole when
-// Stop ends (see internal/runstore; README, "Log directories on object
-// storage"). The program links the cloud driver of each scheme it uses
-// with gocloud.dev's blank import (gocloud.dev/blob/s3blob, gcsblob,
-// azureblob): none is linked by default, since they add tens of
-// megabytes to a binary; without it Start fails naming the import.
-//
-// The one-line form mirrors jax.profiler.trace:
-//
-//	stop := trace.Start("/tmp/prof")
-//	defer stop()
-//
-// Only one session runs at a time. Two environment variables change
-// sessions without a change to the program: DEVPROF_DISABLE=1 turns every
-// session into a no-op, and DEVPROF_DEVICE_TRACER=off turns the device
-// tracer (CUPTI, and NVML's GPU metrics in their default auto mode) off,
-// as DeviceTracerLevel: Off does.
 package trace
 
 import (

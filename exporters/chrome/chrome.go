@@ -1,25 +1,3 @@
-// Package chrome writes the Chrome Trace Event Format (JSON, gzip
-// compressed), for tools that read only JSON. It is an exporter in devprof's
-// flow: it reads a stopped session's snapshot (package event) and
-// streams <host>.trace.json.gz.
-//
-// Spans are complete ("X") events on the rows of the host layout, shown as
-// threads of the program's process, or of their own process
-// (event.Process: its pid, numeric or the string label the source had,
-// with process_name, process_labels and process_sort_index metadata);
-// instants are "i" events; counters are "C" events; process and thread
-// names and sort indexes are "M" metadata events. Times are
-// microseconds with nanosecond precision, relative to the session start.
-//
-// Device activity is on threads of one process per device ("GPU <n>"),
-// with the device's counters. A memory tracker's allocations and frees
-// (event/memory.go) are "i" events with their arguments (the address in
-// hex) on a thread named after their track, in the device's process (the
-// program's for host memory), and the device's memory over time is two
-// counters there: "<track> in use" (bytes) and "<track> by tags", one
-// argument per tag set (event.MemoryTimelines: the top 8 by peak, the
-// other tags, what the trace does not account for), which the trace
-// viewer stacks.
 package chrome
 
 import (

@@ -1,23 +1,3 @@
-// Package gotrace reads Go execution traces — the files of go test
-// -trace, /debug/pprof/trace and runtime/trace's FlightRecorder — into
-// the event model, so that devprof convert, summary and serve take them
-// like any trace and write them to Perfetto, TensorBoard's profile or
-// Chrome JSON. It is a reader only (devprof writes no Go execution
-// traces): a row of the one format table (exporters/formats) over
-// internal/gotrace, which makes the same tracks as a session's Go-runtime
-// source: GC cycles and stop-the-world pauses, goroutines per P and per
-// goroutine (named by their start function), user tasks, regions and
-// logs, CPU samples, and heap, goroutine and GOMAXPROCS counters.
-//
-// It streams: golang.org/x/exp/trace holds one generation of the trace
-// at a time, internal/gotrace keeps state for live goroutines only, and
-// the model keeps the first Options.MaxEvents events (the rest are
-// counted as dropped, but for the collector's slices, CollectorEvents
-// more), so memory is bounded whatever the file's size: converting a
-// 3 s, 51 MB trace of a server (9.9 M events, 658,709 goroutines) at the
-// default bounds peaked at 1.22 GB of RSS into .xplane.pb and 1.40 GB
-// into .pftrace (BytesPerEvent). Decode into a sink that keeps little
-// (devprof summary's) holds neither the file nor the events.
 package gotrace
 
 import (
