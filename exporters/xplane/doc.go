@@ -26,7 +26,7 @@
 //	…
 //	err = xplane.Write(f, snap)
 //
-// What Write produces follows what xprof expects (reference/xplane_tsl.md,
+// What Write produces follows what xprof expects (TSL's XPlane schema,
 // and xprof 2.24's converters, which the conformance suite runs):
 //
 //   - a /host:CPU plane with one line per row of the host layout; event and
