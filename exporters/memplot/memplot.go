@@ -1,25 +1,3 @@
-// Package memplot draws device memory by category as images: the
-// breakdown of a profile (membreakdown.Report) as one stacked bar per
-// device, as MXNet's two-bar plot did, and memory over time per device as
-// stacked step areas. It writes SVG or PNG, chosen by the file's
-// extension, through gonum.org/v1/plot (pure Go: no cgo, no system
-// fonts; the Liberation fonts it embeds).
-//
-// In devprof's flow it is an exporter, at the end: it reads the model
-// through membreakdown's report (event.DeviceMemory → membreakdown →
-// memplot) or a Timeline built from a trace's memory events, and writes
-// files, whole or not at all (internal/atomicfile). It is its own package,
-// not part of membreakdown, so that the analysis stays free of a plotting
-// library and its fonts for programs that only want the numbers.
-//
-// # Look
-//
-// Categories are stacked in the report's order, the largest at the
-// bottom, then Others (grey) and, on top, Untrackable (light grey,
-// hatched). Categories take their colours in that order from one palette,
-// so the same report always gives the same colours. The legend, at the
-// right, lists the stack top to bottom. The value axis is in GiB, MiB or
-// KiB, the largest unit the tallest stack reaches one of.
 package memplot
 
 import (
