@@ -1,22 +1,3 @@
-// Package profileserver lets a running Go program be captured remotely, as
-// jax.profiler.start_server lets a JAX program be: it serves gRPC
-// tensorflow.ProfilerService (Profile, Terminate, Monitor), the service
-// that jax.collect_profile and xprof's CAPTURE PROFILE button call.
-//
-//	srv, err := profileserver.StartServer(":9999", profileserver.Options{})
-//	if err != nil { … }
-//	defer srv.Stop()
-//
-// and, from a shell on the same machine:
-//
-//	python -m jax.collect_profile 9999 2000 --log_dir /tmp/prof --no_perfetto_link
-//
-// writes /tmp/prof/plugins/profile/<run>/127.0.0.1_9999.xplane.pb on the
-// client's disk. Each Profile runs one session through trace.Capture, so
-// its options (tracer levels, advanced configuration) are validated
-// exactly as a local session's, and only one session runs at a time. The
-// server writes nothing to its own disk: paths in a request name the
-// client's.
 package profileserver
 
 import (
