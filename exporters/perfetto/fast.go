@@ -161,7 +161,9 @@ func (r *reader) fastPacket(b []byte) (bool, error) {
 // name and arguments, and none of the fields (flows, a duration, a bind
 // id) that only the general path reads, so that no trackEvent is made.
 func (r *reader) queueSlice(typ uint64, hasName bool, track uint64, name string, args []Arg, at timestamp) error {
-	if typ != typeSliceEnd {
+	// A run of events is on one track: sliceTrack's last, which it would
+	// return unchanged, is not looked up again.
+	if typ != typeSliceEnd && (r.lastSliced == nil || r.lastSlicedUUID != track) {
 		if _, err := r.sliceTrack(track, name); err != nil {
 			return err
 		}

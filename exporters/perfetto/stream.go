@@ -548,7 +548,9 @@ func (st *streamer) check() error {
 				}
 			}
 		}
-		if r.settle(&e.at, e.pkt, e.off) {
+		// settle has nothing to do for a good time, which nearly every
+		// one is: it is called for the others only.
+		if (!e.at.ok || e.at.ts < 0) && r.settle(&e.at, e.pkt, e.off) {
 			continue
 		}
 		if e.track != lastUUID || lastTI == nil {
