@@ -1,27 +1,3 @@
-// Package perfettolink is devprof's one-shot "open in ui.perfetto.dev" link
-// server.
-//
-// In devprof's flow, sources record into a trace session and exporters write
-// trace files; perfettolink hands one finished file to ui.perfetto.dev. It
-// serves the file once over plain http on 127.0.0.1:9001, prints a
-// https://ui.perfetto.dev/#!/?url=... link (plus an ssh port-forwarding hint
-// for remote machines), and stops as soon as the UI has fetched the file, as
-// jax.profiler's create_perfetto_link and Perfetto's tools/open_trace_in_ui do.
-//
-// Why 127.0.0.1:9001: the UI's Content-Security-Policy allows plain-http
-// fetches only from exactly http://127.0.0.1:9001 (not localhost, not another
-// port). The server therefore:
-//   - sends Access-Control-Allow-Origin (the UI's origin) and
-//     Cache-Control: no-cache on every response;
-//   - answers CORS preflight OPTIONS requests with 204, including
-//     Access-Control-Allow-Private-Network for Chrome's local network access;
-//   - answers every POST with 404, so the UI's POST /status probe does not
-//     mistake it for a trace_processor RPC server;
-//   - serves GET /<escaped file name> and nothing else (no listing, no other
-//     files, no path traversal);
-//   - rejects requests whose Host header is not an IP literal or localhost
-//     while bound to loopback, so a DNS-rebinding page cannot take the one
-//     fetch.
 package perfettolink
 
 import (
