@@ -1,25 +1,3 @@
-// Package cupti is the CUPTI source of a trace session: while a session
-// runs with the device tracer on, it collects NVIDIA GPU activity through
-// CUPTI (package cuptiwrap) and, when the session stops, writes it into the
-// session's event buffer, where the exporters find it beside the host spans.
-//
-// What it writes, on the session timeline:
-//   - kernels, copies, memsets, allocations and synchronizations as
-//     activity of their event.ActivityKind on one track per device and
-//     stream ("Stream #7(Compute,MemcpyH2D)"), with the model's neutral
-//     arguments (grid, block, registers, shared memory; bytes, copy kind,
-//     memory kinds), from which exporters/xplane derives xprof's stats;
-//   - CUDA runtime and driver API calls on one track per OS thread;
-//   - a flow from each API call to the device work it launched (CUPTI's
-//     correlation id), and the id of the device as device_id on the call;
-//   - for device work launched inside annotate.Device, the span's name as
-//     its annotation argument (CUPTI external correlation);
-//   - a counter of the bytes each device has allocated.
-//
-// CUPTI stamps records with its own clock (CLOCK_REALTIME unless told
-// otherwise). Start measures the offset to the session's monotonic clock
-// with several paired reads and keeps the narrowest; Stop reports which
-// clock was used and how exact the pairing was.
 package cupti
 
 import (
