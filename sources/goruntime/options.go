@@ -1,25 +1,3 @@
-// Package goruntime is the Go-runtime source of a trace session: it runs
-// the Go execution tracer (runtime/trace's flight recorder, into memory)
-// while the session records, and when the session stops it parses the
-// trace (golang.org/x/exp/trace, through internal/gotrace) into the same
-// buffer as the spans and the GPU's kernels: GC cycles and stop-the-world
-// pauses, each P's goroutine executions, each goroutine's states
-// (running, runnable, blocked, in a system call) with its runtime/trace
-// regions and logs, user tasks, and heap, heap-goal, goroutine and
-// GOMAXPROCS counters, all on the session's one monotonic timeline.
-//
-// Each host span is linked to the goroutine it began on: the recorder
-// knows which P a span was reserved on (at no cost to the span), and the
-// trace knows which goroutine ran on that P at that moment. A root span,
-// or one that began on another goroutine than its parent, gets a slice
-// under it on that goroutine's track, which Perfetto links to it. With
-// Options.CPUProfile the CPU profiler's samples (carried in the trace)
-// are matched the same way to the spans they fell in: on the timeline,
-// and as a pprof profile labelled span=<name> (Source.CPUProfile) that
-// the session writes as <host>.cpu.pb.gz.
-//
-// A session runs it at host tracer level 3 (trace.Options.GoRuntime,
-// ModeAuto), or always (ModeOn).
 package goruntime
 
 import (
