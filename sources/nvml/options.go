@@ -1,15 +1,3 @@
-// Package nvml is the device-metrics source of a trace session: through
-// NVIDIA's NVML (github.com/NVIDIA/go-nvml, which loads libnvidia-ml.so.1
-// at run time) it samples each GPU's utilization, memory, power, clocks
-// and temperature into counters on the device, beside the kernels the
-// CUPTI source records, and describes each device (name, UUID, compute
-// capability, SMs, clocks, memory size and bandwidth) so that every output
-// names it and xprof can compute occupancy.
-//
-// A session runs it with the device tracer (trace.Options.GPUMetrics,
-// Mode ModeAuto), or alone (ModeOn) for programs that want counters
-// without CUPTI. On a machine without NVML it records nothing and says so
-// in one line. It needs cgo, as go-nvml does.
 package nvml
 
 import (
