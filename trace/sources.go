@@ -26,6 +26,10 @@ type sourceRow struct {
 	// above every tool) nor a line on standard error.
 	explain func(error) event.Warning
 	quiet   func(c *config, err error) bool
+	// brief, when set, gives the one line standard error shows for a start
+	// error in place of the warning's whole text ("" for the whole text):
+	// a machine without a GPU is no news, and its line stays short.
+	brief func(error) string
 }
 
 var sourceTable = []sourceRow{{
@@ -35,6 +39,7 @@ var sourceTable = []sourceRow{{
 		return cupti.Start(b, c.gpu)
 	},
 	explain: cupti.Explain,
+	brief:   cupti.Brief,
 }, {
 	name: nvml.SourceName,
 	on:   func(c *config) bool { return c.gpuMetrics.Runs(c.deviceLevel > 0) },
@@ -89,7 +94,13 @@ func (s *Session) startSources() {
 				s.meta.Notes = append(s.meta.Notes, event.Note{Source: w.Source, Text: w.Text})
 				continue
 			}
-			printOnce("devprof: " + w.Text)
+			line := w.Text
+			if row.brief != nil {
+				if b := row.brief(err); b != "" {
+					line = b
+				}
+			}
+			printOnce("devprof: " + line)
 			s.meta.Warnings = append(s.meta.Warnings, w)
 			continue
 		}

@@ -25,7 +25,7 @@ func runBreakdown(args []string, stdout, stderr io.Writer) error {
 	kwPath := fs.String("keywords", "", "categorize with the keyword dictionary in `FILE`: JSON ({\"Parameters\": [\"weights\", \"param\"], …}) or YAML, categories in the file's order (default: Parameters, Gradients, Optimizer state, Activations, Workspace, Data)")
 	csvPath := fs.String("csv", "", "also write MXNet's CSV to `OUT`: tag,size_in_MiB, one line per allocation, no header")
 	plotPath := fs.String("plot", "", "also draw the breakdown as stacked bars per device into `OUT`, an .svg or a .png")
-	expected := fs.String("expected-sum", "", "compute Untrackable as `BYTES` (nvidia-smi's figure: 1610612736, 1536MiB, 1.5GiB) minus what is tracked, instead of the NVML figures the profile carries")
+	expected := fs.String("expected_sum", "", "compute Untrackable as `BYTES` (nvidia-smi's figure: 1610612736, 1536MiB, 1.5GiB) minus what is tracked, instead of the NVML figures the profile carries")
 	asJSON := fs.Bool("json", false, "print the breakdown as one JSON object (every tag of every category) for scripts")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -39,7 +39,7 @@ func runBreakdown(args []string, stdout, stderr io.Writer) error {
 	if *expected != "" {
 		n, err := parseBytes(*expected)
 		if err != nil {
-			fmt.Fprintf(stderr, "devprof memory breakdown: -expected-sum %s: %v\n", *expected, err)
+			fmt.Fprintf(stderr, "devprof memory breakdown: -expected_sum %s: %v\n", *expected, err)
 			return errUsage
 		}
 		o.ExpectedSum = n
@@ -174,7 +174,7 @@ func fromWords(f membreakdown.UntrackedFrom) string {
 	case membreakdown.FromNVML:
 		return "NVML at capture"
 	case membreakdown.FromExpectedSum:
-		return "-expected-sum"
+		return "-expected_sum"
 	}
 	return string(f)
 }
@@ -251,7 +251,7 @@ func writeBreakdown(w io.Writer, path, dictName string, dict membreakdown.Dictio
 // where each figure came from.
 func writeUntrackable(w io.Writer, r *membreakdown.Report) {
 	if len(r.Untrackable) == 0 && r.UntrackableTotal == nil {
-		fmt.Fprintln(w, "Untrackable: unknown: the profile carries no NVML figures for its devices; -expected-sum BYTES gives one")
+		fmt.Fprintln(w, "Untrackable: unknown: the profile carries no NVML figures for its devices; -expected_sum BYTES gives one")
 		return
 	}
 	fmt.Fprintln(w, "Untrackable (in use on the device, but in no tracked buffer):")
@@ -275,7 +275,7 @@ func writeUntrackable(w io.Writer, r *membreakdown.Report) {
 	if u := r.UntrackableTotal; u != nil {
 		line(u)
 	} else {
-		rows = append(rows, []string{"  all", "unknown", "(some device has no figure; -expected-sum BYTES gives one)"})
+		rows = append(rows, []string{"  all", "unknown", "(some device has no figure; -expected_sum BYTES gives one)"})
 	}
 	for _, row := range alignRows(rows, map[int]bool{1: true}) {
 		fmt.Fprintln(w, row)

@@ -38,7 +38,7 @@ func TestBreakdownCommand(t *testing.T) {
 	path := writeMemProfile(t, breakdownMemory(), "m.pb.gz")
 	dir := t.TempDir()
 	csvPath, plotPath := filepath.Join(dir, "m.csv"), filepath.Join(dir, "m.png")
-	code, out, errOut := runCLI("memory", "breakdown", path, "-expected-sum", "1GiB", "-csv", csvPath, "-plot", plotPath)
+	code, out, errOut := runCLI("memory", "breakdown", path, "-expected_sum", "1GiB", "-csv", csvPath, "-plot", plotPath)
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -59,7 +59,7 @@ func TestBreakdownCommand(t *testing.T) {
 		"\nOthers: 4.0 MiB in 5 buffers (gpu:0 4.9 KiB, gpu:1 4.0 MiB)\n",
 		"  4.0 MiB        4  unknown:train.go:71:main.step train/step\n",
 		"  4.9 KiB        1  unknown\n",
-		"Untrackable (in use on the device, but in no tracked buffer):\n  all  +" + size(1<<30-tracked, false) + "  = 1.0 GiB (-expected-sum) − " + size(tracked, false) + " tracked\n",
+		"Untrackable (in use on the device, but in no tracked buffer):\n  all  +" + size(1<<30-tracked, false) + "  = 1.0 GiB (-expected_sum) − " + size(tracked, false) + " tracked\n",
 		"warning: \"grad,weights\" (2 buffers, 4.0 MiB) matched Parameters and Gradients: counted in each\n",
 		"CSV (MXNet's layout): " + csvPath + "\nplot: " + plotPath + "\n",
 	} {
@@ -140,7 +140,7 @@ func TestBreakdownNVML(t *testing.T) {
 	m.Devices = m.Devices[:1]
 	buf.Reset()
 	writeBreakdown(&buf, "m.pb.gz", "the default dictionary", membreakdown.DefaultDictionary(), m, membreakdown.Categorize(m, membreakdown.DefaultDictionary(), membreakdown.Options{}))
-	for _, want := range []string{"gpu:1 unknown (no NVML figure for it in the profile)", "all unknown (some device has no figure; -expected-sum BYTES gives one)"} {
+	for _, want := range []string{"gpu:1 unknown (no NVML figure for it in the profile)", "all unknown (some device has no figure; -expected_sum BYTES gives one)"} {
 		if !hasLine(buf.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, buf.String())
 		}
@@ -148,7 +148,7 @@ func TestBreakdownNVML(t *testing.T) {
 	m.Devices = nil
 	buf.Reset()
 	writeBreakdown(&buf, "m.pb.gz", "the default dictionary", membreakdown.DefaultDictionary(), m, membreakdown.Categorize(m, membreakdown.DefaultDictionary(), membreakdown.Options{}))
-	if !strings.Contains(buf.String(), "Untrackable: unknown: the profile carries no NVML figures for its devices; -expected-sum BYTES gives one\n") {
+	if !strings.Contains(buf.String(), "Untrackable: unknown: the profile carries no NVML figures for its devices; -expected_sum BYTES gives one\n") {
 		t.Errorf("no figures:\n%s", buf.String())
 	}
 }
@@ -255,7 +255,7 @@ func TestBreakdownUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{path, "-plot", "m.jpg"}, "-plot m.jpg: cannot tell the image format: name a .svg or a .png file"},
-		{[]string{path, "-expected-sum", "1.5G"}, `-expected-sum 1.5G: "G" is ambiguous: say GiB (binary) or GB (decimal)`},
+		{[]string{path, "-expected-sum", "1.5G"}, `-expected_sum 1.5G: "G" is ambiguous: say GiB (binary) or GB (decimal)`},
 		{[]string{path, "-expected-sum", "0"}, "want more than 0 bytes"},
 		{[]string{path, "-expected-sum", "lots"}, "want a size such as"},
 		{[]string{}, "want exactly one INPUT"},
@@ -385,7 +385,7 @@ func TestMemoryStillReadsFiles(t *testing.T) {
 	if code, out, _ := runCLI("memory", path); code != 0 || !strings.Contains(out, "TOTAL") {
 		t.Errorf("memory FILE: exit %d\n%s", code, out)
 	}
-	if code, _, help := runCLI("help", "memory", "breakdown"); code != 0 || !strings.HasPrefix(help, "Usage: devprof memory breakdown ") {
+	if code, help, _ := runCLI("help", "memory", "breakdown"); code != 0 || !strings.HasPrefix(help, "Usage: devprof memory breakdown ") {
 		t.Errorf("help memory breakdown: exit %d\n%s", code, help)
 	}
 }

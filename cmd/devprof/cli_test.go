@@ -58,7 +58,7 @@ func TestFlagsAfterArguments(t *testing.T) {
 // flagNames returns the flags a command's -h lists.
 func flagNames(help string) []string {
 	var names []string
-	for _, m := range regexp.MustCompile(`(?m)^  -([a-z]+)`).FindAllStringSubmatch(help, -1) {
+	for _, m := range regexp.MustCompile(`(?m)^  -([a-z_]+)`).FindAllStringSubmatch(help, -1) {
 		names = append(names, m[1])
 	}
 	return names
@@ -70,9 +70,10 @@ func flagNames(help string) []string {
 func TestCommandHelpIsComplete(t *testing.T) {
 	_, top, _ := runCLI("-h")
 	for _, c := range commands {
-		code, stdout, help := runCLI(append(strings.Fields(c.name), "-h")...)
-		if code != 0 || stdout != "" {
-			t.Errorf("%s -h: exit %d, stdout %q", c.name, code, stdout)
+		// Help is asked-for output: stdout, so that | less shows it.
+		code, help, stderr := runCLI(append(strings.Fields(c.name), "-h")...)
+		if code != 0 || stderr != "" {
+			t.Errorf("%s -h: exit %d, stderr %q", c.name, code, stderr)
 		}
 		names := flagNames(help)
 		if c.name == "demo" && !slices.Contains(names, "chrome") || c.name == "summary" && !slices.Contains(names, "json") {
@@ -156,15 +157,20 @@ func TestVersionAndExitStatus(t *testing.T) {
 	if code, stdout, _ := runCLI("-h"); code != 0 || !strings.Contains(stdout, "Usage") {
 		t.Errorf("-h: exit %d, %q", code, stdout)
 	}
-	if code, _, stderr := runCLI("help", "summary"); code != 0 || !strings.Contains(stderr, "Usage: devprof summary") {
-		t.Errorf("help summary: exit %d, %q", code, stderr)
+	if code, stdout, _ := runCLI("help", "summary"); code != 0 || !strings.Contains(stdout, "Usage: devprof summary") {
+		t.Errorf("help summary: exit %d, %q", code, stdout)
 	}
 	path := twoSpans(t, "x.pftrace", formats.Perfetto)
 	if code, stdout, stderr := runCLI("summary", path, "-top", "-1"); code != 2 || stdout != "" || !strings.Contains(stderr, "-top -1: want 0 (all) or more") {
 		t.Errorf("-top -1: exit %d, stdout %q, stderr %q; want a usage error", code, stdout, stderr)
 	}
-	if code, _, _ := runCLI("summary", path, "-sort", "bogus"); code != 1 {
-		t.Errorf("-sort bogus: exit %d, want 1", code)
+	// A usage error is found before any file is read: the file need not exist.
+	missing := filepath.Join(t.TempDir(), "missing.pftrace")
+	if code, _, stderr := runCLI("summary", missing, "-sort", "bogus"); code != 2 || !strings.Contains(stderr, `-sort "bogus": want one of total, self`) {
+		t.Errorf("-sort bogus: exit %d, stderr %q; want 2 naming the keys", code, stderr)
+	}
+	if code, _, stderr := runCLI("demo", "-steps", "0"); code != 2 || !strings.Contains(stderr, "at least 1") {
+		t.Errorf("demo -steps 0: exit %d, stderr %q; want 2", code, stderr)
 	}
 }
 

@@ -43,7 +43,7 @@ func runCollect(args []string, stdout, stderr io.Writer) (err error) {
 	logdir := fs.String("log_dir", "", "log directory; the run goes to `DIR`/plugins/profile/<run> (default: a new temporary directory)")
 	hostLevel := fs.Uint("host_tracer_level", 2, "host tracer level: 0 off, 1 user annotations, 2 also expensive runtime work, 3 also verbose")
 	deviceLevel := fs.Uint("device_tracer_level", 1, "device tracer level: 0 off, 1 on")
-	pythonLevel := fs.Uint("python_tracer_level", 1, "Python tracer level, for JAX servers: 0 off, 1 on (a Go server ignores it)")
+	pythonLevel := fs.Uint("python_tracer_level", 0, "Python tracer level, for JAX servers: 0 off (not sent), 1 on (a Go server ignores it)")
 	noLink := fs.Bool("no_perfetto_link", false, "write the merged Perfetto trace but serve no ui.perfetto.dev link")
 	timeout := fs.Duration("timeout", 0, "per-host limit on the whole capture (default: 2 × the duration + 60s, as TSL's client)")
 	snapshot := fs.Bool("snapshot", false, "take each host's flight-recorder snapshot (GetSnapshot: the last seconds it kept) at once, instead of capturing DURATION_MS")
@@ -63,7 +63,8 @@ func runCollect(args []string, stdout, stderr io.Writer) (err error) {
 	}
 	addrs, err := collectAddrs(fs.Arg(0))
 	if err != nil {
-		return err
+		fmt.Fprintf(stderr, "devprof collect: %v\n", err)
+		return errUsage
 	}
 	var d time.Duration
 	if *snapshot {
@@ -73,7 +74,8 @@ func runCollect(args []string, stdout, stderr io.Writer) (err error) {
 	} else {
 		ms, err := strconv.ParseUint(fs.Arg(1), 10, 32)
 		if err != nil || ms == 0 {
-			return fmt.Errorf("DURATION_MS %q: want a positive number of milliseconds", fs.Arg(1))
+			fmt.Fprintf(stderr, "devprof collect: DURATION_MS %q: want a positive number of milliseconds\n", fs.Arg(1))
+			return errUsage
 		}
 		d = time.Duration(ms) * time.Millisecond
 		if *timeout <= 0 {

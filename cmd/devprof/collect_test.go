@@ -111,9 +111,10 @@ func TestCollectBadArguments(t *testing.T) {
 		want string
 	}{
 		{[]string{"collect", "127.0.0.1:9999"}, 2, "want ADDR"},
-		{[]string{"collect", "9999", "100"}, 1, `address "9999"`},
-		{[]string{"collect", "127.0.0.1:x", "100"}, 1, "not a number"},
-		{[]string{"collect", "127.0.0.1:9999", "0"}, 1, "DURATION_MS"},
+		{[]string{"collect", "9999", "100"}, 2, `address "9999"`},
+		{[]string{"collect", "127.0.0.1:x", "100"}, 2, "not a number"},
+		{[]string{"collect", "127.0.0.1:9999", "0"}, 2, "DURATION_MS"},
+		{[]string{"collect", "127.0.0.1:9999", "abc"}, 2, "DURATION_MS"},
 	} {
 		code, _, stderr := runCLI(append(tc.args, "--log_dir", t.TempDir())...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) {

@@ -3,10 +3,14 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/internal/runstore"
+	"github.com/devprof/devprof/sources/cupti"
+	"github.com/devprof/devprof/trace"
 )
 
 func runConvert(args []string, stdout, stderr io.Writer) error {
@@ -45,7 +49,20 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s (%s, %s) → %s (%s) in %v\n", in, inFmt.Display, plural(int64(len(s.Events)), "event"), out, outFmt.Display, time.Since(start).Round(time.Millisecond))
 	for _, w := range s.Meta.Warnings {
+		if w.Source == cupti.SourceName && w.Code == cupti.CodeUnavailable && deviceTracerOff() {
+			continue // the user said GPU tracing is off: its absence is no news
+		}
 		fmt.Fprintf(stderr, "devprof convert: note: %s\n", w.Text)
 	}
 	return nil
+}
+
+// deviceTracerOff reports whether DEVPROF_DEVICE_TRACER turns the device
+// tracer off, as trace sessions read it.
+func deviceTracerOff() bool {
+	switch strings.ToLower(strings.TrimSpace(os.Getenv(trace.EnvDeviceTracer))) {
+	case "off", "0", "false":
+		return true
+	}
+	return false
 }

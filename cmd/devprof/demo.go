@@ -17,12 +17,12 @@ import (
 
 func runDemo(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("demo", stderr)
-	logdir := fs.String("logdir", filepath.Join(os.TempDir(), "devprof-demo"), "log directory; the trace goes to `DIR`/plugins/profile/<run>/")
+	logdir := fs.String("log_dir", filepath.Join(os.TempDir(), "devprof-demo"), "log directory; the trace goes to `DIR`/plugins/profile/<run>/")
 	steps := fs.Int("steps", 40, "training steps")
 	workers := fs.Int("workers", 4, "data-parallel worker goroutines")
 	link := fs.Bool("link", false, "after training, serve the trace once to ui.perfetto.dev and wait until it is opened")
 	chromeJSON := fs.Bool("chrome", true, "also write <host>.trace.json.gz (Chrome JSON)")
-	goRuntime := fs.Bool("go-runtime", true, "also show the Go runtime: GC, stop-the-world pauses, goroutines per P and per goroutine, heap (the session's GoRuntime source)")
+	goRuntime := fs.Bool("go_runtime", true, "also show the Go runtime: GC, stop-the-world pauses, goroutines per P and per goroutine, heap (the session's GoRuntime source)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -32,7 +32,8 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	if *steps < 1 || *workers < 1 {
-		return fmt.Errorf("-steps and -workers must be at least 1")
+		fmt.Fprintf(stderr, "devprof demo: -steps %d -workers %d: both must be at least 1\n", *steps, *workers)
+		return errUsage
 	}
 	out, _, err := demo(context.Background(), *logdir, mlpdemo.Config{Steps: *steps, Workers: *workers, Out: stdout}, *chromeJSON, *goRuntime, stdout)
 	if err != nil {

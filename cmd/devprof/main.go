@@ -10,11 +10,11 @@
 //
 // Usage:
 //
-//	devprof demo [-logdir DIR] [-steps N] [-workers N] [-link] [-chrome=false] [-go-runtime=false]
+//	devprof demo [-log_dir DIR] [-steps N] [-workers N] [-link] [-chrome=false] [-go_runtime=false]
 //	devprof serve [-timeout D] [-max_events N] [-max_goroutines N] FILE
 //	devprof summary [-top N] [-sort KEY] [-json] [-max_events N] [-max_goroutines N] FILE
 //	devprof memory [-n N] [-bytes] [-stack] [-base BEFORE] [-json] FILE
-//	devprof memory breakdown [-keywords FILE] [-csv OUT] [-plot OUT.svg|OUT.png] [-expected-sum BYTES] [-json] INPUT
+//	devprof memory breakdown [-keywords FILE] [-csv OUT] [-plot OUT.svg|OUT.png] [-expected_sum BYTES] [-json] INPUT
 //	devprof memory timeline [-keywords FILE] [-tags] [-top N] [-plot OUT.svg|OUT.png] [-json] INPUT
 //	devprof collect [--log_dir DIR] [--host_tracer_level N] [--device_tracer_level N] [--python_tracer_level N] [--no_perfetto_link] [--timeout D] ADDR[,ADDR…] DURATION_MS | --snapshot ADDR[,ADDR…]
 //	devprof convert [-max_events N] [-max_goroutines N] IN OUT
@@ -53,7 +53,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"demo", "[-logdir DIR] [-steps N] [-workers N] [-link] [-chrome=false] [-go-runtime=false]", "train a small MLP in Go under a trace session and write its trace",
+		{"demo", "[-log_dir DIR] [-steps N] [-workers N] [-link] [-chrome=false] [-go_runtime=false]", "train a small MLP in Go under a trace session and write its trace",
 			"devprof demo -steps 100 -link", runDemo},
 		{"serve", "[-timeout D] [-max_events N] [-max_goroutines N] FILE", "serve a trace once to ui.perfetto.dev (one-shot link); .xplane.pb and Chrome JSON are converted to Perfetto first",
 			"devprof serve /tmp/prof/plugins/profile/2025_01_02_03_04_05/host.pftrace", runServe},
@@ -61,8 +61,8 @@ func init() {
 			"devprof summary /tmp/prof -top 5 -sort self", runSummary},
 		{"memory", "[-n N] [-bytes] [-stack] [-base BEFORE] [-json] FILE", "list who holds device memory in a memory profile (pprof: devprof's or jax.profiler.save_device_memory_profile's), largest first; with -base, what grew since BEFORE, by allocation site (by category: devprof memory breakdown)",
 			"devprof memory -base before.pb.gz after.pb.gz", runMemory},
-		{"memory breakdown", "[-keywords FILE] [-csv OUT] [-plot OUT.svg|OUT.png] [-expected-sum BYTES] [-json] INPUT",
-			"break device memory down by category (MXNet's GPU memory profiler: keyword dictionary, Others, Untrackable against NVML's figures or -expected-sum) from a memory profile, or a run or log directory's newest one",
+		{"memory breakdown", "[-keywords FILE] [-csv OUT] [-plot OUT.svg|OUT.png] [-expected_sum BYTES] [-json] INPUT",
+			"break device memory down by category (MXNet's GPU memory profiler: keyword dictionary, Others, Untrackable against NVML's figures or -expected_sum) from a memory profile, or a run or log directory's newest one",
 			"devprof memory breakdown -keywords keywords.yaml -plot memory.png /tmp/prof", runBreakdown},
 		{"memory timeline", "[-keywords FILE] [-tags] [-top N] [-plot OUT.svg|OUT.png] [-json] INPUT",
 			"device memory over a trace recorded with device-memory tracking, per device, stacked by category (or by tag set): the split at each device's peak, and with -plot the whole timeline",
@@ -125,6 +125,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		args[0] = "version"
 	}
 	if c, n := lookup(args); c != nil {
+		if wantsHelp(args[n:]) {
+			// Help is output asked for: on stdout, so that | less shows it.
+			stderr = stdout
+		}
 		err := c.run(args[n:], stdout, stderr)
 		switch {
 		case err == nil:
@@ -137,9 +141,64 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "devprof %s: %v\n", c.name, err)
 		return 1
 	}
+	if near := nearestCommand(args[0]); near != "" {
+		fmt.Fprintf(stderr, "devprof: unknown command %q; did you mean %q?\nRun 'devprof -h' for the list of commands.\n", args[0], near)
+		return 2
+	}
 	fmt.Fprintf(stderr, "devprof: unknown command %q\n\n", args[0])
 	usage(stderr)
 	return 2
+}
+
+// wantsHelp reports whether args ask for a command's help (-h, -help,
+// --help before any "--").
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// nearestCommand returns the command name closest to a mistyped one
+// (within two edits, or one for a short word), or "".
+func nearestCommand(word string) string {
+	best, bestD := "", 3
+	if len(word) <= 4 {
+		bestD = 2
+	}
+	for _, c := range commands {
+		name, _, _ := strings.Cut(c.name, " ")
+		if d := editDistance(word, name); d < bestD {
+			best, bestD = name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func usage(w io.Writer) {
@@ -181,6 +240,7 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 // the rest as fs.Args(); "--" ends the flags. Flag errors map to errUsage
 // (the flag package already printed them).
 func parse(fs *flag.FlagSet, args []string) error {
+	args = canonicalFlags(fs, args)
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -202,6 +262,43 @@ func parse(fs *flag.FlagSet, args []string) error {
 	// Parsing "--" alone sets fs.Args() to the positional arguments and
 	// leaves the flags as set.
 	return fs.Parse(append([]string{"--"}, pos...))
+}
+
+// flagAliases are earlier spellings of flags, kept working silently:
+// every flag is now spelled with underscores, as pprof's and
+// jax.collect_profile's are (-log_dir, -max_events).
+var flagAliases = map[string]string{"logdir": "log_dir"}
+
+// canonicalFlags rewrites a flag spelled the earlier way (-logdir,
+// -go-runtime, -expected-sum) to the one fs defines, leaving everything
+// after "--" and every flag fs knows as it is.
+func canonicalFlags(fs *flag.FlagSet, args []string) []string {
+	var out []string
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		dashes := len(a) - len(strings.TrimLeft(a, "-"))
+		name, value, hasValue := strings.Cut(a[dashes:], "=")
+		if dashes == 0 || dashes > 2 || name == "" || fs.Lookup(name) != nil {
+			out = append(out, a)
+			continue
+		}
+		alias, ok := flagAliases[name]
+		if !ok {
+			alias = strings.ReplaceAll(name, "-", "_")
+		}
+		if fs.Lookup(alias) == nil {
+			out = append(out, a)
+			continue
+		}
+		a = a[:dashes] + alias
+		if hasValue {
+			a += "=" + value
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 func upperFirst(s string) string {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"io"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"runtime"
 	rtrace "runtime/trace"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,10 +84,17 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		t.Errorf("unknown: %d %q", code, e)
 	}
 	for _, c := range []string{"demo", "serve", "summary", "convert"} {
-		code, _, e := runCLI(c, "-h")
-		if code != 0 || !strings.Contains(e, "Usage: devprof "+c) {
-			t.Errorf("%s -h: %d %q", c, code, e)
+		code, out, e := runCLI(c, "-h")
+		if code != 0 || !strings.Contains(out, "Usage: devprof "+c) || e != "" {
+			t.Errorf("%s -h: %d stdout %q stderr %q", c, code, out, e)
 		}
+	}
+	// A mistyped command gets a suggestion, not the whole usage.
+	if code, _, e := runCLI("sumary", "x.pftrace"); code != 2 || !strings.Contains(e, `did you mean "summary"?`) || strings.Contains(e, "Environment") {
+		t.Errorf("sumary: %d %q", code, e)
+	}
+	if near := nearestCommand("frobnicate"); near != "" {
+		t.Errorf("frobnicate: suggested %q", near)
 	}
 	if code, _, e := runCLI("summary"); code != 2 || !strings.Contains(e, "exactly one FILE") {
 		t.Errorf("summary without file: %d %q", code, e)
@@ -440,5 +449,27 @@ func TestGoTraceMaxEvents(t *testing.T) {
 	}
 	if code, _, stderr := runCLI("summary", "-max_events", "-1", in); code != 2 || !strings.Contains(stderr, "want 0") {
 		t.Errorf("-max_events -1: exit %d, %s", code, stderr)
+	}
+}
+
+// Every flag is spelled with underscores; the earlier spellings keep
+// working, silently.
+func TestEarlierFlagSpellings(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.String("log_dir", "", "")
+	fs.Bool("go_runtime", true, "")
+	fs.String("expected_sum", "", "")
+	got := canonicalFlags(fs, []string{"-logdir", "d", "--go-runtime=false", "-expected-sum=1GiB", "-unknown-flag", "file", "--", "-logdir"})
+	want := []string{"-log_dir", "d", "--go_runtime=false", "-expected_sum=1GiB", "-unknown-flag", "file", "--", "-logdir"}
+	if !slices.Equal(got, want) {
+		t.Errorf("canonicalFlags: %q, want %q", got, want)
+	}
+	dir := t.TempDir()
+	code, _, stderr := runCLI("demo", "-logdir", dir, "-go-runtime=false", "-steps", "1", "-chrome=false")
+	if code != 0 || strings.Contains(stderr, "flag provided but not defined") {
+		t.Fatalf("demo with the earlier spellings: exit %d, %s", code, stderr)
+	}
+	if runs, _ := filepath.Glob(filepath.Join(dir, "plugins", "profile", "*", "*.pftrace")); len(runs) != 1 {
+		t.Errorf("demo -logdir %s wrote %v", dir, runs)
 	}
 }

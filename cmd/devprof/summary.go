@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -36,6 +37,10 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 		// -1 is a common guess for "all"; say what means all rather than
 		// guess what a negative count means.
 		fmt.Fprintf(stderr, "devprof summary: -top %d: want 0 (all) or more\n", *top)
+		return errUsage
+	}
+	if !slices.Contains(spanstats.SortKeys, *sortBy) {
+		fmt.Fprintf(stderr, "devprof summary: -sort %q: want one of %s\n", *sortBy, strings.Join(spanstats.SortKeys, ", "))
 		return errUsage
 	}
 	path, err := oneFile(fs)

@@ -25,6 +25,22 @@ func Explain(err error) event.Warning {
 	return w
 }
 
+// Brief returns the one line a session prints on standard error when
+// Start failed with err on a machine that simply has no GPU (no driver or
+// device, or neither libcupti nor CUDA installed): short, naming where
+// the details are and how to silence it. It returns "" for every other
+// error, whose whole text (Explain's) is what the user needs to act on.
+func Brief(err error) string {
+	const tail = " (the trace's warnings say more; DEVPROF_DEVICE_TRACER=off silences it)"
+	switch {
+	case errors.Is(err, cuptiwrap.ErrNoDevice):
+		return "GPU tracing off: no NVIDIA GPU or driver" + tail
+	case errors.Is(err, cuptiwrap.ErrLibraryNotFound) && !cudaLooksInstalled() && os.Getenv("DEVPROF_VERBOSE") != "1":
+		return "GPU tracing off: no libcupti or CUDA found" + tail
+	}
+	return ""
+}
+
 // cudaLooksInstalled reports whether the user has told devprof where CUDA
 // is, or a toolkit sits in its usual place.
 func cudaLooksInstalled() bool {

@@ -46,3 +46,22 @@ func TestExplain(t *testing.T) {
 		t.Errorf("warning for %v: %q, want the full explanation", perm, n)
 	}
 }
+
+// On a machine without a GPU a session prints one short line, which says
+// where the details are and how to silence it; every other failure keeps
+// its whole text.
+func TestBriefIsOneShortLine(t *testing.T) {
+	t.Setenv("CUDA_HOME", "")
+	t.Setenv("CUDA_PATH", "")
+	t.Setenv("DEVPROF_CUPTI_LIB", "")
+	t.Setenv("DEVPROF_VERBOSE", "")
+	for _, err := range []error{cuptiwrap.ErrNoDevice, fmt.Errorf("cuptiSubscribe: %w", cuptiwrap.ErrNoDevice)} {
+		b := Brief(err)
+		if line := "devprof: " + b; b == "" || len(line) > 120 || !strings.Contains(b, "DEVPROF_DEVICE_TRACER=off") || strings.Contains(b, "\n") {
+			t.Errorf("Brief(%v) = %q (%d characters with its prefix): want one line of at most 120 naming the switch", err, b, len(line))
+		}
+	}
+	if b := Brief(cuptiwrap.ErrPermission); b != "" {
+		t.Errorf("Brief(ErrPermission) = %q: a failure to act on keeps its whole text", b)
+	}
+}
