@@ -413,6 +413,9 @@ func Detect(path string) (*Format, error) {
 	case pprof.Sniff(head):
 		return nil, profileError(path)
 	}
+	if what := knownNonTrace(head); what != "" {
+		return nil, fmt.Errorf("%s is not a trace (%s)", path, what)
+	}
 	var best *Format
 	bestMatch := NoMatch
 	for _, f := range all {
@@ -429,7 +432,40 @@ func Detect(path string) (*Format, error) {
 	case byName != nil:
 		return byName, nil
 	}
-	return nil, fmt.Errorf("%s: cannot tell its format: the name ends in none of %s, and the content is not a %s trace", path, extensionList(), displayList())
+	return nil, fmt.Errorf("%s: cannot tell its format: the name ends in none of %s, and the content is none of %s", path, extensionList(), displayList())
+}
+
+// nonTraces are the leading bytes of common files that are not traces,
+// and what they are. None of them can begin a trace of the table's
+// formats (a protobuf stream's first byte there is a field tag of wire
+// type 2, JSON's a bracket, a Go trace's "go 1."), so a file that begins
+// with one is named for what it is instead of failing deep in a reader.
+var nonTraces = []struct{ magic, what string }{
+	{"\x89PNG\r\n\x1a\n", "a PNG image"},
+	{"\xff\xd8\xff", "a JPEG image"},
+	{"GIF87a", "a GIF image"},
+	{"GIF89a", "a GIF image"},
+	{"%PDF-", "a PDF document"},
+	{"PK\x03\x04", "a zip archive"},
+	{"\x7fELF", "an ELF executable"},
+	{"\x00asm", "a WebAssembly module"},
+	{"SQLite format 3\x00", "an SQLite database"},
+	{"<?xml", "an XML document"},
+	{"<svg", "an SVG image"},
+	{"BZh", "a bzip2 file (devprof reads gzip)"},
+	{"\xfd7zXZ\x00", "an xz file (devprof reads gzip)"},
+	{"\x28\xb5\x2f\xfd", "a zstd file (devprof reads gzip)"},
+}
+
+// knownNonTrace returns what head's file is when it is a known kind of
+// file that is not a trace, or "".
+func knownNonTrace(head []byte) string {
+	for _, n := range nonTraces {
+		if bytes.HasPrefix(head, []byte(n.magic)) {
+			return n.what
+		}
+	}
+	return ""
 }
 
 // settle decides between the format a file's name asks for and the one
