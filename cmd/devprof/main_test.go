@@ -106,8 +106,8 @@ func TestHelpAndUsageErrors(t *testing.T) {
 
 // TestServeAnyFormat: serve opens every format devprof reads in the
 // Perfetto UI: a Perfetto trace as it is, an XSpace (which the UI cannot
-// open) and Chrome JSON converted on the fly into a temporary file that is
-// gone once the link is used.
+// open) and Chrome JSON converted on the fly into a Perfetto file kept
+// beside the input (nothing is left in the temporary directory).
 func TestServeAnyFormat(t *testing.T) {
 	dir := t.TempDir()
 	tmp := t.TempDir()
@@ -122,12 +122,14 @@ func TestServeAnyFormat(t *testing.T) {
 		name      string
 		f         *formats.Format
 		converted bool
+		kept      bool // h.pftrace is there already: never overwritten
 	}{
-		{"h.pftrace", formats.Perfetto, false},
-		{"h.xplane.pb", formats.XPlane, true},
-		{"misnamed.pftrace", formats.XPlane, true},
-		{"h.json.gz", formats.Chrome, true},
-		{"trace.out", formats.GoTrace, true},
+		{"h.pftrace", formats.Perfetto, false, false},
+		{"h.xplane.pb", formats.XPlane, true, false},
+		{"x.xplane.pb", formats.XPlane, true, true},
+		{"misnamed.pftrace", formats.XPlane, true, true},
+		{"j.json.gz", formats.Chrome, true, true},
+		{"trace.out", formats.GoTrace, true, true},
 	} {
 		path := filepath.Join(dir, c.name)
 		if c.f == formats.GoTrace {
@@ -202,6 +204,16 @@ func TestServeAnyFormat(t *testing.T) {
 		}
 		if left, _ := os.ReadDir(tmp); len(left) != 0 {
 			t.Errorf("serve %s left %v in the temporary directory", c.name, left)
+		}
+		// What the link served (and the UI's "drag it here" names) is
+		// kept beside the input, where it outlives serve.
+		said = strings.Contains(strings.Join(out, "\n"), "kept as "+renamed(path, c.f, formats.Perfetto))
+		temporary := strings.Contains(strings.Join(out, "\n"), "in a temporary file, removed when serve ends")
+		if said != c.kept || temporary != (c.converted && !c.kept) {
+			t.Errorf("serve %s: said kept %v, temporary %v; want kept %v\n%s", c.name, said, temporary, c.kept, strings.Join(out, "\n"))
+		}
+		if _, err := os.Stat(renamed(path, c.f, formats.Perfetto)); c.kept && err != nil {
+			t.Errorf("serve %s: the converted trace is not kept: %v", c.name, err)
 		}
 	}
 }

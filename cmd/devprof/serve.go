@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -54,16 +55,33 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		// The UI does not open an XSpace at all, and reads Chrome JSON with
 		// its own importer; a Perfetto trace converted from what devprof
 		// read opens in either case and shows what devprof summary shows.
-		tmp, err := os.MkdirTemp("", "devprof-serve-")
-		if err != nil {
-			return err
+		// The converted file is kept beside the input when it can be, so
+		// that the file the link names (and the UI's "drag it here") is
+		// still there afterwards; else it is a temporary file, and the
+		// message says it goes.
+		conv := renamed(path, f, formats.Perfetto)
+		kept := !runstore.IsURL(path)
+		if kept {
+			if _, err := os.Stat(conv); err == nil || !errors.Is(err, os.ErrNotExist) {
+				kept = false // never overwrite what is there
+			} else if err := formats.WriteFile(conv, formats.Perfetto, s); err != nil {
+				kept = false // a directory we may not write: a temporary file instead
+			}
 		}
-		defer os.RemoveAll(tmp)
-		conv := filepath.Join(tmp, filepath.Base(renamed(path, f, formats.Perfetto)))
-		if err := formats.WriteFile(conv, formats.Perfetto, s); err != nil {
-			return err
+		if kept {
+			fmt.Fprintf(stdout, "devprof serve: %s is a %s; serving it converted to Perfetto, kept as %s\n", path, f.Display, conv)
+		} else {
+			tmp, err := os.MkdirTemp("", "devprof-serve-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(tmp)
+			conv = filepath.Join(tmp, filepath.Base(conv))
+			if err := formats.WriteFile(conv, formats.Perfetto, s); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "devprof serve: %s is a %s; serving it converted to Perfetto in a temporary file, removed when serve ends (devprof convert keeps one)\n", path, f.Display)
 		}
-		fmt.Fprintf(stdout, "devprof serve: %s is a %s; serving it converted to Perfetto (removed when done)\n", path, f.Display)
 		path = conv
 	}
 	return serve(path, *timeout, stdout)
