@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/annotate"
-	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/exporters/xplane"
+	"github.com/devprof/devprof/internal/conformance"
 	"github.com/devprof/devprof/profileserver"
 )
 

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/annotate"
-	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/exporters/formats"
+	"github.com/devprof/devprof/internal/conformance"
 	"github.com/devprof/devprof/internal/recorder"
 	"github.com/devprof/devprof/trace"
 )

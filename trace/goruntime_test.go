@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/annotate"
-	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
+	"github.com/devprof/devprof/internal/conformance"
 	"github.com/devprof/devprof/internal/gotrace"
 	"github.com/devprof/devprof/trace"
 )

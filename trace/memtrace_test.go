@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/annotate"
-	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/devmem"
+	"github.com/devprof/devprof/internal/conformance"
 	"github.com/devprof/devprof/trace"
 )
 

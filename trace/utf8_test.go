@@ -11,12 +11,12 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/devprof/devprof/annotate"
-	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/chrome"
 	"github.com/devprof/devprof/exporters/perfetto"
 	"github.com/devprof/devprof/exporters/xplane"
 	"github.com/devprof/devprof/exporters/xplane/xplanepb"
+	"github.com/devprof/devprof/internal/conformance"
 	"github.com/devprof/devprof/trace"
 )
 

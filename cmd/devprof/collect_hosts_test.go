@@ -18,9 +18,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/devprof/devprof/annotate"
-	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
+	"github.com/devprof/devprof/internal/conformance"
 	"github.com/devprof/devprof/profileserver"
 )
 

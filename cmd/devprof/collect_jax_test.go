@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/perfetto"
 	"github.com/devprof/devprof/exporters/xplane"
+	"github.com/devprof/devprof/internal/conformance"
 )
 
 // venvPython returns the conformance virtualenv's interpreter (.venv at

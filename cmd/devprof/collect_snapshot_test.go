@@ -9,8 +9,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/exporters/formats"
+	"github.com/devprof/devprof/internal/conformance"
 	"github.com/devprof/devprof/trace"
 )
 

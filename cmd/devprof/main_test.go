@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
+	"github.com/devprof/devprof/internal/conformance"
 	"github.com/devprof/devprof/internal/gotrace"
 	"github.com/devprof/devprof/internal/mlpdemo"
 )

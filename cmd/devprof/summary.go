@@ -14,7 +14,7 @@ import (
 	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/internal/gotrace"
 	"github.com/devprof/devprof/internal/metatext"
-	"github.com/devprof/devprof/spanstats"
+	"github.com/devprof/devprof/internal/spanstats"
 )
 
 func runSummary(args []string, stdout, stderr io.Writer) error {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/gotrace"
-	"github.com/devprof/devprof/spanstats"
+	"github.com/devprof/devprof/internal/spanstats"
 )
 
 // summaryAggregator is the event.Sink devprof summary reads a trace

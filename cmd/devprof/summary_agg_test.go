@@ -16,7 +16,7 @@ import (
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/exporters/perfetto"
-	"github.com/devprof/devprof/spanstats"
+	"github.com/devprof/devprof/internal/spanstats"
 )
 
 // summaryTraces are the repository's traces of every format that summary

@@ -13,7 +13,7 @@ import (
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/gotrace"
-	"github.com/devprof/devprof/spanstats"
+	"github.com/devprof/devprof/internal/spanstats"
 )
 
 // refSummary is what summary printed of s before it streamed.

@@ -21,10 +21,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/exporters/gotrace"
+	"github.com/devprof/devprof/internal/conformance"
 	igotrace "github.com/devprof/devprof/internal/gotrace"
 )
 

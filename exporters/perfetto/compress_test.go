@@ -10,8 +10,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/conformance"
 	"github.com/devprof/devprof/internal/eventtest"
 )
 

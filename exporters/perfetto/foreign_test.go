@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/devprof/devprof/conformance"
+	"github.com/devprof/devprof/internal/conformance"
 	pf "github.com/devprof/devprof/internal/pftest"
 )
 

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/conformance"
 	"github.com/devprof/devprof/internal/eventtest"
 )
 

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/chrome"
+	"github.com/devprof/devprof/internal/conformance"
 	"github.com/devprof/devprof/internal/eventtest"
 	pf "github.com/devprof/devprof/internal/pftest"
 )

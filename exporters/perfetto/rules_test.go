@@ -10,8 +10,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/conformance"
 	pf "github.com/devprof/devprof/internal/pftest"
 )
 

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/conformance"
 )
 
 // TestDeviceTracks writes GPU activity (as the CUPTI source will record

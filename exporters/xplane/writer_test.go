@@ -9,9 +9,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/xplane/xplanepb"
+	"github.com/devprof/devprof/internal/conformance"
 )
 
 const ms = int64(1e6)

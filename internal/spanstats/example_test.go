@@ -5,7 +5,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/devprof/devprof/spanstats"
+	"github.com/devprof/devprof/internal/spanstats"
 )
 
 func Example() {

@@ -6,9 +6,9 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/devprof/devprof/conformance"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
+	"github.com/devprof/devprof/internal/conformance"
 )
 
 // TestExpectKeepsRepeatedKeysApartAsTheWritersDo: an event whose args
