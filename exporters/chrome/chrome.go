@@ -414,18 +414,17 @@ type flowEnd struct {
 // that flow, goes v1, until each slice has at most one v2 flow left.
 func (j *jw) planV1() {
 	var multi [][]uint64
+	var ids []uint64 // reused: a record's flows, kept only when several
 	for _, r := range j.s.Events {
-		if r.Kind != event.KindSpan && r.Kind != event.KindActivity {
+		if r.NArgs == 0 || r.Kind != event.KindSpan && r.Kind != event.KindActivity {
 			continue
 		}
-		var ids []uint64
-		for _, a := range j.s.Args(r) {
-			if a.Kind == event.ArgFlow {
-				ids = append(ids, a.Num)
-			}
-		}
+		// Every record passes here: resolving its arguments (Args) would
+		// allocate a slice a record, which the garbage collector lets
+		// pile up on top of the model for the whole write.
+		ids = j.s.AppendFlows(ids[:0], r)
 		if len(ids) > 1 {
-			multi = append(multi, ids)
+			multi = append(multi, slices.Clone(ids))
 		}
 	}
 	if len(multi) == 0 {
