@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
-	"unsafe"
+	"sync"
 )
 
 // Layout places spans, instants and device activity on rows on which every
@@ -35,6 +35,11 @@ type Layout struct {
 	// DeviceCounters holds each device's counter samples in time order,
 	// keyed by device index.
 	DeviceCounters map[int][]*Record
+
+	// withSpans is this compact layout with every row's Spans filled in
+	// (Snapshot.Layout), made on first use.
+	withSpansOnce sync.Once
+	withSpans     *Layout
 }
 
 // Row is one properly nested timeline.
@@ -48,10 +53,42 @@ type Row struct {
 	Track uint32
 	// Sub is 0 for a track's first row and counts its overflow rows.
 	Sub int
-	// Spans in pre-order: sorted by start, enclosing spans first.
+	// Spans in pre-order: sorted by start, enclosing spans first. It is
+	// nil in a compact layout (Snapshot.CompactLayout), whose rows give
+	// their spans one at a time: Len and Span, or Walk, read both kinds.
 	Spans []Placed
 	// Instants in time order.
 	Instants []*Record
+
+	// snap and refs are a compact row's spans: in the order of Spans,
+	// each an index into snap.Events with displacedRef set if it is
+	// displaced. Four bytes a span where a Placed takes 24: ten million
+	// spans laid out take 38 MiB instead of 229.
+	snap *Snapshot
+	refs []uint32
+}
+
+// displacedRef marks a displaced span in Row.refs; the bits below it are
+// the span's index in Snapshot.Events.
+const displacedRef = 1 << 31
+
+// Len returns how many spans the row has.
+func (r *Row) Len() int {
+	if r.Spans != nil {
+		return len(r.Spans)
+	}
+	return len(r.refs)
+}
+
+// Span returns the row's i-th span, in the order of Spans.
+func (r *Row) Span(i int) Placed {
+	if r.Spans != nil {
+		return r.Spans[i]
+	}
+	ref := r.refs[i]
+	rec := r.snap.Events[ref&^displacedRef]
+	end, fin := r.snap.EndOf(rec)
+	return Placed{Record: rec, End: end, Finished: fin, Displaced: ref&displacedRef != 0}
 }
 
 // Placed is a span with where it landed.
@@ -63,9 +100,15 @@ type Placed struct {
 }
 
 type rowState struct {
-	stack []int  // open spans of the row, as indexes into the sorted spans
-	lane  uint32 // lane of the row's first span
-	name  uint32 // name id of the row's first span
+	stack []openSpan // open spans of the row, innermost last
+	lane  uint32     // lane of the row's first span
+	name  uint32     // name id of the row's first span
+}
+
+// openSpan is a span placed on a row that may still enclose the next.
+type openSpan struct {
+	id  uint64
+	end int64
 }
 
 // maxLaneRows is how many lane rows the layout opens before it reuses any
@@ -81,12 +124,48 @@ func group(r *Record) uint32 {
 	return 0
 }
 
-// Layout returns the rows of s, computed on first use and shared by every
-// exporter that writes the snapshot (they only read it). It is
-// deterministic for a given snapshot.
+// Layout returns the rows of s with their Spans, computed on first use and
+// shared by every exporter that writes the snapshot (they only read it).
+// It is deterministic for a given snapshot, and the rows are those of
+// CompactLayout.
 func (s *Snapshot) Layout() *Layout {
+	c := s.CompactLayout()
+	c.withSpansOnce.Do(func() { c.withSpans = c.placeAll() })
+	return c.withSpans
+}
+
+// CompactLayout returns the rows of s as Layout does, but each row holds
+// its spans as references into the snapshot rather than Placed values
+// (Row.Spans is nil; Row.Len, Row.Span and Row.Walk read them): the
+// writers use it, so that laying out a large snapshot adds 4 bytes a
+// span to the model's 96 where Layout adds 28. It is computed on first
+// use and shared.
+func (s *Snapshot) CompactLayout() *Layout {
 	s.layoutOnce.Do(func() { s.layout = s.computeLayout() })
 	return s.layout
+}
+
+// placeAll returns the compact layout l with every row's Spans filled in,
+// all in one array.
+func (l *Layout) placeAll() *Layout {
+	full := &Layout{Rows: slices.Clone(l.Rows), Loose: l.Loose, Counters: l.Counters, Devices: l.Devices, DeviceCounters: l.DeviceCounters}
+	n := 0
+	for i := range l.Rows {
+		n += l.Rows[i].Len()
+	}
+	spans := make([]Placed, n)
+	for i := range full.Rows {
+		row := &full.Rows[i]
+		k := row.Len()
+		for j := range k {
+			spans[j] = row.Span(j)
+		}
+		if k > 0 { // a row of instants alone has no Spans
+			row.Spans, spans = spans[:k:k], spans[k:]
+		}
+		row.snap, row.refs = nil, nil
+	}
+	return full
 }
 
 func (s *Snapshot) computeLayout() *Layout {
@@ -117,25 +196,28 @@ func (s *Snapshot) computeLayout() *Layout {
 		}
 	}
 	depths := map[uint64]int{} // memo: only spans tied on start and end need a depth
-	order := func(a, b Placed) int {
-		if c := cmp.Compare(a.Start, b.Start); c != 0 {
+	order := func(a, b spanKey) int {
+		if c := cmp.Compare(a.r.Start, b.r.Start); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(b.End, a.End); c != 0 {
+		if c := cmp.Compare(b.end, a.end); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(s.depth(a.Record, depths), s.depth(b.Record, depths)); c != 0 {
+		if c := cmp.Compare(s.depth(a.r, depths), s.depth(b.r, depths)); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.ID, b.ID)
+		return cmp.Compare(a.r.ID, b.r.ID)
 	}
 	// The two largest arrays are fresh memory, whose first touch costs the
-	// kernel a page fault per 4 KiB (2.4 us each on a 2-core VM: 17 ms
-	// for a million spans); their pages are touched on another goroutine
-	// while sortedSpans looks for runs.
+	// kernel a page fault per 4 KiB (2.4 us each on a 2-core VM); their
+	// pages are touched on another goroutine while sortedSpans looks for
+	// runs.
+	if len(s.Events) >= displacedRef {
+		panic("event: a layout holds at most 2^31 events")
+	}
 	where := make([]int32, maxID+1) // span ID -> its row + 1 (0: not placed)
-	spans := make([]Placed, 0, nspans)
-	spans = s.sortedSpans(spans, order, prefault(spans[:nspans], where))
+	refs := make([]uint32, 0, nspans)
+	refs = s.sortedSpans(refs, order, prefault(refs[:nspans], where))
 	byStart := func(a, b *Record) int { return cmp.Compare(a.Start, b.Start) }
 	slices.SortFunc(l.Counters, byStart)
 	for _, c := range l.DeviceCounters {
@@ -146,23 +228,22 @@ func (s *Snapshot) computeLayout() *Layout {
 	groups := map[uint32][]int{} // group -> its rows, in creation order
 	lanes := 0
 	// Spans are first assigned rows (where), with the open spans of each
-	// row on its stack as indexes into spans; each row's Spans is then
-	// filled in one go, at its final size.
+	// row on its stack; each row's refs are then grouped in place.
 	var rowLen []int
 	popTo := func(ri int, t int64) {
 		st := &states[ri]
-		for len(st.stack) > 0 && spans[st.stack[len(st.stack)-1]].End <= t {
+		for len(st.stack) > 0 && st.stack[len(st.stack)-1].end <= t {
 			st.stack = st.stack[:len(st.stack)-1]
 		}
 	}
-	place := func(ri, i int) {
+	place := func(ri int, r *Record, end int64) {
 		rowLen[ri]++
-		states[ri].stack = append(states[ri].stack, i)
-		where[spans[i].ID] = int32(ri) + 1
+		states[ri].stack = append(states[ri].stack, openSpan{id: r.ID, end: end})
+		where[r.ID] = int32(ri) + 1
 	}
 	newRow := func(g uint32, first string) int {
 		ri := len(l.Rows)
-		row := Row{Track: g, Sub: len(groups[g])}
+		row := Row{Track: g, Sub: len(groups[g]), snap: s}
 		switch {
 		case g == 0:
 			lanes++
@@ -179,23 +260,24 @@ func (s *Snapshot) computeLayout() *Layout {
 		groups[g] = append(groups[g], ri)
 		return ri
 	}
-	for i := range spans {
-		p := &spans[i]
-		g := group(p.Record)
-		if p.Kind == KindSpan && p.Parent != 0 {
-			at, ok := rowOfID(where, p.Parent)
+	for i := range refs {
+		r := s.Events[refs[i]]
+		end, _ := s.EndOf(r)
+		g := group(r)
+		if r.Kind == KindSpan && r.Parent != 0 {
+			at, ok := rowOfID(where, r.Parent)
 			if ok && l.Rows[at].Track == g {
 				// It goes beneath its parent if the parent is the innermost
 				// open span of its row and the child ends in time.
-				popTo(at, p.Start)
+				popTo(at, r.Start)
 				st := states[at].stack
-				if len(st) > 0 && spans[st[len(st)-1]].ID == p.Parent && p.End <= spans[st[len(st)-1]].End {
-					place(at, i)
+				if len(st) > 0 && st[len(st)-1].id == r.Parent && end <= st[len(st)-1].end {
+					place(at, r, end)
 					continue
 				}
-				p.Displaced = true
-			} else if ok || s.Lookup(p.Parent) != nil {
-				p.Displaced = true
+				refs[i] |= displacedRef
+			} else if ok || s.Lookup(r.Parent) != nil {
+				refs[i] |= displacedRef
 			}
 		}
 		// A free row of the group; on the program's lanes, one that the same
@@ -204,45 +286,45 @@ func (s *Snapshot) computeLayout() *Layout {
 		ri := -1
 		crowded := g == 0 && len(groups[0]) >= maxLaneRows
 		for _, j := range groups[g] {
-			popTo(j, p.Start)
-			if len(states[j].stack) == 0 && (g != 0 || crowded || states[j].lane == p.Lane || states[j].name == p.NameID) {
+			popTo(j, r.Start)
+			if len(states[j].stack) == 0 && (g != 0 || crowded || states[j].lane == r.Lane || states[j].name == r.NameID) {
 				ri = j
 				break
 			}
 		}
 		if ri < 0 {
-			ri = newRow(g, s.Name(p.Record))
-			states[ri].lane, states[ri].name = p.Lane, p.NameID
+			ri = newRow(g, s.Name(r))
+			states[ri].lane, states[ri].name = r.Lane, r.NameID
 		}
-		place(ri, i)
+		place(ri, r, end)
 	}
 	if len(l.Rows) == 1 {
-		l.Rows[0].Spans = spans // one row: it is spans, in order
+		l.Rows[0].refs = refs // one row: it is refs, in order
 	} else {
 		// Group the spans by row in place, each row's in the order they
-		// are (a copy per row would hold every span twice at the peak: a
-		// quarter of a gigabyte for ten million): dest is where each goes,
-		// and the permutation is applied cycle by cycle.
+		// are (a copy per row would hold every span twice at the peak):
+		// dest is where each goes, and the permutation is applied cycle
+		// by cycle.
 		off := make([]int, len(l.Rows)+1)
 		for ri, n := range rowLen {
 			off[ri+1] = off[ri] + n
 		}
 		next := slices.Clone(off[:len(l.Rows)])
-		dest := make([]int32, len(spans))
-		for i := range spans {
-			ri := where[spans[i].ID] - 1 // every span was placed, IDs are unique
+		dest := make([]int32, len(refs))
+		for i := range refs {
+			ri := where[s.Events[refs[i]&^displacedRef].ID] - 1 // every span was placed, IDs are unique
 			dest[i] = int32(next[ri])
 			next[ri]++
 		}
-		for i := range spans {
+		for i := range refs {
 			for int(dest[i]) != i {
 				j := dest[i]
-				spans[i], spans[j] = spans[j], spans[i]
+				refs[i], refs[j] = refs[j], refs[i]
 				dest[i], dest[j] = dest[j], dest[i]
 			}
 		}
 		for ri := range l.Rows {
-			l.Rows[ri].Spans = spans[off[ri]:off[ri+1]:off[ri+1]]
+			l.Rows[ri].refs = refs[off[ri]:off[ri+1]:off[ri+1]]
 		}
 	}
 	// Instants go on the row of their enclosing span, else on their track.
@@ -279,41 +361,47 @@ func (s *Snapshot) computeLayout() *Layout {
 	return l
 }
 
-// sortedSpans appends the spans and activity records of the snapshot to
-// spans (empty, with room for them all) as Placed values in order; it
-// calls ready before it writes into spans. Buffer order is mostly sorted already: each chunk
-// fills in the order its spans began, and a goroutine that moves between
-// Ps leaves a few long runs. So the records are merged run by run (a heap
-// of runs, taking from the smallest while it stays smallest) instead of
-// sorted: close to one comparison per span for such traces, and never
-// worse than sorting.
-func (s *Snapshot) sortedSpans(spans []Placed, order func(a, b Placed) int, ready func()) []Placed {
-	placed := func(i int) Placed {
+// spanKey is a span with its end, as the layout orders spans.
+type spanKey struct {
+	r   *Record
+	end int64
+}
+
+// sortedSpans appends the indexes in Events of the snapshot's spans and
+// activity records to refs (empty, with room for them all), in order; it
+// calls ready before it writes into refs. Buffer order is mostly sorted
+// already: each chunk fills in the order its spans began, and a goroutine
+// that moves between Ps leaves a few long runs. So the records are merged
+// run by run (a heap of runs, taking from the smallest while it stays
+// smallest) instead of sorted: close to one comparison per span for such
+// traces, and never worse than sorting.
+func (s *Snapshot) sortedSpans(refs []uint32, order func(a, b spanKey) int, ready func()) []uint32 {
+	key := func(i int) spanKey {
 		r := s.Events[i]
-		end, fin := s.EndOf(r)
-		return Placed{Record: r, End: end, Finished: fin}
+		end, _ := s.EndOf(r)
+		return spanKey{r, end}
 	}
 	isSpan := func(i int) bool { k := s.Events[i].Kind; return k == KindSpan || k == KindActivity }
 	type run struct {
-		head Placed
+		head spanKey
 		at   int // index in Events of head
 		end  int // end of the run in Events
 	}
 	// Cut Events into runs that are in order.
 	var runs []run
-	var prev Placed
+	var prev spanKey
 	for i := range s.Events {
 		if !isSpan(i) {
 			continue
 		}
-		p := placed(i)
-		if len(runs) == 0 || order(prev, p) > 0 {
+		k := key(i)
+		if len(runs) == 0 || order(prev, k) > 0 {
 			if len(runs) > 0 {
 				runs[len(runs)-1].end = i
 			}
-			runs = append(runs, run{head: p, at: i})
+			runs = append(runs, run{head: k, at: i})
 		}
-		prev = p
+		prev = k
 	}
 	if len(runs) > 0 {
 		runs[len(runs)-1].end = len(s.Events)
@@ -322,10 +410,10 @@ func (s *Snapshot) sortedSpans(spans []Placed, order func(a, b Placed) int, read
 	if len(runs) == 1 { // sorted already
 		for i := runs[0].at; i < len(s.Events); i++ {
 			if isSpan(i) {
-				spans = append(spans, placed(i))
+				refs = append(refs, uint32(i))
 			}
 		}
-		return spans
+		return refs
 	}
 	// A min-heap of runs by head.
 	less := func(i, j int) bool { return order(runs[i].head, runs[j].head) < 0 }
@@ -353,14 +441,14 @@ func (s *Snapshot) sortedSpans(spans []Placed, order func(a, b Placed) int, read
 		r := &runs[0]
 		for r.at++; r.at < r.end; r.at++ {
 			if isSpan(r.at) {
-				r.head = placed(r.at)
+				r.head = key(r.at)
 				return true
 			}
 		}
 		return false
 	}
 	for len(runs) > 0 {
-		spans = append(spans, runs[0].head)
+		refs = append(refs, uint32(runs[0].at))
 		if !advance() {
 			last := len(runs) - 1
 			runs[0] = runs[last]
@@ -374,7 +462,7 @@ func (s *Snapshot) sortedSpans(spans []Placed, order func(a, b Placed) int, read
 			down(0)
 		}
 	}
-	return spans
+	return refs
 }
 
 // rowOfID returns the row a span was placed on.
@@ -452,8 +540,10 @@ const (
 // properly nested and timestamps non-decreasing: a span's begin, its
 // children, its end. Ends at time t come before begins at t (slices are
 // closed on the left, open on the right). Instants are merged in by time.
+// p is valid only during the call: a compact row has no Placed values to
+// point into, so p is the walk's own copy.
 func (r *Row) Walk(fn func(typ RowEventType, p *Placed, inst *Record)) {
-	var stack []int
+	var stack []Placed
 	ii := 0
 	flushInstants := func(t int64, inclusive bool) {
 		for ii < len(r.Instants) && (r.Instants[ii].Start < t || inclusive && r.Instants[ii].Start == t) {
@@ -463,7 +553,7 @@ func (r *Row) Walk(fn func(typ RowEventType, p *Placed, inst *Record)) {
 	}
 	closeTo := func(t int64) {
 		for len(stack) > 0 {
-			top := &r.Spans[stack[len(stack)-1]]
+			top := &stack[len(stack)-1]
 			if top.End > t {
 				return
 			}
@@ -472,12 +562,12 @@ func (r *Row) Walk(fn func(typ RowEventType, p *Placed, inst *Record)) {
 			stack = stack[:len(stack)-1]
 		}
 	}
-	for i := range r.Spans {
-		p := &r.Spans[i]
+	for i := range r.Len() {
+		p := r.Span(i)
 		closeTo(p.Start)
 		flushInstants(p.Start, false)
-		fn(RowBegin, p, nil)
-		stack = append(stack, i)
+		stack = append(stack, p)
+		fn(RowBegin, &stack[len(stack)-1], nil)
 	}
 	closeTo(1<<63 - 1)
 	flushInstants(1<<63-1, true)
@@ -542,16 +632,16 @@ const prefaultMin = 1 << 20
 // does other work, and returns the function that waits for it: neither
 // array may be read or written before that returns. Memory the runtime
 // reused is mapped already, and touching it again is cheap.
-func prefault(a []Placed, b []int32) (wait func()) {
-	if int(unsafe.Sizeof(Placed{}))*len(a)+4*len(b) < prefaultMin {
+func prefault(a []uint32, b []int32) (wait func()) {
+	if 4*len(a)+4*len(b) < prefaultMin {
 		return func() {}
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		const page = 4096
-		for i := 0; i < len(a); i += page / int(unsafe.Sizeof(Placed{})) {
-			a[i] = Placed{}
+		for i := 0; i < len(a); i += page / 4 {
+			a[i] = 0
 		}
 		for i := 0; i < len(b); i += page / 4 {
 			b[i] = 0

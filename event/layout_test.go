@@ -237,24 +237,27 @@ func TestSortedSpansMatchesSort(t *testing.T) {
 			b.Span(Span{Name: fmt.Sprint(i), Start: x.start, End: x.end})
 		}
 		s := b.Snapshot()
-		order := func(a, b Placed) int {
-			if c := cmp.Compare(a.Start, b.Start); c != 0 {
+		order := func(a, b spanKey) int {
+			if c := cmp.Compare(a.r.Start, b.r.Start); c != 0 {
 				return c
 			}
-			if c := cmp.Compare(b.End, a.End); c != 0 {
+			if c := cmp.Compare(b.end, a.end); c != 0 {
 				return c
 			}
-			return cmp.Compare(a.ID, b.ID)
+			return cmp.Compare(a.r.ID, b.r.ID)
 		}
-		got := s.sortedSpans(make([]Placed, 0, len(s.Events)), order, func() {})
+		got := s.sortedSpans(make([]uint32, 0, len(s.Events)), order, func() {})
 		want := slices.Clone(got)
-		slices.SortFunc(want, order)
+		slices.SortFunc(want, func(a, b uint32) int {
+			ra, rb := s.Events[a], s.Events[b]
+			return order(spanKey{ra, ra.End()}, spanKey{rb, rb.End()})
+		})
 		if len(got) != len(in) {
 			t.Fatalf("%s: %d spans, want %d", shape, len(got), len(in))
 		}
 		for i := range got {
-			if got[i].ID != want[i].ID {
-				t.Fatalf("%s: position %d holds span %d, sorting puts %d there", shape, i, got[i].ID, want[i].ID)
+			if got[i] != want[i] {
+				t.Fatalf("%s: position %d holds span %d, sorting puts %d there", shape, i, s.Events[got[i]].ID, s.Events[want[i]].ID)
 			}
 		}
 	}
@@ -279,4 +282,74 @@ func TestArgsEndingAChunk(t *testing.T) {
 	if len(got) != 3 || got[0].Key != "a" || got[1].Num != 2 || got[2].Str != "three" {
 		t.Fatalf("args %+v", got)
 	}
+}
+
+// A compact layout must give every row's spans exactly as Layout's Spans
+// hold them, and walk them the same, on snapshots with lanes, tracks,
+// displaced children, unfinished spans and instants.
+func TestCompactLayoutMatchesLayout(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := range 20 {
+		b := NewBuilder(Meta{Stop: ClockAnchor{Mono: 100_000}})
+		tracks := []uint32{0, b.Track(Track{Kind: TrackHostThread, ID: 7}), b.Track(Track{Kind: TrackHostThread, ID: 8})}
+		var ids []uint64
+		for i := range 2000 {
+			start := int64(rng.IntN(90_000))
+			var parent uint64
+			if len(ids) > 0 && rng.IntN(3) > 0 {
+				parent = ids[rng.IntN(len(ids))] // often overlapping or outliving it: displaced
+			}
+			sp := Span{Name: fmt.Sprint("s", i%5), Start: start, End: start + int64(rng.IntN(5000)), Parent: parent,
+				Track: tracks[rng.IntN(len(tracks))], Unfinished: rng.IntN(20) == 0}
+			ids = append(ids, b.Span(sp))
+			if rng.IntN(10) == 0 {
+				b.Instant("i", start+1, sp.Track, ids[len(ids)-1], nil)
+			}
+		}
+		s := b.Snapshot()
+		full, compact := s.Layout(), s.CompactLayout()
+		if len(full.Rows) != len(compact.Rows) || len(full.Rows) < 2 {
+			t.Fatalf("round %d: %d rows, compact %d", round, len(full.Rows), len(compact.Rows))
+		}
+		displaced := 0
+		for i := range full.Rows {
+			f, c := &full.Rows[i], &compact.Rows[i]
+			if c.Spans != nil {
+				t.Fatalf("round %d: compact row %d has Spans", round, i)
+			}
+			if f.Name != c.Name || f.Track != c.Track || f.Sub != c.Sub || !slices.Equal(f.Instants, c.Instants) {
+				t.Fatalf("round %d: row %d is %q/%d/%d, compact %q/%d/%d", round, i, f.Name, f.Track, f.Sub, c.Name, c.Track, c.Sub)
+			}
+			if f.Len() != len(f.Spans) || c.Len() != f.Len() {
+				t.Fatalf("round %d: row %d has %d spans, compact %d", round, i, len(f.Spans), c.Len())
+			}
+			for k := range f.Spans {
+				if got := c.Span(k); got != f.Spans[k] || f.Span(k) != f.Spans[k] {
+					t.Fatalf("round %d: row %d span %d is %+v, compact %+v", round, i, k, f.Spans[k], got)
+				}
+				if f.Spans[k].Displaced {
+					displaced++
+				}
+			}
+			if a, b := walkOf(f), walkOf(c); !slices.Equal(a, b) {
+				t.Fatalf("round %d: row %d walks %v, compact %v", round, i, a, b)
+			}
+		}
+		if displaced == 0 {
+			t.Fatalf("round %d: no displaced span to compare", round)
+		}
+	}
+}
+
+// walkOf lists what Walk hands fn for a row.
+func walkOf(r *Row) []string {
+	var out []string
+	r.Walk(func(typ RowEventType, p *Placed, inst *Record) {
+		if p != nil {
+			out = append(out, fmt.Sprint(typ, p.ID, p.End, p.Finished, p.Displaced))
+		} else {
+			out = append(out, fmt.Sprint(typ, inst.ID))
+		}
+	})
+	return out
 }

@@ -121,7 +121,7 @@ func processPIDs(s *event.Snapshot) (pids []pidTok, maxPID int64, shared bool) {
 }
 
 func (j *jw) write() {
-	l := j.s.Layout()
+	l := j.s.CompactLayout()
 	pid := numPID(int64(j.m.PID))
 	procPIDs, maxPID, shared := processPIDs(j.s)
 	var programPIDs []pidTok // the pids of the program's threads, for the reader
@@ -196,7 +196,8 @@ func (j *jw) write() {
 		if sorted {
 			j.sortIndex(rowPID, tid, sortIndex)
 		}
-		for _, sp := range row.Spans {
+		for k := range row.Len() {
+			sp := row.Span(k)
 			if memRow && sp.End == sp.Start && sp.Finished {
 				j.instant(sp.Record, rowPID, tid, "t")
 				continue

@@ -75,7 +75,8 @@ func (x *writer) planHostFlows(l *event.Layout) {
 		if t, ok := x.s.Track(row); ok && t.Kind == event.TrackDeviceStream {
 			continue
 		}
-		for _, sp := range row.Spans {
+		for k := range row.Len() {
+			sp := row.Span(k)
 			if sp.End == sp.Start && x.isMemoryEvent(sp.Record) {
 				continue
 			}

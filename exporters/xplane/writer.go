@@ -74,7 +74,7 @@ func Write(w io.Writer, s *event.Snapshot) error {
 // write is Write, returning the writer for tests to look into.
 func write(w io.Writer, s *event.Snapshot) (*writer, error) {
 	x := &writer{s: s, m: &s.Meta, correlated: map[uint64]bool{}, caps: map[int]event.DeviceCaps{}, memorySize: memorySizes(s)}
-	for _, d := range s.Layout().Devices {
+	for _, d := range s.CompactLayout().Devices {
 		x.caps[d.Device] = d.Caps
 	}
 	// One pass over the records finds what the passes below need, so that a
@@ -104,7 +104,7 @@ func write(w io.Writer, s *event.Snapshot) (*writer, error) {
 		}
 	}
 	x.linkSteps(memory)
-	l := s.Layout()
+	l := s.CompactLayout()
 	if hostFlows {
 		x.planHostFlows(l)
 	}
