@@ -108,25 +108,47 @@ func write(w io.Writer, s *event.Snapshot) (*writer, error) {
 	if hostFlows {
 		x.planHostFlows(l)
 	}
-	// About 22 bytes per event: reserve them so the space does not regrow.
-	space := &spaceBuf{Enc: protoenc.Enc{B: make([]byte, 0, 24*len(s.Events)+4096)}}
+	if len(s.Events) < streamMin {
+		// About 22 bytes per event: reserve them so the space does not
+		// regrow.
+		space := &spaceBuf{Enc: protoenc.Enc{B: make([]byte, 0, 24*len(s.Events)+4096)}}
+		x.space(space, l)
+		_, err := space.WriteTo(w)
+		return x, err
+	}
+	// A large space is encoded twice rather than held: once to learn the
+	// lengths of its large messages, then again straight to w with each
+	// length in front of its message. Twice the encoding time, but a
+	// buffer of a few hundred KiB instead of the 22 bytes an event that
+	// held it on top of the model (229 MiB for ten million).
+	measure := &spaceBuf{measuring: true}
+	x.space(measure, l)
+	out := &spaceBuf{w: w, known: measure.holesByBegin()}
+	x.space(out, l)
+	return x, out.close()
+}
+
+// streamMin is the number of events from which Write streams the space
+// (encoding it twice) instead of building it in memory; tests lower it.
+var streamMin = 2 << 20
+
+// space encodes the XSpace into space.
+func (x *writer) space(space *spaceBuf, l *event.Layout) {
 	x.hostPlane(space, l)
 	x.processPlanes(space, l)
 	x.devicePlanes(space, l)
 	x.taskEnvPlane(space)
 	// xprof shows XSpace warnings as they are: one line per source's
 	// drops and per warning, whose bracketed prefix the reader parses.
-	for _, d := range s.Meta.Drops {
+	for _, d := range x.m.Drops {
 		if d.Events > 0 {
-			space.String(spaceWarnings, metatext.DropsLine(d, s.Meta.MaxEvents))
+			space.String(spaceWarnings, metatext.DropsLine(d, x.m.MaxEvents))
 		}
 	}
-	for _, warn := range s.Meta.Warnings {
+	for _, warn := range x.m.Warnings {
 		space.String(spaceWarnings, metatext.WarningLine(warn))
 	}
-	space.String(spaceHostnames, s.Meta.Host)
-	_, err := space.WriteTo(w)
-	return x, err
+	space.String(spaceHostnames, x.m.Host)
 }
 
 type writer struct {
@@ -721,6 +743,7 @@ func (x *writer) events(p *plane, row *event.Row, device bool) {
 				return
 			}
 			if !device && sp.Finished && !noFastEvent && x.eventFast(p, sp) {
+				p.body.spill() // the event was appended whole, never begun
 				return
 			}
 			p.eventOf(p.eventIDOf(x.s, sp.Record.NameID), x.rel(sp.Start), sp.End-sp.Start, func(p *plane) { x.args(p, sp.Record, sp.Finished, device) })
