@@ -133,6 +133,7 @@ func (s *spaceBuf) spill() {
 		s.flush()
 	}
 }
+
 // flush lets go of the bytes before the first open message that may still
 // be moved into place (one that is, or may end, under holeMin): written to
 // w when streaming, dropped when measuring.
