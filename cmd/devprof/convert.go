@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -44,6 +45,12 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// What the reader let go of (its buffers, the builder's maps) is
+	// still on the heap, and with the model just built the next
+	// collection is a heap's size away: the writer's layout would go on
+	// top of it. Collected now, the write's peak is the model's size plus
+	// the layout's (issue 38).
+	runtime.GC()
 	if err := writeTrace(out, outFmt, s); err != nil {
 		return err
 	}
