@@ -532,7 +532,7 @@ func (w *writer) memoIID(m *iidMemo, table *intern.Table, field int, id uint32) 
 func (w *writer) boot(t int64) int64 { return w.m.BootNanos(t) }
 
 func (w *writer) write() {
-	l := w.s.Layout()
+	l := w.s.CompactLayout()
 	w.memory = w.s.MemoryTimelines(MemoryTopTags)
 	w.start = w.boot(w.m.Start.Mono)
 	// Sequence 1: clock snapshot, every track descriptor, then
@@ -974,8 +974,9 @@ func (w *writer) rows(l *event.Layout) {
 	// Displaced children are linked from their parent's begin.
 	childLinks := map[uint64][]uint64{}
 	for i := range l.Rows {
-		for _, sp := range l.Rows[i].Spans {
-			if sp.Displaced {
+		row := &l.Rows[i]
+		for k := range row.Len() {
+			if sp := row.Span(k); sp.Displaced {
 				childLinks[sp.Parent] = append(childLinks[sp.Parent], ParentFlowBit|sp.ID)
 			}
 		}
