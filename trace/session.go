@@ -368,7 +368,7 @@ func (s *Session) writeRun(snap *event.Snapshot, mem *event.DeviceMemory, cpu *p
 	host := fileHost(s.meta.Host)
 	// The formats are written side by side, each by its own goroutine: they
 	// only read the snapshot, and its layout is computed once, up front.
-	snap.Layout()
+	snap.CompactLayout()
 	type output struct {
 		path   *string
 		format *formats.Format
