@@ -9,6 +9,7 @@ import (
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
+	"github.com/devprof/devprof/internal/sources/nvmlsource"
 	"github.com/devprof/devprof/sources/nvml"
 )
 
@@ -120,7 +121,8 @@ func Running() (State, bool) {
 
 // DeviceUsage returns each NVIDIA device's memory as NVML reports it now
 // (total, used by every process, and this process's share when the
-// driver says). It fails without an NVIDIA driver or without cgo.
+// driver says). It fails without an NVIDIA driver (the error wraps
+// nvml.ErrUnavailable) or in a build without cgo (nvml.ErrNeedsCgo).
 func DeviceUsage() ([]event.DeviceUsage, error) {
-	return nvml.MemoryUsage(nvml.Options{})
+	return nvmlsource.MemoryUsage(nvml.Options{})
 }

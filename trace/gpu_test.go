@@ -27,6 +27,7 @@ import (
 	"github.com/devprof/devprof/internal/nvmlhook"
 	"github.com/devprof/devprof/internal/nvmlmock"
 	"github.com/devprof/devprof/internal/recorder"
+	"github.com/devprof/devprof/internal/sources/cuptisource"
 	cupti "github.com/devprof/devprof/sources/cupti"
 	"github.com/devprof/devprof/sources/nvml"
 	"github.com/devprof/devprof/trace"
@@ -295,7 +296,7 @@ func countNamed(s *event.Snapshot, name string) int {
 // probeReal checks that the real library loads, so that a missing package
 // fails the test with its own message rather than as a wrong warning.
 func probeReal(lib string) error {
-	src, err := cupti.Start(recorder.NewBuffer(10, 1), cupti.Options{Library: lib})
+	src, err := cuptisource.Start(recorder.NewBuffer(10, 1), cupti.Options{Library: lib})
 	if err == nil {
 		src.Stop()
 		return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/pprof"
 	"github.com/devprof/devprof/internal/recorder"
+	"github.com/devprof/devprof/internal/sources/nvmlsource"
 	"github.com/devprof/devprof/sources/nvml"
 )
 
@@ -59,8 +60,8 @@ func deviceMemory(o nvml.Options) (*event.DeviceMemory, error) {
 	return m, nil
 }
 
-// memoryUsage is nvml.MemoryUsage; tests replace it.
-var memoryUsage = nvml.MemoryUsage
+// memoryUsage is nvmlsource.MemoryUsage; tests replace it.
+var memoryUsage = nvmlsource.MemoryUsage
 
 func addUsage(m *event.DeviceMemory, o nvml.Options) {
 	if !devmem.HookingCUDA() || o.Mode == nvml.ModeOff {

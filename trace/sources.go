@@ -4,13 +4,17 @@ import (
 	"github.com/devprof/devprof/devmem"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/recorder"
-	cupti "github.com/devprof/devprof/sources/cupti"
+	"github.com/devprof/devprof/internal/sources/cuptisource"
+	"github.com/devprof/devprof/internal/sources/goruntimesource"
+	"github.com/devprof/devprof/internal/sources/nvmlsource"
+	"github.com/devprof/devprof/sources/cupti"
 	"github.com/devprof/devprof/sources/goruntime"
 	"github.com/devprof/devprof/sources/nvml"
 )
 
 // sourceRow is one source a session can run. Adding a source is its
-// package under sources/, its typed options in Options (and advanced keys
+// package under sources/ (what users set) with its machinery under
+// internal/sources/, its typed options in Options (and advanced keys
 // in advancedKeys, if any), and a row here; nothing else in the session
 // changes.
 type sourceRow struct {
@@ -36,21 +40,21 @@ var sourceTable = []sourceRow{{
 	name: cupti.SourceName,
 	on:   func(c *config) bool { return c.deviceLevel > 0 },
 	start: func(b *recorder.Buffer, c *config) (recorder.Source, error) {
-		return cupti.Start(b, c.gpu)
+		return cuptisource.Start(b, c.gpu)
 	},
-	explain: cupti.Explain,
-	brief:   cupti.Brief,
+	explain: cuptisource.Explain,
+	brief:   cuptisource.Brief,
 }, {
 	name: nvml.SourceName,
 	on:   func(c *config) bool { return c.gpuMetrics.Runs(c.deviceLevel > 0) },
 	start: func(b *recorder.Buffer, c *config) (recorder.Source, error) {
-		return nvml.Start(b, c.gpuMetrics)
+		return nvmlsource.Start(b, c.gpuMetrics)
 	},
-	explain: nvml.Explain,
+	explain: nvmlsource.Explain,
 	// Metrics that ran only because the device tracer did (auto), on a
 	// machine without an NVIDIA driver or in a build without cgo: CUPTI's
 	// one line already says GPU tracing is off.
-	quiet: func(c *config, err error) bool { return c.gpuMetrics.Mode == nvml.ModeAuto && nvml.Expected(err) },
+	quiet: func(c *config, err error) bool { return c.gpuMetrics.Mode == nvml.ModeAuto && nvmlsource.Expected(err) },
 }, {
 	name: "devmem",
 	// Tracking the program started itself (devmem.Start) runs through
@@ -66,7 +70,7 @@ var sourceTable = []sourceRow{{
 	name: goruntime.SourceName,
 	on:   func(c *config) bool { return c.goRuntime.Runs(c.hostLevel) },
 	start: func(b *recorder.Buffer, c *config) (recorder.Source, error) {
-		return goruntime.Start(b, c.goRuntime)
+		return goruntimesource.Start(b, c.goRuntime)
 	},
 	explain: func(err error) event.Warning {
 		return event.Warning{Source: goruntime.SourceName, Code: "start", Text: "the Go runtime is not shown: " + err.Error()}
@@ -114,7 +118,7 @@ func (s *Session) stopSources() {
 	for i := len(s.sources) - 1; i >= 0; i-- {
 		rs := s.sources[i]
 		rep := rs.src.Stop()
-		if g, ok := rs.src.(*goruntime.Source); ok {
+		if g, ok := rs.src.(*goruntimesource.Source); ok {
 			s.cpu = g.CPUProfile()
 		}
 		s.meta.Notes = append(s.meta.Notes, rep.Notes...)

@@ -30,8 +30,10 @@ var layers = []layer{
 	{path: "event", what: "the event model: the ground floor imports no devprof package"},
 	{path: "internal/recorder", may: []string{"event"}, what: "the recorder: fills the model"},
 	{path: "annotate", may: []string{"event", "internal/recorder"}, what: "a source (spans, steps, counters)"},
-	{path: "devmem", may: []string{"event", "internal/recorder", "cuptiwrap"}, what: "a source (device-memory tracking: CUDA's allocations through cuptiwrap, the explicit API)"},
-	{path: "sources/", may: []string{"event", "internal/recorder", "cuptiwrap", "sources/", "internal/nvmlhook", "internal/gotrace"}, what: "a source"},
+	{path: "devmem", may: []string{"event", "internal/recorder", "cuptiwrap", "internal/mode"}, what: "a source (device-memory tracking: CUDA's allocations through cuptiwrap, the explicit API)"},
+	{path: "sources/", may: []string{"event", "cuptiwrap", "internal/mode"}, what: "a source's public face: the options, modes and names a user sets and reads, never the recorder"},
+	{path: "internal/sources/", may: []string{"event", "internal/recorder", "cuptiwrap", "sources/", "internal/nvmlhook", "internal/gotrace"}, what: "a source's machinery: started and stopped by a session, it writes through the recorder"},
+	{path: "internal/mode", what: "the one auto/on/off mode of the optional sources and device-memory tracking"},
 	{path: "cuptiwrap", what: "the cgo layer over libcupti, below the CUPTI source"},
 	{path: "exporters/", may: []string{"event", "exporters/", "internal/intern", "internal/protoenc", "internal/atomicfile", "internal/metatext", "internal/gotrace"}, what: "an exporter: reads the model, never the recorder or a source"},
 	{path: "internal/gotrace", may: []string{"event"}, what: "the Go execution trace's tracks, shared by the Go-runtime source and the Go-trace reader"},
@@ -165,7 +167,12 @@ func TestRulesCanFail(t *testing.T) {
 		{"cmd/devprof", "internal/recorder", false},
 		{"exporters/perfetto", "event", true},
 		{"exporters/pprof", "internal/metatext", true},
-		{"sources/cupti", "internal/recorder", true},
+		{"sources/cupti", "internal/recorder", false},
+		{"sources/nvml", "internal/sources/nvmlsource", false},
+		{"internal/sources/cuptisource", "internal/recorder", true},
+		{"internal/sources/nvmlsource", "sources/nvml", true},
+		{"internal/sources/goruntimesource", "exporters/pprof", false},
+		{"sources/goruntime", "internal/mode", true},
 		{"trace", "internal/recorder", true},
 		{"membreakdown", "event", true},
 		{"membreakdown", "exporters/pprof", false},
@@ -182,9 +189,8 @@ func TestRulesCanFail(t *testing.T) {
 
 // TestNoPublicWayToRecord checks the exported API of every package
 // outside internal/: nothing but a session may start recording, so no
-// exported name may hand out the recorder or mention it, except that a
-// source's Start takes the session's buffer as a parameter (a user has no
-// way to make one).
+// exported name may hand out the recorder or mention it. A source's
+// Start, which takes the session's buffer, is internal/sources' alone.
 func TestNoPublicWayToRecord(t *testing.T) {
 	for _, p := range listPackages(t) {
 		rel := strings.TrimPrefix(p.ImportPath, module)
@@ -198,73 +204,38 @@ func TestNoPublicWayToRecord(t *testing.T) {
 			t.Fatalf("go doc %s: %v\n%s", rel, err, out)
 		}
 		for _, line := range strings.Split(string(out), "\n") {
-			if msg := recorderExposure(rel, line); msg != "" {
-				t.Errorf("%s %s: %s", rel, msg, strings.TrimSpace(line))
+			if recorderExposed(line) {
+				t.Errorf("%s exports the recorder: %s", rel, strings.TrimSpace(line))
 			}
 		}
 	}
 }
 
-// recorderExposure says how a line of go doc output exposes the recorder,
-// or "" if it does not.
-func recorderExposure(pkg, line string) string {
+// recorderExposed reports whether a line of go doc output (not a
+// comment) names the recorder.
+func recorderExposed(line string) bool {
 	code := strings.TrimSpace(line)
-	if strings.HasPrefix(code, "//") || !strings.Contains(code, "recorder.") {
-		return ""
-	}
-	if strings.HasPrefix(code, "func ") && strings.HasPrefix(pkg, "sources/") {
-		// A source's Start(buf *recorder.Buffer, ...), and its Stop
-		// returning the plain-data recorder.SourceReport.
-		if i := closeOfParams(code); i > 0 && !strings.Contains(strings.ReplaceAll(code[i:], "recorder.SourceReport", ""), "recorder.") {
-			return ""
-		}
-	}
-	return "exports the recorder"
+	return !strings.HasPrefix(code, "//") && strings.Contains(code, "recorder.")
 }
 
-// closeOfParams returns the index just past the parameter list of a func
-// line ("func (r T) Name(params) results"), or -1.
-func closeOfParams(code string) int {
-	open := strings.Index(code, "(")
-	if strings.HasPrefix(code, "func (") { // a method: skip the receiver
-		end := strings.Index(code, ")")
-		next := strings.Index(code[end:], "(")
-		if end < 0 || next < 0 {
-			return -1
-		}
-		open = end + next
-	}
-	depth := 0
-	for i := open; i >= 0 && i < len(code); i++ {
-		switch code[i] {
-		case '(':
-			depth++
-		case ')':
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-		}
-	}
-	return -1
-}
-
+// TestRecorderExposureCanFail: the check flags every public mention of
+// the recorder, a source's Start and Stop included now that sources'
+// machinery is internal, and no comment.
 func TestRecorderExposureCanFail(t *testing.T) {
 	for _, c := range []struct {
-		pkg, line string
-		bad       bool
+		line string
+		bad  bool
 	}{
-		{"sources/cupti", "func Start(buf *recorder.Buffer, cfg Options) (*Source, error)", false},
-		{"sources/cupti", "func Active() *recorder.Buffer", true},
-		{"sources/cupti", "func (s *Source) Stop() recorder.SourceReport", false},
-		{"annotate", "func (s *Source) Stop() recorder.SourceReport", true},
-		{"sources/cupti", "func (s *Source) Buffer() *recorder.Buffer", true},
-		{"trace", "func Start(buf *recorder.Buffer)", true},
-		{"annotate", "    Buf *recorder.Buffer", true},
-		{"event", "    // Events are written by the recorder.", false},
+		{"func Start(buf *recorder.Buffer, cfg Options) (*Source, error)", true},
+		{"func Active() *recorder.Buffer", true},
+		{"func (s *Source) Stop() recorder.SourceReport", true},
+		{"func (s *Source) Buffer() *recorder.Buffer", true},
+		{"    Buf *recorder.Buffer", true},
+		{"func (o Options) Validate() error", false},
+		{"    // Events are written by the recorder.", false},
 	} {
-		if got := recorderExposure(c.pkg, c.line) != ""; got != c.bad {
-			t.Errorf("%s: %q flagged %v, want %v", c.pkg, c.line, got, c.bad)
+		if got := recorderExposed(c.line); got != c.bad {
+			t.Errorf("%q flagged %v, want %v", c.line, got, c.bad)
 		}
 	}
 }

@@ -20,8 +20,11 @@
 //
 // and a program attributes device work to its own spans with
 // annotate.Device. Options.Validate is what a session checks the options
-// with; Explain turns a failure to load CUPTI into the warning the
-// outputs carry and the session prints once.
+// with. The package holds what a program sets and reads (the options,
+// SourceName and the codes of the warnings the source leaves in a
+// trace's metadata); the collector itself is internal to devprof, run
+// only by sessions, which turn a failure to load CUPTI into a warning
+// the outputs carry (CodeUnavailable) and one line on standard error.
 //
 // What it writes, on the session timeline:
 //   - kernels, copies, memsets, allocations and synchronizations as

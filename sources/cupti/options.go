@@ -56,3 +56,26 @@ func (o Options) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// SourceName is how the outputs name this source: the Source of its
+// warnings, notes and drops in event.Meta.
+const SourceName = "cupti"
+
+// Codes of the warnings the source reports (event.Warning.Code), for a
+// program that reads a trace's metadata and acts on what went wrong.
+const (
+	// CodeUnavailable: device activity could not be recorded (no
+	// libcupti, no GPU, another profiler attached); the text says why.
+	CodeUnavailable = "unavailable"
+	// CodeStopFailed: CUPTI failed to stop; some records may be missing.
+	CodeStopFailed = "stop_failed"
+	// CodeRecordsDropped: CUPTI, or the bound on kept records
+	// (Options.MaxRecords), lost records; they are counted in the
+	// trace's drops under SourceName.
+	CodeRecordsDropped = "records_dropped"
+	// CodeUntimed: records without timestamps were left out.
+	CodeUntimed = "untimed_records"
+	// CodeBufferFull: device events found the event buffer full (the
+	// recorder counts them among its own drops).
+	CodeBufferFull = "buffer_full"
+)

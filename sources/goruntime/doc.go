@@ -25,7 +25,10 @@
 //	})
 //
 // Options.Validate is what a session checks the options with; ParseMode
-// reads the go_runtime key's values.
+// reads the go_runtime key's values (in any case). The package holds what a program
+// sets (the options and their mode); starting the tracer, parsing its
+// trace and linking spans to goroutines are internal to devprof, run only
+// by sessions.
 //
 // # Spans and goroutines
 //

@@ -3,44 +3,31 @@ package goruntime
 import (
 	"errors"
 	"fmt"
+
+	"github.com/devprof/devprof/internal/mode"
 )
 
 // SourceName names the source in warnings, notes and drop counts.
 const SourceName = "goruntime"
 
-// Mode says when a session runs the Go execution tracer.
-type Mode uint8
+// Mode says when a session runs the Go execution tracer. It is the one
+// mode type of devprof's optional parts (nvml.Mode is the same type),
+// printed as the go_runtime key takes it.
+type Mode = mode.Mode
 
 const (
 	// ModeAuto runs it at host tracer level 3.
-	ModeAuto Mode = iota
+	ModeAuto = mode.Auto
 	// ModeOn runs it at any host tracer level.
-	ModeOn
+	ModeOn = mode.On
 	// ModeOff never runs it.
-	ModeOff
+	ModeOff = mode.Off
 )
 
-// String returns the mode's name as the go_runtime key takes it.
-func (m Mode) String() string {
-	switch m {
-	case ModeAuto:
-		return "auto"
-	case ModeOn:
-		return "on"
-	case ModeOff:
-		return "off"
-	}
-	return fmt.Sprintf("Mode(%d)", uint8(m))
-}
-
-// ParseMode reads a mode by name ("auto", "on", "off").
+// ParseMode reads a mode by name ("auto", "on", "off", in any case), as
+// the go_runtime key takes it.
 func ParseMode(s string) (Mode, error) {
-	for _, m := range []Mode{ModeAuto, ModeOn, ModeOff} {
-		if s == m.String() {
-			return m, nil
-		}
-	}
-	return 0, fmt.Errorf("GoRuntime.Mode (advanced key go_runtime) %q: want auto, on or off", s)
+	return mode.Parse(s, "GoRuntime.Mode (advanced key go_runtime)")
 }
 
 // DefaultMaxBytes is the flight recorder's window when Options.MaxBytes
@@ -77,7 +64,7 @@ type Options struct {
 // advanced configuration key.
 func (o Options) Validate() error {
 	var errs []error
-	if o.Mode > ModeOff {
+	if !o.Mode.Valid() {
 		errs = append(errs, fmt.Errorf("GoRuntime.Mode %d: want ModeAuto, ModeOn or ModeOff", o.Mode))
 	}
 	if o.MaxBytes != 0 && (o.MaxBytes < 1<<20 || o.MaxBytes > 4<<30) {
@@ -93,11 +80,4 @@ func (o Options) Validate() error {
 // host tracer level hostLevel.
 func (o Options) Runs(hostLevel int) bool {
 	return o.Mode == ModeOn || o.Mode == ModeAuto && hostLevel >= 3
-}
-
-func (o Options) maxBytes() int64 {
-	if o.MaxBytes == 0 {
-		return DefaultMaxBytes
-	}
-	return o.MaxBytes
 }

@@ -21,9 +21,12 @@
 //	})
 //
 // Options.Validate is what a session checks the options with; ParseMode
-// reads the gpu_metrics key's values. MemoryUsage asks NVML once, outside
-// any session, what each GPU says of its memory: the figure a memory
-// breakdown (package membreakdown) compares tracked buffers with.
+// reads the gpu_metrics key's values (in any case). The package holds what a program
+// sets and reads (the options, the counters' names, the errors to test
+// with errors.Is); the sampler itself is internal to devprof, run only by
+// sessions. Outside any session, trace.DeviceUsage asks NVML once what
+// each GPU says of its memory: the figure a memory breakdown (package
+// membreakdown) compares tracked buffers with.
 //
 // Only GPUs the program's CUDA can use are sampled: NVML's devices are
 // matched to CUDA ordinals by UUID through the CUDA driver, else by

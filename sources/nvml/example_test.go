@@ -40,9 +40,9 @@ func ExampleOptions_Validate() {
 }
 
 // ParseMode reads the values of the gpu_metrics key, as remote capture and
-// JAX's options give them.
+// JAX's options give them, in any case.
 func ExampleParseMode() {
-	for _, s := range []string{"auto", "on", "off", "On"} {
+	for _, s := range []string{"auto", "on", "off", "On", "sometimes"} {
 		m, err := nvml.ParseMode(s)
 		if err != nil {
 			fmt.Println(err)
@@ -54,5 +54,6 @@ func ExampleParseMode() {
 	// false auto
 	// true on
 	// false off
-	// GPUMetrics.Mode (advanced key gpu_metrics) "On": want auto, on or off
+	// true on
+	// GPUMetrics.Mode (advanced key gpu_metrics) "sometimes": want auto, on or off
 }

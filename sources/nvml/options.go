@@ -4,44 +4,31 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/devprof/devprof/internal/mode"
 )
 
 // SourceName names the source in warnings, notes and drop counts.
 const SourceName = "nvml"
 
-// Mode says when a session samples GPU metrics.
-type Mode uint8
+// Mode says when a session samples GPU metrics. It is the one mode type
+// of devprof's optional parts (goruntime.Mode is the same type), printed
+// as the gpu_metrics key takes it.
+type Mode = mode.Mode
 
 const (
 	// ModeAuto samples while the session's device tracer is on.
-	ModeAuto Mode = iota
+	ModeAuto = mode.Auto
 	// ModeOn samples even with the device tracer off.
-	ModeOn
+	ModeOn = mode.On
 	// ModeOff never samples.
-	ModeOff
+	ModeOff = mode.Off
 )
 
-// String returns the mode's name as the gpu_metrics key takes it.
-func (m Mode) String() string {
-	switch m {
-	case ModeAuto:
-		return "auto"
-	case ModeOn:
-		return "on"
-	case ModeOff:
-		return "off"
-	}
-	return fmt.Sprintf("Mode(%d)", uint8(m))
-}
-
-// ParseMode reads a mode by name ("auto", "on", "off").
+// ParseMode reads a mode by name ("auto", "on", "off", in any case), as
+// the gpu_metrics key takes it.
 func ParseMode(s string) (Mode, error) {
-	for _, m := range []Mode{ModeAuto, ModeOn, ModeOff} {
-		if s == m.String() {
-			return m, nil
-		}
-	}
-	return 0, fmt.Errorf("GPUMetrics.Mode (advanced key gpu_metrics) %q: want auto, on or off", s)
+	return mode.Parse(s, "GPUMetrics.Mode (advanced key gpu_metrics)")
 }
 
 // DefaultPeriod is how often the source samples when Options.Period is 0.
@@ -73,7 +60,7 @@ type Options struct {
 // advanced configuration key.
 func (o Options) Validate() error {
 	var errs []error
-	if o.Mode > ModeOff {
+	if !o.Mode.Valid() {
 		errs = append(errs, fmt.Errorf("GPUMetrics.Mode %d: want ModeAuto, ModeOn or ModeOff", o.Mode))
 	}
 	if o.Period != 0 && (o.Period < 10*time.Millisecond || o.Period > time.Minute) {
@@ -88,17 +75,13 @@ func (o Options) Runs(deviceTracer bool) bool {
 	return o.Mode == ModeOn || o.Mode == ModeAuto && deviceTracer
 }
 
-func (o Options) period() time.Duration {
-	if o.Period == 0 {
-		return DefaultPeriod
-	}
-	return o.Period
-}
-
-// ErrUnavailable wraps every error Start returns when NVML cannot be used.
+// ErrUnavailable is wrapped by every error that says NVML cannot be used
+// (no NVIDIA driver, no GPU the program's CUDA can use): a session's
+// start, trace.DeviceUsage.
 var ErrUnavailable = errors.New("NVML unavailable")
 
-// ErrNeedsCgo is Start's error in a build without cgo.
+// ErrNeedsCgo is the error of everything that needs NVML in a build
+// without cgo.
 var ErrNeedsCgo = errors.New("GPU metrics need cgo (NVML is loaded through go-nvml): build with CGO_ENABLED=1 and a C compiler")
 
 // Counter series names and units, as every output shows them (declared

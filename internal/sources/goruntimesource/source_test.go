@@ -1,4 +1,4 @@
-package goruntime
+package goruntimesource
 
 import (
 	"runtime"
@@ -8,36 +8,8 @@ import (
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/gotrace"
 	"github.com/devprof/devprof/internal/recorder"
+	"github.com/devprof/devprof/sources/goruntime"
 )
-
-func TestOptionsValidate(t *testing.T) {
-	for _, c := range []struct {
-		o    Options
-		want string
-	}{
-		{Options{}, ""},
-		{Options{Mode: ModeOn, MaxBytes: 1 << 20, MaxGoroutines: 10}, ""},
-		{Options{Mode: 7}, "GoRuntime.Mode 7"},
-		{Options{MaxBytes: 1000}, "go_runtime_max_bytes"},
-		{Options{MaxGoroutines: -1}, "go_runtime_max_goroutines"},
-	} {
-		err := c.o.Validate()
-		if (err == nil) != (c.want == "") || err != nil && !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%+v: %v, want %q", c.o, err, c.want)
-		}
-	}
-	for _, m := range []Mode{ModeAuto, ModeOn, ModeOff} {
-		if got, err := ParseMode(m.String()); err != nil || got != m {
-			t.Errorf("ParseMode(%q) = %v, %v", m, got, err)
-		}
-	}
-	if _, err := ParseMode("sometimes"); err == nil || !strings.Contains(err.Error(), "go_runtime") {
-		t.Errorf("ParseMode(sometimes): %v", err)
-	}
-	if (Options{}).Runs(2) || !(Options{}).Runs(3) || !(Options{Mode: ModeOn}).Runs(1) || (Options{Mode: ModeOff}).Runs(3) {
-		t.Error("Runs: want auto at level 3 only, on always, off never")
-	}
-}
 
 func TestGoroutineOf(t *testing.T) {
 	// In units of the tolerance: on P0, G1, then G2 right after it, then
@@ -72,11 +44,11 @@ func TestGoroutineOf(t *testing.T) {
 // start beside the first (the runtime allows one), with an error saying so.
 func TestStartStop(t *testing.T) {
 	buf := recorder.NewBuffer(1<<20, 3)
-	s, err := Start(buf, Options{Mode: ModeOn})
+	s, err := Start(buf, goruntime.Options{Mode: goruntime.ModeOn})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Start(recorder.NewBuffer(16, 3), Options{Mode: ModeOn}); err == nil || !strings.Contains(err.Error(), "go runtime tracing") {
+	if _, err := Start(recorder.NewBuffer(16, 3), goruntime.Options{Mode: goruntime.ModeOn}); err == nil || !strings.Contains(err.Error(), "go runtime tracing") {
 		t.Errorf("a second source started: %v", err)
 	}
 	runtime.GC()
@@ -100,7 +72,7 @@ func TestStartStop(t *testing.T) {
 		t.Errorf("tracks %v: want %q, %q and %q", names, gotrace.TrackGC, gotrace.TrackSTW, gotrace.ProcPrefix+"0")
 	}
 	// A new source can start once the first stopped.
-	s2, err := Start(recorder.NewBuffer(16, 3), Options{Mode: ModeOn})
+	s2, err := Start(recorder.NewBuffer(16, 3), goruntime.Options{Mode: goruntime.ModeOn})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cupti
+package cuptisource
 
 import "testing"
 

@@ -1,4 +1,4 @@
-package goruntime
+package goruntimesource
 
 import (
 	"bytes"
@@ -16,12 +16,13 @@ import (
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/gotrace"
 	"github.com/devprof/devprof/internal/recorder"
+	"github.com/devprof/devprof/sources/goruntime"
 )
 
 // Source runs the Go execution tracer for one session.
 type Source struct {
 	buf   *recorder.Buffer
-	opts  Options
+	opts  goruntime.Options
 	fr    *trace.FlightRecorder
 	start int64 // session monotonic ns at Start
 
@@ -51,14 +52,14 @@ type Stats struct {
 // buf. It fails when another flight recorder is running in the program
 // (the runtime allows one); runtime/trace.Start (go test -trace) may run
 // beside it.
-func Start(buf *recorder.Buffer, o Options) (*Source, error) {
+func Start(buf *recorder.Buffer, o goruntime.Options) (*Source, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{
 		// Everything since the session began, up to the byte bound.
 		MinAge:   100 * 365 * 24 * time.Hour,
-		MaxBytes: uint64(o.maxBytes()),
+		MaxBytes: uint64(maxBytes(o)),
 	})
 	if err := fr.Start(); err != nil {
 		return nil, fmt.Errorf("go runtime tracing: %w", err)
@@ -74,6 +75,14 @@ func Start(buf *recorder.Buffer, o Options) (*Source, error) {
 		}
 	}
 	return s, nil
+}
+
+// maxBytes is the flight recorder's window o asks for.
+func maxBytes(o goruntime.Options) int64 {
+	if o.MaxBytes == 0 {
+		return goruntime.DefaultMaxBytes
+	}
+	return o.MaxBytes
 }
 
 // Stop takes the execution trace, stops the tracer and writes the trace's
@@ -115,7 +124,7 @@ func (s *Source) stop() {
 	// part of the session is gone.
 	if late := res.First - s.start; res.Events > 0 && late > int64(50*time.Millisecond) {
 		s.warn("window", "the Go runtime is shown from %v after the session's start: its execution trace outgrew GoRuntime.MaxBytes (%d MiB, advanced key go_runtime_max_bytes)",
-			time.Duration(late).Round(time.Millisecond), s.opts.maxBytes()>>20)
+			time.Duration(late).Round(time.Millisecond), maxBytes(s.opts)>>20)
 	}
 	s.link(res)
 	if s.cpuOn {
@@ -244,11 +253,11 @@ func runningAt(runs []gotrace.Run, t int64) bool {
 }
 
 func (s *Source) warn(code, format string, args ...any) {
-	s.report.Warnings = append(s.report.Warnings, event.Warning{Source: SourceName, Code: code, Text: fmt.Sprintf(format, args...)})
+	s.report.Warnings = append(s.report.Warnings, event.Warning{Source: goruntime.SourceName, Code: code, Text: fmt.Sprintf(format, args...)})
 }
 
 func (s *Source) note(format string, args ...any) {
-	s.report.Notes = append(s.report.Notes, event.Note{Source: SourceName, Text: fmt.Sprintf(format, args...)})
+	s.report.Notes = append(s.report.Notes, event.Note{Source: goruntime.SourceName, Text: fmt.Sprintf(format, args...)})
 }
 
 // sink writes what gotrace makes of the trace into the session's buffer;

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package nvml
+package nvmlsource
 
 import (
 	"cmp"
@@ -18,11 +18,12 @@ import (
 	"github.com/devprof/devprof/internal/nvmlhook"
 	"github.com/devprof/devprof/internal/nvmlmock"
 	"github.com/devprof/devprof/internal/recorder"
+	"github.com/devprof/devprof/sources/nvml"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const fixture = "../../testdata/real-gpu/go-nvml-h100.json"
+const fixture = "../../../testdata/real-gpu/go-nvml-h100.json"
 
 func newGPU(t testing.TB, uuid, pci string) *nvmlmock.GPU {
 	return nvmlmock.NewGPU(t, fixture, uuid, pci)
@@ -30,7 +31,7 @@ func newGPU(t testing.TB, uuid, pci string) *nvmlmock.GPU {
 
 // record runs the source over lib for about d and returns the snapshot
 // and the report.
-func record(t *testing.T, lib *mock.Interface, cuda func() ([]nvmlhook.CUDADevice, error), o Options, d time.Duration) (*event.Snapshot, recorder.SourceReport) {
+func record(t *testing.T, lib *mock.Interface, cuda func() ([]nvmlhook.CUDADevice, error), o nvml.Options, d time.Duration) (*event.Snapshot, recorder.SourceReport) {
 	t.Helper()
 	defer nvmlhook.Set(lib, cuda)()
 	buf := recorder.NewBuffer(1<<16, 3)
@@ -70,7 +71,7 @@ func TestFactsAndCounters(t *testing.T) {
 	cuda := func() ([]nvmlhook.CUDADevice, error) {
 		return []nvmlhook.CUDADevice{{Ordinal: 0, UUID: uuidA, SMs: 132}}, nil
 	}
-	s, rep := record(t, nvmlmock.New(g), cuda, Options{Period: 10 * time.Millisecond}, 60*time.Millisecond)
+	s, rep := record(t, nvmlmock.New(g), cuda, nvml.Options{Period: 10 * time.Millisecond}, 60*time.Millisecond)
 	if len(rep.Warnings) != 0 {
 		t.Errorf("warnings %+v", rep.Warnings)
 	}
@@ -127,7 +128,7 @@ func TestDevicesMatchedToCUDAOrdinals(t *testing.T) {
 	cuda := func() ([]nvmlhook.CUDADevice, error) {
 		return []nvmlhook.CUDADevice{{Ordinal: 0, UUID: uuidB, SMs: 132}}, nil
 	}
-	s, _ := record(t, nvmlmock.New(a, b), cuda, Options{Period: 10 * time.Millisecond}, 30*time.Millisecond)
+	s, _ := record(t, nvmlmock.New(a, b), cuda, nvml.Options{Period: 10 * time.Millisecond}, 30*time.Millisecond)
 	if len(s.Tracks) != 1 || s.Tracks[0].UUID != uuidB || s.Tracks[0].Device != 0 || s.Tracks[0].DeviceName != "second" {
 		t.Fatalf("tracks %+v, want only NVML's device 1 as ordinal 0", s.Tracks)
 	}
@@ -138,7 +139,7 @@ func TestDevicesMatchedToCUDAOrdinals(t *testing.T) {
 	// Without the CUDA driver, CUDA_VISIBLE_DEVICES says the order.
 	t.Setenv("CUDA_VISIBLE_DEVICES", "1,0")
 	noCUDA := func() ([]nvmlhook.CUDADevice, error) { return nil, errors.New("libcuda.so.1 not loadable") }
-	s, rep := record(t, nvmlmock.New(a, b), noCUDA, Options{Period: 10 * time.Millisecond}, 30*time.Millisecond)
+	s, rep := record(t, nvmlmock.New(a, b), noCUDA, nvml.Options{Period: 10 * time.Millisecond}, 30*time.Millisecond)
 	byOrdinal := map[int]string{}
 	for _, tr := range s.Tracks {
 		byOrdinal[tr.Device] = tr.UUID
@@ -156,12 +157,12 @@ func TestDevicesMatchedToCUDAOrdinals(t *testing.T) {
 func TestInitFailureMakesNoOtherCall(t *testing.T) {
 	lib := &mock.Interface{InitFunc: func() gonvml.Return { return gonvml.ERROR_LIBRARY_NOT_FOUND }}
 	defer nvmlhook.Set(lib, nil)()
-	_, err := Start(recorder.NewBuffer(100, 3), Options{})
-	if !errors.Is(err, ErrUnavailable) || !NoDriver(err) || !strings.Contains(Explain(err).Text, "no libnvidia-ml.so.1") {
+	_, err := Start(recorder.NewBuffer(100, 3), nvml.Options{})
+	if !errors.Is(err, nvml.ErrUnavailable) || !NoDriver(err) || !strings.Contains(Explain(err).Text, "no libnvidia-ml.so.1") {
 		t.Fatalf("Start: %v", err)
 	}
 	lib.InitFunc = func() gonvml.Return { return gonvml.ERROR_DRIVER_NOT_LOADED }
-	if _, err := Start(recorder.NewBuffer(100, 3), Options{}); NoDriver(err) || !strings.Contains(err.Error(), "not loaded") {
+	if _, err := Start(recorder.NewBuffer(100, 3), nvml.Options{}); NoDriver(err) || !strings.Contains(err.Error(), "not loaded") {
 		t.Fatalf("Start with the driver not loaded: %v (a driver problem deserves its line)", err)
 	}
 }
@@ -172,7 +173,7 @@ func TestUnsupportedMetrics(t *testing.T) {
 	g := newGPU(t, uuidA, "")
 	g.Unsupported["power"], g.Unsupported["samples"] = true, true
 	cuda := func() ([]nvmlhook.CUDADevice, error) { return []nvmlhook.CUDADevice{{Ordinal: 0, UUID: uuidA}}, nil }
-	s, rep := record(t, nvmlmock.New(g), cuda, Options{Period: 10 * time.Millisecond}, 40*time.Millisecond)
+	s, rep := record(t, nvmlmock.New(g), cuda, nvml.Options{Period: 10 * time.Millisecond}, 40*time.Millisecond)
 	c := countersOf(s, 0)
 	if len(c["power (W)"]) != 0 || len(c["temperature (°C)"]) < 3 {
 		t.Errorf("power %v, temperature %v", c["power (W)"], c["temperature (°C)"])
@@ -194,7 +195,7 @@ func TestGPULost(t *testing.T) {
 	g := newGPU(t, uuidA, "")
 	g.LostAfter = 2
 	cuda := func() ([]nvmlhook.CUDADevice, error) { return []nvmlhook.CUDADevice{{Ordinal: 0, UUID: uuidA}}, nil }
-	s, rep := record(t, nvmlmock.New(g), cuda, Options{Period: 5 * time.Millisecond}, 50*time.Millisecond)
+	s, rep := record(t, nvmlmock.New(g), cuda, nvml.Options{Period: 5 * time.Millisecond}, 50*time.Millisecond)
 	if got := len(countersOf(s, 0)["power (W)"]); got != 2 {
 		t.Errorf("%d power samples, want the 2 before the GPU was lost", got)
 	}
@@ -209,12 +210,12 @@ func TestGPULost(t *testing.T) {
 func TestPCIeOnItsOwnGoroutine(t *testing.T) {
 	g := newGPU(t, uuidA, "")
 	cuda := func() ([]nvmlhook.CUDADevice, error) { return []nvmlhook.CUDADevice{{Ordinal: 0, UUID: uuidA}}, nil }
-	s, _ := record(t, nvmlmock.New(g), cuda, Options{Period: 10 * time.Millisecond, PCIe: true}, 30*time.Millisecond)
+	s, _ := record(t, nvmlmock.New(g), cuda, nvml.Options{Period: 10 * time.Millisecond, PCIe: true}, 30*time.Millisecond)
 	c := countersOf(s, 0)
 	if tx := c["PCIe TX (bytes/s)"]; len(tx) == 0 || tx[0] != float64(g.Device.PCIeTXKBs)*1024 {
 		t.Errorf("PCIe TX %v", tx)
 	}
-	s, _ = record(t, nvmlmock.New(g), cuda, Options{Period: 10 * time.Millisecond}, 20*time.Millisecond)
+	s, _ = record(t, nvmlmock.New(g), cuda, nvml.Options{Period: 10 * time.Millisecond}, 20*time.Millisecond)
 	if tx := countersOf(s, 0)["PCIe TX (bytes/s)"]; len(tx) != 0 {
 		t.Errorf("PCIe sampled while off: %v", tx)
 	}
@@ -229,7 +230,7 @@ func TestPCIeAndSamplerShareDeviceState(t *testing.T) {
 	g.Unsupported["pcie"] = true
 	g.LostAfter = 4
 	cuda := func() ([]nvmlhook.CUDADevice, error) { return []nvmlhook.CUDADevice{{Ordinal: 0, UUID: uuidA}}, nil }
-	s, rep := record(t, nvmlmock.New(g), cuda, Options{Period: 2 * time.Millisecond, PCIe: true}, 40*time.Millisecond)
+	s, rep := record(t, nvmlmock.New(g), cuda, nvml.Options{Period: 2 * time.Millisecond, PCIe: true}, 40*time.Millisecond)
 	c := countersOf(s, 0)
 	if len(c["PCIe TX (bytes/s)"]) != 0 || len(c["power (W)"]) != 4 {
 		t.Errorf("PCIe %v, power %v: want no PCIe and the 4 power samples before the loss", c["PCIe TX (bytes/s)"], c["power (W)"])
@@ -243,36 +244,6 @@ func TestPCIeAndSamplerShareDeviceState(t *testing.T) {
 	}
 }
 
-func TestOptions(t *testing.T) {
-	for _, c := range []struct {
-		o    Options
-		want string
-	}{
-		{Options{Period: time.Millisecond}, "GPUMetrics.Period (advanced key gpu_metrics_period_ms) 1ms out of range"},
-		{Options{Period: time.Hour}, "out of range"},
-		{Options{Mode: 7}, "GPUMetrics.Mode 7"},
-	} {
-		if err := c.o.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%+v: %v, want %q", c.o, err, c.want)
-		}
-	}
-	if err := (Options{Period: 50 * time.Millisecond, Mode: ModeOn}).Validate(); err != nil {
-		t.Error(err)
-	}
-	for _, c := range []struct {
-		m        Mode
-		tracer   bool
-		wantRuns bool
-	}{{ModeAuto, true, true}, {ModeAuto, false, false}, {ModeOn, false, true}, {ModeOff, true, false}} {
-		if got := (Options{Mode: c.m}).Runs(c.tracer); got != c.wantRuns {
-			t.Errorf("%v with device tracer %v: runs %v", c.m, c.tracer, got)
-		}
-	}
-	if _, err := ParseMode("sometimes"); err == nil {
-		t.Error("ParseMode accepted sometimes")
-	}
-}
-
 // BenchmarkTick is the sampler's own cost per tick for one GPU (the mock
 // answers at once; real NVML adds ~280 ns a query and 4.4 µs for memory
 // on an H100, testdata/real-gpu/go-nvml-h100.json).
@@ -281,7 +252,7 @@ func BenchmarkTick(b *testing.B) {
 	defer nvmlhook.Set(nvmlmock.New(g), func() ([]nvmlhook.CUDADevice, error) {
 		return []nvmlhook.CUDADevice{{Ordinal: 0, UUID: uuidA}}, nil
 	})()
-	src, err := Start(recorder.NewBuffer(1<<26, 3), Options{Period: time.Minute})
+	src, err := Start(recorder.NewBuffer(1<<26, 3), nvml.Options{Period: time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -300,7 +271,7 @@ func TestShortSessionStillHasUtilization(t *testing.T) {
 	g := newGPU(t, uuidA, "")
 	g.NoNewSamples = true
 	cuda := func() ([]nvmlhook.CUDADevice, error) { return []nvmlhook.CUDADevice{{Ordinal: 0, UUID: uuidA}}, nil }
-	s, rep := record(t, nvmlmock.New(g), cuda, Options{Period: 10 * time.Millisecond}, 50*time.Millisecond)
+	s, rep := record(t, nvmlmock.New(g), cuda, nvml.Options{Period: 10 * time.Millisecond}, 50*time.Millisecond)
 	if len(rep.Warnings) != 0 {
 		t.Errorf("warnings %+v", rep.Warnings)
 	}
@@ -310,7 +281,7 @@ func TestShortSessionStillHasUtilization(t *testing.T) {
 	}
 	// With the driver's samples coming in, nothing is polled.
 	g.NoNewSamples = false
-	s, _ = record(t, nvmlmock.New(g), cuda, Options{Period: 10 * time.Millisecond}, 50*time.Millisecond)
+	s, _ = record(t, nvmlmock.New(g), cuda, nvml.Options{Period: 10 * time.Millisecond}, 50*time.Millisecond)
 	if u := c["GPU utilization (%)"]; slices.Contains(countersOf(s, 0)["GPU utilization (%)"], 97) || len(u) == 0 {
 		t.Errorf("utilization %v: a polled value beside the driver's samples", countersOf(s, 0)["GPU utilization (%)"])
 	}

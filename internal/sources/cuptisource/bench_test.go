@@ -1,6 +1,6 @@
 //go:build cgo
 
-package cupti
+package cuptisource
 
 import (
 	"runtime"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/internal/recorder"
+	"github.com/devprof/devprof/sources/cupti"
 )
 
 // BenchmarkLaunch is devprof's own cost per CUDA call while the CUPTI
@@ -39,7 +40,7 @@ func BenchmarkLaunch(b *testing.B) {
 			var src *Source
 			if traced {
 				var err error
-				if src, err = Start(buf, Options{Library: path, FlushPeriod: 100 * time.Millisecond, MaxRecords: 1 << 26}); err != nil {
+				if src, err = Start(buf, cupti.Options{Library: path, FlushPeriod: 100 * time.Millisecond, MaxRecords: 1 << 26}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package nvml
+package nvmlsource
 
 import (
 	"fmt"
@@ -13,13 +13,14 @@ import (
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/nvmlhook"
 	"github.com/devprof/devprof/internal/recorder"
+	"github.com/devprof/devprof/sources/nvml"
 )
 
 // Source samples GPU metrics for one session.
 type Source struct {
 	buf     *recorder.Buffer
 	lib     gonvml.Interface
-	opts    Options
+	opts    nvml.Options
 	devices []*device
 	memV2   bool  // the driver has nvmlDeviceGetMemoryInfo_v2
 	offset  int64 // wall-clock ns minus session monotonic ns
@@ -39,13 +40,13 @@ type Source struct {
 // counters every o.Period until Stop. An error says why there will be no
 // GPU metrics; after a failed NVML Init it makes no other NVML call (a
 // call into a library that is not there ends the process).
-func Start(buf *recorder.Buffer, o Options) (*Source, error) {
+func Start(buf *recorder.Buffer, o nvml.Options) (*Source, error) {
 	lib, err := library(o)
 	if err != nil {
 		return nil, err
 	}
 	if ret := lib.Init(); ret != gonvml.SUCCESS {
-		return nil, fmt.Errorf("%w: %s", ErrUnavailable, explainReturn(ret))
+		return nil, fmt.Errorf("%w: %s", nvml.ErrUnavailable, explainReturn(ret))
 	}
 	s := &Source{buf: buf, lib: lib, opts: o, stop: make(chan struct{}), warned: map[string]bool{}}
 	s.memV2 = lib.Extensions().LookupSymbol("nvmlDeviceGetMemoryInfo_v2") == nil
@@ -69,9 +70,17 @@ func Start(buf *recorder.Buffer, o Options) (*Source, error) {
 	return s, nil
 }
 
+// period is the sampling period o asks for.
+func period(o nvml.Options) time.Duration {
+	if o.Period == 0 {
+		return nvml.DefaultPeriod
+	}
+	return o.Period
+}
+
 // library returns the NVML to use: a test's, or go-nvml's over the
 // system's libnvidia-ml.
-func library(o Options) (gonvml.Interface, error) {
+func library(o nvml.Options) (gonvml.Interface, error) {
 	if lib, _ := nvmlhook.Get(); lib != nil {
 		l, ok := lib.(gonvml.Interface)
 		if !ok {
@@ -135,12 +144,12 @@ func (s *Source) warn(key, code, format string, args ...any) {
 		return
 	}
 	s.warned[key] = true
-	s.report.Warnings = append(s.report.Warnings, event.Warning{Source: SourceName, Code: code, Text: fmt.Sprintf(format, args...)})
+	s.report.Warnings = append(s.report.Warnings, event.Warning{Source: nvml.SourceName, Code: code, Text: fmt.Sprintf(format, args...)})
 }
 
 // note adds a note about how the metrics were taken.
 func (s *Source) note(format string, args ...any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.report.Notes = append(s.report.Notes, event.Note{Source: SourceName, Text: fmt.Sprintf(format, args...)})
+	s.report.Notes = append(s.report.Notes, event.Note{Source: nvml.SourceName, Text: fmt.Sprintf(format, args...)})
 }

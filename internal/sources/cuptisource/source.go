@@ -1,4 +1,4 @@
-package cupti
+package cuptisource
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"github.com/devprof/devprof/cuptiwrap"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/recorder"
+	"github.com/devprof/devprof/sources/cupti"
 )
 
 // Source collects GPU activity for one session.
@@ -26,26 +27,6 @@ type Source struct {
 	stopOnce sync.Once
 	report   Report
 }
-
-// SourceName is how the outputs name this source: the Source of its
-// warnings, notes and drops.
-const SourceName = "cupti"
-
-// Codes of the warnings the source reports (event.Warning.Code).
-const (
-	// CodeUnavailable: device activity could not be recorded (Explain).
-	CodeUnavailable = "unavailable"
-	// CodeStopFailed: CUPTI failed to stop; some records may be missing.
-	CodeStopFailed = "stop_failed"
-	// CodeRecordsDropped: CUPTI, or the bound on kept records, lost
-	// records (counted in Report.Drops).
-	CodeRecordsDropped = "records_dropped"
-	// CodeUntimed: records without timestamps were left out.
-	CodeUntimed = "untimed_records"
-	// CodeBufferFull: device events found the event buffer full (the
-	// recorder counts them among its own drops).
-	CodeBufferFull = "buffer_full"
-)
 
 // Report is what Stop found out about the collection.
 type Report struct {
@@ -70,7 +51,7 @@ type Report struct {
 // says why device activity cannot be recorded (no libcupti, no GPU, another
 // profiler attached, insufficient privileges); the session records the host
 // alone then.
-func Start(buf *recorder.Buffer, cfg Options) (*Source, error) {
+func Start(buf *recorder.Buffer, cfg cupti.Options) (*Source, error) {
 	s := &Source{buf: buf, spans: map[uint64]spanInfo{}}
 	col, err := cuptiwrap.Start(cuptiwrap.Options{
 		Library:     cfg.Library,
@@ -171,9 +152,9 @@ func (s *Source) stop() Report {
 	s.stopOnce.Do(func() {
 		s.buf.SetDeviceCorrelator(nil)
 		st, err := s.col.Stop()
-		s.report = Report{Library: s.lib, Stats: st, Drops: event.Drops{Source: SourceName, Events: st.Dropped}}
+		s.report = Report{Library: s.lib, Stats: st, Drops: event.Drops{Source: cupti.SourceName, Events: st.Dropped}}
 		if err != nil {
-			s.warn(CodeStopFailed, "stopping CUPTI: %v", err)
+			s.warn(cupti.CodeStopFailed, "stopping CUPTI: %v", err)
 		}
 		s.mu.Lock()
 		batches := s.batches
@@ -181,17 +162,17 @@ func (s *Source) stop() Report {
 		s.mu.Unlock()
 		w := newWriter(s, batches)
 		s.report.Events = w.write()
-		s.report.Clock = event.Note{Source: SourceName, Text: fmt.Sprintf("GPU timestamps: CUPTI's clock (CLOCK_REALTIME, %s), mapped onto the session's monotonic clock by an offset of %d ns measured at start (pairing within %d ns)",
+		s.report.Clock = event.Note{Source: cupti.SourceName, Text: fmt.Sprintf("GPU timestamps: CUPTI's clock (CLOCK_REALTIME, %s), mapped onto the session's monotonic clock by an offset of %d ns measured at start (pairing within %d ns)",
 			libName(s.lib), s.offset, s.gap)}
 		if d := st.Dropped; d > 0 {
-			s.warn(CodeRecordsDropped, "%d GPU activity records dropped (%d by CUPTI, %d over the limit of kept records); raise the gpu_max_activity_api_events, gpu_buffer_size or gpu_max_buffers advanced settings",
+			s.warn(cupti.CodeRecordsDropped, "%d GPU activity records dropped (%d by CUPTI, %d over the limit of kept records); raise the gpu_max_activity_api_events, gpu_buffer_size or gpu_max_buffers advanced settings",
 				d, st.CUPTIDropped, st.OverLimit)
 		}
 		if w.untimed > 0 {
-			s.warn(CodeUntimed, "%d GPU activity records had no timestamps (CUPTI could not time them) and were left out", w.untimed)
+			s.warn(cupti.CodeUntimed, "%d GPU activity records had no timestamps (CUPTI could not time them) and were left out", w.untimed)
 		}
 		if w.lost > 0 {
-			s.warn(CodeBufferFull, "%d GPU activity events did not fit in the event buffer (max_events)", w.lost)
+			s.warn(cupti.CodeBufferFull, "%d GPU activity events did not fit in the event buffer (max_events)", w.lost)
 		}
 	})
 	return s.report
@@ -199,7 +180,7 @@ func (s *Source) stop() Report {
 
 // warn adds a warning of this source to the report.
 func (s *Source) warn(code, format string, args ...any) {
-	s.report.Warnings = append(s.report.Warnings, event.Warning{Source: SourceName, Code: code, Text: fmt.Sprintf(format, args...)})
+	s.report.Warnings = append(s.report.Warnings, event.Warning{Source: cupti.SourceName, Code: code, Text: fmt.Sprintf(format, args...)})
 }
 
 func libName(l cuptiwrap.LibraryInfo) string {

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package cupti
+package cuptisource
 
 import (
 	"fmt"
@@ -17,6 +17,7 @@ import (
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/fakecuda"
 	"github.com/devprof/devprof/internal/recorder"
+	"github.com/devprof/devprof/sources/cupti"
 )
 
 // useFake points a test at the fake libcupti in one CUDA layout.
@@ -57,7 +58,7 @@ func run(t *testing.T, layout string, dropped int) runResult {
 	}
 	defer recorder.Deactivate(buf)
 	meta := event.Meta{Start: recorder.ReadClocks()}
-	src, err := Start(buf, Options{Library: path, FlushPeriod: 20 * time.Millisecond})
+	src, err := Start(buf, cupti.Options{Library: path, FlushPeriod: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +319,7 @@ func TestLaunchLinksAndAttribution(t *testing.T) {
 			}
 		}
 	}
-	if c := res.rep.Clock; c.Source != SourceName || !strings.Contains(c.Text, "CLOCK_REALTIME") || !strings.Contains(c.Text, "offset") {
+	if c := res.rep.Clock; c.Source != cupti.SourceName || !strings.Contains(c.Text, "CLOCK_REALTIME") || !strings.Contains(c.Text, "offset") {
 		t.Errorf("report does not say which clock: %q", res.rep.Clock)
 	}
 }
@@ -353,10 +354,10 @@ func TestDroppedRecordsAreReported(t *testing.T) {
 	if res.rep.Stats.CUPTIDropped != 5 {
 		t.Fatalf("CUPTI dropped %d, want 5", res.rep.Stats.CUPTIDropped)
 	}
-	if len(res.rep.Warnings) == 0 || res.rep.Warnings[0].Code != CodeRecordsDropped || !strings.Contains(res.rep.Warnings[0].Text, "5 GPU activity records dropped") {
+	if len(res.rep.Warnings) == 0 || res.rep.Warnings[0].Code != cupti.CodeRecordsDropped || !strings.Contains(res.rep.Warnings[0].Text, "5 GPU activity records dropped") {
 		t.Errorf("warnings %q", res.rep.Warnings)
 	}
-	if want := (event.Drops{Source: SourceName, Events: 5}); res.rep.Drops != want {
+	if want := (event.Drops{Source: cupti.SourceName, Events: 5}); res.rep.Drops != want {
 		t.Errorf("drops %+v, want %+v", res.rep.Drops, want)
 	}
 }
@@ -372,8 +373,8 @@ func TestStartErrors(t *testing.T) {
 		"multiple_subscribers": "another profiler is already attached",
 	} {
 		t.Setenv("FAKECUPTI_FAIL", fail)
-		_, err := Start(buf, Options{Library: path})
-		if err == nil || !strings.Contains(Explain(err).Text, want) || !strings.HasPrefix(Explain(err).Text, "GPU tracing off: ") || Explain(err).Code != CodeUnavailable {
+		_, err := Start(buf, cupti.Options{Library: path})
+		if err == nil || !strings.Contains(Explain(err).Text, want) || !strings.HasPrefix(Explain(err).Text, "GPU tracing off: ") || Explain(err).Code != cupti.CodeUnavailable {
 			t.Errorf("FAKECUPTI_FAIL=%s: %v, want a message with %q", fail, err, want)
 		}
 		if buf.Correlator() != nil {
@@ -381,12 +382,12 @@ func TestStartErrors(t *testing.T) {
 		}
 	}
 	t.Setenv("FAKECUPTI_FAIL", "")
-	src, err := Start(buf, Options{Library: path})
+	src, err := Start(buf, cupti.Options{Library: path})
 	if err != nil {
 		t.Fatalf("Start after failures: %v", err)
 	}
 	src.Stop()
-	if _, err := Start(buf, Options{Library: "/nonexistent/libcupti.so"}); err == nil || !strings.Contains(err.Error(), "/nonexistent/libcupti.so") {
+	if _, err := Start(buf, cupti.Options{Library: "/nonexistent/libcupti.so"}); err == nil || !strings.Contains(err.Error(), "/nonexistent/libcupti.so") {
 		t.Errorf("missing library: %v", err)
 	}
 }

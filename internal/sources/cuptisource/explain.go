@@ -1,4 +1,4 @@
-package cupti
+package cuptisource
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/devprof/devprof/cuptiwrap"
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/sources/cupti"
 )
 
 // Explain turns an error from Start into the warning the outputs carry
@@ -17,7 +18,7 @@ import (
 // DEVPROF_VERBOSE=1, it is the whole error, listing every place searched,
 // so that someone whose libcupti was not found can see why.
 func Explain(err error) event.Warning {
-	w := event.Warning{Source: SourceName, Code: CodeUnavailable, Text: "GPU tracing off: " + err.Error()}
+	w := event.Warning{Source: cupti.SourceName, Code: cupti.CodeUnavailable, Text: "GPU tracing off: " + err.Error()}
 	if errors.Is(err, cuptiwrap.ErrLibraryNotFound) && !cudaLooksInstalled() && os.Getenv("DEVPROF_VERBOSE") != "1" {
 		w.Text = "GPU tracing off: no libcupti and no CUDA installation found " +
 			"(DEVPROF_VERBOSE=1 lists where; DEVPROF_DEVICE_TRACER=off or DeviceTracerLevel: trace.Off silences this)"

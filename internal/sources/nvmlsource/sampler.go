@@ -1,6 +1,6 @@
 //go:build cgo
 
-package nvml
+package nvmlsource
 
 import (
 	"encoding/binary"
@@ -10,6 +10,7 @@ import (
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/devprof/devprof/internal/recorder"
+	"github.com/devprof/devprof/sources/nvml"
 )
 
 // metric is one series the sampler reads.
@@ -32,7 +33,7 @@ var metricNames = [...]string{"GPU utilization", "memory controller utilization"
 // run samples every period until Stop, then once more.
 func (s *Source) run() {
 	defer s.done.Done()
-	t := time.NewTicker(s.opts.period())
+	t := time.NewTicker(period(s.opts))
 	defer t.Stop()
 	for {
 		s.tick(false)
@@ -89,22 +90,22 @@ func (s *Source) sample(d *device, now int64, final bool) {
 	}
 	if !d.off[metricPower].Load() && !d.lost.Load() {
 		if mw, ret := s.lib.DeviceGetPowerUsage(h); s.ok(d, metricPower, ret) {
-			s.counter(d, CounterPower, "W", now, float64(mw)/1000)
+			s.counter(d, nvml.CounterPower, "W", now, float64(mw)/1000)
 		}
 	}
 	if !d.off[metricSMClock].Load() && !d.lost.Load() {
 		if mhz, ret := s.lib.DeviceGetClockInfo(h, gonvml.CLOCK_SM); s.ok(d, metricSMClock, ret) {
-			s.counter(d, CounterSMClock, "MHz", now, float64(mhz))
+			s.counter(d, nvml.CounterSMClock, "MHz", now, float64(mhz))
 		}
 	}
 	if !d.off[metricMemClock].Load() && !d.lost.Load() {
 		if mhz, ret := s.lib.DeviceGetClockInfo(h, gonvml.CLOCK_MEM); s.ok(d, metricMemClock, ret) {
-			s.counter(d, CounterMemClock, "MHz", now, float64(mhz))
+			s.counter(d, nvml.CounterMemClock, "MHz", now, float64(mhz))
 		}
 	}
 	if !d.off[metricTemp].Load() && !d.lost.Load() {
 		if c, ret := s.lib.DeviceGetTemperature(h, gonvml.TEMPERATURE_GPU); s.ok(d, metricTemp, ret) {
-			s.counter(d, CounterTemp, "°C", now, float64(c))
+			s.counter(d, nvml.CounterTemp, "°C", now, float64(c))
 		}
 	}
 }
@@ -119,11 +120,11 @@ func (s *Source) utilization(d *device, now int64, final bool) {
 		return
 	}
 	if !d.pollUtil {
-		ok, n := s.samples(d, gonvml.GPU_UTILIZATION_SAMPLES, &d.lastUtil, CounterUtil)
+		ok, n := s.samples(d, gonvml.GPU_UTILIZATION_SAMPLES, &d.lastUtil, nvml.CounterUtil)
 		d.utilWritten = d.utilWritten || n > 0
 		switch {
 		case ok:
-			s.samples(d, gonvml.MEMORY_UTILIZATION_SAMPLES, &d.lastMemUtil, CounterMemUtil)
+			s.samples(d, gonvml.MEMORY_UTILIZATION_SAMPLES, &d.lastMemUtil, nvml.CounterMemUtil)
 			if !final || d.utilWritten {
 				return
 			}
@@ -137,8 +138,8 @@ func (s *Source) utilization(d *device, now int64, final bool) {
 		return
 	}
 	if u, ret := s.lib.DeviceGetUtilizationRates(d.handle); s.ok(d, metricUtil, ret) {
-		s.counter(d, CounterUtil, "%", now, float64(u.Gpu))
-		s.counter(d, CounterMemUtil, "%", now, float64(u.Memory))
+		s.counter(d, nvml.CounterUtil, "%", now, float64(u.Gpu))
+		s.counter(d, nvml.CounterMemUtil, "%", now, float64(u.Memory))
 		d.utilWritten = true
 	}
 }
@@ -195,15 +196,15 @@ func (s *Source) memory(d *device, now int64) {
 	}
 	if s.memV2 {
 		if m, ret := s.lib.DeviceGetMemoryInfo_v2(d.handle); s.ok(d, metricMemory, ret) {
-			s.counter(d, CounterMemUsed, "bytes", now, float64(m.Used))
-			s.counter(d, CounterMemReserved, "bytes", now, float64(m.Reserved))
-			s.counter(d, CounterMemTotal, "bytes", now, float64(m.Total))
+			s.counter(d, nvml.CounterMemUsed, "bytes", now, float64(m.Used))
+			s.counter(d, nvml.CounterMemReserved, "bytes", now, float64(m.Reserved))
+			s.counter(d, nvml.CounterMemTotal, "bytes", now, float64(m.Total))
 		}
 		return
 	}
 	if m, ret := s.lib.DeviceGetMemoryInfo(d.handle); s.ok(d, metricMemory, ret) {
-		s.counter(d, CounterMemUsed, "bytes", now, float64(m.Used))
-		s.counter(d, CounterMemTotal, "bytes", now, float64(m.Total))
+		s.counter(d, nvml.CounterMemUsed, "bytes", now, float64(m.Used))
+		s.counter(d, nvml.CounterMemTotal, "bytes", now, float64(m.Total))
 	}
 }
 
@@ -219,7 +220,7 @@ func (s *Source) runPCIe() {
 			for _, c := range []struct {
 				counter gonvml.PcieUtilCounter
 				name    string
-			}{{gonvml.PCIE_UTIL_TX_BYTES, CounterPCIeTX}, {gonvml.PCIE_UTIL_RX_BYTES, CounterPCIeRX}} {
+			}{{gonvml.PCIE_UTIL_TX_BYTES, nvml.CounterPCIeTX}, {gonvml.PCIE_UTIL_RX_BYTES, nvml.CounterPCIeRX}} {
 				kbs, ret := s.lib.DeviceGetPcieThroughput(d.handle, c.counter)
 				if !s.ok(d, metricPCIe, ret) {
 					break
@@ -230,7 +231,7 @@ func (s *Source) runPCIe() {
 		select {
 		case <-s.stop:
 			return
-		case <-time.After(s.opts.period()):
+		case <-time.After(period(s.opts)):
 		}
 	}
 }

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package nvml
+package nvmlsource
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/nvmlhook"
+	"github.com/devprof/devprof/sources/nvml"
 )
 
 // device is one GPU being sampled.
@@ -59,7 +60,7 @@ func (s *Source) describe() error {
 	if ret == gonvml.SUCCESS && cuda > 0 {
 		cudaText = fmt.Sprintf("%d.%d", cuda/1000, cuda%1000/10)
 	}
-	s.note("GPU metrics from NVML: driver %s, CUDA %s; %d device(s) sampled every %v", driver, cudaText, len(s.devices), s.opts.period())
+	s.note("GPU metrics from NVML: driver %s, CUDA %s; %d device(s) sampled every %v", driver, cudaText, len(s.devices), period(s.opts))
 	return nil
 }
 
@@ -68,7 +69,7 @@ func (s *Source) describe() error {
 func (s *Source) enumerate() ([]*device, error) {
 	n, ret := s.lib.DeviceGetCount()
 	if ret != gonvml.SUCCESS {
-		return nil, fmt.Errorf("%w: nvmlDeviceGetCount: %s", ErrUnavailable, ret.Error())
+		return nil, fmt.Errorf("%w: nvmlDeviceGetCount: %s", nvml.ErrUnavailable, ret.Error())
 	}
 	var all []*device
 	for i := range n {
@@ -83,7 +84,7 @@ func (s *Source) enumerate() ([]*device, error) {
 	}
 	devs := s.matchOrdinals(all)
 	if len(devs) == 0 {
-		return nil, fmt.Errorf("%w: no GPU that this program's CUDA can use", ErrUnavailable)
+		return nil, fmt.Errorf("%w: no GPU that this program's CUDA can use", nvml.ErrUnavailable)
 	}
 	return devs, nil
 }

@@ -1,4 +1,4 @@
-package cupti
+package cuptisource
 
 // corrTable maps CUPTI correlation ids to small values. CUPTI numbers the
 // API calls of a process from 1, so the ids of one collection usually lie

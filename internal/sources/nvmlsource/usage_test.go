@@ -1,6 +1,6 @@
 //go:build cgo
 
-package nvml
+package nvmlsource
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/nvmlhook"
 	"github.com/devprof/devprof/internal/nvmlmock"
+	"github.com/devprof/devprof/sources/nvml"
 )
 
 func TestMemoryUsage(t *testing.T) {
@@ -22,7 +23,7 @@ func TestMemoryUsage(t *testing.T) {
 		return []nvmlhook.CUDADevice{{Ordinal: 0, UUID: uuidB}, {Ordinal: 1, UUID: uuidA}}, nil
 	}
 	defer nvmlhook.Set(nvmlmock.New(a, b), cuda)()
-	got, err := MemoryUsage(Options{})
+	got, err := MemoryUsage(nvml.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,8 +47,8 @@ func TestMemoryUsage(t *testing.T) {
 }
 
 func TestMemoryUsageWithoutDriver(t *testing.T) {
-	_, err := MemoryUsage(Options{Library: t.TempDir() + "/libnvidia-ml-missing.so.1"})
-	if !errors.Is(err, ErrUnavailable) {
+	_, err := MemoryUsage(nvml.Options{Library: t.TempDir() + "/libnvidia-ml-missing.so.1"})
+	if !errors.Is(err, nvml.ErrUnavailable) {
 		t.Errorf("MemoryUsage without NVML: %v, want ErrUnavailable", err)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package nvml
+package nvmlsource
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/sources/nvml"
 )
 
 // MemoryUsage asks NVML once what each GPU the program's CUDA can use says
@@ -18,13 +19,13 @@ import (
 // in a container whose PID namespace the driver does not see). It is the
 // "expected sum" a memory breakdown compares tracked allocations with.
 // Devices whose memory NVML cannot read are left out.
-func MemoryUsage(o Options) ([]event.DeviceUsage, error) {
+func MemoryUsage(o nvml.Options) ([]event.DeviceUsage, error) {
 	lib, err := library(o)
 	if err != nil {
 		return nil, err
 	}
 	if ret := lib.Init(); ret != gonvml.SUCCESS {
-		return nil, fmt.Errorf("%w: %s", ErrUnavailable, explainReturn(ret))
+		return nil, fmt.Errorf("%w: %s", nvml.ErrUnavailable, explainReturn(ret))
 	}
 	defer lib.Shutdown()
 	s := &Source{lib: lib, opts: o, warned: map[string]bool{}}
