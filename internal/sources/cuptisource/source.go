@@ -40,7 +40,7 @@ type Report struct {
 	// were mapped onto the session timeline.
 	Clock event.Note
 	// Drops counts the device records the trace lost before they reached
-	// the buffer (dropped by CUPTI or over Config.MaxRecords).
+	// the buffer (dropped by CUPTI or over cupti.Options.MaxRecords).
 	Drops event.Drops
 	// Warnings are problems to show in the outputs (records dropped,
 	// records without timestamps, a failed Stop).
