@@ -2,44 +2,27 @@ package devmem
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/devprof/devprof/internal/mode"
 )
 
-// Mode says whether tracking hooks CUDA's allocation entry points.
-type Mode uint8
+// Mode says whether tracking hooks CUDA's allocation entry points. It is
+// the one mode type of devprof's optional parts (nvml.Mode and
+// goruntime.Mode are the same type).
+type Mode = mode.Mode
 
 const (
 	// ModeAuto hooks CUDA when libcupti loads and a driver answers, and
 	// otherwise tracks the explicit API alone (Snapshot says why in a note).
-	ModeAuto Mode = iota
+	ModeAuto = mode.Auto
 	// ModeOn makes Start fail when CUDA cannot be hooked.
-	ModeOn
+	ModeOn = mode.On
 	// ModeOff tracks the explicit API alone.
-	ModeOff
+	ModeOff = mode.Off
 )
 
-// String returns the mode's name: "auto", "on" or "off".
-func (m Mode) String() string {
-	switch m {
-	case ModeAuto:
-		return "auto"
-	case ModeOn:
-		return "on"
-	case ModeOff:
-		return "off"
-	}
-	return fmt.Sprintf("Mode(%d)", uint8(m))
-}
-
-// ParseMode reads a mode by name ("auto", "on", "off").
-func ParseMode(s string) (Mode, error) {
-	for _, m := range []Mode{ModeAuto, ModeOn, ModeOff} {
-		if strings.EqualFold(s, m.String()) {
-			return m, nil
-		}
-	}
-	return 0, fmt.Errorf("devmem: CUDA mode %q: want auto, on or off", s)
-}
+// ParseMode reads a mode by name ("auto", "on", "off", in any case).
+func ParseMode(s string) (Mode, error) { return mode.Parse(s, "devmem: CUDA mode") }
 
 // DefaultMaxBuffers is the tracking table's bound when Options.MaxBuffers
 // is 0: about 200 MB of table at its fullest with default stacks shared.
