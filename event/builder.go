@@ -1,6 +1,7 @@
 package event
 
 import (
+	"hash/maphash"
 	"math"
 	"slices"
 	"unsafe"
@@ -21,9 +22,16 @@ type Builder struct {
 	// one (ProcessTrack).
 	procTracks map[int]uint32
 	strs       []string
-	ids        map[string]uint32
-	lanes      map[uint64]uint32 // span ID -> lane, so children share their root's lane (spans on no track)
-	onTrack    []uint64          // a bit per record ID: a span Span added on a track (see laneOf)
+	// names indexes strs by content (see lookup): a reader of a Go
+	// execution trace interns a name for each of its hundreds of
+	// thousands of goroutines, and a table of 4-byte ids, probed by a
+	// 32-bit hash kept beside each, stays in the caches where a map of
+	// strings does not.
+	names     []uint64 // hash<<32 | id; 0: empty
+	namesUsed int
+	seed      maphash.Seed
+	lanes     map[uint64]uint32 // span ID -> lane, so children share their root's lane (spans on no track)
+	onTrack   []uint64          // a bit per record ID: a span Span added on a track (see laneOf)
 	// events counts the records committed. Snapshot lists them then,
 	// walking the segments: a list kept as they come would be a slice of
 	// pointers that every garbage collection scans, and whose growth
@@ -57,7 +65,8 @@ func NewBuilder(meta Meta) *Builder {
 		meta:    meta,
 		initial: meta,
 		strs:    []string{""},
-		ids:     map[string]uint32{"": 0},
+		names:   make([]uint64, 1024),
+		seed:    maphash.MakeSeed(),
 		lanes:   map[uint64]uint32{},
 	}
 }
@@ -348,13 +357,52 @@ func (b *Builder) intern(s string) uint32 {
 	if d := &b.recent[i+1]; unsafe.StringData(d.s) == p && len(d.s) == len(s) && p != nil {
 		return d.id
 	}
-	id, ok := b.ids[s]
-	if !ok {
-		id = uint32(len(b.strs))
-		b.strs = append(b.strs, s)
-		b.ids[s] = id
-	}
+	id := b.lookup(s)
 	b.recent[i+1] = *c
 	c.s, c.id = s, id
 	return id
+}
+
+// lookup returns the id of s, adding it to the string table when new.
+// names is open-addressed with linear probing, at most half full; a
+// slot's home is its hash's low bits, so that growing re-places slots
+// from the hashes they keep, never hashing a string again.
+func (b *Builder) lookup(s string) uint32 {
+	if s == "" {
+		return 0
+	}
+	h := uint32(maphash.String(b.seed, s) >> 32)
+	mask := uint32(len(b.names) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		e := b.names[i]
+		if e == 0 {
+			id := uint32(len(b.strs))
+			b.strs = append(b.strs, s)
+			b.names[i] = uint64(h)<<32 | uint64(id)
+			if b.namesUsed++; b.namesUsed*2 > len(b.names) {
+				b.growNames()
+			}
+			return id
+		}
+		if uint32(e>>32) == h && b.strs[uint32(e)] == s {
+			return uint32(e)
+		}
+	}
+}
+
+// growNames doubles names.
+func (b *Builder) growNames() {
+	old := b.names
+	b.names = make([]uint64, 2*len(old))
+	mask := uint32(len(b.names) - 1)
+	for _, e := range old {
+		if e == 0 {
+			continue
+		}
+		i := uint32(e>>32) & mask
+		for b.names[i] != 0 {
+			i = (i + 1) & mask
+		}
+		b.names[i] = e
+	}
 }

@@ -84,3 +84,32 @@ func TestBuilderInternsByContent(t *testing.T) {
 		t.Errorf("%d strings in the table, want %d distinct ones", s.NumStrings(), len(distinct))
 	}
 }
+
+// TestBuilderInternsManyNames interns more distinct names than the
+// Builder's name index first holds, each twice (a goroutine's name on a
+// trace's Ps, run after run), from strings made apart so that only
+// their contents match: the index must grow without losing one, and give
+// an equal name its first id.
+func TestBuilderInternsManyNames(t *testing.T) {
+	const n = 20_000
+	b := NewBuilder(Meta{})
+	tr := b.Track(Track{Kind: TrackHostThread, Name: "P0"})
+	ids := make([]uint64, 0, 2*n)
+	for round := range 2 {
+		for i := range n {
+			name := "G" + strconv.Itoa(i) + " main.worker"
+			ids = append(ids, b.TrackSlice(tr, name, int64(round*n+i), int64(round*n+i), nil))
+		}
+	}
+	s := b.Snapshot()
+	if got, want := s.NumStrings(), n+1; got != want {
+		t.Errorf("%d strings in the table, want %d", got, want)
+	}
+	for i := range n {
+		first, again := s.Lookup(ids[i]), s.Lookup(ids[n+i])
+		want := "G" + strconv.Itoa(i) + " main.worker"
+		if s.Name(first) != want || s.Name(again) != want || first.NameID != again.NameID {
+			t.Fatalf("name %d: %q (id %d) and %q (id %d), want %q under one id", i, s.Name(first), first.NameID, s.Name(again), again.NameID, want)
+		}
+	}
+}

@@ -22,8 +22,20 @@ import (
 // bigTrace records a busy program's execution trace into a file until it
 // holds at least mb MiB, and returns its path. The trace goes straight to
 // disk, so that the benchmark's heap holds only what the reader keeps.
+//
+// With DEVPROF_GOTRACE_BENCH_FILE set, the trace is that file: recorded
+// there if it does not exist, and read as it is if it does, so that runs
+// (and builds) compared with each other read the same events; every
+// recording differs.
 func bigTrace(tb testing.TB, mb int) string {
-	path := filepath.Join(tb.TempDir(), "big.trace")
+	path := os.Getenv("DEVPROF_GOTRACE_BENCH_FILE")
+	if path != "" {
+		if _, err := os.Stat(path); err == nil {
+			return path
+		}
+	} else {
+		path = filepath.Join(tb.TempDir(), "big.trace")
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		tb.Fatal(err)
