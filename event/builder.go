@@ -275,7 +275,9 @@ func (b *Builder) Snapshot() *Snapshot {
 			}
 		}
 	}
-	s := &Snapshot{Meta: b.meta, Events: events, Tracks: slices.Clone(b.tracks), Processes: slices.Clone(b.procs), segs: b.segs, strs: b.strs}
+	// The builder is done: its tracks are the snapshot's, not copied (a
+	// Go execution trace has a track per goroutine, 100,000 by default).
+	s := &Snapshot{Meta: b.meta, Events: events, Tracks: slices.Clip(b.tracks), Processes: slices.Clone(b.procs), segs: b.segs, strs: b.strs}
 	s.validUTF8()
 	return s
 }

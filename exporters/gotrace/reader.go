@@ -172,10 +172,11 @@ type sink struct {
 	left    int64
 	dropped int64
 	cutAt   int64 // trace time of the first event dropped
-	// collector holds the tracks of GC cycles and pauses, whose slices
-	// have a budget of their own (CollectorEvents).
-	collector     map[uint32]bool
-	collectorLeft int64
+	// gcTrack and stwTrack are the tracks of GC cycles and pauses (0
+	// until registered), whose slices have a budget of their own
+	// (CollectorEvents).
+	gcTrack, stwTrack uint32
+	collectorLeft     int64
 }
 
 func (k *sink) room(t int64) bool {
@@ -198,19 +199,24 @@ const CollectorEvents = 100_000
 
 func (k *sink) Track(t event.Track) uint32 {
 	id := k.b.Track(t)
-	if t.Name == gotrace.TrackGC || t.Name == gotrace.TrackSTW {
-		if k.collector == nil {
-			k.collector = map[uint32]bool{}
-		}
-		k.collector[id] = true
+	switch t.Name {
+	case gotrace.TrackGC:
+		k.gcTrack = id
+	case gotrace.TrackSTW:
+		k.stwTrack = id
 	}
 	return id
+}
+
+// collector reports whether track is the GC cycles' or the pauses'.
+func (k *sink) collector(track uint32) bool {
+	return track != 0 && (track == k.gcTrack || track == k.stwTrack)
 }
 
 func (k *sink) RenameTrack(id uint32, name string) { k.b.SetTrackName(id, name) }
 
 func (k *sink) Slice(track uint32, parent uint64, name string, start, end int64, args []event.Arg) uint64 {
-	if k.left <= 0 && k.collector[track] && k.collectorLeft > 0 {
+	if k.left <= 0 && k.collector(track) && k.collectorLeft > 0 {
 		k.collectorLeft--
 	} else if !k.room(start) {
 		return 0
@@ -222,7 +228,7 @@ func (k *sink) Slice(track uint32, parent uint64, name string, start, end int64,
 }
 
 func (k *sink) Begin(track uint32, name string, start int64, args []event.Arg) uint64 {
-	if k.left <= 0 && k.collector[track] && k.collectorLeft > 0 {
+	if k.left <= 0 && k.collector(track) && k.collectorLeft > 0 {
 		k.collectorLeft--
 	} else if !k.room(start) {
 		return 0

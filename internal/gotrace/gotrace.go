@@ -208,7 +208,9 @@ type Result struct {
 	// Runs lists, per P, the goroutine executions in time order (only
 	// with Options.KeepRuns).
 	Runs map[int64][]Run
-	// GoTrack maps a goroutine to its track (0: none).
+	// GoTrack maps a goroutine to its track (0: none), for the callers
+	// that join events to goroutines: only with Options.KeepRuns or
+	// KeepSamples.
 	GoTrack map[int64]uint32
 	// Samples are the CPU profile samples (only with Options.KeepSamples).
 	Samples []Sample
@@ -267,10 +269,18 @@ type converter struct {
 	o    Options
 	res  Result
 
-	gs        map[xtrace.GoID]*goState
-	free      []*goState // states of exited goroutines, for new ones to reuse
-	nameBuf   []byte     // where display builds a name
-	ps        map[xtrace.ProcID]*procState
+	gs map[xtrace.GoID]*goState
+	// recentGs holds the goroutines of gs looked up lately, by the low
+	// bits of their IDs: a trace names the few goroutines running at a
+	// time over and over, and a map lookup each was a tenth of the
+	// conversion.
+	recentGs [recentGoroutines]recentG
+	free     []*goState // states of exited goroutines, for new ones to reuse
+	nameBuf  []byte     // where display builds a name
+	ps       map[xtrace.ProcID]*procState
+	// psByID holds the Ps of ps with small IDs (all of them, in a real
+	// trace: IDs run from 0 to GOMAXPROCS-1), indexed by ID.
+	psByID    []*procState
 	gcTrack   uint32
 	stwTrack  uint32
 	taskTrack uint32
@@ -281,7 +291,10 @@ type converter struct {
 	liveSent  int   // value of the last sample
 	args      []event.Arg
 	blocked   map[string]string // "blocked: <reason>" by reason
-	first     bool
+	// lastReason and lastBlocked are the last reason stateName looked up
+	// in blocked, and its state's name.
+	lastReason, lastBlocked string
+	first                   bool
 
 	// The whole trace's figures, whatever reaches the sink (Result.Summary).
 	sum                    Summary
@@ -306,7 +319,9 @@ func convert(r io.Reader, sink Sink, o Options) (*converter, error) {
 		gs: map[xtrace.GoID]*goState{}, ps: map[xtrace.ProcID]*procState{},
 		gc: map[string]openRange{}, tasks: map[xtrace.TaskID]openRange{}, blocked: map[string]string{}, first: true,
 		regionStats: map[string]*RegionStat{}, taskStats: map[string]*RegionStat{}, sum: Summary{Exact: true}}
-	c.res.GoTrack = map[int64]uint32{}
+	if o.KeepRuns || o.KeepSamples {
+		c.res.GoTrack = map[int64]uint32{}
+	}
 	if o.KeepRuns {
 		c.res.Runs = map[int64][]Run{}
 	}
@@ -530,10 +545,23 @@ func (c *converter) metric(ev *xtrace.Event, t int64) {
 	}
 }
 
+// recentGoroutines is how many goroutines converter.recentGs holds.
+const recentGoroutines = 256
+
+// recentG is a goroutine's state and its ID (g nil: none).
+type recentG struct {
+	id xtrace.GoID
+	g  *goState
+}
+
 // goroutine returns the state of goroutine id, creating it at t.
 func (c *converter) goroutine(id xtrace.GoID, t int64) *goState {
 	if id == xtrace.NoGoroutine {
 		return nil
+	}
+	r := &c.recentGs[uint64(id)%recentGoroutines]
+	if r.g != nil && r.id == id {
+		return r.g
 	}
 	g := c.gs[id]
 	if g == nil {
@@ -545,7 +573,24 @@ func (c *converter) goroutine(id xtrace.GoID, t int64) *goState {
 		}
 		c.gs[id] = g
 	}
+	r.id, r.g = id, g
 	return g
+}
+
+// forget drops the state of goroutine id.
+func (c *converter) forget(id xtrace.GoID) {
+	delete(c.gs, id)
+	if r := &c.recentGs[uint64(id)%recentGoroutines]; r.id == id {
+		*r = recentG{}
+	}
+}
+
+// proc returns the state of P p, nil if it has none yet.
+func (c *converter) proc(p xtrace.ProcID) *procState {
+	if uint64(p) < uint64(len(c.psByID)) {
+		return c.psByID[p]
+	}
+	return c.ps[p]
 }
 
 // goTrack returns goroutine id's track, registering it on first use, or
@@ -561,7 +606,9 @@ func (c *converter) goTrack(g *goState, id xtrace.GoID) uint32 {
 	g.track = c.sink.Track(event.Track{Kind: event.TrackHostThread, Name: c.display(g, int64(id)), SortIndex: sortGoroutines + int64(id), Sorted: true})
 	g.trackName = g.name
 	c.res.Tracks++
-	c.res.GoTrack[int64(id)] = g.track
+	if c.res.GoTrack != nil {
+		c.res.GoTrack[int64(id)] = g.track
+	}
 	return g.track
 }
 
@@ -607,14 +654,25 @@ func (c *converter) goSlice(g *goState, id xtrace.GoID, name string, start, end 
 }
 
 func (c *converter) procTrack(p xtrace.ProcID) *procState {
-	ps := c.ps[p]
+	ps := c.proc(p)
 	if ps == nil {
 		ps = &procState{g: -1}
 		ps.track = c.sink.Track(event.Track{Kind: event.TrackHostThread, Name: ProcPrefix + strconv.FormatInt(int64(p), 10), SortIndex: sortProc + int64(p), Sorted: true})
 		c.ps[p] = ps
+		// A P's ID is below GOMAXPROCS; a damaged trace's may be any
+		// number, which only the map holds.
+		if p >= 0 && p < maxIndexedProcs {
+			if int(p) >= len(c.psByID) {
+				c.psByID = append(c.psByID, make([]*procState, int(p)+1-len(c.psByID))...)
+			}
+			c.psByID[p] = ps
+		}
 	}
 	return ps
 }
+
+// maxIndexedProcs bounds the Ps converter.psByID holds.
+const maxIndexedProcs = 4096
 
 // startFunc names a goroutine by the outermost frame of a stack (its
 // start function).
@@ -673,7 +731,7 @@ func (c *converter) goTransition(ev *xtrace.Event, st *xtrace.StateTransition, t
 		// millions, and keeping each would grow with the file, not the
 		// bound. Its track, if it has one, keeps its final name.
 		c.rename(g, id)
-		delete(c.gs, id)
+		c.forget(id)
 		if len(c.free) < 1024 {
 			c.free = append(c.free, g)
 		}
@@ -701,7 +759,7 @@ func (c *converter) goTransition(ev *xtrace.Event, st *xtrace.StateTransition, t
 
 // endRun closes the goroutine run on P p at t.
 func (c *converter) endRun(p xtrace.ProcID, t int64) {
-	ps := c.ps[p]
+	ps := c.proc(p)
 	if ps == nil || ps.g < 0 {
 		return
 	}
@@ -740,11 +798,15 @@ func (c *converter) stateName(s xtrace.GoState, reason string) string {
 	if s != xtrace.GoWaiting || reason == "" {
 		return stateName(s, reason)
 	}
+	if reason == c.lastReason {
+		return c.lastBlocked
+	}
 	n, ok := c.blocked[reason]
 	if !ok {
 		n = stateName(s, reason)
 		c.blocked[reason] = n
 	}
+	c.lastReason, c.lastBlocked = reason, n
 	return n
 }
 
