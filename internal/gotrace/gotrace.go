@@ -226,9 +226,6 @@ var ErrUnsupported = errors.New("not a Go execution trace devprof can read")
 
 // goState is what Convert knows of one goroutine.
 type goState struct {
-	state   xtrace.GoState
-	since   int64 // sink time the state began
-	reason  string
 	name    string // its start function
 	track   uint32
 	noTrack bool // over MaxGoroutines
@@ -567,9 +564,9 @@ func (c *converter) goroutine(id xtrace.GoID, t int64) *goState {
 	if g == nil {
 		if n := len(c.free); n > 0 {
 			g, c.free = c.free[n-1], c.free[:n-1]
-			*g = goState{since: t, p: -1}
+			*g = goState{p: -1}
 		} else {
-			g = &goState{since: t, p: -1}
+			g = &goState{p: -1}
 		}
 		c.gs[id] = g
 	}
@@ -723,7 +720,6 @@ func (c *converter) goTransition(ev *xtrace.Event, st *xtrace.StateTransition, t
 			c.endRun(xtrace.ProcID(g.p), t)
 		}
 	}
-	g.state, g.since, g.reason = to, t, st.Reason
 	g.p = -1
 	if to == xtrace.GoNotExist && len(g.regions) == 0 && len(g.ranges) == 0 {
 		// An exited goroutine's state goes (goroutine IDs are never
@@ -780,7 +776,9 @@ func (c *converter) endRun(p xtrace.ProcID, t int64) {
 func (c *converter) display(g *goState, id int64) string {
 	if g.display == "" || g.displayOf != g.name {
 		// Built in a buffer kept across goroutines: one allocation, for
-		// the string, in a trace that may start millions of them.
+		// the string, in a trace that may start millions of them. (Not
+		// one a block of names: a name a consumer keeps would keep its
+		// whole block.)
 		b := append(c.nameBuf[:0], GoroutinePrefix...)
 		b = strconv.AppendInt(b, id, 10)
 		if g.name != "" {
