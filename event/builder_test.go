@@ -1,6 +1,7 @@
 package event
 
 import (
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -110,6 +111,45 @@ func TestBuilderInternsManyNames(t *testing.T) {
 		want := "G" + strconv.Itoa(i) + " main.worker"
 		if s.Name(first) != want || s.Name(again) != want || first.NameID != again.NameID {
 			t.Fatalf("name %d: %q (id %d) and %q (id %d), want %q under one id", i, s.Name(first), first.NameID, s.Name(again), again.NameID, want)
+		}
+	}
+}
+
+// TestBeginTrackSliceIsSpan holds BeginTrackSlice to the span Span adds
+// for the same fields: the same records (with overflow arguments, ended
+// or not), and a child on no track takes the same lane.
+func TestBeginTrackSliceIsSpan(t *testing.T) {
+	var args []Arg
+	for i := range 2*inlineArgs + 1 {
+		args = append(args, Arg{Key: "k" + strconv.Itoa(i), Kind: ArgInt, Num: uint64(i)})
+	}
+	build := func(begin func(b *Builder, tr uint32, name string, start int64, args []Arg) uint64) *Snapshot {
+		b := NewBuilder(Meta{})
+		tr := b.Track(Track{Kind: TrackHostThread, Name: "G1"})
+		for i := range 3 * builderSegment {
+			id := begin(b, tr, "running", int64(i)*10, args[:i%len(args)])
+			if i%3 != 0 {
+				b.EndSpan(id, int64(i)*10+5)
+			}
+			if i%100 == 0 {
+				b.Span(Span{Name: "child", Start: int64(i) * 10, End: int64(i)*10 + 1, Parent: id})
+			}
+		}
+		return b.Snapshot()
+	}
+	got := build(func(b *Builder, tr uint32, name string, start int64, args []Arg) uint64 {
+		return b.BeginTrackSlice(tr, name, start, args)
+	})
+	want := build(func(b *Builder, tr uint32, name string, start int64, args []Arg) uint64 {
+		return b.Span(Span{Name: name, Start: start, Track: tr, Args: args, Unfinished: true})
+	})
+	if len(got.Events) != len(want.Events) {
+		t.Fatalf("%d events, want %d", len(got.Events), len(want.Events))
+	}
+	for i := range got.Events {
+		g, w := got.Events[i], want.Events[i]
+		if !reflect.DeepEqual(g, w) || !reflect.DeepEqual(got.Args(g), want.Args(w)) || got.Name(g) != want.Name(w) {
+			t.Fatalf("event %d: %+v %v, want %+v %v", i, g, got.Args(g), w, want.Args(w))
 		}
 	}
 }

@@ -111,6 +111,7 @@ func Decode(r io.Reader, dst event.Sink, o Options) error {
 		maxGoroutines = DefaultMaxGoroutines
 	}
 	k := &sink{b: dst, left: o.MaxEvents, collectorLeft: CollectorEvents}
+	k.builder, _ = dst.(*event.Builder)
 	res, err := gotrace.Convert(in, k, gotrace.Options{MaxGoroutines: maxGoroutines, Progress: o.Progress})
 	if err != nil && res.Events == 0 {
 		return fmt.Errorf("%s%w", where, err)
@@ -168,7 +169,10 @@ func Decode(r io.Reader, dst event.Sink, o Options) error {
 
 // sink writes the trace into an event.Sink, keeping at most left events.
 type sink struct {
-	b       event.Sink
+	b event.Sink
+	// builder is b when b is a Builder, whose BeginTrackSlice begins a
+	// slice without the Span that the Sink interface's Span takes.
+	builder *event.Builder
 	left    int64
 	dropped int64
 	cutAt   int64 // trace time of the first event dropped
@@ -232,6 +236,9 @@ func (k *sink) Begin(track uint32, name string, start int64, args []event.Arg) u
 		k.collectorLeft--
 	} else if !k.room(start) {
 		return 0
+	}
+	if k.builder != nil {
+		return k.builder.BeginTrackSlice(track, name, start, args)
 	}
 	return k.b.Span(event.Span{Name: name, Start: start, Track: track, Args: args, Unfinished: true})
 }
