@@ -73,7 +73,7 @@ func NewBuilder(meta Meta) *Builder {
 
 // Track registers a track and returns its id (non-zero).
 func (b *Builder) Track(t Track) uint32 {
-	b.tracks = append(b.tracks, t)
+	b.tracks = append(roomForOne(b.tracks), t)
 	return uint32(len(b.tracks))
 }
 
@@ -394,7 +394,7 @@ func (b *Builder) lookup(s string) uint32 {
 		e := b.names[i]
 		if e == 0 {
 			id := uint32(len(b.strs))
-			b.strs = append(b.strs, s)
+			b.strs = append(roomForOne(b.strs), s)
 			b.names[i] = uint64(h)<<32 | uint64(id)
 			if b.namesUsed++; b.namesUsed*2 > len(b.names) {
 				b.growNames()
@@ -405,6 +405,18 @@ func (b *Builder) lookup(s string) uint32 {
 			return uint32(e)
 		}
 	}
+}
+
+// roomForOne returns s with room to append one more element, doubling
+// its capacity when full: append grows a long slice by a quarter, and a
+// reader of a Go execution trace appends a name and a track per
+// goroutine, hundreds of thousands, each growth copying (and, for
+// strings and tracks, passing through the write barriers) all before.
+func roomForOne[T any](s []T) []T {
+	if len(s) < cap(s) {
+		return s
+	}
+	return slices.Grow(s, max(len(s), 8))
 }
 
 // growNames doubles names.
