@@ -52,8 +52,8 @@ func TestExitedGoroutinesFreed(t *testing.T) {
 		t.Fatalf("the trace names %d goroutines, want at least the %d started", c.res.Goroutines, n)
 	}
 	// The test's own goroutines, the runtime's and the tracer's remain.
-	if len(c.gs) > 100 {
-		t.Fatalf("the converter kept state for %d goroutines after %d exited, want only the live ones", len(c.gs), n)
+	if c.gs.n > 100 {
+		t.Fatalf("the converter kept state for %d goroutines after %d exited, want only the live ones", c.gs.n, n)
 	}
 	if k.events == 0 {
 		t.Fatal("nothing converted")

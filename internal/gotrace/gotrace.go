@@ -266,15 +266,10 @@ type converter struct {
 	o    Options
 	res  Result
 
-	gs map[xtrace.GoID]*goState
-	// recentGs holds the goroutines of gs looked up lately, by the low
-	// bits of their IDs: a trace names the few goroutines running at a
-	// time over and over, and a map lookup each was a tenth of the
-	// conversion.
-	recentGs [recentGoroutines]recentG
-	free     []*goState // states of exited goroutines, for new ones to reuse
-	nameBuf  []byte     // where display builds a name
-	ps       map[xtrace.ProcID]*procState
+	gs      goTable
+	free    []*goState // states of exited goroutines, for new ones to reuse
+	nameBuf []byte     // where display builds a name
+	ps      map[xtrace.ProcID]*procState
 	// psByID holds the Ps of ps with small IDs (all of them, in a real
 	// trace: IDs run from 0 to GOMAXPROCS-1), indexed by ID.
 	psByID    []*procState
@@ -313,7 +308,7 @@ func convert(r io.Reader, sink Sink, o Options) (*converter, error) {
 		o.MaxGoroutines = DefaultMaxGoroutines
 	}
 	c := &converter{sink: sink, o: o,
-		gs: map[xtrace.GoID]*goState{}, ps: map[xtrace.ProcID]*procState{},
+		ps: map[xtrace.ProcID]*procState{},
 		gc: map[string]openRange{}, tasks: map[xtrace.TaskID]openRange{}, blocked: map[string]string{}, first: true,
 		regionStats: map[string]*RegionStat{}, taskStats: map[string]*RegionStat{}, sum: Summary{Exact: true}}
 	if o.KeepRuns || o.KeepSamples {
@@ -542,25 +537,12 @@ func (c *converter) metric(ev *xtrace.Event, t int64) {
 	}
 }
 
-// recentGoroutines is how many goroutines converter.recentGs holds.
-const recentGoroutines = 256
-
-// recentG is a goroutine's state and its ID (g nil: none).
-type recentG struct {
-	id xtrace.GoID
-	g  *goState
-}
-
 // goroutine returns the state of goroutine id, creating it at t.
 func (c *converter) goroutine(id xtrace.GoID, t int64) *goState {
 	if id == xtrace.NoGoroutine {
 		return nil
 	}
-	r := &c.recentGs[uint64(id)%recentGoroutines]
-	if r.g != nil && r.id == id {
-		return r.g
-	}
-	g := c.gs[id]
+	g := c.gs.get(id)
 	if g == nil {
 		if n := len(c.free); n > 0 {
 			g, c.free = c.free[n-1], c.free[:n-1]
@@ -568,18 +550,9 @@ func (c *converter) goroutine(id xtrace.GoID, t int64) *goState {
 		} else {
 			g = &goState{p: -1}
 		}
-		c.gs[id] = g
+		c.gs.put(id, g)
 	}
-	r.id, r.g = id, g
 	return g
-}
-
-// forget drops the state of goroutine id.
-func (c *converter) forget(id xtrace.GoID) {
-	delete(c.gs, id)
-	if r := &c.recentGs[uint64(id)%recentGoroutines]; r.id == id {
-		*r = recentG{}
-	}
 }
 
 // proc returns the state of P p, nil if it has none yet.
@@ -727,7 +700,7 @@ func (c *converter) goTransition(ev *xtrace.Event, st *xtrace.StateTransition, t
 		// millions, and keeping each would grow with the file, not the
 		// bound. Its track, if it has one, keeps its final name.
 		c.rename(g, id)
-		c.forget(id)
+		c.gs.delete(id)
 		if len(c.free) < 1024 {
 			c.free = append(c.free, g)
 		}
@@ -986,8 +959,8 @@ func (c *converter) finish() {
 			c.endRange(xtrace.ResourceProc, nil, xtrace.NoGoroutine, ps, ps.ranges[name], end)
 		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(c.gs)) {
-		g := c.gs[id]
+	for _, id := range c.gs.ids() {
+		g := c.gs.get(id)
 		if g.stateID != 0 {
 			c.sink.End(g.stateID, end)
 			g.stateID = 0
