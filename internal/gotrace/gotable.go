@@ -1,6 +1,7 @@
 package gotrace
 
 import (
+	"math/rand/v2"
 	"slices"
 
 	xtrace "golang.org/x/exp/trace"
@@ -16,6 +17,10 @@ import (
 type goTable struct {
 	slots []goSlot // a power of two
 	n     int
+	// seed makes where an ID's slot is unknown to whoever wrote the
+	// file: a trace made so that every goroutine's ID had one home
+	// would make each lookup walk them all.
+	seed uint64
 }
 
 // goSlot is a goroutine's state and its ID (g nil: an empty slot).
@@ -24,10 +29,14 @@ type goSlot struct {
 	g  *goState
 }
 
-// home is where goroutine id's slot is looked for first. IDs come in
-// runs; Fibonacci hashing spreads them.
+// home is where goroutine id's slot is looked for first: IDs come in
+// runs, and a mix of their bits with the seed spreads them.
 func (t *goTable) home(id xtrace.GoID) int {
-	return int((uint64(id) * 0x9e3779b97f4a7c15) >> 32 & uint64(len(t.slots)-1))
+	x := (uint64(id) ^ t.seed) * 0xbf58476d1ce4e5b9
+	x ^= x >> 31
+	x *= 0x94d049bb133111eb
+	x ^= x >> 29
+	return int(x & uint64(len(t.slots)-1))
 }
 
 // get returns goroutine id's state, nil if it has none.
@@ -92,6 +101,9 @@ func (t *goTable) delete(id xtrace.GoID) {
 
 func (t *goTable) grow() {
 	old := t.slots
+	if old == nil {
+		t.seed = rand.Uint64()
+	}
 	t.slots = make([]goSlot, max(64, 2*len(old)))
 	t.n = 0
 	for _, s := range old {

@@ -402,13 +402,13 @@ func (c *converter) event(ev *xtrace.Event) {
 		delete(c.tasks, tk.ID)
 		c.task(or, t)
 	case xtrace.EventRegionBegin:
-		if g := c.goroutine(ev.Goroutine(), t); g != nil {
+		if g := c.goroutine(ev.Goroutine()); g != nil {
 			rg := ev.Region()
 			id := c.goBegin(g, ev.Goroutine(), rg.Type, t, taskArgs(rg.Task))
 			g.regions = append(g.regions, openRange{name: rg.Type, start: t, id: id})
 		}
 	case xtrace.EventRegionEnd:
-		if g := c.goroutine(ev.Goroutine(), t); g != nil {
+		if g := c.goroutine(ev.Goroutine()); g != nil {
 			rg := ev.Region()
 			or := openRange{name: rg.Type, start: c.res.First, args: taskArgs(rg.Task), before: true}
 			// The innermost open region of that type ends; one begun
@@ -423,7 +423,7 @@ func (c *converter) event(ev *xtrace.Event) {
 			c.region(g, ev.Goroutine(), or, t)
 		}
 	case xtrace.EventLog:
-		if g := c.goroutine(ev.Goroutine(), t); g != nil {
+		if g := c.goroutine(ev.Goroutine()); g != nil {
 			l := ev.Log()
 			name := l.Category
 			if name == "" {
@@ -437,7 +437,7 @@ func (c *converter) event(ev *xtrace.Event) {
 		}
 	case xtrace.EventStackSample:
 		// A CPU profile sample: where the goroutine was, on its track.
-		g := c.goroutine(ev.Goroutine(), t)
+		g := c.goroutine(ev.Goroutine())
 		if g == nil {
 			return
 		}
@@ -537,8 +537,8 @@ func (c *converter) metric(ev *xtrace.Event, t int64) {
 	}
 }
 
-// goroutine returns the state of goroutine id, creating it at t.
-func (c *converter) goroutine(id xtrace.GoID, t int64) *goState {
+// goroutine returns the state of goroutine id, creating it if new.
+func (c *converter) goroutine(id xtrace.GoID) *goState {
 	if id == xtrace.NoGoroutine {
 		return nil
 	}
@@ -659,7 +659,7 @@ func startFunc(s xtrace.Stack) string {
 func (c *converter) goTransition(ev *xtrace.Event, st *xtrace.StateTransition, t int64) {
 	id := st.Resource.Goroutine()
 	from, to := st.Goroutine()
-	g := c.goroutine(id, t)
+	g := c.goroutine(id)
 	if !g.seen {
 		g.seen = true
 		c.res.Goroutines++
@@ -826,7 +826,7 @@ func (c *converter) rangeBegin(ev *xtrace.Event, t int64) {
 		open = c.gc
 	case xtrace.ResourceGoroutine:
 		gid = r.Scope.Goroutine()
-		if g = c.goroutine(gid, t); g == nil {
+		if g = c.goroutine(gid); g == nil {
 			return
 		}
 		if g.ranges == nil {
@@ -871,7 +871,7 @@ func (c *converter) rangeEnd(ev *xtrace.Event, t int64) {
 		if r.Scope.Goroutine() != xtrace.NoGoroutine {
 			gid = r.Scope.Goroutine()
 		}
-		if g = c.goroutine(gid, t); g == nil {
+		if g = c.goroutine(gid); g == nil {
 			return
 		}
 		open = g.ranges
