@@ -2,6 +2,7 @@ package devmem
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/devprof/devprof/internal/mode"
 )
@@ -54,6 +55,14 @@ type Options struct {
 	// DefaultStackDepth, negative keeps no stacks (cheapest: the profile
 	// then groups by device, kind, tags and span alone).
 	StackDepth int
+	// Bindings are the import paths of packages (a path stands for the
+	// packages under it too) whose frames are glue between the code that
+	// allocates and CUDA: a Go CUDA binding, or a framework's allocator
+	// above it. Profiles name the first frame past them as the call site
+	// (event.Buffer.Glue), and keep the whole stack. The package that
+	// called C for a CUDA allocation is found without being named here
+	// (event.DeviceMemory.MarkGlue); name the layers above it.
+	Bindings []string
 }
 
 // Validate reports the first option out of range.
@@ -66,6 +75,11 @@ func (o Options) Validate() error {
 	}
 	if o.StackDepth > maxStackDepth {
 		return fmt.Errorf("devmem.Options.StackDepth is %d: at most %d frames are kept", o.StackDepth, maxStackDepth)
+	}
+	for _, b := range o.Bindings {
+		if b == "" || strings.ContainsAny(b, " \t\n") || strings.HasPrefix(b, "/") || strings.HasSuffix(b, "/") {
+			return fmt.Errorf("devmem.Options.Bindings has %q: want package import paths (\"github.com/org/cuda\")", b)
+		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package devmem
 
 import (
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -66,12 +67,13 @@ const freedMemory = 1 << 15
 // microseconds apart at the fastest (CUDA's own calls cost more), and a
 // profile copies the table out under the lock and formats it outside.
 type table struct {
-	mu     sync.Mutex
-	max    int
-	depth  int
-	spaces [len(sourceNames)]space
-	nlive  int
-	counts event.MemoryCounts
+	mu       sync.Mutex
+	max      int
+	depth    int
+	bindings []string // Options.Bindings, read without the lock
+	spaces   [len(sourceNames)]space
+	nlive    int
+	counts   event.MemoryCounts
 
 	// usage is what each device holds: devices -1 to denseDevices-2 at
 	// index device+1, any other in moreUsage.
@@ -137,6 +139,7 @@ func newTable(o Options) *table {
 	t := &table{
 		max:      o.MaxBuffers,
 		depth:    o.StackDepth,
+		bindings: slices.Clone(o.Bindings),
 		stacks:   [][]uintptr{nil},
 		stackIDs: make(map[stackHash][]uint32),
 		strs:     make(map[string]string),
@@ -375,6 +378,7 @@ func (t *table) snapshot(now time.Time) *event.DeviceMemory {
 			Stack:       fr,
 		}
 	}
+	m.MarkGlue(t.bindings)
 	m.Sort()
 	m.Warnings = warnings(m.Counts)
 	return m

@@ -122,6 +122,11 @@ type Buffer struct {
 	// Stack is the Go call stack that made the allocation, innermost call
 	// first, devprof's and the runtime's own frames removed.
 	Stack []Frame
+	// Glue is how many of Stack's innermost frames lie between the call
+	// site and CUDA: the Go CUDA binding's functions and cgo's wrappers of
+	// its C calls (see MarkGlue). The call site, what profiles and
+	// reports name, is Stack[Glue].
+	Glue int
 }
 
 // Total is the bytes the entry stands for: Bytes × Count.
@@ -147,13 +152,13 @@ func (b *Buffer) Age(t time.Time) time.Duration {
 	return t.Sub(b.Time)
 }
 
-// Site is the innermost frame of the stack as "function (file:line)", or
-// "" when the stack is empty.
+// Site is the call site (SiteFrame: the innermost frame past the Glue
+// ones) as "function (file:line)", or "" when the stack is empty.
 func (b *Buffer) Site() string {
 	if len(b.Stack) == 0 {
 		return ""
 	}
-	return b.Stack[0].String()
+	return b.SiteFrame().String()
 }
 
 // A Frame is one call in an allocation's stack.

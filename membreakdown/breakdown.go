@@ -134,12 +134,13 @@ func DefaultTag(stack []event.Frame) string {
 }
 
 // Text is what keywords are matched against: the buffer's tags joined
-// with "," (DefaultTag when it has none), then " " and its span when it
+// with "," (DefaultTag of its call stack, past a CUDA binding's frames,
+// when it has none), then " " and its span when it
 // has one. It is also the tag column of the CSV.
 func Text(b *event.Buffer) string {
 	tags := strings.Join(b.Tags, ",")
 	if tags == "" {
-		tags = DefaultTag(b.Stack)
+		tags = DefaultTag(b.CallStack())
 	}
 	if b.Span != "" {
 		return tags + " " + b.Span

@@ -152,7 +152,7 @@ func TestMemoryBadInputCorpus(t *testing.T) {
 		t.Errorf("testdata/bad has %d of memoryBadCorpus's %d files", len(inputs), len(memoryBadCorpus))
 	}
 	dir := t.TempDir()
-	inputs[dir] = "is a directory, not a memory profile"
+	inputs[dir] = "is a directory with no memory profile"
 	inputs[filepath.Join(dir, "missing.pb.gz")] = "no such file"
 	for in, want := range inputs {
 		for _, args := range [][]string{{"memory", in}, {"memory", "-base", in, good}, {"memory", "-base", good, in}, {"memory", "-json", in}} {

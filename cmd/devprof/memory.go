@@ -38,6 +38,11 @@ func runMemory(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// A run or log directory stands for its newest memory profile, as
+	// for breakdown and timeline.
+	if path, err = memoryInput("memory", path, stderr); err != nil {
+		return err
+	}
 	m, err := readMemory(path)
 	if err != nil {
 		return err
@@ -49,15 +54,19 @@ func runMemory(args []string, stdout, stderr io.Writer) error {
 		}
 		return writeMemory(stdout, path, m, o)
 	}
-	before, err := readMemory(*base)
+	basePath, err := memoryInput("memory", *base, stderr)
+	if err != nil {
+		return err
+	}
+	before, err := readMemory(basePath)
 	if err != nil {
 		return err
 	}
 	g := growthOf(before, m)
 	if *asJSON {
-		return writeGrowthJSON(stdout, *base, path, before, m, g)
+		return writeGrowthJSON(stdout, basePath, path, before, m, g)
 	}
-	return writeGrowth(stdout, *base, path, before, m, g, o)
+	return writeGrowth(stdout, basePath, path, before, m, g, o)
 }
 
 // memOptions are the flags that shape the text output.
@@ -196,14 +205,21 @@ func table(w io.Writer, head []string, rows [][]string, extra [][]string, right 
 	}
 }
 
-// stackLines are a stack's frames, indented under a row.
-func stackLines(st []event.Frame) []string {
+// stackLines are a stack's frames, indented under a row; its glue
+// innermost frames (a CUDA binding's, cgo's) are said to be.
+func stackLines(st []event.Frame, glue int) []string {
 	if len(st) == 0 {
 		return []string{"    (no stack)"}
+	}
+	if glue >= len(st) {
+		glue = 0
 	}
 	out := make([]string, len(st))
 	for i, f := range st {
 		out[i] = "    " + f.String()
+		if i < glue {
+			out[i] += "  [binding]"
+		}
 	}
 	return out
 }
@@ -258,7 +274,7 @@ func writeMemory(w io.Writer, path string, m *event.DeviceMemory, o memOptions) 
 			pprof.DeviceLabel(b.Device), orDash(b.Kind), tagsSpan(b), site(b)})
 		var x []string
 		if o.stacks {
-			x = stackLines(b.Stack)
+			x = stackLines(b.Stack, b.Glue)
 		}
 		extra = append(extra, x)
 	}
@@ -274,13 +290,20 @@ func writeMemory(w io.Writer, path string, m *event.DeviceMemory, o memOptions) 
 }
 
 // siteGrowth is how the memory held by the buffers allocated at one site
-// (the innermost frame) changed between two profiles.
+// (the call site: the innermost frame past a CUDA binding's) changed
+// between two profiles.
 type siteGrowth struct {
 	frame                 event.Frame // zero for buffers without a stack
 	before, after         uint64      // bytes
 	beforeBufs, afterBufs int
-	stacks                [][]event.Frame // the distinct stacks through it, the later profile's first
+	stacks                []glueStack // the distinct stacks through it, the later profile's first
 	growth                int64
+}
+
+// glueStack is a stack and how many of its innermost frames are glue.
+type glueStack struct {
+	frames []event.Frame
+	glue   int
 }
 
 func (g *siteGrowth) site() string {
@@ -299,10 +322,7 @@ func growthOf(before, after *event.DeviceMemory) (g growth) {
 	add := func(m *event.DeviceMemory, later bool) {
 		for i := range m.Buffers {
 			b := &m.Buffers[i]
-			var f event.Frame
-			if len(b.Stack) > 0 {
-				f = b.Stack[0]
-			}
+			f := b.SiteFrame()
 			s := index[f]
 			if s == nil {
 				s = &siteGrowth{frame: f}
@@ -316,8 +336,8 @@ func growthOf(before, after *event.DeviceMemory) (g growth) {
 				s.before += b.Total()
 				s.beforeBufs += max(b.Count, 1)
 			}
-			if !slices.ContainsFunc(s.stacks, func(st []event.Frame) bool { return slices.Equal(st, b.Stack) }) {
-				s.stacks = append(s.stacks, b.Stack)
+			if !slices.ContainsFunc(s.stacks, func(st glueStack) bool { return slices.Equal(st.frames, b.Stack) }) {
+				s.stacks = append(s.stacks, glueStack{b.Stack, b.Glue})
 			}
 		}
 	}
@@ -385,7 +405,7 @@ func writeGrowth(w io.Writer, basePath, path string, before, after *event.Device
 				if i > 0 {
 					x = append(x, "    ---")
 				}
-				x = append(x, stackLines(st)...)
+				x = append(x, stackLines(st.frames, st.glue)...)
 			}
 		}
 		extra = append(extra, x)
@@ -437,8 +457,11 @@ type jsonBuffer struct {
 	Span       string      `json:"span"`
 	Source     string      `json:"source"`
 	API        string      `json:"api"`
-	Site       string      `json:"site"` // innermost frame, "" without a stack
+	Site       string      `json:"site"` // the call site, "" without a stack
 	Stack      []jsonFrame `json:"stack"`
+	// Glue is how many of Stack's innermost frames are a CUDA binding's
+	// or cgo's, above Site.
+	Glue int `json:"glue_frames"`
 }
 
 type jsonFrame struct {
@@ -489,7 +512,7 @@ func writeMemoryJSON(w io.Writer, path string, m *event.DeviceMemory) error {
 	for i := range m.Buffers {
 		b := &m.Buffers[i]
 		out.Buffers = append(out.Buffers, jsonBuffer{TotalBytes: b.Total(), Count: max(b.Count, 1), Bytes: b.Bytes, Device: b.Device,
-			Kind: b.Kind, Tags: append([]string{}, b.Tags...), Span: b.Span, Source: b.Source, API: b.API, Site: b.Site(), Stack: jsonStack(b.Stack)})
+			Kind: b.Kind, Tags: append([]string{}, b.Tags...), Span: b.Span, Source: b.Source, API: b.API, Site: b.Site(), Stack: jsonStack(b.Stack), Glue: b.Glue})
 	}
 	return encodeJSON(w, out)
 }
@@ -535,7 +558,7 @@ func writeGrowthJSON(w io.Writer, basePath, path string, before, after *event.De
 			js.Site = s.frame.String()
 		}
 		for _, st := range s.stacks {
-			js.Stacks = append(js.Stacks, jsonStack(st))
+			js.Stacks = append(js.Stacks, jsonStack(st.frames))
 		}
 		out.Sites = append(out.Sites, js)
 	}

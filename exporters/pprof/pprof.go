@@ -24,14 +24,18 @@
 //	span    Buffer.Span; absent when empty
 //	source  Buffer.Source ("cuda", "api"); absent when empty
 //	api     Buffer.API ("cudaMalloc", …); absent when empty
+//	glue    the Buffer.Glue innermost frames (a Go CUDA binding's and
+//	        cgo's), one value per frame as "function (file:line)",
+//	        innermost first; absent without them
 //
 // Tags containing "," come back from Read split there. No address or time
 // is a label: they differ between buffers and moments, and pprof merges
 // samples only when their stacks and all their labels are equal, so that
 // `-base before.pb.gz after.pb.gz` (after minus before) cancels what two
 // profiles share only then, and -traces and -tags would list every buffer
-// apart. (-top adds up per function whatever the labels.) Each stack frame is one location with one line and no address
-// or mapping, innermost first; its function's name and system name are the
+// apart. (-top adds up per function whatever the labels.) Each stack frame from the call site outward (past the glue frames,
+// so that -top names the caller of the binding, not the binding) is one
+// location with one line and no address, innermost first; its function's name and system name are the
 // frame's function, its file name the frame's file. A buffer with no stack
 // gets the one frame UnknownFunction.
 //
@@ -81,6 +85,10 @@ const (
 	LabelSpan   = "span"
 	LabelSource = "source"
 	LabelAPI    = "api"
+	// LabelGlue holds the frames between the call site and CUDA
+	// (event.Buffer.Glue), one value per frame, innermost first, each as
+	// event.Frame.String writes it: the locations start at the call site.
+	LabelGlue = "glue"
 )
 
 // HostDevice is the device label of buffers with Device -1 (host memory,
@@ -180,6 +188,17 @@ func build(m *event.DeviceMemory) (*profile.Profile, error) {
 	for _, g := range groups {
 		s := &profile.Sample{Value: []int64{g.count, g.space}, Label: g.key.labels()}
 		stack := g.stack
+		if glue := g.key.glue; glue > 0 && glue < len(stack) {
+			// The call site is the innermost location, so that -top
+			// counts its bytes; the binding's frames above it go in a
+			// label, one value per frame, innermost first.
+			vals := make([]string, glue)
+			for i, f := range stack[:glue] {
+				vals[i] = f.String()
+			}
+			s.Label[LabelGlue] = vals
+			stack = stack[glue:]
+		}
 		if len(stack) == 0 {
 			stack = []event.Frame{{Function: UnknownFunction}}
 		}
@@ -195,6 +214,7 @@ func build(m *event.DeviceMemory) (*profile.Profile, error) {
 // written, the size of one buffer and the stack (as stackKey).
 type groupKey struct {
 	stack                         string
+	glue                          int
 	bytes                         uint64
 	device                        int
 	kind, tags, span, source, api string
@@ -241,7 +261,7 @@ func group(bufs []event.Buffer) ([]*sample, error) {
 	for i := range bufs {
 		b := &bufs[i]
 		k := groupKey{
-			stack: stackKey(b.Stack), bytes: b.Bytes, device: max(b.Device, -1),
+			stack: stackKey(b.Stack), glue: glueOf(b), bytes: b.Bytes, device: max(b.Device, -1),
 			kind: b.Kind, tags: strings.Join(b.Tags, ","), span: b.Span, source: b.Source, api: b.API,
 		}
 		count := int64(max(b.Count, 1))
@@ -266,11 +286,21 @@ func group(bufs []event.Buffer) ([]*sample, error) {
 		}
 		ka, kb := &a.key, &b.key
 		return cmp.Or(
-			cmp.Compare(ka.stack, kb.stack), cmp.Compare(ka.bytes, kb.bytes), cmp.Compare(ka.device, kb.device),
+			cmp.Compare(ka.stack, kb.stack), cmp.Compare(ka.glue, kb.glue), cmp.Compare(ka.bytes, kb.bytes), cmp.Compare(ka.device, kb.device),
 			cmp.Compare(ka.kind, kb.kind), cmp.Compare(ka.tags, kb.tags), cmp.Compare(ka.span, kb.span),
 			cmp.Compare(ka.source, kb.source), cmp.Compare(ka.api, kb.api))
 	})
 	return out, nil
+}
+
+// glueOf is the glue frames a buffer's sample puts in its label: none
+// when Glue is out of the stack's range (the call site is then the
+// innermost frame, as Buffer.CallStack says).
+func glueOf(b *event.Buffer) int {
+	if b.Glue <= 0 || b.Glue >= len(b.Stack) {
+		return 0
+	}
+	return b.Glue
 }
 
 func siteOf(b *event.Buffer) string {

@@ -78,7 +78,11 @@ var ErrNotMemory = errors.New("not a device-memory profile")
 // allocations value) of Bytes each (space divided by count); Address and
 // Time are zero, since pprof keeps neither. The stack comes from the
 // locations, innermost first (a location's inlined lines each become a
-// frame; one without lines is its address, in hex). Labels go back to the
+// frame; one without lines is its address, in hex), after the frames of
+// the glue label (Buffer.Glue counts them). A profile with no glue label
+// at all (one written before it, or by another tool) has its glue frames
+// found as the tracker finds them (DeviceMemory.MarkGlue), so that its
+// call sites are a binding's callers there too. Labels go back to the
 // fields they came from (see the package doc). The device label "gpu:N"
 // (devprof's), "cuda:N" or "rocm:N" (JAX's GPU devices) gives Device N,
 // and "host" Device -1; any other device ("TFRT_CPU_0", a TPU) gives
@@ -169,7 +173,7 @@ func convert(p *profile.Profile) (*event.DeviceMemory, error) {
 	var totalCount, totalSpace int64
 	var totalFrames int
 	var key []byte
-	cut := false
+	cut, anyGlue := false, false
 	for i, s := range p.Sample {
 		count, space := s.Value[ci], s.Value[si]
 		switch {
@@ -216,11 +220,38 @@ func convert(p *profile.Profile) (*event.DeviceMemory, error) {
 			}
 			stacks[string(key)] = stack
 		}
+		if glue := s.Label[LabelGlue]; len(glue) > 0 && len(stack) > 0 {
+			anyGlue = true
+			key = append(key, 0)
+			for _, v := range glue {
+				key = append(key, v...)
+				key = append(key, 0)
+			}
+			full, ok := stacks[string(key)]
+			if !ok {
+				full = make([]event.Frame, 0, len(glue)+len(stack))
+				for _, v := range glue {
+					full = append(full, parseFrame(v))
+				}
+				full = append(full, stack...)
+				if totalFrames += len(full); totalFrames > maxTotalFrames {
+					return nil, fmt.Errorf("pprof: more than %d stack frames in all: too big for a memory profile", maxTotalFrames)
+				}
+				stacks[string(key)] = full
+			}
+			stack = full
+			b.Glue = len(glue)
+		}
 		b.Stack = stack
 		labels(&b, s)
 		m.Buffers = append(m.Buffers, b)
 	}
 	readComments(m, p.Comments)
+	if !anyGlue {
+		// A profile written before the glue label, or by another tool:
+		// find the call sites as the tracker does.
+		m.MarkGlue(nil)
+	}
 	if cut {
 		m.Warnings = append(m.Warnings, event.Warning{Source: "pprof", Code: CodeStackCut,
 			Text: fmt.Sprintf("pprof: stacks deeper than %d frames were cut to their innermost %d", MaxFrames, MaxFrames)})
@@ -252,6 +283,22 @@ func locationFrames(loc *profile.Location) []event.Frame {
 		out = append(out, f)
 	}
 	return out
+}
+
+// parseFrame reads a frame of the glue label, "function (file:line)" as
+// event.Frame.String writes it; a value not so is all function.
+func parseFrame(v string) event.Frame {
+	fn, rest, ok := strings.Cut(v, " (")
+	if !ok || !strings.HasSuffix(rest, ")") {
+		return event.Frame{Function: v}
+	}
+	f := event.Frame{Function: fn, File: rest[:len(rest)-1]}
+	if i := strings.LastIndexByte(f.File, ':'); i >= 0 {
+		if n, err := strconv.Atoi(f.File[i+1:]); err == nil && n > 0 {
+			f.File, f.Line = f.File[:i], n
+		}
+	}
+	return f
 }
 
 // firstOf returns the first of its arguments that is not empty.
@@ -293,6 +340,8 @@ func labels(b *event.Buffer, s *profile.Sample) {
 			b.Source = v
 		case LabelAPI:
 			b.API = v
+		case LabelGlue:
+			// Read with the stack.
 		default:
 			extra = append(extra, k+"="+v)
 		}
