@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -370,5 +371,61 @@ func TestMemoryOfTrace(t *testing.T) {
 		if code != 1 || stdout != "" || !strings.Contains(stderr, f+" is a trace (") || !strings.Contains(stderr, "not a memory profile: devprof summary") {
 			t.Errorf("memory %s: exit %d, %q", f, code, stderr)
 		}
+	}
+}
+
+// TestMemoryBaseOfH200Leak: on the profiles a real H200 recorded of a
+// program allocating through a cgo binding (testdata/real-gpu/h200,
+// written before the glue label), -base names the leaking call site,
+// main.loadCache, with the 40 MiB it grew, and the weights' site as
+// unchanged: not the binding, which every allocation went through.
+func TestMemoryBaseOfH200Leak(t *testing.T) {
+	dir := filepath.Join("..", "..", "testdata", "real-gpu", "h200")
+	base, after := filepath.Join(dir, "leak.base.memory.pb.gz"), filepath.Join(dir, "leak.after.memory.pb.gz")
+	code, stdout, stderr := runCLI("memory", "-base", base, after)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(stdout, "\n")
+	i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "GROWTH") })
+	if i < 0 || i+1 >= len(lines) {
+		t.Fatalf("no growth table:\n%s", stdout)
+	}
+	row := strings.Fields(lines[i+1])
+	if len(row) < 5 || row[0] != "+40.0" || row[1] != "MiB" || !strings.HasPrefix(row[len(row)-2], "main.loadCache") {
+		t.Errorf("top growth row %q: want +40.0 MiB at main.loadCache\n%s", lines[i+1], stdout)
+	}
+	if strings.Contains(stdout, "cudabind") || !strings.Contains(stdout, "1 site unchanged") {
+		t.Errorf("want the binding named nowhere and the weights' site unchanged:\n%s", stdout)
+	}
+
+	// With -stack, the binding's frames are shown above the site, said to
+	// be the binding's.
+	_, stdout, _ = runCLI("memory", "-stack", "-base", base, after)
+	if !strings.Contains(stdout, "cudabind.(*Lib).Malloc (") || !strings.Contains(stdout, "[binding]") {
+		t.Errorf("-stack lacks the binding's frames:\n%s", stdout)
+	}
+}
+
+// TestMemoryOfDirectory: a run directory stands for its memory profile,
+// named on stderr, as for memory breakdown and timeline; -base takes one
+// too.
+func TestMemoryOfDirectory(t *testing.T) {
+	run := t.TempDir()
+	src, err := os.ReadFile(filepath.Join("..", "..", "testdata", "real-gpu", "h200", "leak.after.memory.pb.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile := filepath.Join(run, "h.memory.pb.gz")
+	if err := os.WriteFile(profile, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI("memory", run)
+	if code != 0 || !strings.Contains(stdout, "main.loadCache") || !strings.Contains(stderr, "reading its newest memory profile, "+profile) {
+		t.Errorf("memory DIR: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI("memory", "-base", run, profile)
+	if code != 0 || !strings.Contains(stdout, "no allocation site changed") {
+		t.Errorf("memory -base DIR: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
 }

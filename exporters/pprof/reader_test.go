@@ -250,3 +250,23 @@ func TestParseDevice(t *testing.T) {
 		}
 	}
 }
+
+// TestGlueFramesRoundTrip: the glue label's values read back as the
+// frames written, whatever their names hold (type arguments with spaces
+// and parentheses, paths with colons), and a value not in the written
+// form reads as a function.
+func TestGlueFramesRoundTrip(t *testing.T) {
+	for _, f := range []event.Frame{
+		{Function: "example.com/cuda.(*Ctx).Malloc.func1", File: "/src/cuda.go", Line: 83},
+		{Function: "example.com/cuda.Alloc[go.shape.struct { X func() }]", File: `C:\src\a (1).go`, Line: 7},
+		{Function: "example.com/cuda.F", File: "x.go"},
+		{Function: "example.com/cuda.G"},
+	} {
+		if got := parseFrame(f.String()); got != f {
+			t.Errorf("parseFrame(%q) = %+v, want %+v", f.String(), got, f)
+		}
+	}
+	if got := parseFrame("no frame (here"); got != (event.Frame{Function: "no frame (here"}) {
+		t.Errorf("parseFrame of a malformed value = %+v", got)
+	}
+}

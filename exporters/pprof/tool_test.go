@@ -137,7 +137,7 @@ func want(m *event.DeviceMemory, keep func(*event.Buffer) bool, count bool) (fla
 			v = int64(max(b.Count, 1))
 		}
 		total += v
-		stack := b.Stack
+		stack := b.CallStack() // pprof's locations start at the call site
 		if len(stack) == 0 {
 			stack = []event.Frame{{Function: UnknownFunction}}
 		}
