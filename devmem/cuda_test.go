@@ -183,6 +183,28 @@ func TestCUDAModes(t *testing.T) {
 	if len(notes) != 1 || !strings.Contains(notes[0].Text, "CUDA allocations are not tracked") {
 		t.Errorf("notes %v, want one saying why CUDA is not tracked", notes)
 	}
+	// The profile says it too: without it, a profile with no CUDA
+	// allocation reads as a program that made none.
+	m, err := devmem.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var why []event.Warning
+	for _, w := range m.Warnings {
+		if w.Code == devmem.CodeCUDANotHooked {
+			why = append(why, w)
+		}
+	}
+	if len(why) != 1 || len(notes) != 1 || why[0].Text != notes[0].Text {
+		t.Errorf("Snapshot's warnings %v: want one %s saying what the note says (%v)", m.Warnings, devmem.CodeCUDANotHooked, notes)
+	}
+	devmem.Stop()
+	if err := devmem.Start(devmem.Options{CUDA: devmem.ModeOff}); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := devmem.Snapshot(); len(m.Warnings) != 0 {
+		t.Errorf("with ModeOff (CUDA left alone on purpose), warnings %v", m.Warnings)
+	}
 }
 
 // BenchmarkCUDAAlloc is what tracking adds to one cudaMalloc and its

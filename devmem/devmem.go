@@ -26,6 +26,10 @@ type tracker struct {
 	tab   *table
 	hooks cudaHooks // nil when CUDA is not hooked
 	notes []event.Note
+	// unhooked says why CUDA could not be hooked in ModeAuto, for every
+	// Snapshot's warnings: a profile without CUDA allocations must say
+	// that it is not because the program made none.
+	unhooked *event.Warning
 }
 
 // ErrTracking is returned by Start while tracking is already on.
@@ -58,8 +62,9 @@ func Start(o Options) error {
 		case o.CUDA == ModeOn:
 			return fmt.Errorf("devmem: hooking CUDA's allocations: %w", err)
 		default:
-			t.notes = append(t.notes, event.Note{Source: noteSource,
-				Text: "CUDA allocations are not tracked (" + oneLine(err) + "); the explicit API is"})
+			text := "CUDA allocations are not tracked (" + oneLine(err) + "); the explicit API is"
+			t.notes = append(t.notes, event.Note{Source: noteSource, Text: text})
+			t.unhooked = &event.Warning{Source: noteSource, Code: CodeCUDANotHooked, Text: text}
 		}
 	}
 	current.Store(t)
@@ -67,6 +72,11 @@ func Start(o Options) error {
 }
 
 const noteSource = "devmem"
+
+// CodeCUDANotHooked is the code of Snapshot's warning that CUDA's
+// allocations are not tracked, and why (no libcupti, no driver, a build
+// without cgo), when Options.CUDA is ModeAuto and hooking failed.
+const CodeCUDANotHooked = "cuda_not_hooked"
 
 // Stop turns tracking off and forgets the table. It returns the CUDA hooks'
 // error, if stopping them failed.
@@ -231,6 +241,9 @@ func Snapshot() (*event.DeviceMemory, error) {
 	m := t.tab.snapshot(time.Now())
 	if t.hooks != nil {
 		m.Warnings = append(m.Warnings, t.hooks.warnings()...)
+	}
+	if t.unhooked != nil {
+		m.Warnings = append(m.Warnings, *t.unhooked)
 	}
 	return m, nil
 }
