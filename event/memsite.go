@@ -42,40 +42,56 @@ func (b *Buffer) SiteFrame() Frame {
 // It reads each distinct stack once (buffers that share a stack share
 // its slice, as the tracker and the profile reader make them).
 func (m *DeviceMemory) MarkGlue(bindings []string) {
-	g := glueFinder{given: bindings, found: map[string]bool{}}
-	for i := range m.Buffers {
-		b := &m.Buffers[i]
-		if b.Source != "cuda" || len(b.Stack) == 0 {
-			continue
-		}
-		for _, f := range b.Stack {
-			if cgoGenerated(f.Function) {
-				continue
-			}
-			if p := FuncPackage(f.Function); p != "" && p != "main" {
-				g.found[p] = true
-			}
-			break
-		}
-	}
 	type stackID struct {
 		first *Frame
 		n     int
 	}
-	done := map[stackID]int{}
+	type distinct struct {
+		stack []Frame
+		cuda  bool // some CUDA-hooked buffer has it
+		glue  int
+	}
+	index := map[stackID]int32{}
+	var stacks []distinct
+	ids := make([]int32, len(m.Buffers))
 	for i := range m.Buffers {
 		b := &m.Buffers[i]
 		if len(b.Stack) == 0 {
-			b.Glue = 0
+			ids[i] = -1
 			continue
 		}
-		id := stackID{&b.Stack[0], len(b.Stack)}
-		n, ok := done[id]
+		k := stackID{&b.Stack[0], len(b.Stack)}
+		id, ok := index[k]
 		if !ok {
-			n = g.count(b.Stack, b.Source == "cuda")
-			done[id] = n
+			id = int32(len(stacks))
+			index[k] = id
+			stacks = append(stacks, distinct{stack: b.Stack})
 		}
-		b.Glue = n
+		if b.Source == "cuda" {
+			stacks[id].cuda = true
+		}
+		ids[i] = id
+	}
+	g := glueFinder{given: bindings, found: map[string]bool{}}
+	for _, d := range stacks {
+		if !d.cuda {
+			continue
+		}
+		if i := firstNonCgo(d.stack); i < len(d.stack) {
+			if p := FuncPackage(d.stack[i].Function); p != "" && p != "main" {
+				g.found[p] = true
+			}
+		}
+	}
+	for i := range stacks {
+		stacks[i].glue = g.count(stacks[i].stack, stacks[i].cuda)
+	}
+	for i := range m.Buffers {
+		if ids[i] < 0 {
+			m.Buffers[i].Glue = 0
+		} else {
+			m.Buffers[i].Glue = stacks[ids[i]].glue
+		}
 	}
 }
 

@@ -1,6 +1,9 @@
 package event
 
-import "testing"
+import (
+	"strconv"
+	"testing"
+)
 
 func frames(fns ...string) []Frame {
 	out := make([]Frame, len(fns))
@@ -94,5 +97,30 @@ func TestFuncPackage(t *testing.T) {
 		if got := FuncPackage(fn); got != want {
 			t.Errorf("FuncPackage(%q) = %q, want %q", fn, got, want)
 		}
+	}
+}
+
+// BenchmarkMarkGlue is what finding call sites adds to a profile of 1 M
+// live CUDA buffers from 1000 call sites (20-frame stacks), as the
+// tracker's Snapshot and the profile reader share stacks.
+func BenchmarkMarkGlue(b *testing.B) {
+	stacks := make([][]Frame, 1000)
+	for i := range stacks {
+		fns := []string{"example.com/cuda.(*Ctx).Malloc.func1", "example.com/cuda.(*Ctx).Malloc"}
+		for j := range 18 {
+			fns = append(fns, "example.com/model.layer"+strconv.Itoa(i)+"_"+strconv.Itoa(j))
+		}
+		stacks[i] = frames(fns...)
+	}
+	m := &DeviceMemory{Buffers: make([]Buffer, 1<<20)}
+	for i := range m.Buffers {
+		m.Buffers[i] = Buffer{Source: "cuda", Stack: stacks[i%len(stacks)]}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.MarkGlue(nil)
+	}
+	if m.Buffers[0].Glue != 2 {
+		b.Fatalf("Glue %d, want 2", m.Buffers[0].Glue)
 	}
 }
