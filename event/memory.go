@@ -95,6 +95,11 @@ type Buffer struct {
 	Bytes   uint64 // size of one buffer
 	Count   int    // how many buffers the entry stands for (1 when live)
 	Device  int    // device ordinal; -1 for host memory or when unknown
+	// DeviceName names the device when it is not a GPU Device numbers:
+	// another backend's device as a JAX profile names it ("cpu:0",
+	// "TFRT_CPU_0", "tpu:0"). Device is -1 then, yet the memory is that
+	// device's, not host memory: JAX's CPU backend holds its arrays there.
+	DeviceName string
 	// Kind says what memory it is: "device", "pinned", "managed", … for
 	// CUDA allocations (the names of event.ArgMemoryKind), or what the
 	// caller of an explicit API said.
@@ -133,15 +138,16 @@ type Buffer struct {
 func (b *Buffer) Total() uint64 { return b.Bytes * uint64(max(b.Count, 1)) }
 
 // OnDevice reports whether the buffer holds device memory, the memory
-// NVML counts as in use on its device: it has a device ordinal and its
-// kind is not host memory ("pinned", "pageable", "host"). Device, array,
-// managed, pool and kinds an explicit API named are device memory.
+// NVML counts as in use on its device (or a named device's, DeviceName):
+// it has a device and its kind is not host memory ("pinned", "pageable",
+// "host"). Device, array, managed, pool and kinds an explicit API named
+// are device memory.
 func (b *Buffer) OnDevice() bool {
 	switch b.Kind {
 	case "pinned", "pageable", "host":
 		return false
 	}
-	return b.Device >= 0
+	return b.Device >= 0 || b.DeviceName != ""
 }
 
 // Age is how long the buffer had been alive at t.

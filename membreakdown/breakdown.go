@@ -35,6 +35,9 @@ type Report struct {
 	// Devices are the device ordinals with tracked buffers or NVML
 	// figures, ascending.
 	Devices []int
+	// NamedDevices are the devices with tracked buffers that have a name
+	// and no ordinal (event.Buffer.DeviceName: JAX's "cpu:0"), ascending.
+	NamedDevices []string
 	// Host is the host memory left out of the breakdown.
 	Host Amount
 	// Untrackable is one entry per device with a figure (NVML), by
@@ -67,9 +70,11 @@ type Category struct {
 	Tags []TagBytes
 }
 
-// DeviceBytes is the bytes of a category on one device.
+// DeviceBytes is the bytes of a category on one device: ordinal Device,
+// or, when Name is set, the named device (Device is then -1).
 type DeviceBytes struct {
 	Device int
+	Name   string
 	Bytes  uint64
 }
 
@@ -172,11 +177,24 @@ type catAcc struct {
 	name    string
 	order   int // index in the dictionary; len(d) for Others
 	amount  Amount
-	devices map[int]uint64
+	devices map[deviceKey]uint64
 	tags    map[string]*Amount
 }
 
-func (c *catAcc) add(dev int, tag string, bytes uint64, n int) {
+// deviceKey is a device ordinal, or a named device with ordinal -1.
+type deviceKey struct {
+	dev  int
+	name string
+}
+
+func keyOf(b *event.Buffer) deviceKey {
+	if b.DeviceName != "" {
+		return deviceKey{-1, b.DeviceName}
+	}
+	return deviceKey{b.Device, ""}
+}
+
+func (c *catAcc) add(dev deviceKey, tag string, bytes uint64, n int) {
 	c.amount.Bytes += bytes
 	c.amount.Buffers += n
 	c.devices[dev] += bytes
@@ -200,7 +218,7 @@ func Categorize(m *event.DeviceMemory, d Dictionary, o Options) *Report {
 		if i < len(d) {
 			name = d[i].Category
 		}
-		accs[i] = &catAcc{name: name, order: i, devices: map[int]uint64{}, tags: map[string]*Amount{}}
+		accs[i] = &catAcc{name: name, order: i, devices: map[deviceKey]uint64{}, tags: map[string]*Amount{}}
 	}
 	tracked := map[int]uint64{}
 	multi := map[string]*MultiMatch{}
@@ -215,15 +233,22 @@ func Categorize(m *event.DeviceMemory, d Dictionary, o Options) *Report {
 		}
 		r.Tracked += bytes
 		r.Buffers += n
-		tracked[b.Device] += bytes
+		dev := keyOf(b)
+		if dev.name != "" {
+			if !slices.Contains(r.NamedDevices, dev.name) {
+				r.NamedDevices = append(r.NamedDevices, dev.name)
+			}
+		} else {
+			tracked[b.Device] += bytes
+		}
 		text := Text(b)
 		match := d.Match(text)
 		if len(match) == 0 {
-			accs[len(d)].add(b.Device, text, bytes, n)
+			accs[len(d)].add(dev, text, bytes, n)
 			continue
 		}
 		for _, c := range match {
-			accs[c].add(b.Device, truncate(text), bytes, n)
+			accs[c].add(dev, truncate(text), bytes, n)
 		}
 		if len(match) > 1 {
 			mm := multi[text]
@@ -244,9 +269,9 @@ func Categorize(m *event.DeviceMemory, d Dictionary, o Options) *Report {
 		}
 		c := Category{Name: a.name, Amount: a.amount}
 		for dev, b := range a.devices {
-			c.Devices = append(c.Devices, DeviceBytes{dev, b})
+			c.Devices = append(c.Devices, DeviceBytes{dev.dev, dev.name, b})
 		}
-		slices.SortFunc(c.Devices, func(x, y DeviceBytes) int { return cmp.Compare(x.Device, y.Device) })
+		slices.SortFunc(c.Devices, func(x, y DeviceBytes) int { return cmp.Or(cmp.Compare(x.Name, y.Name), cmp.Compare(x.Device, y.Device)) })
 		for tag, amt := range a.tags {
 			c.Tags = append(c.Tags, TagBytes{tag, *amt})
 		}
@@ -276,6 +301,7 @@ func Categorize(m *event.DeviceMemory, d Dictionary, o Options) *Report {
 	slices.SortFunc(r.MultiMatches, func(x, y MultiMatch) int {
 		return cmp.Or(cmp.Compare(y.Bytes, x.Bytes), cmp.Compare(x.Text, y.Text))
 	})
+	slices.Sort(r.NamedDevices)
 	r.untrackable(m.Devices, tracked, o)
 	return r
 }
@@ -356,7 +382,7 @@ func (r *Report) Category(name string) *Category {
 // DeviceBytes returns the bytes of the category on device dev.
 func (c *Category) DeviceBytes(dev int) uint64 {
 	for _, d := range c.Devices {
-		if d.Device == dev {
+		if d.Device == dev && d.Name == "" {
 			return d.Bytes
 		}
 	}

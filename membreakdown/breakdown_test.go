@@ -58,19 +58,19 @@ func TestCategorize(t *testing.T) {
 
 	stepTag := "unknown:train.go:71:main.step train/step" // no tags: the innermost frame, then the span
 	params := Category{Name: "Parameters", Amount: Amount{3*6*MiB + 6*MiB + 2*2*MiB, 3 + 1 + 2},
-		Devices: []DeviceBytes{{0, 3*6*MiB + 2*2*MiB}, {1, 6 * MiB}},
+		Devices: []DeviceBytes{{0, "", 3*6*MiB + 2*2*MiB}, {1, "", 6 * MiB}},
 		Tags:    []TagBytes{{"weights,fp16 train/load", Amount{4 * 6 * MiB, 4}}, {"grad,weights", Amount{2 * 2 * MiB, 2}}}}
 	opt := Category{Name: "Optimizer state", Amount: Amount{5 * 3 * MiB, 5},
-		Devices: []DeviceBytes{{1, 5 * 3 * MiB}}, Tags: []TagBytes{{"adam", Amount{5 * 3 * MiB, 5}}}}
+		Devices: []DeviceBytes{{1, "", 5 * 3 * MiB}}, Tags: []TagBytes{{"adam", Amount{5 * 3 * MiB, 5}}}}
 	grads := Category{Name: "Gradients", Amount: Amount{2 * 2 * MiB, 2},
-		Devices: []DeviceBytes{{0, 2 * 2 * MiB}}, Tags: []TagBytes{{"grad,weights", Amount{2 * 2 * MiB, 2}}}}
+		Devices: []DeviceBytes{{0, "", 2 * 2 * MiB}}, Tags: []TagBytes{{"grad,weights", Amount{2 * 2 * MiB, 2}}}}
 	// "workspace train/step/forward" is Activations (forward) and
 	// Workspace; equal totals keep the dictionary's order.
 	ws := TagBytes{"workspace train/step/forward", Amount{512 * KiB, 1}}
-	act := Category{Name: "Activations", Amount: ws.Amount, Devices: []DeviceBytes{{0, 512 * KiB}}, Tags: []TagBytes{ws}}
-	work := Category{Name: "Workspace", Amount: ws.Amount, Devices: []DeviceBytes{{0, 512 * KiB}}, Tags: []TagBytes{ws}}
+	act := Category{Name: "Activations", Amount: ws.Amount, Devices: []DeviceBytes{{0, "", 512 * KiB}}, Tags: []TagBytes{ws}}
+	work := Category{Name: "Workspace", Amount: ws.Amount, Devices: []DeviceBytes{{0, "", 512 * KiB}}, Tags: []TagBytes{ws}}
 	others := Category{Name: Others, Amount: Amount{4*MiB + 5000, 5},
-		Devices: []DeviceBytes{{0, 5000}, {1, 4 * MiB}},
+		Devices: []DeviceBytes{{0, "", 5000}, {1, "", 4 * MiB}},
 		Tags:    []TagBytes{{stepTag, Amount{4 * MiB, 4}}, {"unknown", Amount{5000, 1}}}}
 	want := []Category{params, opt, grads, act, work, others}
 	if !reflect.DeepEqual(r.Categories, want) {
@@ -295,5 +295,24 @@ func TestWriteCSV(t *testing.T) {
 	}
 	if strings.Contains(buf.String(), "data") {
 		t.Errorf("host memory in the CSV:\n%s", buf.String())
+	}
+}
+
+// TestNamedDevices: a named device's buffers (JAX's CPU backend, "cpu:0")
+// are device memory, broken down per named device apart from the GPUs'
+// ordinals and from host memory.
+func TestNamedDevices(t *testing.T) {
+	m := &event.DeviceMemory{Buffers: []event.Buffer{
+		{Bytes: 4 * MiB, Count: 2, Device: -1, DeviceName: "cpu:0", Tags: []string{"weights"}},
+		{Bytes: 1 * MiB, Count: 1, Device: 0, Tags: []string{"weights"}},
+		{Bytes: 3 * MiB, Count: 1, Device: -1, Kind: "pinned", Tags: []string{"weights"}},
+	}}
+	r := Categorize(m, DefaultDictionary(), Options{})
+	if r.Tracked != 9*MiB || r.Buffers != 3 || r.Host != (Amount{3 * MiB, 1}) || !slices.Equal(r.NamedDevices, []string{"cpu:0"}) || !slices.Equal(r.Devices, []int{0}) {
+		t.Fatalf("tracked %d in %d, host %v, devices %v, named %v", r.Tracked, r.Buffers, r.Host, r.Devices, r.NamedDevices)
+	}
+	c := r.Category("Parameters")
+	if c == nil || !slices.Equal(c.Devices, []DeviceBytes{{0, "", 1 * MiB}, {-1, "cpu:0", 8 * MiB}}) || c.DeviceBytes(-1) != 0 || c.DeviceBytes(0) != 1*MiB {
+		t.Errorf("Parameters %+v", c)
 	}
 }

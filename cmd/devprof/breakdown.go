@@ -184,7 +184,11 @@ func fromWords(f membreakdown.UntrackedFrom) string {
 func deviceList(ds []membreakdown.DeviceBytes) string {
 	parts := make([]string, len(ds))
 	for i, d := range ds {
-		parts[i] = pprof.DeviceLabel(d.Device) + " " + size(d.Bytes, false)
+		label := pprof.DeviceLabel(d.Device)
+		if d.Name != "" {
+			label = d.Name
+		}
+		parts[i] = label + " " + size(d.Bytes, false)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -197,6 +201,7 @@ func writeBreakdown(w io.Writer, path, dictName string, dict membreakdown.Dictio
 	for _, d := range r.Devices {
 		devs = append(devs, pprof.DeviceLabel(d))
 	}
+	devs = append(devs, r.NamedDevices...)
 	fmt.Fprintf(w, "%s: device memory at %s: %s tracked in %s", path, when(m.Time), size(r.Tracked, false), plural(int64(r.Buffers), "buffer"))
 	if len(devs) > 0 {
 		fmt.Fprintf(w, " on %s", strings.Join(devs, ", "))
@@ -356,7 +361,8 @@ type jsonCategory struct {
 }
 
 type jsonDeviceSize struct {
-	Device int    `json:"device"`
+	Device int    `json:"device"`                // -1 with a name
+	Name   string `json:"device_name,omitempty"` // another backend's device ("cpu:0")
 	Bytes  uint64 `json:"bytes"`
 }
 
@@ -399,7 +405,7 @@ func writeBreakdownJSON(w io.Writer, path, dictName string, dict membreakdown.Di
 	for _, c := range r.Categories {
 		jc := jsonCategory{Name: c.Name, Bytes: c.Bytes, Buffers: c.Buffers, Devices: []jsonDeviceSize{}, Tags: []jsonTag{}}
 		for _, d := range c.Devices {
-			jc.Devices = append(jc.Devices, jsonDeviceSize{d.Device, d.Bytes})
+			jc.Devices = append(jc.Devices, jsonDeviceSize{d.Device, d.Name, d.Bytes})
 		}
 		for _, t := range c.Tags {
 			jc.Tags = append(jc.Tags, jsonTag{t.Tag, t.Bytes, t.Buffers})

@@ -247,6 +247,15 @@ func orDash(s string) string {
 	return s
 }
 
+// bufferDevice names a buffer's device: "gpu:N", "host", or the name
+// another backend gave it ("cpu:0").
+func bufferDevice(b *event.Buffer) string {
+	if b.DeviceName != "" {
+		return b.DeviceName
+	}
+	return pprof.DeviceLabel(b.Device)
+}
+
 // site is where a buffer was allocated, for people.
 func site(b *event.Buffer) string {
 	if s := b.Site(); s != "" {
@@ -271,7 +280,7 @@ func writeMemory(w io.Writer, path string, m *event.DeviceMemory, o memOptions) 
 	for i := range shown {
 		b := &shown[i]
 		rows = append(rows, []string{size(b.Total(), o.exact), strconv.Itoa(max(b.Count, 1)), size(b.Bytes, o.exact),
-			pprof.DeviceLabel(b.Device), orDash(b.Kind), tagsSpan(b), site(b)})
+			bufferDevice(b), orDash(b.Kind), tagsSpan(b), site(b)})
 		var x []string
 		if o.stacks {
 			x = stackLines(b.Stack, b.Glue)
@@ -451,7 +460,8 @@ type jsonBuffer struct {
 	TotalBytes uint64      `json:"total_bytes"`
 	Count      int         `json:"count"`
 	Bytes      uint64      `json:"bytes"`
-	Device     int         `json:"device"` // -1: host or unknown
+	Device     int         `json:"device"` // -1: host or unknown, or a named device
+	DeviceName string      `json:"device_name,omitempty"` // another backend's device ("cpu:0")
 	Kind       string      `json:"kind"`
 	Tags       []string    `json:"tags"`
 	Span       string      `json:"span"`
@@ -511,7 +521,7 @@ func writeMemoryJSON(w io.Writer, path string, m *event.DeviceMemory) error {
 		Counts: jsonCountsOf(m.Counts), Warnings: jsonWarnings(m.Warnings), Buffers: []jsonBuffer{}}
 	for i := range m.Buffers {
 		b := &m.Buffers[i]
-		out.Buffers = append(out.Buffers, jsonBuffer{TotalBytes: b.Total(), Count: max(b.Count, 1), Bytes: b.Bytes, Device: b.Device,
+		out.Buffers = append(out.Buffers, jsonBuffer{TotalBytes: b.Total(), Count: max(b.Count, 1), Bytes: b.Bytes, Device: b.Device, DeviceName: b.DeviceName,
 			Kind: b.Kind, Tags: append([]string{}, b.Tags...), Span: b.Span, Source: b.Source, API: b.API, Site: b.Site(), Stack: jsonStack(b.Stack), Glue: b.Glue})
 	}
 	return encodeJSON(w, out)

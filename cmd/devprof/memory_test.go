@@ -429,3 +429,23 @@ func TestMemoryOfDirectory(t *testing.T) {
 		t.Errorf("memory -base DIR: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
 }
+
+// TestMemoryOfJAXCPUDevice: the buffers of a JAX profile on its CPU
+// backend's device ("cpu:0") are that device's memory: the table names
+// the device, and the breakdown counts them rather than leaving them out
+// as host memory.
+func TestMemoryOfJAXCPUDevice(t *testing.T) {
+	m := &event.DeviceMemory{Buffers: []event.Buffer{
+		{Bytes: 4 << 20, Count: 2, Device: -1, DeviceName: "cpu:0", Kind: "buffer", Stack: []event.Frame{{Function: "init_params", File: "model.py", Line: 3}}},
+		{Bytes: 1 << 20, Count: 1, Device: -1, Kind: "pinned", Stack: []event.Frame{{Function: "stage", File: "input.py", Line: 9}}},
+	}}
+	path := writeMemProfile(t, m, "jax.prof")
+	code, out, stderr := runCLI("memory", path)
+	if code != 0 || !regexp.MustCompile(`8\.0 MiB +2 +4\.0 MiB +cpu:0 +buffer`).MatchString(out) || !regexp.MustCompile(`1\.0 MiB +1 +1\.0 MiB +host +pinned`).MatchString(out) {
+		t.Errorf("memory: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, stderr = runCLI("memory", "breakdown", path)
+	if code != 0 || strings.Contains(out, "no device memory") || !strings.Contains(out, "8.0 MiB tracked in 2 buffers on cpu:0") || !strings.Contains(out, "(cpu:0 8.0 MiB)") {
+		t.Errorf("memory breakdown: exit %d\n%s%s", code, out, stderr)
+	}
+}

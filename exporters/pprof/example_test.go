@@ -69,9 +69,9 @@ func ExampleRead() {
 		panic(err)
 	}
 	for _, b := range m.Buffers {
-		fmt.Printf("%d bytes, kind %s, device %d, tags %q, allocated at %s\n", b.Total(), b.Kind, b.Device, b.Tags, b.Site())
+		fmt.Printf("%d bytes, kind %s, device %d %q, tags %q, allocated at %s\n", b.Total(), b.Kind, b.Device, b.DeviceName, b.Tags, b.Site())
 	}
 	// Output:
-	// 4096 bytes, kind buffer, device 0, tags [], allocated at init_params (model.py:14)
-	// 200 bytes, kind buffer, device -1, tags ["device=TFRT_CPU_0"], allocated at init_params (model.py:14)
+	// 4096 bytes, kind buffer, device 0 "", tags [], allocated at init_params (model.py:14)
+	// 200 bytes, kind buffer, device -1 "TFRT_CPU_0", tags [], allocated at init_params (model.py:14)
 }

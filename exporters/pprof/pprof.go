@@ -19,7 +19,8 @@
 // The group's labels (all strings, one value each) are:
 //
 //	kind    Buffer.Kind ("device", "pinned", "managed", …)
-//	device  "gpu:N" for device N, "host" for Device -1
+//	device  "gpu:N" for device N, "host" for Device -1, or
+//	        Buffer.DeviceName when set
 //	tags    Buffer.Tags joined with ","; absent without tags
 //	span    Buffer.Span; absent when empty
 //	source  Buffer.Source ("cuda", "api"); absent when empty
@@ -217,11 +218,16 @@ type groupKey struct {
 	glue                          int
 	bytes                         uint64
 	device                        int
+	deviceName                    string
 	kind, tags, span, source, api string
 }
 
 func (k *groupKey) labels() map[string][]string {
-	l := map[string][]string{LabelDevice: {DeviceLabel(k.device)}}
+	dev := DeviceLabel(k.device)
+	if k.deviceName != "" {
+		dev = k.deviceName
+	}
+	l := map[string][]string{LabelDevice: {dev}}
 	for _, kv := range [...]struct{ key, v string }{
 		{LabelKind, k.kind}, {LabelTags, k.tags}, {LabelSpan, k.span}, {LabelSource, k.source}, {LabelAPI, k.api},
 	} {
@@ -261,7 +267,7 @@ func group(bufs []event.Buffer) ([]*sample, error) {
 	for i := range bufs {
 		b := &bufs[i]
 		k := groupKey{
-			stack: stackKey(b.Stack), glue: glueOf(b), bytes: b.Bytes, device: max(b.Device, -1),
+			stack: stackKey(b.Stack), glue: glueOf(b), bytes: b.Bytes, device: max(b.Device, -1), deviceName: b.DeviceName,
 			kind: b.Kind, tags: strings.Join(b.Tags, ","), span: b.Span, source: b.Source, api: b.API,
 		}
 		count := int64(max(b.Count, 1))
@@ -286,7 +292,7 @@ func group(bufs []event.Buffer) ([]*sample, error) {
 		}
 		ka, kb := &a.key, &b.key
 		return cmp.Or(
-			cmp.Compare(ka.stack, kb.stack), cmp.Compare(ka.glue, kb.glue), cmp.Compare(ka.bytes, kb.bytes), cmp.Compare(ka.device, kb.device),
+			cmp.Compare(ka.stack, kb.stack), cmp.Compare(ka.glue, kb.glue), cmp.Compare(ka.bytes, kb.bytes), cmp.Compare(ka.device, kb.device), cmp.Compare(ka.deviceName, kb.deviceName),
 			cmp.Compare(ka.kind, kb.kind), cmp.Compare(ka.tags, kb.tags), cmp.Compare(ka.span, kb.span),
 			cmp.Compare(ka.source, kb.source), cmp.Compare(ka.api, kb.api))
 	})

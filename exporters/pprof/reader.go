@@ -85,8 +85,9 @@ var ErrNotMemory = errors.New("not a device-memory profile")
 // call sites are a binding's callers there too. Labels go back to the
 // fields they came from (see the package doc). The device label "gpu:N"
 // (devprof's), "cuda:N" or "rocm:N" (JAX's GPU devices) gives Device N,
-// and "host" Device -1; any other device ("TFRT_CPU_0", a TPU) gives
-// Device -1 and keeps its name as the tag "device=NAME". Labels devprof
+// and "host" Device -1; any other device ("cpu:0", "TFRT_CPU_0", a TPU)
+// gives Device -1 and its name as DeviceName: that backend's device
+// memory, not host memory. Labels devprof
 // does not write become tags "key=value" too, so nothing a profile says is
 // lost. The counts come back from devprof's counts comment; warnings from
 // its warning lines, and a foreign profile's comments become warnings
@@ -325,8 +326,8 @@ func labels(b *event.Buffer, s *profile.Sample) {
 		case LabelDevice:
 			if d, ok := parseDevice(v); ok {
 				b.Device = d
-			} else {
-				extra = append(extra, k+"="+v)
+			} else if v != "" {
+				b.DeviceName = v
 			}
 		case LabelTags:
 			for _, t := range strings.Split(v, ",") {

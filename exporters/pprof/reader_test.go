@@ -90,8 +90,10 @@ func TestReadJAX(t *testing.T) {
 					t.Errorf("%s read as device %d, tags %q", dev[0], b.Device, b.Tags)
 				}
 			default:
-				if b.Device != -1 || !slices.Equal(b.Tags, []string{"device=" + dev[0]}) {
-					t.Errorf("%s read as device %d, tags %q", dev[0], b.Device, b.Tags)
+				// Another backend's device: its memory, named as JAX
+				// names it.
+				if b.Device != -1 || b.DeviceName != dev[0] || len(b.Tags) != 0 || !b.OnDevice() {
+					t.Errorf("%s read as device %d %q, tags %q, on device %v", dev[0], b.Device, b.DeviceName, b.Tags, b.OnDevice())
 				}
 			}
 		}
@@ -268,5 +270,38 @@ func TestGlueFramesRoundTrip(t *testing.T) {
 	}
 	if got := parseFrame("no frame (here"); got != (event.Frame{Function: "no frame (here"}) {
 		t.Errorf("parseFrame of a malformed value = %+v", got)
+	}
+}
+
+// TestNamedDeviceRoundTrip: a buffer on a named device (JAX's CPU
+// backend) is written with its name as the device label and read back
+// as that device's memory, apart from host memory.
+func TestNamedDeviceRoundTrip(t *testing.T) {
+	m := &event.DeviceMemory{Buffers: []event.Buffer{
+		{Bytes: 4 << 20, Count: 1, Device: -1, DeviceName: "cpu:0", Kind: "buffer", Stack: []event.Frame{{Function: "init_params", File: "model.py", Line: 14}}},
+		{Bytes: 1 << 20, Count: 1, Device: -1, Kind: "pinned", Stack: []event.Frame{{Function: "init_params", File: "model.py", Line: 14}}},
+	}}
+	var buf bytes.Buffer
+	if err := Write(&buf, m); err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labels []string
+	for _, s := range p.Sample {
+		labels = append(labels, s.Label[LabelDevice]...)
+	}
+	slices.Sort(labels)
+	if !slices.Equal(labels, []string{"cpu:0", "host"}) {
+		t.Errorf("device labels %v, want cpu:0 and host", labels)
+	}
+	back, err := Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Buffers) != 2 || back.Buffers[0].DeviceName != "cpu:0" || !back.Buffers[0].OnDevice() || back.Buffers[1].DeviceName != "" || back.Buffers[1].OnDevice() {
+		t.Errorf("read back %+v", back.Buffers)
 	}
 }
