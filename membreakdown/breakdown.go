@@ -271,7 +271,9 @@ func Categorize(m *event.DeviceMemory, d Dictionary, o Options) *Report {
 		for dev, b := range a.devices {
 			c.Devices = append(c.Devices, DeviceBytes{dev.dev, dev.name, b})
 		}
-		slices.SortFunc(c.Devices, func(x, y DeviceBytes) int { return cmp.Or(cmp.Compare(x.Name, y.Name), cmp.Compare(x.Device, y.Device)) })
+		slices.SortFunc(c.Devices, func(x, y DeviceBytes) int {
+			return cmp.Or(cmp.Compare(x.Name, y.Name), cmp.Compare(x.Device, y.Device))
+		})
 		for tag, amt := range a.tags {
 			c.Tags = append(c.Tags, TagBytes{tag, *amt})
 		}

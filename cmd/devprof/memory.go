@@ -460,7 +460,7 @@ type jsonBuffer struct {
 	TotalBytes uint64      `json:"total_bytes"`
 	Count      int         `json:"count"`
 	Bytes      uint64      `json:"bytes"`
-	Device     int         `json:"device"` // -1: host or unknown, or a named device
+	Device     int         `json:"device"`                // -1: host or unknown, or a named device
 	DeviceName string      `json:"device_name,omitempty"` // another backend's device ("cpu:0")
 	Kind       string      `json:"kind"`
 	Tags       []string    `json:"tags"`
