@@ -92,6 +92,10 @@ type table struct {
 	lastEvent   int64
 	traceEpoch  uint32
 	traceTracks map[int32]uint32
+	// carried says that the buffers live when session carriedEpoch's
+	// first event came were written into it (carryLive).
+	carried      bool
+	carriedEpoch uint32
 }
 
 // tagSet is one interned set of tags, with the form traces carry.
@@ -251,6 +255,9 @@ func (t *table) alloc(a *alloc, pcs []uintptr, now time.Time, buf *recorder.Buff
 		t.counts.ZeroSize++
 		return
 	}
+	if buf != nil {
+		t.carryLive(buf, &out)
+	}
 	sp := &t.spaces[a.src]
 	if old, ok := sp.live[a.addr]; ok {
 		// The table still holds this address: its free was missed (made
@@ -306,6 +313,9 @@ func (t *table) alloc(a *alloc, pcs []uintptr, now time.Time, buf *recorder.Buff
 func (t *table) free(src source, addr uint64, buf *recorder.Buffer) (out traceEvents) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if buf != nil {
+		t.carryLive(buf, &out)
+	}
 	sp := &t.spaces[src]
 	if e, ok := sp.live[addr]; ok {
 		delete(sp.live, addr)

@@ -1,6 +1,8 @@
 package devmem
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 
 	"github.com/devprof/devprof/event"
@@ -40,17 +42,22 @@ type traceEvent struct {
 	inUse uint64
 	peak  uint64
 	step  int64 // -1: none
-	mkind string
-	tags  string
-	span  string
-	api   string
+	// carried marks the allocation of a buffer live before the session
+	// (carryLive).
+	carried bool
+	mkind   string
+	tags    string
+	span    string
+	api     string
 }
 
 // traceEvents are the events of one call: at most an allocation and the
-// free of the buffer it replaced.
+// free of the buffer it replaced, after, for a session's first event, the
+// buffers live before it (carryLive).
 type traceEvents struct {
-	n  int
-	ev [2]traceEvent
+	carried []traceEvent
+	n       int
+	ev      [2]traceEvent
 }
 
 func (o *traceEvents) add(e traceEvent) {
@@ -63,6 +70,9 @@ func (o *traceEvents) add(e traceEvent) {
 // write writes the events into their session's buffer, outside the
 // table's lock. A full buffer drops them, counted by the recorder.
 func (o *traceEvents) write() {
+	for i := range o.carried {
+		o.carried[i].write()
+	}
 	for i := range o.n {
 		o.ev[i].write()
 	}
@@ -91,6 +101,64 @@ func (t *table) traceEvent(buf *recorder.Buffer, kind event.ActivityKind, addr u
 		tags:  e.joined,
 		span:  e.span,
 		api:   e.api,
+	}
+}
+
+// maxCarried bounds the buffers carryLive writes into a session: the
+// largest, when more are live. The others' bytes stay the timeline's
+// MemoryUnseen, as the events a full trace buffer drops do.
+const maxCarried = 1 << 16
+
+// carryLive adds to out, at the first event of buf's session, an
+// allocation event (event.ArgCarried) for each buffer live before it, so
+// that the session's memory timelines split the memory allocated before
+// the trace by its tags like the rest, rather than as one MemoryUnseen
+// series, and its later frees take it away. Their ArgInUse rise from what
+// no carried buffer explains to what the device holds, as if allocated
+// then. Called with mu held.
+func (t *table) carryLive(buf *recorder.Buffer, out *traceEvents) {
+	if t.carried && t.carriedEpoch == buf.Epoch() {
+		return
+	}
+	t.carried, t.carriedEpoch = true, buf.Epoch()
+	if t.nlive == 0 {
+		return
+	}
+	type live struct {
+		src  source
+		addr uint64
+		e    entry
+	}
+	var all []live
+	for src := range t.spaces {
+		for addr, e := range t.spaces[src].live {
+			all = append(all, live{source(src), addr, e})
+		}
+	}
+	// Largest first, then by address: a deterministic choice past the
+	// bound, and the order their events replay in.
+	slices.SortFunc(all, func(a, b live) int {
+		return cmp.Or(cmp.Compare(b.e.bytes, a.e.bytes), cmp.Compare(a.src, b.src), cmp.Compare(a.addr, b.addr))
+	})
+	all = all[:min(len(all), maxCarried)]
+	carriedOn := map[int32]uint64{}
+	for _, l := range all {
+		carriedOn[l.e.device] += l.e.bytes
+	}
+	inUse := map[int32]uint64{}
+	for d, n := range carriedOn {
+		u := t.usageOf(d)
+		inUse[d] = u.inUse - min(n, u.inUse)
+	}
+	out.carried = make([]traceEvent, 0, len(all))
+	for i := range all {
+		l := &all[i]
+		u := t.usageOf(l.e.device)
+		inUse[l.e.device] += l.e.bytes
+		at := deviceUsage{inUse: min(inUse[l.e.device], u.inUse), peak: u.peak}
+		ev := t.traceEvent(buf, event.ActivityAlloc, l.addr, &l.e, &at)
+		ev.carried = true
+		out.carried = append(out.carried, ev)
 	}
 }
 
@@ -125,7 +193,7 @@ func trackName(device int) string {
 
 // write records the event with the arguments of event/memory.go.
 func (e *traceEvent) write() {
-	var args [9]event.Arg
+	var args [10]event.Arg
 	args[0] = event.Arg{Key: event.ArgAddress, Kind: event.ArgUint, Num: e.addr}
 	args[1] = event.Arg{Key: event.ArgBytes, Kind: event.ArgUint, Num: e.bytes}
 	args[2] = event.Arg{Key: event.ArgMemoryKind, Kind: event.ArgString, Str: e.mkind}
@@ -147,6 +215,10 @@ func (e *traceEvent) write() {
 	n += 2
 	if e.step >= 0 {
 		args[n] = event.Arg{Key: event.ArgStep, Kind: event.ArgInt, Num: uint64(e.step)}
+		n++
+	}
+	if e.carried {
+		args[n] = event.Arg{Key: event.ArgCarried, Kind: event.ArgUint, Num: 1}
 		n++
 	}
 	e.buf.ActivityMono(e.track, e.kind, e.kind.String(), e.t, e.t, args[:n])

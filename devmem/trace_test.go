@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -135,9 +136,11 @@ func TestSessionEvents(t *testing.T) {
 	}
 }
 
-// Allocations made before a session are not in its trace; their frees
-// are, with what the allocation was; the counts of in use include them.
-// A second session registers its own tracks.
+// Allocations made before a session are carried into its trace at its
+// first memory event (issue 39: they showed as "(not in trace)" though
+// the tracker knew their tags); their frees are matched to them; the
+// counts of in use include them. A second session carries them again and
+// registers its own tracks.
 func TestSessionEventsAcrossSessions(t *testing.T) {
 	if err := devmem.Start(devmem.Options{CUDA: devmem.ModeOff}); err != nil {
 		t.Fatal(err)
@@ -150,19 +153,21 @@ func TestSessionEventsAcrossSessions(t *testing.T) {
 			devmem.Free(2)
 		})
 		evs := memEvents(t, s)
-		if len(evs) != 2 || evs[0].args["bytes_in_use"] != uint64(110) || evs[1].args["bytes_in_use"] != uint64(100) {
-			t.Fatalf("events %+v, want an alloc to 110 bytes in use and a free to 100", evs)
+		if len(evs) != 3 || evs[0].args[event.ArgCarried] != uint64(1) || evs[0].args["tags"] != "early" || evs[0].args["bytes_in_use"] != uint64(100) ||
+			evs[1].args["bytes_in_use"] != uint64(110) || evs[2].args["bytes_in_use"] != uint64(100) {
+			t.Fatalf("events %+v, want the early buffer carried (100 bytes in use), an alloc to 110 bytes in use and a free to 100", evs)
 		}
 	}
 	devmem.Alloc(context.Background(), 3, 1, devmem.Attrs{}) // no session: no event, no panic
 	s := eventtest.Record(t, 1000, func(ctx context.Context) { devmem.Free(1) })
 	evs := memEvents(t, s)
-	if len(evs) != 1 || evs[0].kind != event.ActivityFree || evs[0].args["tags"] != "early" || evs[0].args["bytes"] != uint64(100) || evs[0].args["bytes_in_use"] != uint64(1) {
-		t.Errorf("events %+v, want the free of the early buffer, leaving 1 byte", evs)
+	if len(evs) != 3 || evs[0].args["bytes_in_use"] != uint64(100) || evs[1].args["bytes_in_use"] != uint64(101) ||
+		evs[2].kind != event.ActivityFree || evs[2].args["tags"] != "early" || evs[2].args["bytes"] != uint64(100) || evs[2].args["bytes_in_use"] != uint64(1) {
+		t.Errorf("events %+v, want both live buffers carried (largest first), then the free of the early buffer, leaving 1 byte", evs)
 	}
 	tl := s.MemoryTimelines(8)
-	if len(tl) != 1 || tl[0].InUse[0] != 1 || len(tl[0].Series) != 1 || tl[0].Series[0].Key != event.MemoryUnseen {
-		t.Errorf("timeline %+v, want 1 byte in use, none of it in the trace", tl)
+	if len(tl) != 1 || tl[0].InUse[len(tl[0].InUse)-1] != 1 || slices.ContainsFunc(tl[0].Series, func(se event.MemorySeries) bool { return se.Key == event.MemoryUnseen }) {
+		t.Errorf("timeline %+v, want 1 byte in use at the end, all of it in the trace", tl)
 	}
 }
 
@@ -236,4 +241,75 @@ func TestSessionEventsDropped(t *testing.T) {
 	if last.args["bytes_in_use"].(uint64) != last.args["address"].(uint64)+1 {
 		t.Errorf("the last event kept says %v bytes in use at address %v", last.args["bytes_in_use"], last.args["address"])
 	}
+}
+
+// TestSessionCarriesLiveBuffers: buffers allocated before a session are
+// written into it at its first memory event (marked carried, with their
+// tags), so that its memory timeline splits them by tags from the start,
+// with nothing "(not in trace)", and a later free of one takes its bytes
+// from its tags' series. A second session carries what is live then.
+func TestSessionCarriesLiveBuffers(t *testing.T) {
+	const MiB = 1 << 20
+	if err := devmem.Start(devmem.Options{CUDA: devmem.ModeOff}); err != nil {
+		t.Fatal(err)
+	}
+	defer devmem.Stop()
+	ctx := context.Background()
+	devmem.Alloc(ctx, 0x1, 8*MiB, devmem.Attrs{Tags: []string{"weights"}})
+	devmem.Alloc(ctx, 0x2, 2*MiB, devmem.Attrs{Tags: []string{"kv-cache"}})
+	devmem.Alloc(ctx, 0x3, 1*MiB, devmem.Attrs{Device: 1, Tags: []string{"weights"}})
+
+	session := func(fn func(ctx context.Context)) *event.Snapshot { return eventtest.Record(t, 10_000, fn) }
+	s := session(func(ctx context.Context) {
+		devmem.Alloc(ctx, 0x4, 4*MiB, devmem.Attrs{Tags: []string{"activations"}})
+		devmem.Free(0x2)
+	})
+	evs := memEvents(t, s)
+	carried := 0
+	for _, e := range evs {
+		if e.args[event.ArgCarried] != nil {
+			carried++
+			if e.kind != event.ActivityAlloc || e.args[event.ArgTags] == nil {
+				t.Errorf("carried event %+v: want an allocation with its tags", e)
+			}
+		}
+	}
+	if carried != 3 || len(evs) != 5 {
+		t.Errorf("%d events, %d carried; want the 3 live buffers carried, then the allocation and the free:\n%+v", len(evs), carried, evs)
+	}
+	tls := s.MemoryTimelines(0)
+	if len(tls) != 2 {
+		t.Fatalf("%d timelines, want devices 0 and 1", len(tls))
+	}
+	for _, tl := range tls {
+		last := map[string]uint64{}
+		for _, se := range tl.Series {
+			if se.Key == event.MemoryUnseen {
+				t.Errorf("device %d: a %q series, peak %d", tl.Device, se.Key, se.Peak)
+			}
+			last[se.Key] = se.Bytes[len(se.Bytes)-1]
+		}
+		var want map[string]uint64
+		if tl.Device == 0 {
+			want = map[string]uint64{"weights": 8 * MiB, "kv-cache": 0, "activations": 4 * MiB}
+		} else {
+			want = map[string]uint64{"weights": 1 * MiB}
+		}
+		if !maps.Equal(last, want) || tl.InUse[len(tl.InUse)-1] != sum(want) {
+			t.Errorf("device %d at the end: series %v, in use %d; want %v", tl.Device, last, tl.InUse[len(tl.InUse)-1], want)
+		}
+	}
+
+	s = session(func(ctx context.Context) { devmem.Free(0x1) })
+	evs = memEvents(t, s)
+	if len(evs) != 4 || evs[3].kind != event.ActivityFree {
+		t.Errorf("second session: %d events, want 0x1, 0x3, 0x4 carried, then 0x1's free:\n%+v", len(evs), evs)
+	}
+}
+
+func sum(m map[string]uint64) (n uint64) {
+	for _, v := range m {
+		n += v
+	}
+	return n
 }

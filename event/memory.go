@@ -55,6 +55,12 @@ const (
 	// made in, when its context had one (on a free too: a free has no
 	// context of its own).
 	ArgStep = "step"
+	// ArgCarried (uint 1) marks the allocation of a buffer that was live
+	// before the trace began: a tracker writes one at its first event in
+	// a trace for each buffer it held then (with its tags, span and
+	// step, at that time, not when it was allocated), so that memory over
+	// time is split by tags from the start and their frees are matched.
+	ArgCarried = "carried"
 )
 
 // DeviceUsage is what the device itself (NVML) says of its memory when a
