@@ -3,12 +3,16 @@
 package devmem_test
 
 import (
+	"context"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/devprof/devprof/annotate"
 	"github.com/devprof/devprof/devmem"
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/eventtest"
 	"github.com/devprof/devprof/internal/fakecuda"
 	"github.com/devprof/devprof/internal/fakecuda/fakebind"
 )
@@ -128,4 +132,68 @@ func TestBindingsOption(t *testing.T) {
 	if site := bufs[0].SiteFrame().Function; !strings.HasPrefix(site, "testing.") {
 		t.Errorf("call site %s (stack %v): want the first frame past the test package, testing's", site, bufs[0].Stack)
 	}
+}
+
+// TestDoGivesHookedAllocationsTheirContext: CUDA allocations made under
+// Do carry its context's tags and annotate spans, nested Do the
+// innermost's; not those of another goroutine, nor after Do returns.
+func TestDoGivesHookedAllocationsTheirContext(t *testing.T) {
+	lib, fk := fakeCUDA(t)
+	if err := devmem.Start(devmem.Options{CUDA: devmem.ModeOn, Library: lib}); err != nil {
+		t.Fatal(err)
+	}
+	defer devmem.Stop()
+	tagsOf := map[uint64][]string{}
+	spanOf := map[uint64]string{}
+	s := eventtest.Record(t, 1000, func(ctx context.Context) {
+		ctx = devmem.WithTags(ctx, "weights")
+		ctx, span := annotate.Begin(ctx, "load")
+		var inner, outer, other, after uint64
+		devmem.Do(ctx, func(ctx context.Context) {
+			devmem.Do(devmem.WithTags(ctx, "fp16"), func(context.Context) { inner = loadEmbeddings(fk) })
+			outer = loadEmbeddings(fk)
+			done := make(chan struct{})
+			go func() { other = loadEmbeddings(fk); close(done) }()
+			<-done
+		})
+		span.End()
+		after = loadEmbeddings(fk)
+		for _, b := range devmem.LiveBuffers() {
+			tagsOf[b.Address], spanOf[b.Address] = b.Tags, b.Span
+		}
+		for name, w := range map[string]struct {
+			addr uint64
+			tags []string
+			span string
+		}{"inner": {inner, []string{"weights", "fp16"}, "load"}, "outer": {outer, []string{"weights"}, "load"}, "other goroutine": {other, nil, ""}, "after": {after, nil, ""}} {
+			if !slices.Equal(tagsOf[w.addr], w.tags) || spanOf[w.addr] != w.span {
+				t.Errorf("%s allocation: tags %q, span %q; want %q, %q", name, tagsOf[w.addr], spanOf[w.addr], w.tags, w.span)
+			}
+		}
+	})
+	tagged := 0
+	for _, e := range memEvents(t, s) {
+		if e.args[event.ArgTags] == "weights,fp16" && e.args[event.ArgSpan] == "load" {
+			tagged++
+		}
+	}
+	if tagged != 1 {
+		t.Errorf("%d trace events of the inner allocation with its tags and span, want 1", tagged)
+	}
+}
+
+// BenchmarkCUDAAllocInDo is a tracked cudaMalloc and cudaFree under Do:
+// the goroutine's id is read from its stack at each hooked call.
+func BenchmarkCUDAAllocInDo(b *testing.B) {
+	lib, fk := fakeCUDA(b)
+	if err := devmem.Start(devmem.Options{CUDA: devmem.ModeOn, Library: lib}); err != nil {
+		b.Fatal(err)
+	}
+	defer devmem.Stop()
+	b.ReportAllocs()
+	devmem.Do(devmem.WithTags(context.Background(), "weights"), func(context.Context) {
+		for b.Loop() {
+			fk.CudaFree(fk.CudaMalloc(1<<20, 0))
+		}
+	})
 }

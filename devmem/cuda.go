@@ -56,6 +56,15 @@ func startCUDA(o Options, tab *table) (cudaHooks, error) {
 			kind:   cudaKind(c.Kind),
 			api:    c.API,
 		}
+		if ctx := scopeContext(); ctx != nil {
+			a.tags = appendContextTags(nil, ctx)
+			if buf != nil {
+				a.span = spanPath(buf, ctx)
+				if step, ok := buf.StepOf(ctx); ok {
+					a.step = step
+				}
+			}
+		}
 		evs := tab.alloc(&a, pcs[:n], time.Now(), buf)
 		evs.write()
 	})
