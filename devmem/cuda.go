@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/devprof/devprof/cuptiwrap"
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/cuptiwrap"
 	"github.com/devprof/devprof/internal/recorder"
 )
 

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/devprof/devprof/cuptiwrap"
 	"github.com/devprof/devprof/devmem"
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/cuptiwrap"
 	"github.com/devprof/devprof/internal/fakecuda"
 )
 

@@ -7,7 +7,7 @@
 //
 //   - CUDA's allocation entry points (cudaMalloc, cudaMallocAsync,
 //     cudaMallocHost, cudaMallocManaged, cuMemAlloc and their frees, runtime
-//     and driver), seen through CUPTI's callback API (package cuptiwrap). The
+//     and driver), seen through CUPTI's callback API (devprof's cgo layer over libcupti). The
 //     callback runs on the thread that made the call, so when a goroutine
 //     called CUDA through cgo its Go stack is recorded.
 //   - The explicit API, [Alloc] and [Free], for Go code that manages device

@@ -430,7 +430,7 @@ func plumbing(fn string) bool {
 	switch {
 	case strings.HasPrefix(fn, "runtime."),
 		strings.HasPrefix(fn, module+"devmem."),
-		strings.HasPrefix(fn, module+"cuptiwrap."),
+		strings.HasPrefix(fn, module+"internal/cuptiwrap."),
 		strings.HasPrefix(fn, "_cgo"):
 		return true
 	}

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/devprof/devprof/cuptiwrap"
 	"github.com/devprof/devprof/devmem"
+	"github.com/devprof/devprof/internal/cuptiwrap"
 	"github.com/devprof/devprof/perfettolink"
 	cupti "github.com/devprof/devprof/sources/cupti"
 	"github.com/devprof/devprof/sources/nvml"

@@ -1,5 +1,5 @@
 // Package fakecuda builds and drives devprof's stand-in libcupti
-// (cuptiwrap/testdata/fakecupti/fakecupti.c) for tests: [Build] compiles it
+// (internal/cuptiwrap/testdata/fakecupti/fakecupti.c) for tests: [Build] compiles it
 // with the system C compiler and returns the path to pass as
 // cuptiwrap.Options.Library (or $DEVPROF_CUPTI_LIB); [Open] loads the same
 // file and calls its test hooks, such as [Lib.Launch], which plays a program
@@ -163,7 +163,7 @@ func SourceDir() (string, error) {
 	if !ok {
 		return "", errors.New("fakecuda: cannot locate the package source")
 	}
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "cuptiwrap", "testdata", "fakecupti")
+	dir := filepath.Join(filepath.Dir(file), "..", "cuptiwrap", "testdata", "fakecupti")
 	if _, err := os.Stat(filepath.Join(dir, "fakecupti.c")); err != nil {
 		return "", fmt.Errorf("fakecuda: the fake's source is missing: %w", err)
 	}

@@ -5,25 +5,25 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/devprof/devprof/cuptiwrap"
+	"github.com/devprof/devprof/internal/cuptiwrap"
 )
 
 // Options configure the CUPTI source of a session (trace.Options.GPU).
-// The zero value uses cuptiwrap's defaults. Each field has an advanced
+// The zero value uses the defaults each field names. Each field has an advanced
 // configuration key of the same meaning, named in its comment, for
 // callers that configure sessions by name (JAX's ProfileOptions, remote
 // capture).
 type Options struct {
 	// Library is the libcupti to load, a path or soname; "" searches
 	// $DEVPROF_CUPTI_LIB, then the CUDA 13/12/11 sonames and toolkit
-	// directories (cuptiwrap.Start). Key: cupti_library.
+	// directories. Key: cupti_library.
 	Library string
 	// BufferSize is the size of each CUPTI activity buffer in bytes,
-	// cuptiwrap.MinBufferSize..cuptiwrap.MaxBufferSize; 0 means 4 MiB.
+	// 64 KiB..256 MiB; 0 means 4 MiB.
 	// Key: gpu_buffer_size.
 	BufferSize int
 	// MaxBuffers caps how many activity buffers exist at once
-	// (1..cuptiwrap.MaxMaxBuffers; 0 means 32); when all are full CUPTI
+	// (1..4096; 0 means 32); when all are full CUPTI
 	// drops records and they are counted. Key: gpu_max_buffers.
 	MaxBuffers int
 	// FlushPeriod is how often CUPTI hands over completed buffers (at most

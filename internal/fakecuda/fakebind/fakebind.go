@@ -16,7 +16,7 @@ package fakebind
 #include <stdlib.h>
 #include <string.h>
 
-// The fake's struct fakecupti_memop (cuptiwrap/testdata/fakecupti/fake_params.h);
+// The fake's struct fakecupti_memop (internal/cuptiwrap/testdata/fakecupti/fake_params.h);
 // Open checks its size against the fake's.
 typedef struct fb_memop {
 	uint32_t domain;

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/devprof/devprof/cuptiwrap"
+	"github.com/devprof/devprof/internal/cuptiwrap"
 )
 
 func TestExplain(t *testing.T) {

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/devprof/devprof/cuptiwrap"
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/cuptiwrap"
 	"github.com/devprof/devprof/internal/recorder"
 	"github.com/devprof/devprof/sources/cupti"
 )

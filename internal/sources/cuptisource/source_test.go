@@ -13,8 +13,8 @@ import (
 
 	"github.com/ianlancetaylor/demangle"
 
-	"github.com/devprof/devprof/cuptiwrap"
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/cuptiwrap"
 	"github.com/devprof/devprof/internal/fakecuda"
 	"github.com/devprof/devprof/internal/recorder"
 	"github.com/devprof/devprof/sources/cupti"

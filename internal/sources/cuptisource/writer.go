@@ -8,8 +8,8 @@ import (
 
 	"github.com/ianlancetaylor/demangle"
 
-	"github.com/devprof/devprof/cuptiwrap"
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/cuptiwrap"
 	"github.com/devprof/devprof/internal/recorder"
 )
 

@@ -301,9 +301,9 @@ func TestMemoryHooksSeeTheGoStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("runtime.CallersFrames from the handler:\n\t%s", strings.Join(frames, "\n\t"))
-	me := slices.Index(frames, "github.com/devprof/devprof/cuptiwrap.TestMemoryHooksSeeTheGoStack")
+	me := slices.Index(frames, "github.com/devprof/devprof/internal/cuptiwrap.TestMemoryHooksSeeTheGoStack")
 	malloc := slices.Index(frames, "github.com/devprof/devprof/internal/fakecuda.(*Lib).CudaMalloc")
-	hook := slices.Index(frames, "github.com/devprof/devprof/cuptiwrap.dpcGoMemoryHook")
+	hook := slices.Index(frames, "github.com/devprof/devprof/internal/cuptiwrap.dpcGoMemoryHook")
 	if ptr == 0 || me < 0 || malloc < 0 || hook < 0 || !(hook < malloc && malloc < me) {
 		t.Errorf("the handler's stack lacks dpcGoMemoryHook … fakecuda.(*Lib).CudaMalloc … this test, in that order")
 	}
@@ -335,7 +335,7 @@ func TestMemoryHooksFromCThread(t *testing.T) {
 		t.Fatalf("handler got %+v for %#x", got, ptr)
 	}
 	// frames[0] is the handler, a closure named after this test.
-	if len(frames) < 2 || !slices.Contains(frames, "github.com/devprof/devprof/cuptiwrap.dpcGoMemoryHook") ||
+	if len(frames) < 2 || !slices.Contains(frames, "github.com/devprof/devprof/internal/cuptiwrap.dpcGoMemoryHook") ||
 		slices.ContainsFunc(frames[1:], func(f string) bool { return strings.Contains(f, "fakecuda") || strings.Contains(f, "Test") }) {
 		t.Errorf("stack of a call from a C thread:\n\t%s", strings.Join(frames, "\n\t"))
 	}

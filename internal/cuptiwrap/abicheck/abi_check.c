@@ -19,7 +19,7 @@
  * real headers into dpc_real_params.h in a directory it adds with -I; by
  * hand:
  *
- *   go test ./cuptiwrap -run TestABIAgainstRealHeaders -v
+ *   go test ./internal/cuptiwrap -run TestABIAgainstRealHeaders -v
  *
  * (the field types they use, such as CUdeviceptr and cudaStream_t, are
  * declared in include/).
