@@ -18,7 +18,7 @@ import (
 func record(fn func(ctx context.Context)) {
 	dir, _ := os.MkdirTemp("", "devprof-example")
 	defer os.RemoveAll(dir)
-	s, err := trace.StartSession(dir, &trace.Options{DeviceTracerLevel: trace.Off, NoPerfetto: true, NoXPlane: true})
+	s, err := trace.StartSession(dir, trace.Options{DeviceTracerLevel: trace.Off, NoPerfetto: true, NoXPlane: true})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -250,7 +250,7 @@ func (v *service) Profile(ctx context.Context, req *profilerpb.ProfileRequest) (
 	}
 	var got *trace.Captured
 	if capCtx.Err() == nil {
-		got, err = trace.Capture(capCtx, d, opts)
+		got, err = trace.Capture(capCtx, d, *opts)
 		switch {
 		case errors.Is(err, trace.ErrAlreadyStarted), errors.Is(err, trace.ErrDisabled):
 			return nil, status.Error(codes.FailedPrecondition, err.Error())

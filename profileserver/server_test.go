@@ -372,7 +372,7 @@ func TestNoDurationStopsAtTheServersBound(t *testing.T) {
 
 func TestProfileWhileALocalSessionRuns(t *testing.T) {
 	_, c := serve(t)
-	s, err := trace.StartSession(t.TempDir(), &trace.Options{DeviceTracerLevel: trace.Off})
+	s, err := trace.StartSession(t.TempDir(), trace.Options{DeviceTracerLevel: trace.Off})
 	if err != nil {
 		t.Fatal(err)
 	}

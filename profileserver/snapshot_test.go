@@ -22,7 +22,7 @@ func TestGetSnapshot(t *testing.T) {
 	_, err := c.GetSnapshot(ctx, &pb.GetSnapshotRequest{})
 	wantCode(t, err, codes.FailedPrecondition, "no flight recorder")
 
-	s, err := trace.StartSession(t.TempDir(), &trace.Options{DeviceTracerLevel: trace.Off,
+	s, err := trace.StartSession(t.TempDir(), trace.Options{DeviceTracerLevel: trace.Off,
 		FlightRecorder: &trace.FlightRecorderOptions{Window: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)

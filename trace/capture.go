@@ -42,7 +42,7 @@ type Captured struct {
 // separate profile. It fails with ErrAlreadyStarted while another
 // session runs, and with ErrDisabled under DEVPROF_DISABLE. A remote
 // capture (package profileserver) runs through it.
-func Capture(ctx context.Context, d time.Duration, opts *Options) (*Captured, error) {
+func Capture(ctx context.Context, d time.Duration, opts Options) (*Captured, error) {
 	s, err := startSession("", opts, true)
 	if err != nil {
 		return nil, err

@@ -33,7 +33,7 @@ func TestCaptureReturnsXSpaceAndWritesNoFiles(t *testing.T) {
 	t.Chdir(dir)
 	done := make(chan *trace.Captured)
 	go func() {
-		c, err := trace.Capture(context.Background(), 300*time.Millisecond, &trace.Options{DeviceTracerLevel: trace.Off, Hostname: "capturehost"})
+		c, err := trace.Capture(context.Background(), 300*time.Millisecond, trace.Options{DeviceTracerLevel: trace.Off, Hostname: "capturehost"})
 		if err != nil {
 			t.Error(err)
 		}
@@ -73,7 +73,7 @@ func TestCaptureEndsWhenContextIsDone(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	c, err := trace.Capture(ctx, time.Hour, &trace.Options{DeviceTracerLevel: trace.Off})
+	c, err := trace.Capture(ctx, time.Hour, trace.Options{DeviceTracerLevel: trace.Off})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,13 +83,13 @@ func TestCaptureEndsWhenContextIsDone(t *testing.T) {
 }
 
 func TestCaptureValidatesOptionsAndRefusesWhileASessionRuns(t *testing.T) {
-	_, err := trace.Capture(context.Background(), time.Millisecond, &trace.Options{AdvancedConfig: map[string]any{"no_such_key": 1}})
+	_, err := trace.Capture(context.Background(), time.Millisecond, trace.Options{AdvancedConfig: map[string]any{"no_such_key": 1}})
 	if err == nil || !strings.Contains(err.Error(), `"no_such_key"`) {
 		t.Errorf("unknown advanced key: err %v, want one naming it", err)
 	}
-	s := mustStart(t, t.TempDir(), &trace.Options{DeviceTracerLevel: trace.Off})
+	s := mustStart(t, t.TempDir(), trace.Options{DeviceTracerLevel: trace.Off})
 	defer s.Stop()
-	_, err = trace.Capture(context.Background(), time.Millisecond, nil)
+	_, err = trace.Capture(context.Background(), time.Millisecond, trace.Options{})
 	if !errors.Is(err, trace.ErrAlreadyStarted) {
 		t.Errorf("capture during a local session: err %v, want ErrAlreadyStarted", err)
 	}
@@ -97,7 +97,7 @@ func TestCaptureValidatesOptionsAndRefusesWhileASessionRuns(t *testing.T) {
 
 func TestCaptureDisabled(t *testing.T) {
 	t.Setenv("DEVPROF_DISABLE", "1")
-	if _, err := trace.Capture(context.Background(), time.Millisecond, nil); !errors.Is(err, trace.ErrDisabled) {
+	if _, err := trace.Capture(context.Background(), time.Millisecond, trace.Options{}); !errors.Is(err, trace.ErrDisabled) {
 		t.Errorf("err %v, want ErrDisabled", err)
 	}
 }

@@ -32,7 +32,7 @@
 //
 // StartSession takes Options and returns the errors instead:
 //
-//	s, err := trace.StartSession("/tmp/prof", &trace.Options{
+//	s, err := trace.StartSession("/tmp/prof", trace.Options{
 //		HostTracerLevel: 3,                  // verbose annotations and the Go runtime
 //		ChromeTrace:     true,               // also <host>.trace.json.gz
 //		AdvancedConfig:  map[string]any{"gpu_metrics_period_ms": 50},

@@ -19,7 +19,7 @@ func ExampleStartSession_bucket() {
 	defer os.RemoveAll(dir)
 	logdir := "file://" + dir // e.g. "s3://my-bucket/prof"
 
-	s, err := trace.StartSession(logdir, &trace.Options{
+	s, err := trace.StartSession(logdir, trace.Options{
 		DeviceTracerLevel: trace.Off,
 		Hostname:          "worker-3",
 		SessionID:         "job-1234",

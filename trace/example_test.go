@@ -15,7 +15,7 @@ func ExampleStartSession() {
 	logdir, _ := os.MkdirTemp("", "devprof-example")
 	defer os.RemoveAll(logdir)
 
-	s, err := trace.StartSession(logdir, &trace.Options{
+	s, err := trace.StartSession(logdir, trace.Options{
 		DeviceTracerLevel: trace.Off, // no GPU tracing in this example
 		AdvancedConfig:    map[string]any{"override_hostname": "example", "session_id": "run1"},
 	})
@@ -47,7 +47,7 @@ func ExampleSession_WriteFlightSnapshot() {
 	logdir, _ := os.MkdirTemp("", "devprof-example")
 	defer os.RemoveAll(logdir)
 
-	s, err := trace.StartSession(logdir, &trace.Options{
+	s, err := trace.StartSession(logdir, trace.Options{
 		DeviceTracerLevel: trace.Off,
 		Hostname:          "example",
 		FlightRecorder:    &trace.FlightRecorderOptions{Window: 10 * time.Second, MaxEvents: 100_000},

@@ -23,7 +23,7 @@ import (
 func TestFlightRecorderSession(t *testing.T) {
 	logdir := t.TempDir()
 	const window = 300 * time.Millisecond
-	s, err := trace.StartSession(logdir, &trace.Options{
+	s, err := trace.StartSession(logdir, trace.Options{
 		DeviceTracerLevel: trace.Off,
 		Hostname:          "flight",
 		FlightRecorder:    &trace.FlightRecorderOptions{Window: window, MaxEvents: 16 << 10},
@@ -139,7 +139,7 @@ func TestFlightSnapshotNeedsAFlightRecorder(t *testing.T) {
 	if _, err := trace.FlightSnapshot(); !errors.Is(err, trace.ErrNoFlightRecorder) {
 		t.Fatalf("with no session: %v", err)
 	}
-	s, err := trace.StartSession(t.TempDir(), &trace.Options{DeviceTracerLevel: trace.Off})
+	s, err := trace.StartSession(t.TempDir(), trace.Options{DeviceTracerLevel: trace.Off})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestFlightSnapshotNeedsAFlightRecorder(t *testing.T) {
 // The advanced keys make a session a flight recorder, and bad values are
 // named.
 func TestFlightRecorderKeys(t *testing.T) {
-	s, err := trace.StartSession(t.TempDir(), &trace.Options{
+	s, err := trace.StartSession(t.TempDir(), trace.Options{
 		DeviceTracerLevel: trace.Off,
 		AdvancedConfig:    map[string]any{"flight_recorder_window_ms": 1000, "flight_recorder_max_events": 50000},
 	})
@@ -189,7 +189,7 @@ func TestFlightRecorderKeys(t *testing.T) {
 // A span still open when the snapshot is taken is in it, shown as open
 // (ending at the snapshot's time), and ends normally in the ring.
 func TestFlightSnapshotOpenSpan(t *testing.T) {
-	s, err := trace.StartSession(t.TempDir(), &trace.Options{DeviceTracerLevel: trace.Off, FlightRecorder: &trace.FlightRecorderOptions{}})
+	s, err := trace.StartSession(t.TempDir(), trace.Options{DeviceTracerLevel: trace.Off, FlightRecorder: &trace.FlightRecorderOptions{}})
 	if err != nil {
 		t.Fatal(err)
 	}

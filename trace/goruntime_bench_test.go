@@ -31,7 +31,7 @@ func BenchmarkDemoGoRuntime(b *testing.B) {
 			var cpu time.Duration
 			for b.Loop() {
 				c0 := cpuTime()
-				s, err := trace.StartSession(b.TempDir(), &trace.Options{HostTracerLevel: 2, DeviceTracerLevel: trace.Off, NoPerfetto: true, NoXPlane: true, GoRuntime: goruntime.Options{Mode: c.mode}})
+				s, err := trace.StartSession(b.TempDir(), trace.Options{HostTracerLevel: 2, DeviceTracerLevel: trace.Off, NoPerfetto: true, NoXPlane: true, GoRuntime: goruntime.Options{Mode: c.mode}})
 				if err != nil {
 					b.Fatal(err)
 				}

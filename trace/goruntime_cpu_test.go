@@ -39,7 +39,7 @@ func spinBackward(d time.Duration) {
 // where forward's CPU time went.
 func TestGoRuntimeCPUProfile(t *testing.T) {
 	dir := t.TempDir()
-	s := mustStart(t, dir, &trace.Options{DeviceTracerLevel: trace.Off, NoXPlane: true,
+	s := mustStart(t, dir, trace.Options{DeviceTracerLevel: trace.Off, NoXPlane: true,
 		AdvancedConfig: map[string]any{"go_runtime": "on", "go_runtime_cpu_profile": true}})
 	ctx := context.Background()
 	for range 3 {

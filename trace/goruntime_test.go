@@ -94,7 +94,7 @@ func busy(d time.Duration) {
 // checkers.
 func TestGoRuntimeOnTheTimeline(t *testing.T) {
 	dir := t.TempDir()
-	s := mustStart(t, dir, &trace.Options{HostTracerLevel: 3, DeviceTracerLevel: trace.Off, ChromeTrace: true})
+	s := mustStart(t, dir, trace.Options{HostTracerLevel: 3, DeviceTracerLevel: trace.Off, ChromeTrace: true})
 	facts := goRuntimeWorkload(t)
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 // Built without cgo, devprof records the host and says, in the outputs,
 // why there is no GPU activity.
 func TestGPUNeedsCgo(t *testing.T) {
-	s := mustStart(t, t.TempDir(), nil)
+	s := mustStart(t, t.TempDir(), trace.Options{})
 	_, sp := annotate.Device(context.Background(), "host_only")
 	sp.End()
 	if err := s.Stop(); err != nil {

@@ -68,7 +68,7 @@ func TestGPUSession(t *testing.T) {
 	for _, layout := range []string{"11.8", "12", "13"} {
 		t.Run(layout, func(t *testing.T) {
 			fk := useFakeCUPTI(t, layout, false)
-			s := mustStart(t, t.TempDir(), &trace.Options{AdvancedConfig: map[string]any{"gpu_flush_period_ms": 10}})
+			s := mustStart(t, t.TempDir(), trace.Options{AdvancedConfig: map[string]any{"gpu_flush_period_ms": 10}})
 			ctx := context.Background()
 			for step := int64(0); step < 3; step++ {
 				sctx, st := annotate.Step(ctx, "train", step)
@@ -105,7 +105,7 @@ func TestGPUSession(t *testing.T) {
 // conformance checkers, beside a launch attributed to a span.
 func TestGPUSessionAllKinds(t *testing.T) {
 	fk := useFakeCUPTI(t, "12", true)
-	s := mustStart(t, t.TempDir(), &trace.Options{AdvancedConfig: map[string]any{"gpu_flush_period_ms": 10}})
+	s := mustStart(t, t.TempDir(), trace.Options{AdvancedConfig: map[string]any{"gpu_flush_period_ms": 10}})
 	_, dev := annotate.Device(context.Background(), "matmul")
 	fk.Launch("gemm_0", 0, 7)
 	dev.End()
@@ -250,7 +250,7 @@ func TestGPUSessionWithoutGPU(t *testing.T) {
 	if err := probeReal(real); err != nil {
 		fakecuda.MissingReal(t, "Debian's "+real, err)
 	}
-	s := mustStart(t, t.TempDir(), nil)
+	s := mustStart(t, t.TempDir(), trace.Options{})
 	ctx := context.Background()
 	for i := 0; i < 5; i++ {
 		_, sp := annotate.Device(ctx, "host_only", annotate.Int("i", i))
@@ -313,7 +313,7 @@ func probeReal(lib string) error {
 func TestGPUDropsCounted(t *testing.T) {
 	fk := useFakeCUPTI(t, "12", true) // the fake reports drops with its script
 	t.Setenv("FAKECUPTI_DROPPED", "5")
-	s := mustStart(t, t.TempDir(), &trace.Options{AdvancedConfig: map[string]any{"gpu_flush_period_ms": 10}})
+	s := mustStart(t, t.TempDir(), trace.Options{AdvancedConfig: map[string]any{"gpu_flush_period_ms": 10}})
 	fk.Launch("gemm_0", 0, 7)
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
@@ -337,7 +337,7 @@ func TestGPUMetricsSession(t *testing.T) {
 	defer nvmlhook.Set(nvmlmock.New(g), func() ([]nvmlhook.CUDADevice, error) {
 		return []nvmlhook.CUDADevice{{Ordinal: 0, UUID: g.UUID, SMs: 132}}, nil
 	})()
-	s := mustStart(t, t.TempDir(), &trace.Options{
+	s := mustStart(t, t.TempDir(), trace.Options{
 		GPUMetrics:     nvml.Options{Period: 10 * time.Millisecond},
 		AdvancedConfig: map[string]any{"gpu_flush_period_ms": 10},
 	})
@@ -400,7 +400,7 @@ func TestNoDriverIsANoteForAutoMetrics(t *testing.T) {
 	// The driverless machine is NVML's answer, so that the test means the
 	// same on a machine with a GPU (an H200 run found it reading NVML).
 	defer nvmlhook.Set(&mock.Interface{InitFunc: func() gonvml.Return { return gonvml.ERROR_LIBRARY_NOT_FOUND }}, nil)()
-	s := mustStart(t, t.TempDir(), nil)
+	s := mustStart(t, t.TempDir(), trace.Options{})
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +414,7 @@ func TestNoDriverIsANoteForAutoMetrics(t *testing.T) {
 		t.Errorf("notes %+v: want NVML's reason as a note", meta.Notes)
 	}
 	// Asked for explicitly, the same failure is a warning.
-	s = mustStart(t, t.TempDir(), &trace.Options{AdvancedConfig: map[string]any{"gpu_metrics": "on"}})
+	s = mustStart(t, t.TempDir(), trace.Options{AdvancedConfig: map[string]any{"gpu_metrics": "on"}})
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestSaveDeviceMemoryProfileNeedsTracking(t *testing.T) {
 
 func TestSessionTracksDeviceMemory(t *testing.T) {
 	logdir := t.TempDir()
-	s, err := trace.StartSession(logdir, &trace.Options{
+	s, err := trace.StartSession(logdir, trace.Options{
 		DeviceMemory:      &devmem.Options{CUDA: devmem.ModeOff},
 		DeviceTracerLevel: trace.Off,
 	})
@@ -69,7 +69,7 @@ func TestSessionLeavesProgramsTrackingOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer devmem.Stop()
-	s, err := trace.StartSession(t.TempDir(), &trace.Options{DeviceTracerLevel: trace.Off, NoXPlane: true})
+	s, err := trace.StartSession(t.TempDir(), trace.Options{DeviceTracerLevel: trace.Off, NoXPlane: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestSessionLeavesProgramsTrackingOn(t *testing.T) {
 }
 
 func TestAdvancedDeviceMemoryKeys(t *testing.T) {
-	s, err := trace.StartSession(t.TempDir(), &trace.Options{DeviceTracerLevel: trace.Off, NoPerfetto: true, NoXPlane: true,
+	s, err := trace.StartSession(t.TempDir(), trace.Options{DeviceTracerLevel: trace.Off, NoPerfetto: true, NoXPlane: true,
 		AdvancedConfig: map[string]any{"device_memory": true, "device_memory_max_buffers": 1}})
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ import (
 // manifest ExportMemoryProfile writes).
 func TestMemoryOverTime(t *testing.T) {
 	const MiB = 1 << 20
-	s, err := trace.StartSession(t.TempDir(), &trace.Options{
+	s, err := trace.StartSession(t.TempDir(), trace.Options{
 		DeviceMemory:      &devmem.Options{CUDA: devmem.ModeOff},
 		DeviceTracerLevel: trace.Off,
 	})

@@ -77,7 +77,7 @@ var current *Session
 // tensorboard --logdir). Errors are reported on standard error too; use
 // StartSession to handle them yourself.
 func Start(logdir string) (stop func()) {
-	s, err := StartSession(logdir, nil)
+	s, err := StartSession(logdir, Options{})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "devprof: %v\n", err)
 		return func() {}
@@ -125,19 +125,16 @@ func shellQuote(p string) string {
 	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 }
 
-// StartSession starts a session writing into logdir. opts may be nil for
-// the defaults. It fails if the options are invalid, the log directory
+// StartSession starts a session writing into logdir; the zero Options
+// are the defaults. It fails if the options are invalid, the log directory
 // cannot be written, or another session is running.
-func StartSession(logdir string, opts *Options) (*Session, error) {
+func StartSession(logdir string, opts Options) (*Session, error) {
 	return startSession(logdir, opts, false)
 }
 
 // startSession starts a session; a capture session (capture true) has no
 // log directory and Stop writes nothing (see Capture).
-func startSession(logdir string, opts *Options, capture bool) (*Session, error) {
-	if opts == nil {
-		opts = &Options{}
-	}
+func startSession(logdir string, opts Options, capture bool) (*Session, error) {
 	cfg, err := opts.resolve()
 	if err != nil {
 		return nil, err

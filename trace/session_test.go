@@ -25,7 +25,7 @@ import (
 	"github.com/devprof/devprof/trace"
 )
 
-func mustStart(t *testing.T, dir string, o *trace.Options) *trace.Session {
+func mustStart(t *testing.T, dir string, o trace.Options) *trace.Session {
 	t.Helper()
 	s, err := trace.StartSession(dir, o)
 	if err != nil {
@@ -74,9 +74,9 @@ func regexpRun(s string) bool {
 }
 
 func TestOnlyOneSession(t *testing.T) {
-	s := mustStart(t, t.TempDir(), nil)
+	s := mustStart(t, t.TempDir(), trace.Options{})
 	defer s.Stop()
-	_, err := trace.StartSession(t.TempDir(), nil)
+	_, err := trace.StartSession(t.TempDir(), trace.Options{})
 	if !errors.Is(err, trace.ErrAlreadyStarted) {
 		t.Fatalf("second start: %v, want ErrAlreadyStarted", err)
 	}
@@ -86,14 +86,14 @@ func TestOnlyOneSession(t *testing.T) {
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	s2 := mustStart(t, t.TempDir(), nil) // the slot is free again
+	s2 := mustStart(t, t.TempDir(), trace.Options{}) // the slot is free again
 	if err := s2.Stop(); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestStopIsIdempotent(t *testing.T) {
-	s := mustStart(t, t.TempDir(), nil)
+	s := mustStart(t, t.TempDir(), trace.Options{})
 	err1 := s.Stop()
 	out1 := s.Outputs()
 	err2 := s.Stop()
@@ -125,19 +125,19 @@ func TestOptionsValidation(t *testing.T) {
 		{trace.Options{AdvancedConfig: map[string]any{"gpu_buffer_size": "big"}}, `"gpu_buffer_size": want int, got string`},
 	}
 	for _, c := range cases {
-		_, err := trace.StartSession(t.TempDir(), &c.o)
+		_, err := trace.StartSession(t.TempDir(), c.o)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want it to mention %q", c.o, err, c.want)
 		}
 	}
 	// A failed start leaves no session behind.
-	s := mustStart(t, t.TempDir(), nil)
+	s := mustStart(t, t.TempDir(), trace.Options{})
 	s.Stop()
 }
 
 func TestAdvancedConfigApplied(t *testing.T) {
 	dir := t.TempDir()
-	s := mustStart(t, dir, &trace.Options{AdvancedConfig: map[string]any{
+	s := mustStart(t, dir, trace.Options{AdvancedConfig: map[string]any{
 		"session_id": "myrun", "override_hostname": "worker:7", "program_name": "trainer",
 	}})
 	if err := s.Stop(); err != nil {
@@ -148,7 +148,7 @@ func TestAdvancedConfigApplied(t *testing.T) {
 		t.Fatalf("wrote %q, want %q", s.Outputs().Perfetto, want)
 	}
 	// The same session id again gets a fresh directory, never overwriting.
-	s2 := mustStart(t, dir, &trace.Options{AdvancedConfig: map[string]any{"session_id": "myrun"}})
+	s2 := mustStart(t, dir, trace.Options{AdvancedConfig: map[string]any{"session_id": "myrun"}})
 	s2.Stop()
 	if got := filepath.Base(s2.RunDir()); got != "myrun_2" {
 		t.Fatalf("second run dir %q, want myrun_2", got)
@@ -158,22 +158,22 @@ func TestAdvancedConfigApplied(t *testing.T) {
 func TestUnwritableLogdir(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(f, []byte("x"), 0o644)
-	_, err := trace.StartSession(filepath.Join(f, "sub"), nil)
+	_, err := trace.StartSession(filepath.Join(f, "sub"), trace.Options{})
 	if err == nil || !strings.Contains(err.Error(), "cannot create log directory") {
 		t.Fatalf("err = %v", err)
 	}
-	_, err = trace.StartSession("", nil)
+	_, err = trace.StartSession("", trace.Options{})
 	if err == nil {
 		t.Fatal("empty logdir accepted")
 	}
-	s := mustStart(t, t.TempDir(), nil) // and nothing is left running
+	s := mustStart(t, t.TempDir(), trace.Options{}) // and nothing is left running
 	s.Stop()
 }
 
 func TestDisableEnv(t *testing.T) {
 	t.Setenv("DEVPROF_DISABLE", "1")
 	dir := t.TempDir()
-	s := mustStart(t, dir, nil)
+	s := mustStart(t, dir, trace.Options{})
 	if annotate.Enabled() {
 		t.Error("annotations enabled in a disabled session")
 	}
@@ -185,12 +185,12 @@ func TestDisableEnv(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("disabled session wrote %v", ents)
 	}
-	s2 := mustStart(t, dir, nil) // no-op sessions do not hold the slot
+	s2 := mustStart(t, dir, trace.Options{}) // no-op sessions do not hold the slot
 	s2.Stop()
 }
 
 func TestChromeAndGzipOutputs(t *testing.T) {
-	s := mustStart(t, t.TempDir(), &trace.Options{ChromeTrace: true, PerfettoGzip: true})
+	s := mustStart(t, t.TempDir(), trace.Options{ChromeTrace: true, PerfettoGzip: true})
 	ctx, sp := annotate.Begin(context.Background(), "outer", annotate.String("phase", "train"))
 	_, in := annotate.Begin(ctx, "inner")
 	in.End()
@@ -248,7 +248,7 @@ func gunzip(t *testing.T, path string) []byte {
 func TestBasicConformance(t *testing.T) {
 	// Host spans only: on a machine with a GPU the device sources would add
 	// their own events to what the test counts.
-	s := mustStart(t, t.TempDir(), &trace.Options{HostTracerLevel: 3, DeviceTracerLevel: trace.Off})
+	s := mustStart(t, t.TempDir(), trace.Options{HostTracerLevel: 3, DeviceTracerLevel: trace.Off})
 	ctx := context.Background()
 	flow := annotate.NewFlowID()
 	for step := int64(0); step < 3; step++ {
@@ -289,7 +289,7 @@ func TestBasicConformance(t *testing.T) {
 // overlap, children begun from other goroutines and children that outlive
 // their parents.
 func TestConcurrencyConformance(t *testing.T) {
-	s := mustStart(t, t.TempDir(), &trace.Options{DeviceTracerLevel: trace.Off}) // host spans only
+	s := mustStart(t, t.TempDir(), trace.Options{DeviceTracerLevel: trace.Off}) // host spans only
 	var wg sync.WaitGroup
 	for g := 0; g < 64; g++ {
 		wg.Add(1)
@@ -345,7 +345,7 @@ func TestConcurrencyConformance(t *testing.T) {
 
 func TestBoundedConformance(t *testing.T) {
 	const n = 500
-	s := mustStart(t, t.TempDir(), &trace.Options{MaxEvents: n, DeviceTracerLevel: trace.Off}) // host spans only
+	s := mustStart(t, t.TempDir(), trace.Options{MaxEvents: n, DeviceTracerLevel: trace.Off}) // host spans only
 	ctx, root := annotate.Begin(context.Background(), "root")
 	for i := 0; i < 10*n-1; i++ {
 		_, sp := annotate.Begin(ctx, fmt.Sprintf("s%d", i))
@@ -413,7 +413,7 @@ func TestPanicLeavesReadableTrace(t *testing.T) {
 // alone, and a key given too overrides it.
 func TestTypedOptionsAndAdvancedKeysAgree(t *testing.T) {
 	dir := t.TempDir()
-	s := mustStart(t, dir, &trace.Options{Hostname: "worker:8", SessionID: "typed", ProgramName: "trainer"})
+	s := mustStart(t, dir, trace.Options{Hostname: "worker:8", SessionID: "typed", ProgramName: "trainer"})
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +423,7 @@ func TestTypedOptionsAndAdvancedKeysAgree(t *testing.T) {
 	if got := s.Snapshot().Meta.Program; got != "trainer" {
 		t.Fatalf("program %q, want trainer", got)
 	}
-	s = mustStart(t, dir, &trace.Options{SessionID: "typed2", AdvancedConfig: map[string]any{"session_id": "named"}})
+	s = mustStart(t, dir, trace.Options{SessionID: "typed2", AdvancedConfig: map[string]any{"session_id": "named"}})
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +441,7 @@ func TestStopThatWritesNothingLeavesNoRunDirectory(t *testing.T) {
 	})
 	defer restore()
 	logdir := t.TempDir()
-	s := mustStart(t, logdir, &trace.Options{DeviceTracerLevel: trace.Off})
+	s := mustStart(t, logdir, trace.Options{DeviceTracerLevel: trace.Off})
 	err := s.Stop()
 	if err == nil || !strings.Contains(err.Error(), "no space left on device") {
 		t.Fatalf("Stop: %v, want the write error", err)
@@ -452,7 +452,7 @@ func TestStopThatWritesNothingLeavesNoRunDirectory(t *testing.T) {
 	restore()
 
 	logdir = t.TempDir()
-	s = mustStart(t, logdir, &trace.Options{DeviceTracerLevel: trace.Off, NoPerfetto: true, NoXPlane: true})
+	s = mustStart(t, logdir, trace.Options{DeviceTracerLevel: trace.Off, NoPerfetto: true, NoXPlane: true})
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +466,7 @@ func TestStopThatWritesNothingLeavesNoRunDirectory(t *testing.T) {
 // when there is something to write. Start still checks the log directory.
 func TestRunDirectoryMadeAtStop(t *testing.T) {
 	logdir := t.TempDir()
-	s := mustStart(t, logdir, &trace.Options{DeviceTracerLevel: trace.Off})
+	s := mustStart(t, logdir, trace.Options{DeviceTracerLevel: trace.Off})
 	if runs := runsIn(t, logdir); len(runs) != 0 || s.RunDir() != "" {
 		t.Fatalf("runs %v before Stop (RunDir %q)", runs, s.RunDir())
 	}

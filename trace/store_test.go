@@ -23,7 +23,7 @@ func TestSessionToBucketURL(t *testing.T) {
 	t.Setenv("TMPDIR", tmp) // where sessions stage a bucket's files
 	logdir := "file://" + filepath.ToSlash(dir) + "/logs"
 	for i, span := range []string{"first", "second"} {
-		s, err := trace.StartSession(logdir, &trace.Options{Hostname: "h", SessionID: "run"})
+		s, err := trace.StartSession(logdir, trace.Options{Hostname: "h", SessionID: "run"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +72,7 @@ func TestSessionToBucketURL(t *testing.T) {
 // driver (trace links none) fails at Start, naming the URL and the import
 // that adds the driver, and records nothing.
 func TestBucketWithoutDriver(t *testing.T) {
-	s, err := trace.StartSession("gs://bucket/prof", &trace.Options{})
+	s, err := trace.StartSession("gs://bucket/prof", trace.Options{})
 	if err == nil {
 		s.Stop()
 		t.Fatal("a session to gs:// started without the driver")

@@ -18,7 +18,7 @@ import (
 // read back exactly, and its snapshot does not change when those spans
 // end afterwards.
 func TestStressStopWhileSpansRun(t *testing.T) {
-	s, err := trace.StartSession(t.TempDir(), &trace.Options{DeviceTracerLevel: trace.Off, MaxEvents: 1 << 20})
+	s, err := trace.StartSession(t.TempDir(), trace.Options{DeviceTracerLevel: trace.Off, MaxEvents: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ import (
 func TestInvalidUTF8BecomesReplacementChar(t *testing.T) {
 	const bad = "load \xff\xfe.bin"
 	want := strings.ToValidUTF8(bad, "\uFFFD")
-	s := mustStart(t, t.TempDir(), &trace.Options{ChromeTrace: true, DeviceTracerLevel: trace.Off, ProgramName: "prog\xc3"})
+	s := mustStart(t, t.TempDir(), trace.Options{ChromeTrace: true, DeviceTracerLevel: trace.Off, ProgramName: "prog\xc3"})
 	ctx, sp := annotate.Begin(context.Background(), bad, annotate.String("file", bad), annotate.String(bad, "key"))
 	annotate.Instant(ctx, "mark\x80")
 	sp.End()

@@ -25,7 +25,7 @@ func startChildFlightRecorder() (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := trace.StartSession(dir, &trace.Options{DeviceTracerLevel: trace.Off,
+	s, err := trace.StartSession(dir, trace.Options{DeviceTracerLevel: trace.Off,
 		FlightRecorder: &trace.FlightRecorderOptions{Window: flightWindow, MaxEvents: 1 << 16}})
 	if err != nil {
 		os.RemoveAll(dir)

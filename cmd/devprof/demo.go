@@ -56,7 +56,7 @@ func demo(ctx context.Context, logdir string, cfg mlpdemo.Config, chromeJSON, go
 	if goRuntime {
 		rt.Mode = goruntime.ModeOn
 	}
-	s, err := trace.StartSession(logdir, &trace.Options{ChromeTrace: chromeJSON, HostTracerLevel: 2, GoRuntime: rt})
+	s, err := trace.StartSession(logdir, trace.Options{ChromeTrace: chromeJSON, HostTracerLevel: 2, GoRuntime: rt})
 	if err != nil {
 		return trace.Outputs{}, nil, err
 	}

@@ -31,7 +31,7 @@ import (
 
 // recordS3Session records a session of a few known spans into logdir and
 // returns it, stopped.
-func recordS3Session(t *testing.T, logdir string, o *trace.Options) *trace.Session {
+func recordS3Session(t *testing.T, logdir string, o trace.Options) *trace.Session {
 	t.Helper()
 	s, err := trace.StartSession(logdir, o)
 	if err != nil {
@@ -57,7 +57,7 @@ func recordS3Session(t *testing.T, logdir string, o *trace.Options) *trace.Sessi
 func TestS3SessionReadsBackLikeLocal(t *testing.T) {
 	srv := s3test.Start(t)
 	logdir := srv.URL("logs")
-	s := recordS3Session(t, logdir, &trace.Options{ChromeTrace: true, Hostname: "worker-0"})
+	s := recordS3Session(t, logdir, trace.Options{ChromeTrace: true, Hostname: "worker-0"})
 	out := s.Outputs()
 	runURL := out.RunDir
 	if !strings.HasPrefix(runURL, logdir+"/plugins/profile/") || out.Perfetto != runURL+"/worker-0.pftrace" ||
@@ -167,7 +167,7 @@ const s3ChildEnv = "DEVPROF_S3_CHILD"
 func TestS3ConcurrentWriters(t *testing.T) {
 	if v := os.Getenv(s3ChildEnv); v != "" {
 		name, logdir, _ := strings.Cut(v, ",")
-		s, err := trace.StartSession(logdir, &trace.Options{SessionID: "shared", Hostname: name})
+		s, err := trace.StartSession(logdir, trace.Options{SessionID: "shared", Hostname: name})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,12 +243,12 @@ func TestS3ConcurrentWriters(t *testing.T) {
 // DEVPROF_STORE_TIMEOUT, leaves no object and keeps the files locally.
 func TestS3SessionErrors(t *testing.T) {
 	srv := s3test.Start(t)
-	_, err := trace.StartSession("s3://"+srv.Bucket+"-missing/logs", nil)
+	_, err := trace.StartSession("s3://"+srv.Bucket+"-missing/logs", trace.Options{})
 	if err == nil || !strings.Contains(err.Error(), "s3://"+srv.Bucket+"-missing") {
 		t.Fatalf("StartSession into a missing bucket: %v", err)
 	}
 	t.Setenv("DEVPROF_STORE_TIMEOUT", "10s")
-	s, err := trace.StartSession(srv.URL("gone"), &trace.Options{Hostname: "h", SessionID: "r"})
+	s, err := trace.StartSession(srv.URL("gone"), trace.Options{Hostname: "h", SessionID: "r"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestS3TensorBoardListsRun(t *testing.T) {
 	}
 	srv := s3test.Start(t)
 	logdir := srv.URL("tb")
-	s := recordS3Session(t, logdir, &trace.Options{Hostname: "worker-0", SessionID: "run_s3"})
+	s := recordS3Session(t, logdir, trace.Options{Hostname: "worker-0", SessionID: "run_s3"})
 	if s.Outputs().XPlane == "" {
 		t.Fatalf("no xplane written: %+v", s.Outputs())
 	}
@@ -471,7 +471,7 @@ func TestS3ServeAndMemory(t *testing.T) {
 	// serve
 	serveAddr = "127.0.0.1:0"
 	defer func() { serveAddr = "" }()
-	s := recordS3Session(t, srv.URL("serve"), &trace.Options{Hostname: "h"})
+	s := recordS3Session(t, srv.URL("serve"), trace.Options{Hostname: "h"})
 	want, err := os.ReadFile(srv.Path(strings.TrimPrefix(s.Outputs().Perfetto, "s3://"+srv.Bucket+"/")))
 	if err != nil {
 		t.Fatal(err)

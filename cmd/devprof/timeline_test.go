@@ -21,7 +21,7 @@ import (
 func recordMemory(t *testing.T) string {
 	t.Helper()
 	logdir := t.TempDir()
-	s, err := trace.StartSession(logdir, &trace.Options{DeviceTracerLevel: trace.Off, SessionID: "run",
+	s, err := trace.StartSession(logdir, trace.Options{DeviceTracerLevel: trace.Off, SessionID: "run",
 		DeviceMemory: &devmem.Options{CUDA: devmem.ModeOff}})
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestMemoryTimeline(t *testing.T) {
 
 func TestMemoryTimelineNeedsMemoryEvents(t *testing.T) {
 	logdir := t.TempDir()
-	s, err := trace.StartSession(logdir, &trace.Options{DeviceTracerLevel: trace.Off})
+	s, err := trace.StartSession(logdir, trace.Options{DeviceTracerLevel: trace.Off})
 	if err != nil {
 		t.Fatal(err)
 	}

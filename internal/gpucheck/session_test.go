@@ -25,7 +25,7 @@ func TestCheckOfAFakeSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := trace.StartSession(t.TempDir(), &trace.Options{AdvancedConfig: map[string]any{"gpu_metrics": "off"},
+	s, err := trace.StartSession(t.TempDir(), trace.Options{AdvancedConfig: map[string]any{"gpu_metrics": "off"},
 		DeviceMemory: &devmem.Options{CUDA: devmem.ModeOn}})
 	if err != nil {
 		t.Fatal(err)

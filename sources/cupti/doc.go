@@ -14,7 +14,7 @@
 // trace.Options.GPU or by the advanced configuration keys each field of
 // Options names:
 //
-//	s, err := trace.StartSession("/tmp/prof", &trace.Options{
+//	s, err := trace.StartSession("/tmp/prof", trace.Options{
 //		GPU: cupti.Options{MaxRecords: 2_000_000, FlushPeriod: 500 * time.Millisecond},
 //	})
 //

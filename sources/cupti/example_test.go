@@ -16,11 +16,11 @@ func ExampleOptions() {
 	logdir, _ := os.MkdirTemp("", "devprof-example")
 	defer os.RemoveAll(logdir)
 
-	_, err := trace.StartSession(logdir, &trace.Options{
+	_, err := trace.StartSession(logdir, trace.Options{
 		GPU: cupti.Options{FlushPeriod: 2 * time.Minute},
 	})
 	fmt.Println(err)
-	_, err = trace.StartSession(logdir, &trace.Options{
+	_, err = trace.StartSession(logdir, trace.Options{
 		AdvancedConfig: map[string]any{"gpu_max_buffers": -1},
 	})
 	fmt.Println(err)

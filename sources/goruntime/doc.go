@@ -20,7 +20,7 @@
 // trace.Options.GoRuntime or by the advanced configuration keys each
 // field of Options names:
 //
-//	s, err := trace.StartSession("/tmp/prof", &trace.Options{
+//	s, err := trace.StartSession("/tmp/prof", trace.Options{
 //		GoRuntime: goruntime.Options{Mode: goruntime.ModeOn, CPUProfile: true},
 //	})
 //

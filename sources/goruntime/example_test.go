@@ -18,7 +18,7 @@ import (
 func ExampleOptions() {
 	logdir, _ := os.MkdirTemp("", "devprof-example")
 	defer os.RemoveAll(logdir)
-	s, err := trace.StartSession(logdir, &trace.Options{
+	s, err := trace.StartSession(logdir, trace.Options{
 		DeviceTracerLevel: trace.Off,
 		NoPerfetto:        true, NoXPlane: true, // keep the snapshot only
 		GoRuntime: goruntime.Options{Mode: goruntime.ModeOn},

@@ -15,7 +15,7 @@
 // without CUPTI, configured by trace.Options.GPUMetrics or by the
 // advanced configuration keys each field of Options names:
 //
-//	s, err := trace.StartSession("/tmp/prof", &trace.Options{
+//	s, err := trace.StartSession("/tmp/prof", trace.Options{
 //		DeviceTracerLevel: trace.Off, // no CUPTI ...
 //		GPUMetrics:        nvml.Options{Mode: nvml.ModeOn, Period: 50 * time.Millisecond}, // ... but the counters
 //	})

@@ -31,7 +31,7 @@ func ExampleOptions_Validate() {
 
 	logdir, _ := os.MkdirTemp("", "devprof-example")
 	defer os.RemoveAll(logdir)
-	_, err := trace.StartSession(logdir, &trace.Options{GPUMetrics: nvml.Options{Period: time.Hour}})
+	_, err := trace.StartSession(logdir, trace.Options{GPUMetrics: nvml.Options{Period: time.Hour}})
 	fmt.Println(err)
 	// Output:
 	// <nil>

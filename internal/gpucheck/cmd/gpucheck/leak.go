@@ -32,7 +32,7 @@ const (
 // must put loadCache on top. The run's trace (with NVML's memory
 // figures) is in dir/logdir.
 func leakRun(lib *cudabind.Lib, dir string) error {
-	s, err := trace.StartSession(filepath.Join(dir, "logdir"), &trace.Options{DeviceMemory: &devmem.Options{CUDA: devmem.ModeOn}})
+	s, err := trace.StartSession(filepath.Join(dir, "logdir"), trace.Options{DeviceMemory: &devmem.Options{CUDA: devmem.ModeOn}})
 	if err != nil {
 		return err
 	}

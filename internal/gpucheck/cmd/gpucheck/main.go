@@ -121,7 +121,7 @@ func run(path, logdir string, steps int, spin time.Duration, bytes int64) error 
 	}
 	// Device-memory tracking must see CUDA's allocations with this
 	// goroutine's stack: ModeOn fails the run when it cannot hook them.
-	s, err := trace.StartSession(logdir, &trace.Options{DeviceMemory: &devmem.Options{CUDA: devmem.ModeOn}})
+	s, err := trace.StartSession(logdir, trace.Options{DeviceMemory: &devmem.Options{CUDA: devmem.ModeOn}})
 	if err != nil {
 		return err
 	}

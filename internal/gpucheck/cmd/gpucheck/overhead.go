@@ -36,7 +36,7 @@ func measureOverhead(path string, rounds, steps, launches int) error {
 		}
 		return time.Since(t0), nil
 	}
-	traced := func(o *trace.Options) (time.Duration, error) {
+	traced := func(o trace.Options) (time.Duration, error) {
 		dir, err := os.MkdirTemp("", "gpucheck-overhead")
 		if err != nil {
 			return 0, err
@@ -60,9 +60,9 @@ func measureOverhead(path string, rounds, steps, launches int) error {
 		run  func() (time.Duration, error)
 	}{
 		{"untraced", loop},
-		{"traced", func() (time.Duration, error) { return traced(nil) }},
+		{"traced", func() (time.Duration, error) { return traced(trace.Options{}) }},
 		{"traced, NVML off", func() (time.Duration, error) {
-			return traced(&trace.Options{GPUMetrics: nvml.Options{Mode: nvml.ModeOff}})
+			return traced(trace.Options{GPUMetrics: nvml.Options{Mode: nvml.ModeOff}})
 		}},
 	}
 	for _, v := range variants { // warm: module load, CUPTI's first attach

@@ -24,7 +24,7 @@ import (
 // memory, every SM spinning, a copy loop. It writes the run under
 // dir/logdir and the phases' wall-clock bounds to dir/phases.json.
 func nvmlWindow(lib *cudabind.Lib, dir string, hold int64, copyBytes int64) error {
-	s, err := trace.StartSession(filepath.Join(dir, "logdir"), &trace.Options{
+	s, err := trace.StartSession(filepath.Join(dir, "logdir"), trace.Options{
 		GPUMetrics: nvml.Options{Mode: nvml.ModeOn, Period: 100 * time.Millisecond},
 	})
 	if err != nil {
