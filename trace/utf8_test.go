@@ -15,8 +15,8 @@ import (
 	"github.com/devprof/devprof/exporters/chrome"
 	"github.com/devprof/devprof/exporters/perfetto"
 	"github.com/devprof/devprof/exporters/xplane"
-	"github.com/devprof/devprof/exporters/xplane/xplanepb"
 	"github.com/devprof/devprof/internal/conformance"
+	"github.com/devprof/devprof/internal/xplanepb"
 	"github.com/devprof/devprof/trace"
 )
 

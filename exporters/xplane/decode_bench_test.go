@@ -7,7 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/devprof/devprof/exporters/xplane"
-	"github.com/devprof/devprof/exporters/xplane/xplanepb"
+	"github.com/devprof/devprof/internal/xplanepb"
 )
 
 // The XSpace reader used to decode with the generated types of our own

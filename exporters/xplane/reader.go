@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/devprof/devprof/internal/metatext"
 	"io"
 	"math"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/devprof/devprof/internal/metatext"
 
 	"google.golang.org/protobuf/encoding/protowire"
 

@@ -21,9 +21,9 @@ import (
 	"github.com/devprof/devprof/annotate"
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/xplane"
-	"github.com/devprof/devprof/exporters/xplane/xplanepb"
 	"github.com/devprof/devprof/internal/eventtest"
 	"github.com/devprof/devprof/internal/recorder"
+	"github.com/devprof/devprof/internal/xplanepb"
 )
 
 // Tests that record go through the process-wide active buffer

@@ -5,13 +5,14 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"github.com/devprof/devprof/internal/intern"
-	"github.com/devprof/devprof/internal/metatext"
 	"io"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/devprof/devprof/internal/intern"
+	"github.com/devprof/devprof/internal/metatext"
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/protoenc"

@@ -10,8 +10,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/devprof/devprof/event"
-	"github.com/devprof/devprof/exporters/xplane/xplanepb"
 	"github.com/devprof/devprof/internal/conformance"
+	"github.com/devprof/devprof/internal/xplanepb"
 )
 
 const ms = int64(1e6)
