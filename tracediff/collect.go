@@ -1,0 +1,332 @@
+package tracediff
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+
+	"github.com/devprof/devprof/event"
+)
+
+// Kind says what a name compared is: a span, or device activity of one
+// kind. The same name in two kinds is two rows.
+type Kind uint8
+
+// The kinds of names compared. Memory allocations and frees are points,
+// not durations, and are not compared.
+const (
+	KindSpan     Kind = iota // a span (annotations, host threads, runtime regions)
+	KindKernel               // a kernel on a device
+	KindMemcpy               // a copy
+	KindMemset               // a memset
+	KindSync                 // the host waiting on a device
+	KindAPI                  // a host call into the device library
+	KindActivity             // other device activity (of a kind the file does not say)
+)
+
+// String returns the kind's name ("span", "kernel", ...).
+func (k Kind) String() string {
+	switch k {
+	case KindSpan:
+		return "span"
+	case KindKernel:
+		return "kernel"
+	case KindMemcpy:
+		return "memcpy"
+	case KindMemset:
+		return "memset"
+	case KindSync:
+		return "sync"
+	case KindAPI:
+		return "api"
+	}
+	return "activity"
+}
+
+// kindOf maps device activity to the kind compared; ok is false for
+// what has no duration to compare (allocations, frees) or is the
+// tracer's own time.
+func kindOf(a event.ActivityKind) (k Kind, ok bool) {
+	switch a {
+	case event.ActivityKernel:
+		return KindKernel, true
+	case event.ActivityMemcpy:
+		return KindMemcpy, true
+	case event.ActivityMemset:
+		return KindMemset, true
+	case event.ActivitySync:
+		return KindSync, true
+	case event.ActivityAPI:
+		return KindAPI, true
+	case event.ActivityUnknown:
+		return KindActivity, true
+	}
+	return 0, false
+}
+
+// Key names one row of a comparison.
+type Key struct {
+	Kind Kind
+	Name string
+}
+
+// Profile is what a Collector kept of one trace: the durations of
+// every span and device-activity name.
+type Profile struct {
+	// Meta is the trace's metadata, as its reader filled it in.
+	Meta event.Meta
+	// Names holds each name's durations.
+	Names map[Key]*Durations
+	// Events counts the events read: spans, activity, instants and
+	// counter samples.
+	Events int64
+}
+
+// Options configure a Collector.
+type Options struct {
+	// SampleSize bounds the durations kept per name (0:
+	// DefaultSampleSize).
+	SampleSize int
+}
+
+// Collector is an event.Sink that keeps, per span and device-activity
+// name, the count, total and self time of its instances and a bounded
+// sample of their durations — not the events: a reader streams a trace
+// of any length into it in memory that grows with the names, the spans
+// open at once and the sample size only.
+//
+// Self time needs a span's children, which arrive after it: a span is
+// held, with the name its children's time is taken from, until a later
+// span on its track starts at or past its end (readers emit each
+// track's spans in start order, parents first).
+type Collector struct {
+	opts    Options
+	initial event.Meta
+	meta    event.Meta
+	names   map[Key]*Durations
+
+	nextID uint64
+	events int64
+	// live holds the spans that may still end (Unfinished) or still get
+	// children, by ID; stacks holds them per track, innermost last.
+	live   map[uint64]*liveSpan
+	stacks map[uint32][]*liveSpan
+	free   []*liveSpan
+}
+
+// liveSpan is a span the Collector still holds.
+type liveSpan struct {
+	id uint64
+	d  *Durations
+	// parent is whose self time its duration is taken from (nil: none),
+	// parentID that span's ID.
+	parent   *Durations
+	parentID uint64
+	start    int64
+	end      int64
+	known    bool  // end is known (and counted)
+	kids     int64 // time of children that ended while its end was not known
+}
+
+// maxStack bounds the spans held per track: a track whose spans overlap
+// without nesting (async slices that never close) would otherwise grow
+// its stack with every span. Past it the oldest ended spans are let go;
+// a late child of one of them leaves its time in the parent's self time.
+const maxStack = 1 << 14
+
+// NewCollector returns a Collector whose metadata starts as meta's.
+func NewCollector(meta event.Meta, o Options) *Collector {
+	if o.SampleSize <= 0 {
+		o.SampleSize = DefaultSampleSize
+	}
+	c := &Collector{opts: o, initial: meta}
+	c.Reset()
+	return c
+}
+
+var _ event.Sink = (*Collector)(nil)
+
+// Reset implements event.Sink.
+func (c *Collector) Reset() {
+	*c = Collector{
+		opts:    c.opts,
+		initial: c.initial,
+		meta:    c.initial,
+		names:   map[Key]*Durations{},
+		live:    map[uint64]*liveSpan{},
+		stacks:  map[uint32][]*liveSpan{},
+	}
+}
+
+// Meta implements event.Sink.
+func (c *Collector) Meta() *event.Meta { return &c.meta }
+
+// Track implements event.Sink. Tracks are not kept: rows are names.
+func (c *Collector) Track(event.Track) uint32 { c.nextID++; return uint32(c.nextID) }
+
+// SetTrackName implements event.Sink.
+func (c *Collector) SetTrackName(uint32, string) {}
+
+// Process implements event.Sink.
+func (c *Collector) Process(event.Process) int { c.nextID++; return int(c.nextID) }
+
+// ProcessTrack implements event.Sink.
+func (c *Collector) ProcessTrack(int) uint32 { c.nextID++; return uint32(c.nextID) }
+
+// Instant implements event.Sink: instants have no duration.
+func (c *Collector) Instant(string, int64, uint32, uint64, []event.Arg) { c.events++ }
+
+// Counter implements event.Sink.
+func (c *Collector) Counter(string, string, int64, float64) { c.events++ }
+
+// TrackCounter implements event.Sink.
+func (c *Collector) TrackCounter(uint32, string, string, int64, float64) { c.events++ }
+
+func (c *Collector) durations(k Key) *Durations {
+	d := c.names[k]
+	if d == nil {
+		d = &Durations{seed: nameSeed(k)}
+		c.names[k] = d
+	}
+	return d
+}
+
+// Span implements event.Sink.
+func (c *Collector) Span(s event.Span) uint64 {
+	return c.span(s.Track, s.Name, s.Start, s.End, s.Parent, !s.Unfinished)
+}
+
+// TrackSlice implements event.Sink.
+func (c *Collector) TrackSlice(track uint32, name string, start, end int64, _ []event.Arg) uint64 {
+	return c.span(track, name, start, end, 0, true)
+}
+
+func (c *Collector) span(track uint32, name string, start, end int64, parent uint64, known bool) uint64 {
+	c.events++
+	c.nextID++
+	sp := c.newSpan()
+	*sp = liveSpan{id: c.nextID, d: c.durations(Key{KindSpan, name}), start: start, end: max(end, start), known: known}
+	c.popEnded(track, start)
+	if p := c.live[parent]; p != nil && parent != 0 {
+		sp.parent, sp.parentID = p.d, parent
+	}
+	if known {
+		c.count(sp)
+	}
+	c.live[sp.id] = sp
+	st := append(c.stacks[track], sp)
+	if len(st) > maxStack {
+		st = c.trim(st)
+	}
+	c.stacks[track] = st
+	return sp.id
+}
+
+// popEnded lets go of the spans on top of track's stack that ended by
+// t: no span starting from t on can be their child.
+func (c *Collector) popEnded(track uint32, t int64) {
+	st := c.stacks[track]
+	for len(st) > 0 {
+		top := st[len(st)-1]
+		if !top.known || top.end > t {
+			break
+		}
+		st = st[:len(st)-1]
+		c.release(top)
+	}
+	c.stacks[track] = st
+}
+
+// trim lets go of the older half of an overgrown stack's ended spans.
+func (c *Collector) trim(st []*liveSpan) []*liveSpan {
+	drop := len(st) / 2
+	out := st[:0]
+	for i, sp := range st {
+		if i < drop && sp.known {
+			c.release(sp)
+			continue
+		}
+		out = append(out, sp)
+	}
+	clear(st[len(out):])
+	return out
+}
+
+func (c *Collector) release(sp *liveSpan) {
+	delete(c.live, sp.id)
+	*sp = liveSpan{}
+	c.free = append(c.free, sp)
+}
+
+func (c *Collector) newSpan() *liveSpan {
+	if n := len(c.free); n > 0 {
+		sp := c.free[n-1]
+		c.free = c.free[:n-1]
+		return sp
+	}
+	return new(liveSpan)
+}
+
+// count adds a span whose end is known to its name's durations, and
+// takes its time from its parent's self time: now if the parent's end is
+// known (a span let go had its end known), else when it ends, so that a
+// parent that never ends keeps its children's time out of self time as
+// it keeps its own.
+func (c *Collector) count(sp *liveSpan) {
+	dur := sp.end - sp.start
+	sp.d.add(dur, c.opts.SampleSize)
+	sp.d.Self -= sp.kids
+	sp.kids = 0
+	if sp.parent == nil {
+		return
+	}
+	if p := c.live[sp.parentID]; p != nil && !p.known {
+		p.kids += dur
+	} else {
+		sp.parent.Self -= dur
+	}
+}
+
+// EndSpan implements event.Sink.
+func (c *Collector) EndSpan(id uint64, end int64) {
+	sp := c.live[id]
+	if sp == nil || sp.known {
+		return
+	}
+	sp.end, sp.known = max(end, sp.start), true
+	c.count(sp)
+}
+
+// ActivityOf implements event.Sink. Device activity has no children: it
+// is counted and let go.
+func (c *Collector) ActivityOf(kind event.ActivityKind, track uint32, name string, start, end int64, _ []event.Arg) uint64 {
+	c.events++
+	c.nextID++
+	if k, ok := kindOf(kind); ok {
+		c.durations(Key{k, name}).add(max(end, start)-start, c.opts.SampleSize)
+	}
+	return c.nextID
+}
+
+// Profile returns what the collector kept: the spans that never ended
+// are counted as Unfinished. The collector is done with once it is
+// called.
+func (c *Collector) Profile() *Profile {
+	for _, id := range slices.Sorted(maps.Keys(c.live)) {
+		if sp := c.live[id]; !sp.known {
+			sp.d.Unfinished++
+		}
+	}
+	for _, d := range c.names {
+		d.Sample() // sorted once, here, rather than by every reader
+	}
+	c.live, c.stacks, c.free = nil, nil, nil
+	return &Profile{Meta: c.meta, Names: c.names, Events: c.events}
+}
+
+// Keys returns the profile's names in order: by kind, then name.
+func (p *Profile) Keys() []Key {
+	return slices.SortedFunc(maps.Keys(p.Names), func(x, y Key) int {
+		return cmp.Or(cmp.Compare(x.Kind, y.Kind), cmp.Compare(x.Name, y.Name))
+	})
+}
