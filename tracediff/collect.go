@@ -8,61 +8,30 @@ import (
 	"github.com/devprof/devprof/event"
 )
 
-// Kind says what a name compared is: a span, or device activity of one
-// kind. The same name in two kinds is two rows.
+// Kind says where a name compared ran: on the host (a span) or on a
+// device (a kernel, copy, memset or other device activity). The same
+// name in both is two rows.
 type Kind uint8
 
-// The kinds of names compared. Memory allocations and frees are points,
-// not durations, and are not compared.
+// The kinds of names compared.
 const (
-	KindSpan     Kind = iota // a span (annotations, host threads, runtime regions)
-	KindKernel               // a kernel on a device
-	KindMemcpy               // a copy
-	KindMemset               // a memset
-	KindSync                 // the host waiting on a device
-	KindAPI                  // a host call into the device library
-	KindActivity             // other device activity (of a kind the file does not say)
+	KindSpan   Kind = iota // a span on the host: annotations, threads, runtime regions, host API calls
+	KindDevice             // work on a device: kernels, copies, memsets, synchronizations
 )
 
-// String returns the kind's name ("span", "kernel", ...).
+// String returns the kind's name: "span" or "device".
 func (k Kind) String() string {
-	switch k {
-	case KindSpan:
-		return "span"
-	case KindKernel:
-		return "kernel"
-	case KindMemcpy:
-		return "memcpy"
-	case KindMemset:
-		return "memset"
-	case KindSync:
-		return "sync"
-	case KindAPI:
-		return "api"
+	if k == KindDevice {
+		return "device"
 	}
-	return "activity"
+	return "span"
 }
 
-// kindOf maps device activity to the kind compared; ok is false for
-// what has no duration to compare (allocations, frees) or is the
-// tracer's own time.
-func kindOf(a event.ActivityKind) (k Kind, ok bool) {
-	switch a {
-	case event.ActivityKernel:
-		return KindKernel, true
-	case event.ActivityMemcpy:
-		return KindMemcpy, true
-	case event.ActivityMemset:
-		return KindMemset, true
-	case event.ActivitySync:
-		return KindSync, true
-	case event.ActivityAPI:
-		return KindAPI, true
-	case event.ActivityUnknown:
-		return KindActivity, true
-	}
-	return 0, false
-}
+// Device work is a kind of its own however the file holds it: as device
+// activity (a session's XSpace says which kind; a Perfetto file does
+// not) or as spans on a device's track (a Kineto trace's kernels), so
+// that the same run in two formats has the same rows. Allocations and
+// frees are points, not durations, and are left out.
 
 // Key names one row of a comparison.
 type Key struct {
@@ -107,6 +76,9 @@ type Collector struct {
 
 	nextID uint64
 	events int64
+	// device holds the ids of the device tracks (stream or device),
+	// whose spans are device work.
+	device map[uint32]bool
 	// live holds the spans that may still end (Unfinished) or still get
 	// children, by ID; stacks holds them per track, innermost last.
 	live   map[uint64]*liveSpan
@@ -155,14 +127,23 @@ func (c *Collector) Reset() {
 		names:   map[Key]*Durations{},
 		live:    map[uint64]*liveSpan{},
 		stacks:  map[uint32][]*liveSpan{},
+		device:  map[uint32]bool{},
 	}
 }
 
 // Meta implements event.Sink.
 func (c *Collector) Meta() *event.Meta { return &c.meta }
 
-// Track implements event.Sink. Tracks are not kept: rows are names.
-func (c *Collector) Track(event.Track) uint32 { c.nextID++; return uint32(c.nextID) }
+// Track implements event.Sink. Of a track only whether it is a
+// device's is kept: rows are names.
+func (c *Collector) Track(t event.Track) uint32 {
+	c.nextID++
+	id := uint32(c.nextID)
+	if t.Kind == event.TrackDeviceStream || t.Kind == event.TrackDevice {
+		c.device[id] = true
+	}
+	return id
+}
 
 // SetTrackName implements event.Sink.
 func (c *Collector) SetTrackName(uint32, string) {}
@@ -205,7 +186,11 @@ func (c *Collector) span(track uint32, name string, start, end int64, parent uin
 	c.events++
 	c.nextID++
 	sp := c.newSpan()
-	*sp = liveSpan{id: c.nextID, d: c.durations(Key{KindSpan, name}), start: start, end: max(end, start), known: known}
+	k := Key{KindSpan, name}
+	if c.device[track] {
+		k.Kind = KindDevice
+	}
+	*sp = liveSpan{id: c.nextID, d: c.durations(k), start: start, end: max(end, start), known: known}
 	c.popEnded(track, start)
 	if p := c.live[parent]; p != nil && parent != 0 {
 		sp.parent, sp.parentID = p.d, parent
@@ -302,8 +287,8 @@ func (c *Collector) EndSpan(id uint64, end int64) {
 func (c *Collector) ActivityOf(kind event.ActivityKind, track uint32, name string, start, end int64, _ []event.Arg) uint64 {
 	c.events++
 	c.nextID++
-	if k, ok := kindOf(kind); ok {
-		c.durations(Key{k, name}).add(max(end, start)-start, c.opts.SampleSize)
+	if kind != event.ActivityAlloc && kind != event.ActivityFree {
+		c.durations(Key{KindDevice, name}).add(max(end, start)-start, c.opts.SampleSize)
 	}
 	return c.nextID
 }
