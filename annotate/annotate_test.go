@@ -2,6 +2,7 @@ package annotate
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -92,16 +93,16 @@ func TestNestingThroughContext(t *testing.T) {
 	if root == nil || child == nil || other == nil || mark == nil {
 		t.Fatalf("missing records: %v", m)
 	}
-	if root.Parent != 0 || child.Parent != root.ID || mark.Parent != root.ID && mark.Parent != child.ID {
-		t.Fatalf("parents: root %d, child %d (root id %d), mark %d", root.Parent, child.Parent, root.ID, mark.Parent)
+	if root.Parent() != 0 || child.Parent() != root.ID() || mark.Parent() != root.ID() && mark.Parent() != child.ID() {
+		t.Fatalf("parents: root %d, child %d (root id %d), mark %d", root.Parent(), child.Parent(), root.ID(), mark.Parent())
 	}
-	if child.Lane != root.Lane || other.Lane == root.Lane {
-		t.Fatalf("lanes: root %d child %d other %d", root.Lane, child.Lane, other.Lane)
+	if child.Lane() != root.Lane() || other.Lane() == root.Lane() {
+		t.Fatalf("lanes: root %d child %d other %d", root.Lane(), child.Lane(), other.Lane())
 	}
 	if a := s.Args(root); len(a) != 1 || a[0].Key != "batch" || a[0].Int() != 32 {
 		t.Fatalf("root args %+v", a)
 	}
-	if e, fin := s.EndOf(child); !fin || e < child.Start || root.End() < e {
+	if e, fin := s.EndOf(child); !fin || e < child.Start() || root.End() < e {
 		t.Fatalf("child end %d finished %v, root end %d", e, fin, root.End())
 	}
 }
@@ -133,14 +134,14 @@ func TestBeginIntMatchesBegin(t *testing.T) {
 	if len(aa) != 1 || len(ba) != 1 || aa[0] != ba[0] || ba[0].Int() != 1<<40 {
 		t.Fatalf("Begin args %+v, BeginInt args %+v", aa, ba)
 	}
-	if a.Kind != b.Kind || a.Level != b.Level || a.Flags != b.Flags || a.Parent != root.ID || b.Parent != root.ID || a.Lane != b.Lane {
-		t.Fatalf("Begin kind %v level %d flags %d parent %d lane %d; BeginInt kind %v level %d flags %d parent %d lane %d (root id %d)", a.Kind, a.Level, a.Flags, a.Parent, a.Lane, b.Kind, b.Level, b.Flags, b.Parent, b.Lane, root.ID)
+	if a.Kind() != b.Kind() || a.Level() != b.Level() || (a.IsStep() != b.IsStep() || a.OnTrack() != b.OnTrack()) || a.Parent() != root.ID() || b.Parent() != root.ID() || a.Lane() != b.Lane() {
+		t.Fatalf("Begin kind %v level %d flags %s parent %d lane %d; BeginInt kind %v level %d flags %s parent %d lane %d (root id %d)", a.Kind(), a.Level(), fmt.Sprint("step=", a.IsStep(), " on_track=", a.OnTrack()), a.Parent(), a.Lane(), b.Kind(), b.Level(), fmt.Sprint("step=", b.IsStep(), " on_track=", b.OnTrack()), b.Parent(), b.Lane(), root.ID())
 	}
-	if e, fin := s.EndOf(b); !fin || e < b.Start {
+	if e, fin := s.EndOf(b); !fin || e < b.Start() {
 		t.Fatalf("b end %d finished %v", e, fin)
 	}
-	if c.Parent != 0 || c.Lane == root.Lane {
-		t.Fatalf("nil-ctx span: parent %d lane %d (root lane %d)", c.Parent, c.Lane, root.Lane)
+	if c.Parent() != 0 || c.Lane() == root.Lane() {
+		t.Fatalf("nil-ctx span: parent %d lane %d (root lane %d)", c.Parent(), c.Lane(), root.Lane())
 	}
 	// Host tracer below critical: nothing.
 	if s := record(t, 1000, 0, func() {
@@ -221,9 +222,9 @@ func TestBeginLeafMatchesBegin(t *testing.T) {
 		}
 		for i, l := range leaves {
 			g := begins[i]
-			if l.Kind != g.Kind || l.Level != g.Level || l.Flags != g.Flags || l.Parent != rootRec.ID || l.Lane != g.Lane {
-				t.Errorf("ring %v, leaf %d: kind %v level %d flags %d parent %d lane %d; Begin's: kind %v level %d flags %d parent %d lane %d",
-					ring, i, l.Kind, l.Level, l.Flags, l.Parent, l.Lane, g.Kind, g.Level, g.Flags, g.Parent, g.Lane)
+			if l.Kind() != g.Kind() || l.Level() != g.Level() || (l.IsStep() != g.IsStep() || l.OnTrack() != g.OnTrack()) || l.Parent() != rootRec.ID() || l.Lane() != g.Lane() {
+				t.Errorf("ring %v, leaf %d: kind %v level %d flags %s parent %d lane %d; Begin's: kind %v level %d flags %s parent %d lane %d",
+					ring, i, l.Kind(), l.Level(), fmt.Sprint("step=", l.IsStep(), " on_track=", l.OnTrack()), l.Parent(), l.Lane(), g.Kind(), g.Level(), fmt.Sprint("step=", g.IsStep(), " on_track=", g.OnTrack()), g.Parent(), g.Lane())
 			}
 			la, ga := s.Args(l), s.Args(g)
 			if len(la) != len(ga) {
@@ -234,12 +235,12 @@ func TestBeginLeafMatchesBegin(t *testing.T) {
 					t.Errorf("ring %v, leaf %d arg %d: %+v, Begin's %+v", ring, i, j, la[j], ga[j])
 				}
 			}
-			if e, fin := s.EndOf(l); !fin || e < l.Start {
-				t.Errorf("ring %v, leaf %d: end %d finished %v (start %d)", ring, i, e, fin, l.Start)
+			if e, fin := s.EndOf(l); !fin || e < l.Start() {
+				t.Errorf("ring %v, leaf %d: end %d finished %v (start %d)", ring, i, e, fin, l.Start())
 			}
 		}
-		if nilRec.Parent != 0 || nilRec.Lane == rootRec.Lane {
-			t.Errorf("ring %v: nil-ctx leaf parent %d lane %d (root lane %d)", ring, nilRec.Parent, nilRec.Lane, rootRec.Lane)
+		if nilRec.Parent() != 0 || nilRec.Lane() == rootRec.Lane() {
+			t.Errorf("ring %v: nil-ctx leaf parent %d lane %d (root lane %d)", ring, nilRec.Parent(), nilRec.Lane(), rootRec.Lane())
 		}
 		if _, fin := s.EndOf(openRec); fin {
 			t.Errorf("ring %v: a leaf ended after the snapshot shows as finished", ring)
@@ -332,13 +333,13 @@ func TestStepAndRun(t *testing.T) {
 		st.End()
 	})
 	m := byName(s)
-	if st := m["train"]; st == nil || st.Flags&event.FlagStep == 0 || st.ID2 != 7 {
+	if st := m["train"]; st == nil || !st.IsStep() || st.StepNum() != 7 {
 		t.Fatalf("step record %+v", st)
 	}
-	if f := m["forward"]; f == nil || f.Parent != m["train"].ID {
+	if f := m["forward"]; f == nil || f.Parent() != m["train"].ID() {
 		t.Fatalf("forward record %+v", f)
 	}
-	if c := m["loss"]; c == nil || c.Kind != event.KindCounter || s.Args(c)[0].Float() != 0.25 {
+	if c := m["loss"]; c == nil || c.Kind() != event.KindCounter || s.Args(c)[0].Float() != 0.25 {
 		t.Fatalf("counter %+v", c)
 	}
 }
@@ -381,7 +382,7 @@ func TestParentFromOldSessionIgnored(t *testing.T) {
 		_, sp := Begin(old, "new")
 		sp.End()
 	})
-	if r := byName(s)["new"]; r == nil || r.Parent != 0 {
+	if r := byName(s)["new"]; r == nil || r.Parent() != 0 {
 		t.Fatalf("span parented to a previous session: %+v", r)
 	}
 }
@@ -412,10 +413,10 @@ func TestBoundedAtMostN(t *testing.T) {
 		}
 		seen := map[uint64]bool{}
 		for _, r := range s.Events {
-			if seen[r.ID] || r.ID == 0 {
-				t.Fatalf("duplicate or zero id %d", r.ID)
+			if seen[r.ID()] || r.ID() == 0 {
+				t.Fatalf("duplicate or zero id %d", r.ID())
 			}
-			seen[r.ID] = true
+			seen[r.ID()] = true
 		}
 	}
 }
@@ -437,6 +438,6 @@ func TestHostTracerOffRecordsNothing(t *testing.T) {
 		sp.End()
 	})
 	for _, r := range s.Events {
-		t.Errorf("recorded %s %q with the host tracer off", r.Kind, s.Name(r))
+		t.Errorf("recorded %s %q with the host tracer off", r.Kind(), s.Name(r))
 	}
 }

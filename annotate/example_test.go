@@ -27,10 +27,10 @@ func record(fn func(ctx context.Context)) {
 	s.Stop()
 	snap := s.Snapshot()
 	evs := slices.Clone(snap.Events) // buffer order is per P: print in time order
-	slices.SortFunc(evs, func(a, b *event.Record) int { return cmp.Compare(a.Start, b.Start) })
+	slices.SortFunc(evs, func(a, b *event.Record) int { return cmp.Compare(a.Start(), b.Start()) })
 	for _, r := range evs {
-		fmt.Print(r.Kind, " ", snap.Name(r))
-		if r.Kind == event.KindCounter {
+		fmt.Print(r.Kind(), " ", snap.Name(r))
+		if r.Kind() == event.KindCounter {
 			_, v := snap.Counter(r)
 			fmt.Print(" = ", v)
 		} else {

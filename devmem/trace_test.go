@@ -33,10 +33,10 @@ func memEvents(t *testing.T, s *event.Snapshot) []memRecord {
 		if !ok || tr.Kind != event.TrackMemory {
 			continue
 		}
-		if end, _ := s.EndOf(r); r.Kind != event.KindActivity || end != r.Start {
-			t.Errorf("memory event %s is a %v of %d ns, want an instant activity", s.Name(r), r.Kind, end-r.Start)
+		if end, _ := s.EndOf(r); r.Kind() != event.KindActivity || end != r.Start() {
+			t.Errorf("memory event %s is a %v of %d ns, want an instant activity", s.Name(r), r.Kind(), end-r.Start())
 		}
-		m := memRecord{kind: r.Activity(), name: s.Name(r), track: tr, t: r.Start, args: map[string]any{}}
+		m := memRecord{kind: r.Activity(), name: s.Name(r), track: tr, t: r.Start(), args: map[string]any{}}
 		for _, a := range s.Args(r) {
 			m.args[a.Key] = a.Value()
 		}

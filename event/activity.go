@@ -42,13 +42,13 @@ func (k ActivityKind) String() string {
 	return "unknown"
 }
 
-// Activity returns the kind of a KindActivity record (kept in ID2, which
-// activity does not otherwise use); ActivityUnknown for other records.
+// Activity returns the kind of a KindActivity record; ActivityUnknown for
+// other records.
 func (r *Record) Activity() ActivityKind {
-	if r.Kind != KindActivity || r.ID2 < 0 || r.ID2 > int64(ActivityOverhead) {
+	if r.kind != KindActivity || r.id2 < 0 || r.id2 > int64(ActivityOverhead) {
 		return ActivityUnknown
 	}
-	return ActivityKind(r.ID2)
+	return ActivityKind(r.id2)
 }
 
 // Argument keys of device activity, in no format's vocabulary. Sources

@@ -113,25 +113,25 @@ type Span struct {
 // Span adds a span and returns its ID.
 func (b *Builder) Span(s Span) uint64 {
 	r := b.add(KindSpan, s.Name, s.Start, s.Args)
-	r.Level = 1
-	r.Parent = s.Parent
+	r.level = 1
+	r.parent = s.Parent
 	if s.Track != 0 {
 		// Its lane matters only to a child on no track, which is rare:
 		// it is worked out then (laneOf), rather than kept for every span
 		// of a file read back (a map entry a span).
-		r.Lane = s.Track
-		r.Flags |= FlagOnTrack
-		b.markSpan(r.ID)
+		r.lane = s.Track
+		r.flags |= FlagOnTrack
+		b.markSpan(r.id)
 	} else {
-		r.Lane = uint32(r.ID)
+		r.lane = uint32(r.id)
 		if l, ok := b.laneOf(s.Parent); ok {
-			r.Lane = l
+			r.lane = l
 		}
-		b.lanes[r.ID] = r.Lane
+		b.lanes[r.id] = r.lane
 	}
 	if s.Step {
-		r.Flags |= FlagStep
-		r.ID2 = s.StepNum
+		r.flags |= FlagStep
+		r.id2 = s.StepNum
 	}
 	if !s.Unfinished {
 		r.setEnd(max(s.End, s.Start))
@@ -163,7 +163,7 @@ func (b *Builder) laneOf(id uint64) (uint32, bool) {
 	for {
 		// A span on a track: its lane is its parent's when its parent is
 		// a span Span added, else its own ID.
-		p := b.record(id).Parent
+		p := b.record(id).parent
 		if l, ok := b.lanes[p]; ok && p < id {
 			return l, true
 		}
@@ -187,9 +187,9 @@ func (b *Builder) spanOnTrack(id uint64) bool {
 // without a Track of its own starts a lane of its own.
 func (b *Builder) TrackSlice(track uint32, name string, start, end int64, args []Arg) uint64 {
 	r := b.add(KindSpan, name, start, args)
-	r.Level = 1
-	r.Lane = track
-	r.Flags |= FlagOnTrack
+	r.level = 1
+	r.lane = track
+	r.flags |= FlagOnTrack
 	r.setEnd(max(end, start))
 	return b.commit(r)
 }
@@ -201,10 +201,10 @@ func (b *Builder) TrackSlice(track uint32, name string, start, end int64, args [
 // runs) without building a Span each.
 func (b *Builder) BeginTrackSlice(track uint32, name string, start int64, args []Arg) uint64 {
 	r := b.add(KindSpan, name, start, args)
-	r.Level = 1
-	r.Lane = track
-	r.Flags |= FlagOnTrack
-	b.markSpan(r.ID)
+	r.level = 1
+	r.lane = track
+	r.flags |= FlagOnTrack
+	b.markSpan(r.id)
 	r.end.Store(openAtStop)
 	return b.commit(r)
 }
@@ -215,11 +215,11 @@ func (b *Builder) BeginTrackSlice(track uint32, name string, start int64, args [
 // process's TrackProcess track (Builder.ProcessTrack).
 func (b *Builder) Instant(name string, t int64, track uint32, parent uint64, args []Arg) {
 	r := b.add(KindInstant, name, t, args)
-	r.Level = 1
-	r.Parent = parent
+	r.level = 1
+	r.parent = parent
 	if track != 0 {
-		r.Lane = track
-		r.Flags |= FlagOnTrack
+		r.lane = track
+		r.flags |= FlagOnTrack
 	}
 	r.setEnd(t)
 	b.commit(r)
@@ -239,8 +239,8 @@ func (b *Builder) Counter(name, unit string, t int64, v float64) {
 // TrackHostThread track).
 func (b *Builder) TrackCounter(track uint32, name, unit string, t int64, v float64) {
 	r := b.add(KindCounter, name, t, []Arg{{Key: unit, Kind: ArgFloat, Num: math.Float64bits(v)}})
-	r.Lane = track
-	r.Flags |= FlagOnTrack
+	r.lane = track
+	r.flags |= FlagOnTrack
 	r.setEnd(t)
 	b.commit(r)
 }
@@ -254,8 +254,8 @@ func (b *Builder) Activity(track uint32, name string, start, end int64, args []A
 // ActivityOf is Activity for device activity of a known kind.
 func (b *Builder) ActivityOf(kind ActivityKind, track uint32, name string, start, end int64, args []Arg) uint64 {
 	r := b.add(KindActivity, name, start, args)
-	r.Lane = track
-	r.ID2 = int64(kind)
+	r.lane = track
+	r.id2 = int64(kind)
 	r.setEnd(max(end, start))
 	return b.commit(r)
 }
@@ -285,7 +285,7 @@ func (b *Builder) Snapshot() *Snapshot {
 			continue
 		}
 		for j := range recs {
-			if recs[j].Kind != kindArgs {
+			if recs[j].kind != kindArgs {
 				events = append(events, &recs[j])
 			}
 		}
@@ -310,18 +310,18 @@ func (b *Builder) add(kind Kind, name string, start int64, args []Arg) *Record {
 	g.recs = g.recs[:i+slots]
 	g.args += slots - 1
 	r := &g.recs[i]
-	r.ID = g.base + uint64(i) + 1
-	r.Kind = kind
-	r.NameID = b.intern(name)
-	r.Start = start
-	r.NArgs = uint8(n)
+	r.id = g.base + uint64(i) + 1
+	r.kind = kind
+	r.nameID = b.intern(name)
+	r.start = start
+	r.nargs = uint8(n)
 	for j := 0; j < n; j++ {
 		slot, at := r, j
 		if j >= inlineArgs {
 			slot, at = &g.recs[i+1+(j-inlineArgs)/inlineArgs], (j-inlineArgs)%inlineArgs
-			slot.Kind = kindArgs
-			slot.NArgs++
-			slot.ID = g.base + uint64(i+1+(j-inlineArgs)/inlineArgs) + 1
+			slot.kind = kindArgs
+			slot.nargs++
+			slot.id = g.base + uint64(i+1+(j-inlineArgs)/inlineArgs) + 1
 			slot.state.Store(1)
 		}
 		slot.args[at] = b.store(&args[j])
@@ -346,7 +346,7 @@ func (b *Builder) segment(n int) *segment {
 func (b *Builder) commit(r *Record) uint64 {
 	r.state.Store(1)
 	b.events++
-	return r.ID
+	return r.id
 }
 
 func (b *Builder) store(a *Arg) storedArg {

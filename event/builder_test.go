@@ -52,11 +52,11 @@ func TestBuilderInternsByContent(t *testing.T) {
 		t.Fatalf("%d events, want %d", len(s.Events), len(wants))
 	}
 	for i, r := range s.Events {
-		if i > 0 && r.ID <= s.Events[i-1].ID {
-			t.Fatalf("event %d has ID %d after %d", i, r.ID, s.Events[i-1].ID)
+		if i > 0 && r.id <= s.Events[i-1].id {
+			t.Fatalf("event %d has ID %d after %d", i, r.id, s.Events[i-1].id)
 		}
-		if r.Kind != KindSpan || s.Lookup(r.ID) != r {
-			t.Fatalf("event %d: kind %v, Lookup(%d) = %p, want %p", i, r.Kind, r.ID, s.Lookup(r.ID), r)
+		if r.kind != KindSpan || s.Lookup(r.id) != r {
+			t.Fatalf("event %d: kind %v, Lookup(%d) = %p, want %p", i, r.kind, r.id, s.Lookup(r.id), r)
 		}
 		if got := s.Name(r); got != wants[i].name {
 			t.Fatalf("event %d: name %q, want %q", i, got, wants[i].name)
@@ -109,8 +109,8 @@ func TestBuilderInternsManyNames(t *testing.T) {
 	for i := range n {
 		first, again := s.Lookup(ids[i]), s.Lookup(ids[n+i])
 		want := "G" + strconv.Itoa(i) + " main.worker"
-		if s.Name(first) != want || s.Name(again) != want || first.NameID != again.NameID {
-			t.Fatalf("name %d: %q (id %d) and %q (id %d), want %q under one id", i, s.Name(first), first.NameID, s.Name(again), again.NameID, want)
+		if s.Name(first) != want || s.Name(again) != want || first.nameID != again.nameID {
+			t.Fatalf("name %d: %q (id %d) and %q (id %d), want %q under one id", i, s.Name(first), first.nameID, s.Name(again), again.nameID, want)
 		}
 	}
 }

@@ -18,14 +18,14 @@ func ExampleBuilder() {
 	s := b.Snapshot()
 
 	for _, r := range s.Events {
-		switch r.Kind {
+		switch r.Kind() {
 		case event.KindSpan:
 			end, _ := s.EndOf(r)
-			fmt.Println(r.Kind, s.Name(r), end-r.Start, "ns", s.Args(r))
+			fmt.Println(r.Kind(), s.Name(r), end-r.Start(), "ns", s.Args(r))
 		case event.KindCounter:
 			unit, v := s.Counter(r)
 			dev, _ := s.TrackOf(r)
-			fmt.Println(r.Kind, s.Name(r), v, unit, "on", dev.DeviceName)
+			fmt.Println(r.Kind(), s.Name(r), v, unit, "on", dev.DeviceName)
 		}
 	}
 	// Output:

@@ -65,7 +65,7 @@ func TestAppendFlowsMatchesArgs(t *testing.T) {
 			buf = s.AppendFlows(buf[:0], r)
 			want := flowsOf(s, r)
 			if !slices.Equal(buf, want) {
-				t.Errorf("%s: record %d (%d args): AppendFlows %v, want %v", name, r.ID, r.NArgs, buf, want)
+				t.Errorf("%s: record %d (%d args): AppendFlows %v, want %v", name, r.ID(), r.NArgs(), buf, want)
 			}
 			if len(want) > 0 {
 				withFlows++
@@ -119,18 +119,18 @@ func TestAppendArgRefsMatchesArgs(t *testing.T) {
 		want := recorded.Args(r)
 		refs = recorded.AppendArgRefs(refs[:0], r)
 		if len(refs) != len(want) {
-			t.Fatalf("record %d: %d refs, want %d", r.ID, len(refs), len(want))
+			t.Fatalf("record %d: %d refs, want %d", r.ID(), len(refs), len(want))
 		}
 		for i, ref := range refs {
 			if n := uint32(recorded.NumStrings()); ref.Key >= n || ref.Kind == event.ArgString && ref.Num >= uint64(n) {
-				t.Errorf("record %d arg %d: ids %d/%d outside NumStrings %d", r.ID, i, ref.Key, ref.Num, n)
+				t.Errorf("record %d arg %d: ids %d/%d outside NumStrings %d", r.ID(), i, ref.Key, ref.Num, n)
 			}
 			got := event.Arg{Key: recorded.String(ref.Key), Kind: ref.Kind, Num: ref.Num}
 			if ref.Kind == event.ArgString {
 				got.Str, got.Num = recorded.String(uint32(ref.Num)), 0
 			}
 			if got != want[i] {
-				t.Errorf("record %d arg %d: ref resolves to %+v, want %+v", r.ID, i, got, want[i])
+				t.Errorf("record %d arg %d: ref resolves to %+v, want %+v", r.ID(), i, got, want[i])
 			}
 		}
 	}

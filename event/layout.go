@@ -118,8 +118,8 @@ const maxLaneRows = 64
 // group returns the row group of a span, instant or activity record: 0 for
 // the program's lanes, else the track id.
 func group(r *Record) uint32 {
-	if r.Kind == KindActivity || r.Flags&FlagOnTrack != 0 {
-		return r.Lane
+	if r.kind == KindActivity || r.flags&FlagOnTrack != 0 {
+		return r.lane
 	}
 	return 0
 }
@@ -182,7 +182,7 @@ func (s *Snapshot) computeLayout() *Layout {
 	var instants []*Record // in Events order, placed once spans are
 	l.DeviceCounters = map[int][]*Record{}
 	for _, r := range s.Events {
-		switch r.Kind {
+		switch r.kind {
 		case KindSpan, KindActivity:
 			nspans++
 		case KindInstant:
@@ -197,7 +197,7 @@ func (s *Snapshot) computeLayout() *Layout {
 	}
 	depths := map[uint64]int{} // memo: only spans tied on start and end need a depth
 	order := func(a, b spanKey) int {
-		if c := cmp.Compare(a.r.Start, b.r.Start); c != 0 {
+		if c := cmp.Compare(a.r.start, b.r.start); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(b.end, a.end); c != 0 {
@@ -206,7 +206,7 @@ func (s *Snapshot) computeLayout() *Layout {
 		if c := cmp.Compare(s.depth(a.r, depths), s.depth(b.r, depths)); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.r.ID, b.r.ID)
+		return cmp.Compare(a.r.id, b.r.id)
 	}
 	// The two largest arrays are fresh memory, whose first touch costs the
 	// kernel a page fault per 4 KiB (2.4 us each on a 2-core VM); their
@@ -218,7 +218,7 @@ func (s *Snapshot) computeLayout() *Layout {
 	where := make([]int32, maxID+1) // span ID -> its row + 1 (0: not placed)
 	refs := make([]uint32, 0, nspans)
 	refs = s.sortedSpans(refs, order, prefault(refs[:nspans], where))
-	byStart := func(a, b *Record) int { return cmp.Compare(a.Start, b.Start) }
+	byStart := func(a, b *Record) int { return cmp.Compare(a.start, b.start) }
 	slices.SortFunc(l.Counters, byStart)
 	for _, c := range l.DeviceCounters {
 		slices.SortFunc(c, byStart)
@@ -238,8 +238,8 @@ func (s *Snapshot) computeLayout() *Layout {
 	}
 	place := func(ri int, r *Record, end int64) {
 		rowLen[ri]++
-		states[ri].stack = append(states[ri].stack, openSpan{id: r.ID, end: end})
-		where[r.ID] = int32(ri) + 1
+		states[ri].stack = append(states[ri].stack, openSpan{id: r.id, end: end})
+		where[r.id] = int32(ri) + 1
 	}
 	newRow := func(g uint32, first string) int {
 		ri := len(l.Rows)
@@ -264,19 +264,19 @@ func (s *Snapshot) computeLayout() *Layout {
 		r := s.Events[refs[i]]
 		end, _ := s.EndOf(r)
 		g := group(r)
-		if r.Kind == KindSpan && r.Parent != 0 {
-			at, ok := rowOfID(where, r.Parent)
+		if r.kind == KindSpan && r.parent != 0 {
+			at, ok := rowOfID(where, r.parent)
 			if ok && l.Rows[at].Track == g {
 				// It goes beneath its parent if the parent is the innermost
 				// open span of its row and the child ends in time.
-				popTo(at, r.Start)
+				popTo(at, r.start)
 				st := states[at].stack
-				if len(st) > 0 && st[len(st)-1].id == r.Parent && end <= st[len(st)-1].end {
+				if len(st) > 0 && st[len(st)-1].id == r.parent && end <= st[len(st)-1].end {
 					place(at, r, end)
 					continue
 				}
 				refs[i] |= displacedRef
-			} else if ok || s.Lookup(r.Parent) != nil {
+			} else if ok || s.Lookup(r.parent) != nil {
 				refs[i] |= displacedRef
 			}
 		}
@@ -286,15 +286,15 @@ func (s *Snapshot) computeLayout() *Layout {
 		ri := -1
 		crowded := g == 0 && len(groups[0]) >= maxLaneRows
 		for _, j := range groups[g] {
-			popTo(j, r.Start)
-			if len(states[j].stack) == 0 && (g != 0 || crowded || states[j].lane == r.Lane || states[j].name == r.NameID) {
+			popTo(j, r.start)
+			if len(states[j].stack) == 0 && (g != 0 || crowded || states[j].lane == r.lane || states[j].name == r.nameID) {
 				ri = j
 				break
 			}
 		}
 		if ri < 0 {
 			ri = newRow(g, s.Name(r))
-			states[ri].lane, states[ri].name = r.Lane, r.NameID
+			states[ri].lane, states[ri].name = r.lane, r.nameID
 		}
 		place(ri, r, end)
 	}
@@ -312,7 +312,7 @@ func (s *Snapshot) computeLayout() *Layout {
 		next := slices.Clone(off[:len(l.Rows)])
 		dest := make([]int32, len(refs))
 		for i := range refs {
-			ri := where[s.Events[refs[i]&^displacedRef].ID] - 1 // every span was placed, IDs are unique
+			ri := where[s.Events[refs[i]&^displacedRef].id] - 1 // every span was placed, IDs are unique
 			dest[i] = int32(next[ri])
 			next[ri]++
 		}
@@ -329,7 +329,7 @@ func (s *Snapshot) computeLayout() *Layout {
 	}
 	// Instants go on the row of their enclosing span, else on their track.
 	for _, r := range instants {
-		if at, ok := rowOfID(where, r.Parent); ok {
+		if at, ok := rowOfID(where, r.parent); ok {
 			l.Rows[at].Instants = append(l.Rows[at].Instants, r)
 			continue
 		}
@@ -349,8 +349,8 @@ func (s *Snapshot) computeLayout() *Layout {
 	}
 	// A thread whose only events are counter samples still has a row.
 	for _, r := range l.Counters {
-		if t, ok := s.TrackOf(r); ok && t.Kind == TrackHostThread && len(groups[r.Lane]) == 0 {
-			newRow(r.Lane, "")
+		if t, ok := s.TrackOf(r); ok && t.Kind == TrackHostThread && len(groups[r.lane]) == 0 {
+			newRow(r.lane, "")
 		}
 	}
 	for i := range l.Rows {
@@ -381,7 +381,7 @@ func (s *Snapshot) sortedSpans(refs []uint32, order func(a, b spanKey) int, read
 		end, _ := s.EndOf(r)
 		return spanKey{r, end}
 	}
-	isSpan := func(i int) bool { k := s.Events[i].Kind; return k == KindSpan || k == KindActivity }
+	isSpan := func(i int) bool { k := s.Events[i].kind; return k == KindSpan || k == KindActivity }
 	type run struct {
 		head spanKey
 		at   int // index in Events of head
@@ -503,28 +503,28 @@ func (s *Snapshot) Track(row *Row) (Track, bool) {
 // memo. It is only used to break ties between spans with equal start and
 // end.
 func (s *Snapshot) depth(r *Record, memo map[uint64]int) int {
-	if d, ok := memo[r.ID]; ok {
+	if d, ok := memo[r.id]; ok {
 		return d
 	}
 	var chain []*Record
 	d := 0
 	for p := r; ; {
 		chain = append(chain, p)
-		q := s.Lookup(p.Parent)
+		q := s.Lookup(p.parent)
 		if q == nil || len(chain) > 1<<16 {
 			break
 		}
-		if m, ok := memo[q.ID]; ok {
+		if m, ok := memo[q.id]; ok {
 			d = m + 1
 			break
 		}
 		p = q
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
-		memo[chain[i].ID] = d
+		memo[chain[i].id] = d
 		d++
 	}
-	return memo[r.ID]
+	return memo[r.id]
 }
 
 // RowEventType tells begin, end and instant apart in Row.Walk.
@@ -546,7 +546,7 @@ func (r *Row) Walk(fn func(typ RowEventType, p *Placed, inst *Record)) {
 	var stack []Placed
 	ii := 0
 	flushInstants := func(t int64, inclusive bool) {
-		for ii < len(r.Instants) && (r.Instants[ii].Start < t || inclusive && r.Instants[ii].Start == t) {
+		for ii < len(r.Instants) && (r.Instants[ii].start < t || inclusive && r.Instants[ii].start == t) {
 			fn(RowInstant, nil, r.Instants[ii])
 			ii++
 		}
@@ -564,8 +564,8 @@ func (r *Row) Walk(fn func(typ RowEventType, p *Placed, inst *Record)) {
 	}
 	for i := range r.Len() {
 		p := r.Span(i)
-		closeTo(p.Start)
-		flushInstants(p.Start, false)
+		closeTo(p.start)
+		flushInstants(p.start, false)
 		stack = append(stack, p)
 		fn(RowBegin, &stack[len(stack)-1], nil)
 	}
@@ -576,10 +576,10 @@ func (r *Row) Walk(fn func(typ RowEventType, p *Placed, inst *Record)) {
 // TrackOf returns the registered track of an activity record or of a
 // record pinned to a track (FlagOnTrack), and false for the rest.
 func (s *Snapshot) TrackOf(r *Record) (Track, bool) {
-	if r.Kind != KindActivity && r.Flags&FlagOnTrack == 0 || r.Lane == 0 || int(r.Lane) > len(s.Tracks) {
+	if r.kind != KindActivity && r.flags&FlagOnTrack == 0 || r.lane == 0 || int(r.lane) > len(s.Tracks) {
 		return Track{}, false
 	}
-	return s.Tracks[r.Lane-1], true
+	return s.Tracks[r.lane-1], true
 }
 
 // devices lists the devices that have stream tracks in use or counter

@@ -124,11 +124,11 @@ func TestWalkOrder(t *testing.T) {
 	l.Rows[0].Walk(func(typ RowEventType, p *Placed, inst *Record) {
 		switch typ {
 		case RowBegin:
-			seq = append(seq, fmt.Sprintf("B%s@%d", s.Name(p.Record), p.Start))
+			seq = append(seq, fmt.Sprintf("B%s@%d", s.Name(p.Record), p.start))
 		case RowEnd:
 			seq = append(seq, fmt.Sprintf("E%s@%d", s.Name(p.Record), p.End))
 		case RowInstant:
-			seq = append(seq, fmt.Sprintf("I%s@%d", s.Name(inst), inst.Start))
+			seq = append(seq, fmt.Sprintf("I%s@%d", s.Name(inst), inst.start))
 		}
 	})
 	got := strings.Join(seq, " ")
@@ -238,13 +238,13 @@ func TestSortedSpansMatchesSort(t *testing.T) {
 		}
 		s := b.Snapshot()
 		order := func(a, b spanKey) int {
-			if c := cmp.Compare(a.r.Start, b.r.Start); c != 0 {
+			if c := cmp.Compare(a.r.start, b.r.start); c != 0 {
 				return c
 			}
 			if c := cmp.Compare(b.end, a.end); c != 0 {
 				return c
 			}
-			return cmp.Compare(a.r.ID, b.r.ID)
+			return cmp.Compare(a.r.id, b.r.id)
 		}
 		got := s.sortedSpans(make([]uint32, 0, len(s.Events)), order, func() {})
 		want := slices.Clone(got)
@@ -257,7 +257,7 @@ func TestSortedSpansMatchesSort(t *testing.T) {
 		}
 		for i := range got {
 			if got[i] != want[i] {
-				t.Fatalf("%s: position %d holds span %d, sorting puts %d there", shape, i, s.Events[got[i]].ID, s.Events[want[i]].ID)
+				t.Fatalf("%s: position %d holds span %d, sorting puts %d there", shape, i, s.Events[got[i]].id, s.Events[want[i]].id)
 			}
 		}
 	}
@@ -346,9 +346,9 @@ func walkOf(r *Row) []string {
 	var out []string
 	r.Walk(func(typ RowEventType, p *Placed, inst *Record) {
 		if p != nil {
-			out = append(out, fmt.Sprint(typ, p.ID, p.End, p.Finished, p.Displaced))
+			out = append(out, fmt.Sprint(typ, p.id, p.End, p.Finished, p.Displaced))
 		} else {
-			out = append(out, fmt.Sprint(typ, inst.ID))
+			out = append(out, fmt.Sprint(typ, inst.id))
 		}
 	})
 	return out

@@ -90,10 +90,10 @@ func (s *Snapshot) MemoryTimelines(topN int) []MemoryTimeline {
 		if t, ok := s.TrackOf(r); !ok || t.Kind != TrackMemory {
 			continue
 		}
-		if _, seen := byTrack[r.Lane]; !seen {
-			tracks = append(tracks, r.Lane)
+		if _, seen := byTrack[r.lane]; !seen {
+			tracks = append(tracks, r.lane)
 		}
-		byTrack[r.Lane] = append(byTrack[r.Lane], r)
+		byTrack[r.lane] = append(byTrack[r.lane], r)
 	}
 	slices.SortFunc(tracks, func(a, b uint32) int {
 		if c := cmp.Compare(s.Tracks[a-1].Device, s.Tracks[b-1].Device); c != 0 {
@@ -105,7 +105,7 @@ func (s *Snapshot) MemoryTimelines(topN int) []MemoryTimeline {
 	var args []Arg
 	for _, id := range tracks {
 		evs := byTrack[id]
-		slices.SortStableFunc(evs, func(a, b *Record) int { return cmp.Compare(a.Start, b.Start) })
+		slices.SortStableFunc(evs, func(a, b *Record) int { return cmp.Compare(a.start, b.start) })
 		var tl MemoryTimeline
 		tl, args = s.memoryTimeline(id, evs, topN, args)
 		out = append(out, tl)
@@ -155,7 +155,7 @@ func (s *Snapshot) memoryTimeline(track uint32, evs []*Record, topN int, args []
 	}
 	// Pass 1: what each event changes, and each tag set's peak.
 	for i, r := range evs {
-		tl.Times[i] = r.Start
+		tl.Times[i] = r.start
 		st := &steps[i]
 		st.keys = [2]int{-1, -1}
 		args = s.AppendArgs(args[:0], r)

@@ -66,7 +66,7 @@ func (b *Builder) ProcessTrack(process int) uint32 {
 // TrackProcess track). ok is false for records of devices (device
 // counters, activity, memory events) and spans.
 func (s *Snapshot) Owner(r *Record) (process int, thread uint32, ok bool) {
-	if r.Kind != KindCounter && r.Kind != KindInstant {
+	if r.kind != KindCounter && r.kind != KindInstant {
 		return 0, 0, false
 	}
 	t, on := s.TrackOf(r)
@@ -76,7 +76,7 @@ func (s *Snapshot) Owner(r *Record) (process int, thread uint32, ok bool) {
 	case t.Kind == TrackProcess:
 		return t.Process, 0, true
 	case t.Kind == TrackHostThread:
-		return t.Process, r.Lane, true
+		return t.Process, r.lane, true
 	}
 	return 0, 0, false
 }

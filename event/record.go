@@ -21,8 +21,7 @@ const (
 	// returns its unit and value.
 	KindCounter
 	// KindActivity is a complete event on a registered Track (device
-	// activity such as a kernel or a copy). Its Lane field holds the Track
-	// id.
+	// activity such as a kernel or a copy). Its Lane is the Track's id.
 	KindActivity
 	// kindArgs marks a stored record that only carries overflow arguments
 	// of the record just before it. Snapshots never list one.
@@ -46,14 +45,12 @@ func (k Kind) String() string {
 	return "unknown"
 }
 
-// Flag bits carried by a Record.
+// Flag bits a Record stores, as devprof's recorder writes them in place;
+// readers ask Record.IsStep and Record.OnTrack.
 const (
-	// FlagStep marks a span as a training-loop step (a root marker that
-	// exporters turn into step information; its step number is in ID2).
+	// FlagStep marks a training-loop step span.
 	FlagStep uint8 = 1 << 0
-	// FlagOnTrack marks a span or instant that belongs to a registered
-	// Track (its Lane holds the track id) rather than to a lane of its
-	// own: spans read from a file keep the thread they were recorded on.
+	// FlagOnTrack marks a span or instant on a registered Track.
 	FlagOnTrack uint8 = 1 << 1
 )
 
@@ -125,10 +122,11 @@ type storedArg struct {
 	kind ArgKind
 }
 
-// Record is one event of a Snapshot. Its exported fields are facts to
-// read; a Snapshot resolves its name (Snapshot.Name), arguments
-// (Snapshot.Args) and end (Snapshot.EndOf), which the record holds as
-// string ids and an atomic word.
+// Record is one event of a Snapshot: a span, an instant, a counter sample
+// or a piece of device activity. Its methods are the facts to read, as
+// golang.org/x/exp/trace's Event offers them; a Snapshot resolves its name
+// (Snapshot.Name), arguments (Snapshot.Args) and end (Snapshot.EndOf),
+// which the record holds as string ids and an atomic word.
 //
 // A Record contains no pointers: the garbage collector never scans a
 // session's records. The recorder writes them in place (its own record
@@ -136,37 +134,76 @@ type storedArg struct {
 // session's snapshot costs no copy.
 type Record struct {
 	state atomic.Uint32 // 0 = being written, 1 = committed
-	// Kind says what the record is.
-	Kind Kind
-	// NArgs is the number of arguments, inline and overflow.
-	NArgs uint8
-	// Flags holds FlagStep and FlagOnTrack.
-	Flags uint8
-	// Level is the annotation level a span was recorded at (1..3).
-	Level uint8
+	kind  Kind
+	nargs uint8 // arguments, inline and in continuation records
+	flags uint8 // FlagStep, FlagOnTrack
+	level uint8 // annotation level a span was recorded at (1..3)
 
-	// Lane is the lane (tree of spans under one root) of host events, or
+	// lane is the lane (tree of spans under one root) of host events, or
 	// the Track id of KindActivity records and FlagOnTrack events.
-	Lane uint32
-	// NameID is the string id of the record's name; Snapshot.Name
-	// resolves it.
-	NameID uint32
+	lane   uint32
+	nameID uint32 // string id of the name
 
-	// Start is the begin time (or the only time) in nanoseconds on the
-	// snapshot's monotonic timeline (Meta.Start.Mono is the session start).
-	Start int64
+	start int64        // begin time, ns on the snapshot's monotonic timeline
 	end   atomic.Int64 // end time + 1; 0 while the span is open
 
-	// ID identifies the record within its snapshot (unique, non-zero).
-	ID uint64
-	// Parent is the ID of the enclosing span, 0 for a root.
-	Parent uint64
-	// ID2 is kind-specific: the step number of a FlagStep span, the
+	id     uint64 // unique, non-zero within its snapshot
+	parent uint64 // ID of the enclosing span, 0 for a root
+	// id2 is kind-specific: the step number of a FlagStep span, the
 	// ActivityKind of a KindActivity record (see Record.Activity).
-	ID2 int64
+	id2 int64
 
 	args [inlineArgs]storedArg
 }
+
+// Kind says what the record is.
+func (r *Record) Kind() Kind { return r.kind }
+
+// Start returns the begin time (or the only time, for an instant or a
+// counter sample) in nanoseconds on the snapshot's monotonic timeline
+// (Meta.Start.Mono is the session's start).
+func (r *Record) Start() int64 { return r.start }
+
+// ID identifies the record within its snapshot: unique and non-zero.
+func (r *Record) ID() uint64 { return r.id }
+
+// Parent returns the ID of the enclosing span, or 0 for a root.
+func (r *Record) Parent() uint64 { return r.parent }
+
+// Level returns the annotation level a span was recorded at (1..3; see
+// annotate.Level), or 0 where the source has no levels.
+func (r *Record) Level() uint8 { return r.level }
+
+// Lane returns the lane of a host span or instant (the tree of spans under
+// one root, which the exporters lay out as one thread), or, for device
+// activity (KindActivity) and events on a track (OnTrack), the id of its
+// Track in Snapshot.Tracks.
+func (r *Record) Lane() uint32 { return r.lane }
+
+// OnTrack reports whether a span or instant belongs to a registered Track
+// (Lane is its id) rather than to a lane of its own: spans read from a
+// file keep the thread they were recorded on.
+func (r *Record) OnTrack() bool { return r.flags&FlagOnTrack != 0 }
+
+// IsStep reports whether the span marks a training-loop step
+// (annotate.Step, a TensorFlow/JAX step marker, PyTorch's ProfilerStep#N).
+func (r *Record) IsStep() bool { return r.flags&FlagStep != 0 }
+
+// StepNum returns a step span's step number, or 0 for any other record.
+func (r *Record) StepNum() int64 {
+	if r.flags&FlagStep == 0 {
+		return 0
+	}
+	return r.id2
+}
+
+// NameID returns the string id of the record's name, for writers that
+// intern names themselves; Snapshot.Name resolves it.
+func (r *Record) NameID() uint32 { return r.nameID }
+
+// NArgs returns how many arguments the record has (Snapshot.Args lists
+// them).
+func (r *Record) NArgs() int { return int(r.nargs) }
 
 // openAtStop marks a span that was still open when its session stopped.
 const openAtStop = math.MinInt64

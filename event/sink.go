@@ -63,13 +63,13 @@ var _ Sink = (*Builder)(nil)
 // nothing to a span that has ended, or to an ID the builder did not give.
 func (b *Builder) EndSpan(id uint64, end int64) {
 	r := b.record(id)
-	if r == nil || r.Kind != KindSpan && r.Kind != KindActivity {
+	if r == nil || r.kind != KindSpan && r.kind != KindActivity {
 		return
 	}
 	if r.end.Load() != openAtStop {
 		return
 	}
-	r.end.Store(max(end, r.Start) + 1)
+	r.end.Store(max(end, r.start) + 1)
 }
 
 // Meta returns the metadata the snapshot will have, for a reader to fill

@@ -26,7 +26,7 @@ func TestBuilderEndSpan(t *testing.T) {
 	}
 	byID := map[uint64]*Record{}
 	for _, r := range s.Events {
-		byID[r.ID] = r
+		byID[r.id] = r
 	}
 	for i, id := range ids {
 		r := byID[id]
@@ -68,7 +68,7 @@ func TestBuilderReset(t *testing.T) {
 	if len(s.Tracks) != 0 || len(s.Processes) != 0 || len(s.Events) != 1 || s.Name(s.Events[0]) != "kept" {
 		t.Fatalf("after Reset: %d tracks, %d processes, %d events", len(s.Tracks), len(s.Processes), len(s.Events))
 	}
-	if s.Events[0].ID != id || id != 1 {
+	if s.Events[0].id != id || id != 1 {
 		t.Errorf("the first span after Reset has ID %d, want 1", id)
 	}
 	if s.Meta.Program != "p" || s.Meta.PID != 7 || s.Meta.Host != "" || s.Meta.Dropped() != 0 {
@@ -124,10 +124,10 @@ func TestBuilderLanesOfChildrenOfTrackSpans(t *testing.T) {
 	s := b.Snapshot()
 	checked := 0
 	for _, r := range s.Events {
-		if l, ok := want[r.ID]; ok {
+		if l, ok := want[r.id]; ok {
 			checked++
-			if r.Lane != l {
-				t.Errorf("span %d (parent %d): lane %d, want %d", r.ID, r.Parent, r.Lane, l)
+			if r.lane != l {
+				t.Errorf("span %d (parent %d): lane %d, want %d", r.id, r.parent, r.lane, l)
 			}
 		}
 	}

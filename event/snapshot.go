@@ -82,14 +82,14 @@ func (s *Snapshot) Lookup(id uint64) *Record {
 		return nil
 	}
 	r := &g.recs[id-g.base-1]
-	if !r.committed() || r.Kind == kindArgs {
+	if !r.committed() || r.kind == kindArgs {
 		return nil
 	}
 	return r
 }
 
 // Name returns the name of r.
-func (s *Snapshot) Name(r *Record) string { return s.String(r.NameID) }
+func (s *Snapshot) Name(r *Record) string { return s.String(r.nameID) }
 
 // String returns the string with the given id in the snapshot's string
 // table ("" for an unknown id).
@@ -103,18 +103,18 @@ func (s *Snapshot) String(id uint32) string {
 // Args returns all arguments of r, inline and overflow, in a new slice.
 // Code that visits every record uses AppendArgs with a reused slice.
 func (s *Snapshot) Args(r *Record) []Arg {
-	if r.NArgs == 0 {
+	if r.nargs == 0 {
 		return nil
 	}
-	return s.AppendArgs(make([]Arg, 0, r.NArgs), r)
+	return s.AppendArgs(make([]Arg, 0, r.nargs), r)
 }
 
 // AppendArgs appends all arguments of r to dst and returns the result.
 func (s *Snapshot) AppendArgs(dst []Arg, r *Record) []Arg {
-	for i := range min(int(r.NArgs), inlineArgs) {
+	for i := range min(int(r.nargs), inlineArgs) {
 		dst = append(dst, s.arg(&r.args[i]))
 	}
-	if r.NArgs > inlineArgs {
+	if r.nargs > inlineArgs {
 		for a := range r.moreArgs {
 			dst = append(dst, s.arg(a))
 		}
@@ -127,12 +127,12 @@ func (s *Snapshot) AppendArgs(dst []Arg, r *Record) []Arg {
 // r's own arguments directly (the common case, with no call per
 // argument) and the rest through it.
 func (r *Record) moreArgs(yield func(*storedArg) bool) {
-	for c, left := r, int(r.NArgs)-inlineArgs; left > 0; {
+	for c, left := r, int(r.nargs)-inlineArgs; left > 0; {
 		c = c.next() // only while arguments are left: the last record may end its segment
-		if c.Kind != kindArgs {
+		if c.kind != kindArgs {
 			return
 		}
-		for i := 0; i < int(c.NArgs) && left > 0; i++ {
+		for i := 0; i < int(c.nargs) && left > 0; i++ {
 			if !yield(&c.args[i]) {
 				return
 			}
@@ -158,11 +158,11 @@ type ArgRef struct {
 // AppendArgRefs appends the arguments of r to dst as AppendArgs does,
 // with keys and string values left as string ids.
 func (s *Snapshot) AppendArgRefs(dst []ArgRef, r *Record) []ArgRef {
-	for i := range min(int(r.NArgs), inlineArgs) {
+	for i := range min(int(r.nargs), inlineArgs) {
 		a := &r.args[i]
 		dst = append(dst, ArgRef{Num: a.num, Key: a.key, Kind: a.kind})
 	}
-	if r.NArgs > inlineArgs {
+	if r.nargs > inlineArgs {
 		for a := range r.moreArgs {
 			dst = append(dst, ArgRef{Num: a.num, Key: a.key, Kind: a.kind})
 		}
@@ -181,12 +181,12 @@ func (s *Snapshot) NumStrings() int { return len(s.strs) }
 // it; on a trace of a million spans with one argument each it costs a
 // fraction of AppendArgs.
 func (s *Snapshot) AppendFlows(dst []uint64, r *Record) []uint64 {
-	for i := range min(int(r.NArgs), inlineArgs) {
+	for i := range min(int(r.nargs), inlineArgs) {
 		if r.args[i].kind == ArgFlow {
 			dst = append(dst, r.args[i].num)
 		}
 	}
-	if r.NArgs > inlineArgs {
+	if r.nargs > inlineArgs {
 		for a := range r.moreArgs {
 			if a.kind == ArgFlow {
 				dst = append(dst, a.num)
@@ -216,10 +216,10 @@ func (s *Snapshot) EndOf(r *Record) (end int64, finished bool) {
 	if r.Ended() {
 		return r.End(), true
 	}
-	if r.Kind == KindInstant || r.Kind == KindCounter {
-		return r.Start, true
+	if r.kind == KindInstant || r.kind == KindCounter {
+		return r.start, true
 	}
-	return max(s.Meta.Stop.Mono, r.Start), false
+	return max(s.Meta.Stop.Mono, r.start), false
 }
 
 // Counter returns the unit and value of a KindCounter sample.

@@ -103,7 +103,7 @@ func TestGoRuntimeCPUProfile(t *testing.T) {
 	snap := s.Snapshot()
 	spans := 0
 	for _, r := range snap.Events {
-		if r.Kind == event.KindInstant && snap.Name(r) == gotrace.InstantCPUSample {
+		if r.Kind() == event.KindInstant && snap.Name(r) == gotrace.InstantCPUSample {
 			for _, a := range snap.Args(r) {
 				if a.Key == gotrace.ArgSpan && (a.Str == "forward" || a.Str == "backward") {
 					spans++

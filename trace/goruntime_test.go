@@ -112,9 +112,9 @@ func TestGoRuntimeOnTheTimeline(t *testing.T) {
 		case ok:
 			byTrack[tr.Name] = append(byTrack[tr.Name], r)
 			trackOf[r] = tr.Name
-		case r.Kind == event.KindSpan:
+		case r.Kind() == event.KindSpan:
 			spans[snap.Name(r)] = r
-		case r.Kind == event.KindCounter:
+		case r.Kind() == event.KindCounter:
 			counters[snap.Name(r)] = append(counters[snap.Name(r)], r)
 		}
 	}
@@ -128,7 +128,7 @@ func TestGoRuntimeOnTheTimeline(t *testing.T) {
 	// (it counts completed cycles).
 	gcs := 0
 	for _, r := range byTrack[gotrace.TrackGC] {
-		if snap.Name(r) == gotrace.SliceGC && end(r) >= gcSpan.Start && end(r) <= end(gcSpan) {
+		if snap.Name(r) == gotrace.SliceGC && end(r) >= gcSpan.Start() && end(r) <= end(gcSpan) {
 			gcs++
 		}
 	}
@@ -153,7 +153,7 @@ func TestGoRuntimeOnTheTimeline(t *testing.T) {
 	}
 	stw := 0
 	for _, r := range byTrack[gotrace.TrackSTW] {
-		if r.Start >= gcSpan.Start && end(r) <= end(gcSpan) && strings.HasPrefix(snap.Name(r), gotrace.STWPrefix) {
+		if r.Start() >= gcSpan.Start() && end(r) <= end(gcSpan) && strings.HasPrefix(snap.Name(r), gotrace.STWPrefix) {
 			stw++
 		}
 	}
@@ -163,7 +163,7 @@ func TestGoRuntimeOnTheTimeline(t *testing.T) {
 	// The heap goal the trace shows after the GCs is runtime/metrics'.
 	var goal float64
 	for _, r := range counters[gotrace.CounterHeapGoal] {
-		if r.Start <= end(gcSpan) {
+		if r.Start() <= end(gcSpan) {
 			_, goal = snap.Counter(r)
 		}
 	}
@@ -176,7 +176,7 @@ func TestGoRuntimeOnTheTimeline(t *testing.T) {
 	// (read a moment later: within 5 %).
 	var heap float64
 	for _, r := range counters[gotrace.CounterHeap] {
-		if r.Start <= end(gcSpan) {
+		if r.Start() <= end(gcSpan) {
 			_, heap = snap.Counter(r)
 		}
 	}
@@ -198,13 +198,13 @@ func TestGoRuntimeOnTheTimeline(t *testing.T) {
 	linked := map[uint64]*event.Record{}
 	for _, rs := range byTrack {
 		for _, r := range rs {
-			if r.Parent != 0 && strings.HasPrefix(trackOf[r], gotrace.GoroutinePrefix) {
-				linked[r.Parent] = r
+			if r.Parent() != 0 && strings.HasPrefix(trackOf[r], gotrace.GoroutinePrefix) {
+				linked[r.Parent()] = r
 			}
 		}
 	}
 	goOf := func(sp *event.Record) string {
-		l := linked[sp.ID]
+		l := linked[sp.ID()]
 		if l == nil {
 			t.Fatalf("span %q is not linked to a goroutine", snap.Name(sp))
 		}
@@ -214,7 +214,7 @@ func TestGoRuntimeOnTheTimeline(t *testing.T) {
 	if !strings.Contains(waitG, "goRuntimeWorkload.func1") || waitG == mainG || goOf(busySpan) != mainG {
 		t.Errorf("span wait began on %q, gc on %q, busy on %q: want the workload's goroutine, then the test's twice", waitG, mainG, goOf(busySpan))
 	}
-	if _, ok := linked[spans["after wait"].ID]; ok {
+	if _, ok := linked[spans["after wait"].ID()]; ok {
 		t.Errorf("span %q is linked though its parent began on the same goroutine", "after wait")
 	}
 
@@ -229,14 +229,14 @@ func TestGoRuntimeOnTheTimeline(t *testing.T) {
 	if blocked == nil {
 		t.Fatalf("no %q slice on %q", "blocked: chan receive", waitG)
 	}
-	if blocked.Start < wait.Start || blocked.Start > wait.Start+int64(time.Millisecond) || end(blocked) < end(gcSpan) || end(blocked) > end(wait) {
+	if blocked.Start() < wait.Start() || blocked.Start() > wait.Start()+int64(time.Millisecond) || end(blocked) < end(gcSpan) || end(blocked) > end(wait) {
 		t.Errorf("blocked [%d, %d], want from span wait's start %d (within 1 ms) past span gc's end %d, before wait's end %d",
-			blocked.Start, end(blocked), wait.Start, end(gcSpan), end(wait))
+			blocked.Start(), end(blocked), wait.Start(), end(gcSpan), end(wait))
 	}
 
 	// One time axis: span busy nests in the executions of its goroutine
 	// on the Ps within 1 µs, at both ends.
-	gid := snap.Args(linked[busySpan.ID])
+	gid := snap.Args(linked[busySpan.ID()])
 	var runs []*event.Record
 	for name, rs := range byTrack {
 		if !strings.HasPrefix(name, gotrace.ProcPrefix) {
@@ -250,14 +250,14 @@ func TestGoRuntimeOnTheTimeline(t *testing.T) {
 	}
 	within := func(t0 int64) bool {
 		for _, r := range runs {
-			if r.Start-1000 <= t0 && t0 <= end(r)+1000 {
+			if r.Start()-1000 <= t0 && t0 <= end(r)+1000 {
 				return true
 			}
 		}
 		return false
 	}
-	if !within(busySpan.Start) || !within(end(busySpan)) {
-		t.Errorf("span busy [%d, %d] is not within 1 µs of an execution of its goroutine on a P (%d executions)", busySpan.Start, end(busySpan), len(runs))
+	if !within(busySpan.Start()) || !within(end(busySpan)) {
+		t.Errorf("span busy [%d, %d] is not within 1 µs of an execution of its goroutine on a P (%d executions)", busySpan.Start(), end(busySpan), len(runs))
 	}
 
 	// runtime/trace's own annotations.

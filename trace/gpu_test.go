@@ -380,7 +380,7 @@ func TestGPUMetricsSession(t *testing.T) {
 		}
 		n := 0
 		for _, r := range back.Events {
-			if tr, ok := back.TrackOf(r); ok && r.Kind == event.KindCounter && tr.Device == 0 && back.Name(r) == nvml.CounterPower {
+			if tr, ok := back.TrackOf(r); ok && r.Kind() == event.KindCounter && tr.Device == 0 && back.Name(r) == nvml.CounterPower {
 				n++
 			}
 		}

@@ -64,18 +64,18 @@ func checkRoundTrip(t *testing.T, path string, s *event.Snapshot) {
 	}
 	n := 0
 	for _, r := range s.Events {
-		if r.Kind != event.KindSpan {
+		if r.Kind() != event.KindSpan {
 			continue
 		}
 		n++
 		end, _ := s.EndOf(r)
-		k := key{s.Name(r), s.Meta.BootNanos(r.Start), end - r.Start}
+		k := key{s.Name(r), s.Meta.BootNanos(r.Start()), end - r.Start()}
 		parent, ok := got[k]
 		if !ok {
 			t.Fatalf("span %v not in the trace", k)
 		}
 		want := ""
-		if p := s.Lookup(r.Parent); p != nil {
+		if p := s.Lookup(r.Parent()); p != nil {
 			want = s.Name(p)
 		}
 		if parent != want {

@@ -67,7 +67,7 @@ func TestStressStopWhileSpansRun(t *testing.T) {
 	enders.Wait()
 	for i, r := range snap.Events {
 		if e, _ := snap.EndOf(r); e != ends0[i] {
-			t.Fatalf("span %q (%d) ended at %d after Stop, %d in the snapshot", snap.Name(r), r.ID, e, ends0[i])
+			t.Fatalf("span %q (%d) ended at %d after Stop, %d in the snapshot", snap.Name(r), r.ID(), e, ends0[i])
 		}
 	}
 	if len(snap.Events) == 0 {
@@ -99,8 +99,8 @@ func checkSpansMultiset(t *testing.T, path string, snap *event.Snapshot) {
 	}
 	for _, r := range snap.Events {
 		end, _ := snap.EndOf(r)
-		k := key{name: snap.Name(r), start: snap.Meta.BootNanos(r.Start), dur: end - r.Start}
-		if p := snap.Lookup(r.Parent); p != nil {
+		k := key{name: snap.Name(r), start: snap.Meta.BootNanos(r.Start()), dur: end - r.Start()}
+		if p := snap.Lookup(r.Parent()); p != nil {
 			k.parent = snap.Name(p)
 		}
 		if count[k]--; count[k] < 0 {

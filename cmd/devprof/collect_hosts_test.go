@@ -111,10 +111,10 @@ func startCollectChild(t *testing.T, name string) string {
 func hostSpans(s *event.Snapshot) map[string][]*event.Record {
 	out := map[string][]*event.Record{}
 	for _, r := range s.Events {
-		if r.Kind != event.KindSpan || r.Flags&event.FlagOnTrack == 0 || int(r.Lane) > len(s.Tracks) {
+		if r.Kind() != event.KindSpan || !r.OnTrack() || int(r.Lane()) > len(s.Tracks) {
 			continue
 		}
-		p := s.ProcessOf(s.Tracks[r.Lane-1])
+		p := s.ProcessOf(s.Tracks[r.Lane()-1])
 		out[p.Name] = append(out[p.Name], r)
 	}
 	return out
@@ -164,14 +164,14 @@ func TestCollectThreeHostsMergedIntoOnePerfettoTrace(t *testing.T) {
 				continue
 			}
 			n++
-			if first < 0 || r.Start < first {
-				first = r.Start
+			if first < 0 || r.Start() < first {
+				first = r.Start()
 			}
 			// Alignment: the span's place on the merged timeline is the
 			// wall-clock time the child saw when it began it.
 			for _, arg := range s.Args(r) {
 				if arg.Key == "wall_ns" {
-					d := s.Meta.Start.Wall + (r.Start - s.Meta.Start.Mono) - arg.Int()
+					d := s.Meta.Start.Wall + (r.Start() - s.Meta.Start.Mono) - arg.Int()
 					offs = append(offs, max(d, -d))
 				}
 			}
@@ -250,7 +250,7 @@ func TestMergeHostsAlignsWallClocks(t *testing.T) {
 	flows := map[uint64]bool{}
 	for p, rs := range hostSpans(s) {
 		for _, r := range rs {
-			got[p] = r.Start
+			got[p] = r.Start()
 			for _, a := range s.Args(r) {
 				if a.Kind == event.ArgFlow {
 					flows[a.Num] = true
@@ -285,18 +285,18 @@ func TestMergeHostsAlignsWallClocks(t *testing.T) {
 	}
 	windows := map[string]window{}
 	for _, r := range back.Events {
-		if r.Kind != event.KindSpan || !strings.HasPrefix(back.Name(r), "capture ") {
+		if r.Kind() != event.KindSpan || !strings.HasPrefix(back.Name(r), "capture ") {
 			continue
 		}
-		if r.Flags&event.FlagOnTrack != 0 && int(r.Lane) <= len(back.Tracks) && back.Tracks[r.Lane-1].Process != 0 {
-			t.Errorf("%q sits in process %q, want the collector's", back.Name(r), back.ProcessOf(back.Tracks[r.Lane-1]).Name)
+		if r.OnTrack() && int(r.Lane()) <= len(back.Tracks) && back.Tracks[r.Lane()-1].Process != 0 {
+			t.Errorf("%q sits in process %q, want the collector's", back.Name(r), back.ProcessOf(back.Tracks[r.Lane()-1]).Name)
 		}
 		end, _ := back.EndOf(r)
 		var args []string
 		for _, a := range back.Args(r) {
 			args = append(args, fmt.Sprintf("%s=%v", a.Key, a.Value()))
 		}
-		windows[back.Name(r)] = window{time.Duration(r.Start - back.Meta.Start.Mono), time.Duration(end - back.Meta.Start.Mono), strings.Join(args, " ")}
+		windows[back.Name(r)] = window{time.Duration(r.Start() - back.Meta.Start.Mono), time.Duration(end - back.Meta.Start.Mono), strings.Join(args, " ")}
 	}
 	want := map[string]window{
 		"capture late:1":  {1500 * time.Millisecond, 2500 * time.Millisecond, "host=late:1 program=server pid=42 events=1 dropped=0"},

@@ -122,7 +122,7 @@ func TestCollectCapturesJAX(t *testing.T) {
 	}
 	names := map[string]int{}
 	for _, r := range xs.Events {
-		if r.Kind == event.KindSpan {
+		if r.Kind() == event.KindSpan {
 			names[s(xs, r)]++
 		}
 	}
@@ -156,7 +156,7 @@ func TestCollectCapturesJAX(t *testing.T) {
 	kinds := func(s *event.Snapshot) map[event.Kind]int {
 		m := map[event.Kind]int{}
 		for _, r := range s.Events {
-			m[r.Kind]++
+			m[r.Kind()]++
 		}
 		return m
 	}

@@ -236,13 +236,13 @@ func mergeHost(b *event.Builder, hi int, h collectedHost, base int64, nextDevice
 		return id
 	}
 	trackOf := func(r *event.Record) uint32 {
-		if r.Flags&event.FlagOnTrack != 0 || r.Kind == event.KindActivity {
-			if r.Lane > 0 && int(r.Lane) <= len(tracks) {
-				return tracks[r.Lane-1]
+		if r.OnTrack() || r.Kind() == event.KindActivity {
+			if r.Lane() > 0 && int(r.Lane()) <= len(tracks) {
+				return tracks[r.Lane()-1]
 			}
 			return 0
 		}
-		return lane(r.Lane)
+		return lane(r.Lane())
 	}
 	ids := map[uint64]uint64{}
 	var args []event.Arg
@@ -258,21 +258,21 @@ func mergeHost(b *event.Builder, hi int, h collectedHost, base int64, nextDevice
 		// file says.
 		args = event.UniqueKeys(args)
 		name := s.Name(r)
-		start := r.Start + shift
-		switch r.Kind {
+		start := r.Start() + shift
+		switch r.Kind() {
 		case event.KindSpan:
 			end, finished := s.EndOf(r)
-			ids[r.ID] = b.Span(event.Span{Name: name, Start: start, End: end + shift, Parent: ids[r.Parent],
-				Track: trackOf(r), Args: args, Step: r.Flags&event.FlagStep != 0, StepNum: r.ID2, Unfinished: !finished})
+			ids[r.ID()] = b.Span(event.Span{Name: name, Start: start, End: end + shift, Parent: ids[r.Parent()],
+				Track: trackOf(r), Args: args, Step: r.IsStep(), StepNum: r.StepNum(), Unfinished: !finished})
 		case event.KindInstant:
 			var track uint32
-			if r.Flags&event.FlagOnTrack != 0 || r.Parent == 0 {
+			if r.OnTrack() || r.Parent() == 0 {
 				track = trackOf(r)
 			}
-			b.Instant(name, start, track, ids[r.Parent], args)
+			b.Instant(name, start, track, ids[r.Parent()], args)
 		case event.KindCounter:
 			unit, v := s.Counter(r)
-			if r.Flags&event.FlagOnTrack != 0 {
+			if r.OnTrack() {
 				if t := trackOf(r); t != 0 {
 					b.TrackCounter(t, name, unit, start, v)
 				}
@@ -282,7 +282,7 @@ func mergeHost(b *event.Builder, hi int, h collectedHost, base int64, nextDevice
 		case event.KindActivity:
 			end, _ := s.EndOf(r)
 			if t := trackOf(r); t != 0 {
-				ids[r.ID] = b.ActivityOf(r.Activity(), t, name, start, end+shift, args)
+				ids[r.ID()] = b.ActivityOf(r.Activity(), t, name, start, end+shift, args)
 			}
 		}
 	}

@@ -268,10 +268,10 @@ func TestConvertChain(t *testing.T) {
 	}
 	var a, b []string
 	for _, r := range orig.Events {
-		a = append(a, r.Kind.String()+":"+orig.Name(r))
+		a = append(a, r.Kind().String()+":"+orig.Name(r))
 	}
 	for _, r := range final.Events {
-		b = append(b, r.Kind.String()+":"+final.Name(r))
+		b = append(b, r.Kind().String()+":"+final.Name(r))
 	}
 	na, nb := names(a), names(b)
 	for k, v := range na {
@@ -442,10 +442,10 @@ func TestGoTraceMaxEvents(t *testing.T) {
 	// The first 20 events and the collector's slices past them.
 	collector := 0
 	for _, e := range s.Events {
-		if e.Lane == 0 || int(e.Lane) > len(s.Tracks) {
+		if e.Lane() == 0 || int(e.Lane()) > len(s.Tracks) {
 			continue
 		}
-		if n := s.Tracks[e.Lane-1].Name; n == gotrace.TrackGC || n == gotrace.TrackSTW {
+		if n := s.Tracks[e.Lane()-1].Name; n == gotrace.TrackGC || n == gotrace.TrackSTW {
 			collector++
 		}
 	}

@@ -140,10 +140,10 @@ func streamBeginEnd(s *event.Snapshot, sink event.Sink) {
 		tracks = append(tracks, sink.Track(tr))
 	}
 	onTrack := func(r *event.Record) uint32 {
-		if r.Kind != event.KindActivity && r.Flags&event.FlagOnTrack == 0 {
+		if r.Kind() != event.KindActivity && !r.OnTrack() {
 			return 0
 		}
-		return tracks[r.Lane]
+		return tracks[r.Lane()]
 	}
 	type ev struct {
 		t   int64
@@ -154,8 +154,8 @@ func streamBeginEnd(s *event.Snapshot, sink event.Sink) {
 	byTrack := map[uint32][]*event.Record{}
 	var keys []uint32
 	for _, r := range s.Events {
-		if r.Kind != event.KindSpan {
-			whole = append(whole, ev{t: r.Start, r: r})
+		if r.Kind() != event.KindSpan {
+			whole = append(whole, ev{t: r.Start(), r: r})
 			continue
 		}
 		k := onTrack(r)
@@ -173,16 +173,16 @@ func streamBeginEnd(s *event.Snapshot, sink event.Sink) {
 	for _, k := range keys {
 		spans := byTrack[k]
 		slices.SortStableFunc(spans, func(a, b *event.Record) int {
-			return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(endOf(b), endOf(a)))
+			return cmp.Or(cmp.Compare(a.Start(), b.Start()), cmp.Compare(endOf(b), endOf(a)))
 		})
 		var stack []*event.Record
 		for _, r := range spans {
-			for len(stack) > 0 && endOf(stack[len(stack)-1]) <= r.Start {
+			for len(stack) > 0 && endOf(stack[len(stack)-1]) <= r.Start() {
 				top := stack[len(stack)-1]
 				evs = append(evs, ev{t: top.End(), r: top, end: true})
 				stack = stack[:len(stack)-1]
 			}
-			evs = append(evs, ev{t: r.Start, r: r})
+			evs = append(evs, ev{t: r.Start(), r: r})
 			stack = append(stack, r)
 		}
 		for i := len(stack) - 1; i >= 0; i-- {
@@ -198,20 +198,20 @@ func streamBeginEnd(s *event.Snapshot, sink event.Sink) {
 		r := e.r
 		switch {
 		case e.end:
-			sink.EndSpan(ids[r.ID], r.End())
-		case r.Kind == event.KindSpan:
-			ids[r.ID] = sink.Span(event.Span{Name: s.Name(r), Start: r.Start, Parent: ids[r.Parent], Track: onTrack(r), Args: s.Args(r), Unfinished: true})
-		case r.Kind == event.KindActivity:
+			sink.EndSpan(ids[r.ID()], r.End())
+		case r.Kind() == event.KindSpan:
+			ids[r.ID()] = sink.Span(event.Span{Name: s.Name(r), Start: r.Start(), Parent: ids[r.Parent()], Track: onTrack(r), Args: s.Args(r), Unfinished: true})
+		case r.Kind() == event.KindActivity:
 			end, _ := s.EndOf(r)
-			ids[r.ID] = sink.ActivityOf(r.Activity(), onTrack(r), s.Name(r), r.Start, end, nil)
-		case r.Kind == event.KindInstant:
-			sink.Instant(s.Name(r), r.Start, onTrack(r), ids[r.Parent], nil)
-		case r.Kind == event.KindCounter:
+			ids[r.ID()] = sink.ActivityOf(r.Activity(), onTrack(r), s.Name(r), r.Start(), end, nil)
+		case r.Kind() == event.KindInstant:
+			sink.Instant(s.Name(r), r.Start(), onTrack(r), ids[r.Parent()], nil)
+		case r.Kind() == event.KindCounter:
 			unit, v := s.Counter(r)
 			if tr := onTrack(r); tr != 0 {
-				sink.TrackCounter(tr, s.Name(r), unit, r.Start, v)
+				sink.TrackCounter(tr, s.Name(r), unit, r.Start(), v)
 			} else {
-				sink.Counter(s.Name(r), unit, r.Start, v)
+				sink.Counter(s.Name(r), unit, r.Start(), v)
 			}
 		}
 	}

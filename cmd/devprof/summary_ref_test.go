@@ -27,7 +27,7 @@ func refSummary(s *event.Snapshot) *summaryData {
 		}
 	}
 	for _, r := range s.Events {
-		switch r.Kind {
+		switch r.Kind() {
 		case event.KindInstant:
 			d.instants++
 		case event.KindCounter:
@@ -158,14 +158,14 @@ func refSpansOf(s *event.Snapshot, group int, devices bool) []spanstats.Span {
 			if t, ok := s.TrackOf(p.Record); ok && t.Kind == event.TrackMemory {
 				break // a memory track's allocations and frees are instants, not work (memory timeline reads them)
 			}
-			for len(stack) > 0 && out[stack[len(stack)-1]].Start+out[stack[len(stack)-1]].Dur <= p.Start {
+			for len(stack) > 0 && out[stack[len(stack)-1]].Start+out[stack[len(stack)-1]].Dur <= p.Start() {
 				stack = stack[:len(stack)-1]
 			}
 			parent := -1
 			if len(stack) > 0 {
 				parent = stack[len(stack)-1]
 			}
-			out = append(out, spanstats.Span{Name: s.Name(p.Record), Start: p.Start, Dur: p.End - p.Start, Track: uint64(ri), Parent: parent})
+			out = append(out, spanstats.Span{Name: s.Name(p.Record), Start: p.Start(), Dur: p.End - p.Start(), Track: uint64(ri), Parent: parent})
 			stack = append(stack, len(out)-1)
 		}
 	}

@@ -96,7 +96,7 @@ func TestSummaryMergedHostsDevices(t *testing.T) {
 	}
 	kernels := 0
 	for _, r := range x.Events {
-		if tr, ok := x.TrackOf(r); ok && r.Kind != event.KindCounter && (tr.Kind == event.TrackDevice || tr.Kind == event.TrackDeviceStream) {
+		if tr, ok := x.TrackOf(r); ok && r.Kind() != event.KindCounter && (tr.Kind == event.TrackDevice || tr.Kind == event.TrackDeviceStream) {
 			kernels++
 		}
 	}

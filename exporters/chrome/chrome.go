@@ -83,7 +83,7 @@ func (j *jw) counter(r *event.Record, pid pidTok, tid int) {
 		j.b = strconv.AppendInt(j.b, int64(tid), 10)
 	}
 	j.b = append(j.b, `,"ts":`...)
-	j.b = j.us(j.b, r.Start)
+	j.b = j.us(j.b, r.Start())
 	j.b = append(j.b, `,"name":`...)
 	j.b = appendString(j.b, j.s.Name(r))
 	j.b = append(j.b, `,"args":{`...)
@@ -198,7 +198,7 @@ func (j *jw) write() {
 		}
 		for k := range row.Len() {
 			sp := row.Span(k)
-			if memRow && sp.End == sp.Start && sp.Finished {
+			if memRow && sp.End == sp.Start() && sp.Finished {
 				j.instant(sp.Record, rowPID, tid, "t")
 				continue
 			}
@@ -208,9 +208,9 @@ func (j *jw) write() {
 			j.b = append(j.b, `,"tid":`...)
 			j.b = strconv.AppendInt(j.b, int64(tid), 10)
 			j.b = append(j.b, `,"ts":`...)
-			j.b = j.us(j.b, sp.Start)
+			j.b = j.us(j.b, sp.Start())
 			j.b = append(j.b, `,"dur":`...)
-			j.b = strconv.AppendFloat(j.b, float64(sp.End-sp.Start)/1e3, 'f', -1, 64)
+			j.b = strconv.AppendFloat(j.b, float64(sp.End-sp.Start())/1e3, 'f', -1, 64)
 			j.b = append(j.b, `,"name":`...)
 			j.b = appendString(j.b, j.s.Name(sp.Record))
 			j.flow(sp.Record, rowPID, tid)
@@ -369,7 +369,7 @@ func (j *jw) instant(r *event.Record, pid pidTok, tid int, scope string) {
 		j.b = strconv.AppendInt(j.b, int64(tid), 10)
 	}
 	j.b = append(j.b, `,"ts":`...)
-	j.b = j.us(j.b, r.Start)
+	j.b = j.us(j.b, r.Start())
 	j.b = append(j.b, `,"name":`...)
 	j.b = appendString(j.b, j.s.Name(r))
 	j.flow(r, pid, tid)
@@ -390,7 +390,7 @@ func (j *jw) flow(r *event.Record, pid pidTok, tid int) {
 			continue
 		}
 		if j.v1[a.Num] {
-			j.v1Ends[a.Num] = append(j.v1Ends[a.Num], flowEnd{t: r.Start, id: r.ID, pid: pid, tid: tid})
+			j.v1Ends[a.Num] = append(j.v1Ends[a.Num], flowEnd{t: r.Start(), id: r.ID(), pid: pid, tid: tid})
 			continue
 		}
 		if !bound {
@@ -417,7 +417,7 @@ func (j *jw) planV1() {
 	var multi [][]uint64
 	var ids []uint64 // reused: a record's flows, kept only when several
 	for _, r := range j.s.Events {
-		if r.NArgs == 0 || r.Kind != event.KindSpan && r.Kind != event.KindActivity {
+		if r.NArgs() == 0 || r.Kind() != event.KindSpan && r.Kind() != event.KindActivity {
 			continue
 		}
 		// Every record passes here: resolving its arguments (Args) would
@@ -608,7 +608,7 @@ func (j *jw) arg(a event.Arg) {
 func (j *jw) args(r *event.Record, finished bool) {
 	j.argBuf = j.s.AppendArgs(j.argBuf[:0], r)
 	args := event.UniqueKeys(j.argBuf)
-	step := r.Flags&event.FlagStep != 0
+	step := r.IsStep()
 	if len(args) == 0 && !step && finished {
 		return
 	}
@@ -635,7 +635,7 @@ func (j *jw) args(r *event.Record, finished bool) {
 	if step {
 		sep()
 		j.b = append(j.b, `"step_num":`...)
-		j.b = strconv.AppendInt(j.b, r.ID2, 10)
+		j.b = strconv.AppendInt(j.b, r.StepNum(), 10)
 	}
 	if !finished {
 		sep()

@@ -43,15 +43,15 @@ func ExampleWrite() {
 	}
 	fmt.Println("program:", snap.Meta.Program, "pid:", snap.Meta.PID)
 	evs := slices.Clone(snap.Events)
-	slices.SortStableFunc(evs, func(a, b *event.Record) int { return cmp.Compare(a.Start, b.Start) })
+	slices.SortStableFunc(evs, func(a, b *event.Record) int { return cmp.Compare(a.Start(), b.Start()) })
 	for _, r := range evs {
-		switch r.Kind {
+		switch r.Kind() {
 		case event.KindCounter:
 			_, v := snap.Counter(r)
-			fmt.Printf("%v %s = %v\n", r.Kind, snap.Name(r), v)
+			fmt.Printf("%v %s = %v\n", r.Kind(), snap.Name(r), v)
 		default:
 			end, _ := snap.EndOf(r)
-			fmt.Printf("%v %s %d ns", r.Kind, snap.Name(r), end-r.Start)
+			fmt.Printf("%v %s %d ns", r.Kind(), snap.Name(r), end-r.Start())
 			for _, a := range snap.Args(r) {
 				fmt.Printf(" %s=%v", a.Key, a.Value())
 			}
@@ -82,9 +82,9 @@ func ExampleDecode() {
 	snap := b.Snapshot()
 	for _, r := range snap.Events {
 		// times from the trace's start, here its first event
-		fmt.Printf("%v %s at %d µs", r.Kind, snap.Name(r), (r.Start-snap.Meta.Start.Mono)/1e3)
-		if end, ok := snap.EndOf(r); ok && r.Kind == event.KindSpan {
-			fmt.Printf(" for %d µs", (end-r.Start)/1e3)
+		fmt.Printf("%v %s at %d µs", r.Kind(), snap.Name(r), (r.Start()-snap.Meta.Start.Mono)/1e3)
+		if end, ok := snap.EndOf(r); ok && r.Kind() == event.KindSpan {
+			fmt.Printf(" for %d µs", (end-r.Start())/1e3)
 		}
 		fmt.Println()
 	}

@@ -64,7 +64,7 @@ func flowChains(s *event.Snapshot) []string {
 	}
 	var out []string
 	for _, rs := range by {
-		slices.SortFunc(rs, func(a, b *event.Record) int { return cmp.Compare(a.Start, b.Start) })
+		slices.SortFunc(rs, func(a, b *event.Record) int { return cmp.Compare(a.Start(), b.Start()) })
 		var names []string
 		for _, r := range rs {
 			names = append(names, s.Name(r))

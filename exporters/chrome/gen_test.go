@@ -211,7 +211,7 @@ func TestReadGeneratedMultiProcess(t *testing.T) {
 		ends := map[uint64][]string{}
 		spans := 0
 		for _, r := range s.Events {
-			if r.Kind != event.KindSpan {
+			if r.Kind() != event.KindSpan {
 				continue
 			}
 			spans++

@@ -85,59 +85,59 @@ func checkSnapshot(s *event.Snapshot) error {
 		}
 	}
 	onTrack := func(r *event.Record) error {
-		if r.Flags&event.FlagOnTrack == 0 {
+		if !r.OnTrack() {
 			return nil
 		}
-		if r.Lane == 0 || int(r.Lane) > len(s.Tracks) {
-			return fmt.Errorf("%s %q on track %d of %d", r.Kind, s.Name(r), r.Lane, len(s.Tracks))
+		if r.Lane() == 0 || int(r.Lane()) > len(s.Tracks) {
+			return fmt.Errorf("%s %q on track %d of %d", r.Kind(), s.Name(r), r.Lane(), len(s.Tracks))
 		}
 		return nil
 	}
 	for _, r := range s.Events {
-		if r.Start < 0 || r.Start > stop {
-			return fmt.Errorf("%s %q at %d, session 0..%d", r.Kind, s.Name(r), r.Start, stop)
+		if r.Start() < 0 || r.Start() > stop {
+			return fmt.Errorf("%s %q at %d, session 0..%d", r.Kind(), s.Name(r), r.Start(), stop)
 		}
 		args := s.Args(r)
-		if len(args) != int(r.NArgs) || len(args) > 255 {
-			return fmt.Errorf("%q has %d args (NArgs %d)", s.Name(r), len(args), r.NArgs)
+		if len(args) != int(r.NArgs()) || len(args) > 255 {
+			return fmt.Errorf("%q has %d args (NArgs %d)", s.Name(r), len(args), r.NArgs())
 		}
 		for _, a := range args {
 			if a.Kind < event.ArgInt || a.Kind > event.ArgFlow {
 				return fmt.Errorf("%q: arg %q of kind %d", s.Name(r), a.Key, a.Kind)
 			}
 		}
-		switch r.Kind {
+		switch r.Kind() {
 		case event.KindSpan, event.KindInstant:
 			if err := onTrack(r); err != nil {
 				return err
 			}
 			end, fin := s.EndOf(r)
-			if end < r.Start || end > max(stop, 1) {
-				return fmt.Errorf("%q ends at %d (start %d, stop %d)", s.Name(r), end, r.Start, stop)
+			if end < r.Start() || end > max(stop, 1) {
+				return fmt.Errorf("%q ends at %d (start %d, stop %d)", s.Name(r), end, r.Start(), stop)
 			}
-			if !fin && r.Kind != event.KindSpan {
-				return fmt.Errorf("unfinished %s", r.Kind)
+			if !fin && r.Kind() != event.KindSpan {
+				return fmt.Errorf("unfinished %s", r.Kind())
 			}
-			if r.Parent == 0 {
+			if r.Parent() == 0 {
 				continue
 			}
-			p := s.Lookup(r.Parent)
-			if p == nil || p.Kind != event.KindSpan {
-				return fmt.Errorf("%q: parent %d is not a span", s.Name(r), r.Parent)
+			p := s.Lookup(r.Parent())
+			if p == nil || p.Kind() != event.KindSpan {
+				return fmt.Errorf("%q: parent %d is not a span", s.Name(r), r.Parent())
 			}
 			pend, _ := s.EndOf(p)
-			if p.Start > r.Start || pend < end && !(r.Kind == event.KindInstant && end == 1) {
-				return fmt.Errorf("%q %d..%d outside its parent %q %d..%d", s.Name(r), r.Start, end, s.Name(p), p.Start, pend)
+			if p.Start() > r.Start() || pend < end && !(r.Kind() == event.KindInstant && end == 1) {
+				return fmt.Errorf("%q %d..%d outside its parent %q %d..%d", s.Name(r), r.Start(), end, s.Name(p), p.Start(), pend)
 			}
-			if r.Kind == event.KindSpan && p.Lane != r.Lane {
-				return fmt.Errorf("%q on track %d, its parent %q on %d", s.Name(r), r.Lane, s.Name(p), p.Lane)
+			if r.Kind() == event.KindSpan && p.Lane() != r.Lane() {
+				return fmt.Errorf("%q on track %d, its parent %q on %d", s.Name(r), r.Lane(), s.Name(p), p.Lane())
 			}
 		case event.KindCounter:
-			if r.NArgs != 1 || s.Args(r)[0].Kind != event.ArgFloat {
+			if r.NArgs() != 1 || s.Args(r)[0].Kind != event.ArgFloat {
 				return fmt.Errorf("counter %q args %+v", s.Name(r), args)
 			}
 		default:
-			return fmt.Errorf("record of kind %s", r.Kind)
+			return fmt.Errorf("record of kind %s", r.Kind())
 		}
 	}
 	return nil
@@ -158,36 +158,36 @@ func dump(s *event.Snapshot) string {
 		fmt.Fprintf(&b, "track %d %q tid=%d\n", i+1, tk.Name, tk.ID)
 	}
 	where := func(r *event.Record) string {
-		if r.Flags&event.FlagOnTrack != 0 {
-			return "T" + strconv.Itoa(int(r.Lane))
+		if r.OnTrack() {
+			return "T" + strconv.Itoa(int(r.Lane()))
 		}
 		return "proc"
 	}
 	var lines []string
 	for _, r := range s.Events {
 		var l string
-		switch r.Kind {
+		switch r.Kind() {
 		case event.KindSpan:
 			end, fin := s.EndOf(r)
-			l = fmt.Sprintf("span %s %q %d..%d", where(r), s.Name(r), r.Start, end)
+			l = fmt.Sprintf("span %s %q %d..%d", where(r), s.Name(r), r.Start(), end)
 			if !fin {
 				l += " unfinished"
 			}
-			if r.Flags&event.FlagStep != 0 {
-				l += fmt.Sprintf(" step=%d", r.ID2)
+			if r.IsStep() {
+				l += fmt.Sprintf(" step=%d", r.StepNum())
 			}
 		case event.KindInstant:
-			l = fmt.Sprintf("instant %s %q %d", where(r), s.Name(r), r.Start)
+			l = fmt.Sprintf("instant %s %q %d", where(r), s.Name(r), r.Start())
 		case event.KindCounter:
-			l = fmt.Sprintf("counter %q unit=%q %d = %v", s.Name(r), s.Args(r)[0].Key, r.Start, s.Args(r)[0].Float())
-			if r.Flags&event.FlagOnTrack != 0 {
+			l = fmt.Sprintf("counter %q unit=%q %d = %v", s.Name(r), s.Args(r)[0].Key, r.Start(), s.Args(r)[0].Float())
+			if r.OnTrack() {
 				l += " on " + where(r)
 			}
 			lines = append(lines, l)
 			continue
 		}
-		if p := s.Lookup(r.Parent); p != nil {
-			l += fmt.Sprintf(" parent=%q@%d", s.Name(p), p.Start)
+		if p := s.Lookup(r.Parent()); p != nil {
+			l += fmt.Sprintf(" parent=%q@%d", s.Name(p), p.Start())
 		}
 		for _, a := range s.Args(r) {
 			if a.Kind == event.ArgFlow {
@@ -238,7 +238,7 @@ func byName(t *testing.T, s *event.Snapshot, kind event.Kind) map[string]*event.
 	t.Helper()
 	m := map[string]*event.Record{}
 	for _, r := range s.Events {
-		if r.Kind == kind {
+		if r.Kind() == kind {
 			if m[s.Name(r)] != nil {
 				t.Fatalf("two %ss named %q", kind, s.Name(r))
 			}
@@ -306,13 +306,13 @@ func TestRoundTripDevprof(t *testing.T) {
 		}
 		wend, wfin := s.EndOf(w)
 		gend, gfin := got.EndOf(g)
-		if !near(rel(s, w.Start), rel(got, g.Start)) || !near(rel(s, wend), rel(got, gend)) || wfin != gfin {
-			t.Errorf("%q: %d..%d (finished %v), want %d..%d (%v)", name, rel(got, g.Start), rel(got, gend), gfin, rel(s, w.Start), rel(s, wend), wfin)
+		if !near(rel(s, w.Start()), rel(got, g.Start())) || !near(rel(s, wend), rel(got, gend)) || wfin != gfin {
+			t.Errorf("%q: %d..%d (finished %v), want %d..%d (%v)", name, rel(got, g.Start()), rel(got, gend), gfin, rel(s, w.Start()), rel(s, wend), wfin)
 		}
-		if (w.Flags&event.FlagStep != 0) != (g.Flags&event.FlagStep != 0) || w.ID2 != g.ID2 {
-			t.Errorf("%q: step flags %b/%d, want %b/%d", name, g.Flags, g.ID2, w.Flags, w.ID2)
+		if w.IsStep() != g.IsStep() || w.StepNum() != g.StepNum() {
+			t.Errorf("%q: step %s/%d, want %s/%d", name, fmt.Sprint("step=", g.IsStep(), " on_track=", g.OnTrack()), g.StepNum(), fmt.Sprint("step=", w.IsStep(), " on_track=", w.OnTrack()), w.StepNum())
 		}
-		wp, gp := s.Lookup(w.Parent), got.Lookup(g.Parent)
+		wp, gp := s.Lookup(w.Parent()), got.Lookup(g.Parent())
 		if (wp == nil) != (gp == nil) || wp != nil && s.Name(wp) != got.Name(gp) {
 			t.Errorf("%q: parent %v, want %v", name, gp, wp)
 		}
@@ -329,16 +329,16 @@ func TestRoundTripDevprof(t *testing.T) {
 	}
 	for name, w := range want {
 		g := have[name]
-		if g == nil || !near(rel(s, w.Start), rel(got, g.Start)) {
-			t.Errorf("instant %q: %v, want at %d", name, g, rel(s, w.Start))
+		if g == nil || !near(rel(s, w.Start()), rel(got, g.Start())) {
+			t.Errorf("instant %q: %v, want at %d", name, g, rel(s, w.Start()))
 			continue
 		}
-		wp, gp := s.Lookup(w.Parent), got.Lookup(g.Parent)
+		wp, gp := s.Lookup(w.Parent()), got.Lookup(g.Parent())
 		if (wp == nil) != (gp == nil) || wp != nil && s.Name(wp) != got.Name(gp) {
 			t.Errorf("instant %q: parent %v, want %v", name, gp, wp)
 		}
-		if (g.Flags&event.FlagOnTrack != 0) != (wp != nil) {
-			t.Errorf("instant %q: on track %v, want %v", name, g.Flags&event.FlagOnTrack != 0, wp != nil)
+		if g.OnTrack() != (wp != nil) {
+			t.Errorf("instant %q: on track %v, want %v", name, g.OnTrack(), wp != nil)
 		}
 		checkArgs(t, name, s.Args(w), got.Args(g))
 	}
@@ -350,7 +350,7 @@ func TestRoundTripDevprof(t *testing.T) {
 	}
 	for name, w := range want {
 		g := have[name]
-		if g == nil || !near(rel(s, w.Start), rel(got, g.Start)) || got.Args(g)[0].Key != s.Args(w)[0].Key || got.Args(g)[0].Float() != s.Args(w)[0].Float() {
+		if g == nil || !near(rel(s, w.Start()), rel(got, g.Start())) || got.Args(g)[0].Key != s.Args(w)[0].Key || got.Args(g)[0].Float() != s.Args(w)[0].Float() {
 			t.Errorf("counter %q: %+v, want %+v", name, g, w)
 		}
 	}
@@ -435,8 +435,8 @@ func TestRoundTripDropped(t *testing.T) {
 		t.Errorf("drops %v max %d, want %v and 8", got.Meta.Drops, got.Meta.MaxEvents, s.Meta.Drops)
 	}
 	for _, r := range got.Events {
-		if r.Kind != event.KindSpan {
-			t.Errorf("%s %q read back", r.Kind, s.Name(r))
+		if r.Kind() != event.KindSpan {
+			t.Errorf("%s %q read back", r.Kind(), s.Name(r))
 		}
 	}
 	if n := len(got.Events); n != 8 {
@@ -992,8 +992,8 @@ func TestLimits(t *testing.T) {
 		case "deep":
 			deep++
 		default:
-			if len(s.Name(r)) != maxName || r.NArgs != 255 {
-				t.Errorf("name of %d bytes, %d args", len(s.Name(r)), r.NArgs)
+			if len(s.Name(r)) != maxName || r.NArgs() != 255 {
+				t.Errorf("name of %d bytes, %d args", len(s.Name(r)), r.NArgs())
 			}
 		}
 	}

@@ -295,7 +295,7 @@ func TestReadKinetoProcesses(t *testing.T) {
 		}
 	}
 	for _, r := range s.Events {
-		if r.Kind != event.KindInstant {
+		if r.Kind() != event.KindInstant {
 			continue
 		}
 		tk, ok := s.TrackOf(r)

@@ -49,13 +49,13 @@ func fullDump(s *event.Snapshot) string {
 	perTrack := map[string][]string{}
 	var order []string
 	for _, r := range s.Events {
-		key := fmt.Sprintf("%v lane=%d flags=%d", r.Kind, r.Lane, r.Flags&event.FlagOnTrack)
+		key := fmt.Sprintf("%v lane=%d on_track=%v", r.Kind(), r.Lane(), r.OnTrack())
 		if _, ok := perTrack[key]; !ok {
 			order = append(order, key)
 		}
-		line := fmt.Sprintf("%q %d", s.Name(r), r.Start)
-		if p := s.Lookup(r.Parent); p != nil {
-			line += fmt.Sprintf(" parent=%q@%d", s.Name(p), p.Start)
+		line := fmt.Sprintf("%q %d", s.Name(r), r.Start())
+		if p := s.Lookup(r.Parent()); p != nil {
+			line += fmt.Sprintf(" parent=%q@%d", s.Name(p), p.Start())
 		}
 		perTrack[key] = append(perTrack[key], line)
 	}

@@ -17,7 +17,7 @@ import (
 func counts(s *event.Snapshot) (spans, counters, flows, spanFlows int) {
 	ends, instantEnds := map[uint64]int{}, map[uint64]bool{}
 	for _, r := range s.Events {
-		switch r.Kind {
+		switch r.Kind() {
 		case event.KindSpan, event.KindActivity:
 			spans++
 		case event.KindCounter:
@@ -26,7 +26,7 @@ func counts(s *event.Snapshot) (spans, counters, flows, spanFlows int) {
 		for _, a := range s.Args(r) {
 			if a.Kind == event.ArgFlow {
 				ends[a.Num]++
-				if r.Kind == event.KindInstant {
+				if r.Kind() == event.KindInstant {
 					instantEnds[a.Num] = true
 				}
 			}

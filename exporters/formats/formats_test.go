@@ -41,7 +41,7 @@ func sample() *event.Snapshot {
 func kinds(s *event.Snapshot) []string {
 	var out []string
 	for _, r := range s.Events {
-		out = append(out, r.Kind.String()+":"+s.Name(r))
+		out = append(out, r.Kind().String()+":"+s.Name(r))
 	}
 	slices.Sort(out)
 	return out

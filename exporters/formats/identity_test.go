@@ -56,7 +56,7 @@ func TestDeviceIdentityRoundTrips(t *testing.T) {
 			}
 			counters := map[string]string{}
 			for _, r := range got.Events {
-				if r.Kind != event.KindCounter {
+				if r.Kind() != event.KindCounter {
 					continue
 				}
 				where := "host"

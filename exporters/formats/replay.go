@@ -34,34 +34,34 @@ func Replay(s *event.Snapshot, sink event.Sink) {
 		tracks[i+1] = sink.Track(t)
 	}
 	track := func(r *event.Record) uint32 {
-		if r.Kind != event.KindActivity && r.Flags&event.FlagOnTrack == 0 || int(r.Lane) >= len(tracks) {
+		if r.Kind() != event.KindActivity && !r.OnTrack() || int(r.Lane()) >= len(tracks) {
 			return 0
 		}
-		return tracks[r.Lane]
+		return tracks[r.Lane()]
 	}
 	ids := map[uint64]uint64{} // span id in s -> in sink
 	var args []event.Arg
 	for _, r := range s.Events {
 		args = s.AppendArgs(args[:0], r)
 		name := s.Name(r)
-		switch r.Kind {
+		switch r.Kind() {
 		case event.KindSpan:
-			sp := event.Span{Name: name, Start: r.Start, Parent: ids[r.Parent], Track: track(r), Args: args,
-				Step: r.Flags&event.FlagStep != 0, StepNum: r.ID2}
+			sp := event.Span{Name: name, Start: r.Start(), Parent: ids[r.Parent()], Track: track(r), Args: args,
+				Step: r.IsStep(), StepNum: r.StepNum()}
 			end, finished := s.EndOf(r)
 			sp.End, sp.Unfinished = end, !finished
-			ids[r.ID] = sink.Span(sp)
+			ids[r.ID()] = sink.Span(sp)
 		case event.KindActivity:
 			end, _ := s.EndOf(r)
-			ids[r.ID] = sink.ActivityOf(r.Activity(), track(r), name, r.Start, end, args)
+			ids[r.ID()] = sink.ActivityOf(r.Activity(), track(r), name, r.Start(), end, args)
 		case event.KindInstant:
-			sink.Instant(name, r.Start, track(r), ids[r.Parent], args)
+			sink.Instant(name, r.Start(), track(r), ids[r.Parent()], args)
 		case event.KindCounter:
 			unit, v := s.Counter(r)
 			if t := track(r); t != 0 {
-				sink.TrackCounter(t, name, unit, r.Start, v)
+				sink.TrackCounter(t, name, unit, r.Start(), v)
 			} else {
-				sink.Counter(name, unit, r.Start, v)
+				sink.Counter(name, unit, r.Start(), v)
 			}
 		}
 	}

@@ -76,11 +76,11 @@ func TestBinaryTraceIsNeverJSON(t *testing.T) {
 			}
 			var spans []string
 			for _, r := range s.Events {
-				if r.Kind == event.KindSpan {
+				if r.Kind() == event.KindSpan {
 					end, _ := s.EndOf(r)
 					spans = append(spans, s.Name(r))
-					if end-r.Start != 2000 {
-						t.Errorf("%s: span %s lasts %d ns, want 2000", name, s.Name(r), end-r.Start)
+					if end-r.Start() != 2000 {
+						t.Errorf("%s: span %s lasts %d ns, want 2000", name, s.Name(r), end-r.Start())
 					}
 				}
 			}

@@ -264,10 +264,10 @@ func TestBoundedAndTruncated(t *testing.T) {
 	// of their own; every other event is counted as dropped.
 	collector := 0
 	for i, e := range capped.Events {
-		if e.Lane == 0 || int(e.Lane) > len(capped.Tracks) {
+		if e.Lane() == 0 || int(e.Lane()) > len(capped.Tracks) {
 			continue
 		}
-		if n := capped.Tracks[e.Lane-1].Name; n == igotrace.TrackGC || n == igotrace.TrackSTW {
+		if n := capped.Tracks[e.Lane()-1].Name; n == igotrace.TrackGC || n == igotrace.TrackSTW {
 			collector++
 		} else if i >= 10 {
 			t.Errorf("capped at 10: event %d is on %q, past the bound", i, n)

@@ -116,18 +116,18 @@ func (w *writer) memorySample(track uint64, t int64, v uint64) {
 func (w *writer) memoryRow(row *event.Row) {
 	row.Walk(func(typ event.RowEventType, sp *event.Placed, inst *event.Record) {
 		switch {
-		case typ == event.RowBegin && sp.End == sp.Start && sp.Finished:
+		case typ == event.RowBegin && sp.End == sp.Start() && sp.Finished:
 			w.memoryInstant(sp.Record)
 		case typ == event.RowBegin:
-			w.slice(typeSliceBegin, sp.Start, 0, sp.Record, sp.Finished, nil, false)
-		case typ == event.RowEnd && (sp.End != sp.Start || !sp.Finished):
+			w.slice(typeSliceBegin, sp.Start(), 0, sp.Record, sp.Finished, nil, false)
+		case typ == event.RowEnd && (sp.End != sp.Start() || !sp.Finished):
 			w.startPacket(w.boot(sp.End), true)
 			p := w.pkt.Begin(pktTrackEvent)
 			w.pkt.Uint(teType, typeSliceEnd)
 			w.pkt.End(p)
 			w.finishPacket()
 		case typ == event.RowInstant:
-			w.slice(typeInstant, inst.Start, 0, inst, true, nil, false)
+			w.slice(typeInstant, inst.Start(), 0, inst, true, nil, false)
 		}
 	})
 }
@@ -135,7 +135,7 @@ func (w *writer) memoryRow(row *event.Row) {
 // memoryInstant writes an allocation or free with its arguments, the
 // address in hex as people read pointers.
 func (w *writer) memoryInstant(r *event.Record) {
-	w.startPacket(w.boot(r.Start), true)
+	w.startPacket(w.boot(r.Start()), true)
 	p := w.pkt.Begin(pktTrackEvent)
 	w.pkt.Uint(teType, typeInstant)
 	w.pkt.Uint(teNameIID, w.iid(&w.seq.names, idEventNames, w.s.Name(r)))

@@ -22,7 +22,7 @@ func memoryEvents(s *event.Snapshot, boot func(int64) int64) []string {
 		if !ok || t.Kind != event.TrackMemory {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%v %v %q at %d on %q (device %d) %v", r.Kind, r.Activity(), s.Name(r), boot(r.Start), t.Name, t.Device, s.Args(r)))
+		out = append(out, fmt.Sprintf("%v %v %q at %d on %q (device %d) %v", r.Kind(), r.Activity(), s.Name(r), boot(r.Start()), t.Name, t.Device, s.Args(r)))
 	}
 	slices.Sort(out)
 	return out
@@ -98,7 +98,7 @@ func TestMemoryTracks(t *testing.T) {
 		t.Errorf("memory events read back\n got %q\nwant %q", g, w)
 	}
 	for _, r := range got.Events {
-		if r.Kind == event.KindCounter && (got.Name(r) != "loss" && got.Name(r) != "device memory") {
+		if r.Kind() == event.KindCounter && (got.Name(r) != "loss" && got.Name(r) != "device memory") {
 			t.Errorf("counter %q read back", got.Name(r))
 		}
 	}

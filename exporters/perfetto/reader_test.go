@@ -80,10 +80,10 @@ func wantArgs(s *event.Snapshot, r *event.Record) []Arg {
 		}
 		out = append(out, Arg{a.Key, v})
 	}
-	if r.Flags&event.FlagStep != 0 {
-		out = append(out, Arg{"step_num", r.ID2})
+	if r.IsStep() {
+		out = append(out, Arg{"step_num", r.StepNum()})
 	}
-	if _, fin := s.EndOf(r); !fin && r.Kind == event.KindSpan {
+	if _, fin := s.EndOf(r); !fin && r.Kind() == event.KindSpan {
 		out = append(out, Arg{"unfinished", true})
 	}
 	return out
@@ -123,20 +123,20 @@ func checkSpans(t *testing.T, s *event.Snapshot, tr *Trace) {
 	t.Helper()
 	spans := 0
 	for _, r := range s.Events {
-		if r.Kind != event.KindSpan {
+		if r.Kind() != event.KindSpan {
 			continue
 		}
 		spans++
 		i, sl := sliceNamed(t, tr, s.Name(r))
 		end, _ := s.EndOf(r)
-		start := s.Meta.BootNanos(r.Start)
+		start := s.Meta.BootNanos(r.Start())
 		if sl.Start != start || sl.Dur != s.Meta.BootNanos(end)-start {
 			t.Errorf("%s: start %d dur %d, want %d %d", s.Name(r), sl.Start, sl.Dur, start, s.Meta.BootNanos(end)-start)
 		}
 		if want := wantArgs(s, r); !reflect.DeepEqual(sl.Args, want) {
 			t.Errorf("%s: args %#v, want %#v", s.Name(r), sl.Args, want)
 		}
-		if p := s.Lookup(r.Parent); p == nil {
+		if p := s.Lookup(r.Parent()); p == nil {
 			if sl.Parent != -1 {
 				t.Errorf("%s: parent %d, want none", s.Name(r), sl.Parent)
 			}
@@ -219,7 +219,7 @@ func TestReadDevprofTrace(t *testing.T) {
 		byName[in.Name] = in
 	}
 	for _, r := range s.Events {
-		if r.Kind != event.KindInstant {
+		if r.Kind() != event.KindInstant {
 			continue
 		}
 		in, ok := byName[s.Name(r)]
@@ -227,8 +227,8 @@ func TestReadDevprofTrace(t *testing.T) {
 			t.Errorf("instant %s missing", s.Name(r))
 			continue
 		}
-		if in.TS != m.BootNanos(r.Start) || !reflect.DeepEqual(in.Args, wantArgs(s, r)) {
-			t.Errorf("instant %+v, want ts %d args %#v", in, m.BootNanos(r.Start), wantArgs(s, r))
+		if in.TS != m.BootNanos(r.Start()) || !reflect.DeepEqual(in.Args, wantArgs(s, r)) {
+			t.Errorf("instant %+v, want ts %d args %#v", in, m.BootNanos(r.Start()), wantArgs(s, r))
 		}
 	}
 	if byName["checkpoint"].Track != fw.Track || byName["loose"].Track != proc.UUID || len(tr.Instants) != 2 {
@@ -246,8 +246,8 @@ func TestReadDevprofTrace(t *testing.T) {
 	}
 	var want []string
 	for _, r := range s.Events {
-		if r.Kind == event.KindCounter {
-			want = append(want, fmt.Sprintf("%s[%s]=%g@%d", s.Name(r), s.Args(r)[0].Key, s.Args(r)[0].Float(), m.BootNanos(r.Start)))
+		if r.Kind() == event.KindCounter {
+			want = append(want, fmt.Sprintf("%s[%s]=%g@%d", s.Name(r), s.Args(r)[0].Key, s.Args(r)[0].Float(), m.BootNanos(r.Start())))
 		}
 	}
 	if !reflect.DeepEqual(got, want) {

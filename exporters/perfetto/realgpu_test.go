@@ -24,7 +24,7 @@ func TestReadRealGPU(t *testing.T) {
 	}
 	count := map[string]int{}
 	for _, r := range s.Events {
-		if r.Kind == event.KindActivity {
+		if r.Kind() == event.KindActivity {
 			count[s.Name(r)]++
 		}
 	}

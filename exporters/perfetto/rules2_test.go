@@ -98,7 +98,7 @@ func TestReadCounterTrackNames(t *testing.T) {
 	s := tr.Snapshot()
 	series := map[string]string{}
 	for _, r := range s.Events {
-		if r.Kind == event.KindCounter {
+		if r.Kind() == event.KindCounter {
 			series[s.Name(r)] = s.Args(r)[0].Key
 		}
 	}
@@ -150,7 +150,7 @@ func TestReadSlicesOnCounterTrack(t *testing.T) {
 	s := tr.Snapshot()
 	var span *event.Record
 	for _, r := range s.Events {
-		if r.Kind == event.KindSpan && s.Name(r) == "work" {
+		if r.Kind() == event.KindSpan && s.Name(r) == "work" {
 			span = r
 		}
 	}
@@ -158,7 +158,7 @@ func TestReadSlicesOnCounterTrack(t *testing.T) {
 		t.Fatal("no span work in the model")
 	}
 	for _, r := range s.Events {
-		if r.Kind == event.KindInstant && s.Name(r) == "mark" && s.Lookup(r.Parent) != span {
+		if r.Kind() == event.KindInstant && s.Name(r) == "mark" && s.Lookup(r.Parent()) != span {
 			t.Errorf("instant mark not inside work")
 		}
 	}
@@ -594,8 +594,8 @@ func TestRules2TracesConvert(t *testing.T) {
 			instants := func(s *event.Snapshot) []string {
 				var out []string
 				for _, r := range s.Events {
-					if r.Kind == event.KindInstant {
-						out = append(out, fmt.Sprintf("%s@%d", s.Name(r), r.Start))
+					if r.Kind() == event.KindInstant {
+						out = append(out, fmt.Sprintf("%s@%d", s.Name(r), r.Start()))
 					}
 				}
 				slices.Sort(out)

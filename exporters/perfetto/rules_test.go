@@ -452,7 +452,7 @@ func TestReadProcessesKeepTheirEvents(t *testing.T) {
 	}
 	where := map[string]string{}
 	for _, r := range s.Events {
-		switch r.Kind {
+		switch r.Kind() {
 		case event.KindSpan:
 			tk, _ := s.TrackOf(r)
 			where[s.Name(r)] = s.ProcessOf(tk).Name
@@ -462,7 +462,7 @@ func TestReadProcessesKeepTheirEvents(t *testing.T) {
 			if proc > 0 {
 				where[s.Name(r)] = s.Processes[proc-1].Name
 			}
-			if p := s.Lookup(r.Parent); p != nil {
+			if p := s.Lookup(r.Parent()); p != nil {
 				where[s.Name(r)] += " in " + s.Name(p)
 			}
 		}

@@ -26,7 +26,7 @@ func describe(s *event.Snapshot, boot func(int64) int64) []string {
 	for _, r := range s.Events {
 		end, fin := s.EndOf(r)
 		parent := ""
-		if p := s.Lookup(r.Parent); p != nil {
+		if p := s.Lookup(r.Parent()); p != nil {
 			parent = s.Name(p)
 		}
 		var args []string
@@ -39,15 +39,15 @@ func describe(s *event.Snapshot, boot func(int64) int64) []string {
 		}
 		slices.Sort(args)
 		step := ""
-		if r.Flags&event.FlagStep != 0 {
-			step = fmt.Sprint(" step ", r.ID2)
+		if r.IsStep() {
+			step = fmt.Sprint(" step ", r.StepNum())
 		}
 		track := ""
-		if r.Kind == event.KindActivity {
-			t := s.Tracks[r.Lane-1]
+		if r.Kind() == event.KindActivity {
+			t := s.Tracks[r.Lane()-1]
 			track = fmt.Sprintf(" on GPU %d stream %d", t.Device, t.ID)
 		}
-		out = append(out, fmt.Sprintf("%v %s [%d,%d] fin=%v parent=%q%s%s %v", r.Kind, s.Name(r), boot(r.Start), boot(end), fin, parent, step, track, args))
+		out = append(out, fmt.Sprintf("%v %s [%d,%d] fin=%v parent=%q%s%s %v", r.Kind(), s.Name(r), boot(r.Start()), boot(end), fin, parent, step, track, args))
 	}
 	slices.Sort(out)
 	return out

@@ -49,16 +49,16 @@ func canon(s *event.Snapshot) []string {
 	var recs []string
 	for _, r := range s.Events {
 		parent := "none"
-		if r.Parent != 0 {
-			if p := s.Lookup(r.Parent); p != nil {
-				parent = s.Name(p) + "@" + strconv.FormatInt(p.Start, 10) + " on " + track(p)
+		if r.Parent() != 0 {
+			if p := s.Lookup(r.Parent()); p != nil {
+				parent = s.Name(p) + "@" + strconv.FormatInt(p.Start(), 10) + " on " + track(p)
 			} else {
 				parent = "missing"
 			}
 		}
 		end, done := s.EndOf(r)
-		recs = append(recs, fmt.Sprintf("%v %q %d-%d(%v) flags=%d id2=%d on %s parent %s args %v",
-			r.Kind, s.Name(r), r.Start, end, done, r.Flags&^event.FlagOnTrack, r.ID2, track(r), parent, s.Args(r)))
+		recs = append(recs, fmt.Sprintf("%v %q %d-%d(%v) step=%v %d activity %v on %s parent %s args %v",
+			r.Kind(), s.Name(r), r.Start(), end, done, r.IsStep(), r.StepNum(), r.Activity(), track(r), parent, s.Args(r)))
 	}
 	slices.Sort(recs)
 	return append(out, recs...)

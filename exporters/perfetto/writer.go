@@ -977,7 +977,7 @@ func (w *writer) rows(l *event.Layout) {
 		row := &l.Rows[i]
 		for k := range row.Len() {
 			if sp := row.Span(k); sp.Displaced {
-				childLinks[sp.Parent] = append(childLinks[sp.Parent], ParentFlowBit|sp.ID)
+				childLinks[sp.Parent()] = append(childLinks[sp.Parent()], ParentFlowBit|sp.ID())
 			}
 		}
 	}
@@ -990,11 +990,11 @@ func (w *writer) rows(l *event.Layout) {
 		l.Rows[i].Walk(func(typ event.RowEventType, sp *event.Placed, inst *event.Record) {
 			switch typ {
 			case event.RowBegin:
-				w.slice(typeSliceBegin, sp.Start, 0, sp.Record, sp.Finished, childLinks[sp.ID], sp.Displaced)
+				w.slice(typeSliceBegin, sp.Start(), 0, sp.Record, sp.Finished, childLinks[sp.ID()], sp.Displaced)
 			case event.RowEnd:
 				w.sliceEnd(w.boot(sp.End))
 			case event.RowInstant:
-				w.slice(typeInstant, inst.Start, 0, inst, true, nil, false)
+				w.slice(typeInstant, inst.Start(), 0, inst, true, nil, false)
 			}
 		})
 	}
@@ -1035,7 +1035,7 @@ func (w *writer) rowSequence(track uint64) {
 func (w *writer) processEvents(l *event.Layout) {
 	m := w.m
 	for _, r := range l.Loose {
-		w.slice(typeInstant, r.Start, w.ownerUUID(r), r, true, nil, false)
+		w.slice(typeInstant, r.Start(), w.ownerUUID(r), r, true, nil, false)
 	}
 	for _, mk := range metatext.Markers(m) {
 		at := w.start
@@ -1065,7 +1065,7 @@ func (w *writer) processEvents(l *event.Layout) {
 }
 
 func (w *writer) counterSample(device int, r *event.Record) {
-	w.startPacket(w.boot(r.Start), true)
+	w.startPacket(w.boot(r.Start()), true)
 	p := w.pkt.Begin(pktTrackEvent)
 	w.pkt.Uint(teType, typeCounter)
 	_, v := w.s.Counter(r)
@@ -1144,7 +1144,7 @@ func (w *writer) slice(typ uint64, at int64, track uint64, r *event.Record, fini
 	if track != 0 {
 		w.pkt.Uint(teTrackUUID, track)
 	}
-	w.pkt.Uint(teNameIID, w.memoIID(&w.names, &w.seq.names, idEventNames, r.NameID))
+	w.pkt.Uint(teNameIID, w.memoIID(&w.names, &w.seq.names, idEventNames, r.NameID()))
 	var flows []uint64
 	w.refBuf = w.s.AppendArgRefs(w.refBuf[:0], r)
 	if w.keysUnique(w.refBuf) {
@@ -1166,8 +1166,8 @@ func (w *writer) slice(typ uint64, at int64, track uint64, r *event.Record, fini
 			w.arg(a)
 		}
 	}
-	if r.Flags&event.FlagStep != 0 {
-		w.annotation("step_num", func() { w.pkt.Int(daIntValue, r.ID2) })
+	if r.IsStep() {
+		w.annotation("step_num", func() { w.pkt.Int(daIntValue, r.StepNum()) })
 	}
 	if !finished {
 		w.annotation("unfinished", func() { w.pkt.Bool(daBoolValue, true) })
@@ -1179,7 +1179,7 @@ func (w *writer) slice(typ uint64, at int64, track uint64, r *event.Record, fini
 		w.pkt.Fixed64(teFlowIDs, f)
 	}
 	if displaced {
-		w.pkt.Fixed64(teTerminatingFlowIDs, ParentFlowBit|r.ID)
+		w.pkt.Fixed64(teTerminatingFlowIDs, ParentFlowBit|r.ID())
 	}
 	w.pkt.End(p)
 	w.finishPacket()
@@ -1198,10 +1198,10 @@ var noFastSlice bool
 // reports false, having written nothing, for any other event.
 func (w *writer) sliceFast(typ uint64, ts int64, r *event.Record) bool {
 	s := w.seq
-	if !s.started || !s.incremental || ts < s.last || s.id >= 0x80 || r.NArgs > 2 || r.Flags&event.FlagStep != 0 {
+	if !s.started || !s.incremental || ts < s.last || s.id >= 0x80 || r.NArgs() > 2 || r.IsStep() {
 		return false
 	}
-	name, ok := w.names.peek(r.NameID, s.id)
+	name, ok := w.names.peek(r.NameID(), s.id)
 	if !ok {
 		return false
 	}

@@ -36,10 +36,10 @@ func ExampleWrite() {
 	}
 	fmt.Println("host:", snap.Meta.Host)
 	evs := slices.Clone(snap.Events)
-	slices.SortStableFunc(evs, func(a, b *event.Record) int { return cmp.Compare(a.Start, b.Start) })
+	slices.SortStableFunc(evs, func(a, b *event.Record) int { return cmp.Compare(a.Start(), b.Start()) })
 	for _, r := range evs {
 		end, _ := snap.EndOf(r)
-		fmt.Printf("%v %s at %d ns for %d ns", r.Kind, snap.Name(r), r.Start-snap.Meta.Start.Mono, end-r.Start)
+		fmt.Printf("%v %s at %d ns for %d ns", r.Kind(), snap.Name(r), r.Start()-snap.Meta.Start.Mono, end-r.Start())
 		for _, a := range snap.Args(r) {
 			fmt.Printf(" %s=%v", a.Key, a.Value())
 		}

@@ -77,7 +77,7 @@ func (x *writer) planHostFlows(l *event.Layout) {
 		}
 		for k := range row.Len() {
 			sp := row.Span(k)
-			if sp.End == sp.Start && x.isMemoryEvent(sp.Record) {
+			if sp.End == sp.Start() && x.isMemoryEvent(sp.Record) {
 				continue
 			}
 			note(sp.Record)
@@ -94,12 +94,12 @@ func (x *writer) planHostFlows(l *event.Layout) {
 		if len(rs) < 2 {
 			continue
 		}
-		slices.SortStableFunc(rs, func(a, b *event.Record) int { return cmp.Compare(a.Start, b.Start) })
+		slices.SortStableFunc(rs, func(a, b *event.Record) int { return cmp.Compare(a.Start(), b.Start()) })
 		ids = append(ids, id)
 	}
 	// Numbered in time order, so the same snapshot gives the same file.
 	slices.SortFunc(ids, func(a, b uint64) int {
-		return cmp.Or(cmp.Compare(ends[a][0].Start, ends[b][0].Start), cmp.Compare(a, b))
+		return cmp.Or(cmp.Compare(ends[a][0].Start(), ends[b][0].Start()), cmp.Compare(a, b))
 	})
 	x.hostFlow = make(map[flowEnd]uint64, 2*len(ids))
 	for n, id := range ids {

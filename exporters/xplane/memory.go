@@ -116,7 +116,7 @@ func (x *writer) memoryEvent(p *plane, r *event.Record) {
 	if r.Activity() == event.ActivityFree {
 		name = MemoryDeallocationName
 	}
-	p.event(name, x.rel(r.Start), 0, func(p *plane) { x.memoryStats(p, r) })
+	p.event(name, x.rel(r.Start()), 0, func(p *plane) { x.memoryStats(p, r) })
 }
 
 // memoryStats writes the stats of a memory event: xprof's, derived from
@@ -158,7 +158,7 @@ func (x *writer) memoryStats(p *plane, r *event.Record) {
 		}
 	}
 	x.extraBuf = extra
-	track := x.s.Tracks[r.Lane-1]
+	track := x.s.Tracks[r.Lane()-1]
 	str := func(name, v string) {
 		if i := givenStat(name); i >= 0 && given[i].Key != "" {
 			x.stat(p, given[i])
@@ -182,7 +182,7 @@ func (x *writer) memoryStats(p *plane, r *event.Record) {
 	num(statRequested, bytes, true)
 	num(statAllocation, bytes, true)
 	num(statAddr, addr, true)
-	if id := x.memStep[r.ID]; id != 0 {
+	if id := x.memStep[r.ID()]; id != 0 {
 		p.statUint(statConsumer, id)
 		p.statInt(statConsumerType, contextGeneric)
 	}
@@ -268,25 +268,25 @@ func (x *writer) linkSteps(memory []*event.Record) {
 	}
 	steps := map[int64][]*event.Record{} // step number -> its spans, by start
 	for _, r := range x.s.Events {
-		if r.Kind == event.KindSpan && r.Flags&event.FlagStep != 0 {
-			steps[r.ID2] = append(steps[r.ID2], r)
+		if r.Kind() == event.KindSpan && r.IsStep() {
+			steps[r.StepNum()] = append(steps[r.StepNum()], r)
 		}
 	}
 	for _, spans := range steps {
-		slices.SortStableFunc(spans, func(a, b *event.Record) int { return cmp.Compare(a.Start, b.Start) })
+		slices.SortStableFunc(spans, func(a, b *event.Record) int { return cmp.Compare(a.Start(), b.Start()) })
 	}
 	for _, w := range want {
 		spans := steps[w.step]
 		if len(spans) == 0 {
 			continue
 		}
-		i, _ := slices.BinarySearchFunc(spans, w.r.Start+1, func(s *event.Record, t int64) int { return cmp.Compare(s.Start, t) })
+		i, _ := slices.BinarySearchFunc(spans, w.r.Start()+1, func(s *event.Record, t int64) int { return cmp.Compare(s.Start(), t) })
 		sp := spans[max(i-1, 0)]
 		if x.memStep == nil {
 			x.memStep, x.producers = map[uint64]uint64{}, map[uint64]bool{}
 		}
-		x.memStep[w.r.ID] = sp.ID
-		x.producers[sp.ID] = true
+		x.memStep[w.r.ID()] = sp.ID()
+		x.producers[sp.ID()] = true
 	}
 }
 

@@ -26,8 +26,8 @@ func memoryEvents(s *event.Snapshot, ordered bool) []string {
 		if !ordered {
 			slices.SortFunc(args, func(a, b event.Arg) int { return strings.Compare(a.Key, b.Key) })
 		}
-		out = append(out, fmt.Sprintf("%v %v %q at %d-%d on %q (device %d) %v", r.Kind, r.Activity(), s.Name(r),
-			r.Start-s.Meta.Start.Mono, end-s.Meta.Start.Mono, t.Name, t.Device, args))
+		out = append(out, fmt.Sprintf("%v %v %q at %d-%d on %q (device %d) %v", r.Kind(), r.Activity(), s.Name(r),
+			r.Start()-s.Meta.Start.Mono, end-s.Meta.Start.Mono, t.Name, t.Device, args))
 	}
 	slices.Sort(out)
 	return out
@@ -49,8 +49,8 @@ func TestMemoryEvents(t *testing.T) {
 	// group_id (which would stop xprof's own grouping).
 	var step0 uint64
 	for _, r := range s.Events {
-		if r.Flags&event.FlagStep != 0 && r.ID2 == 0 {
-			step0 = r.ID
+		if r.IsStep() && r.StepNum() == 0 {
+			step0 = r.ID()
 		}
 	}
 	for _, l := range host.Lines {
@@ -122,8 +122,8 @@ func TestMemoryEvents(t *testing.T) {
 		t.Errorf("memory events read back\n got %q\nwant %q", g, w)
 	}
 	for _, r := range got.Events {
-		if r.Flags&event.FlagStep != 0 && len(got.Args(r)) != 0 {
-			t.Errorf("step %d read back with arguments %v", r.ID2, got.Args(r))
+		if r.IsStep() && len(got.Args(r)) != 0 {
+			t.Errorf("step %d read back with arguments %v", r.StepNum(), got.Args(r))
 		}
 	}
 	// Written again, the file is the same.

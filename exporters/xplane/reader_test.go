@@ -72,7 +72,7 @@ type evKey struct {
 }
 
 func keyOf(s *event.Snapshot, r *event.Record) evKey {
-	return evKey{r.Kind, s.Name(r), r.Start - s.Meta.Start.Mono}
+	return evKey{r.Kind(), s.Name(r), r.Start() - s.Meta.Start.Mono}
 }
 
 func index(t *testing.T, s *event.Snapshot) map[evKey]*event.Record {
@@ -173,7 +173,7 @@ func TestReadRoundTrip(t *testing.T) {
 		case gend != wend-s.Meta.Start.Mono:
 			t.Errorf("%v: end %d, want %d", k, gend, wend-s.Meta.Start.Mono)
 		}
-		if w.Kind == event.KindCounter {
+		if w.Kind() == event.KindCounter {
 			if got.Args(g)[0] != s.Args(w)[0] {
 				t.Errorf("%v: sample %+v, want %+v", k, got.Args(g)[0], s.Args(w)[0])
 			}
@@ -182,32 +182,32 @@ func TestReadRoundTrip(t *testing.T) {
 		if wa, ga := exported(s.Args(w)), exported(got.Args(g)); (len(wa) != 0 || len(ga) != 0) && !reflect.DeepEqual(wa, ga) {
 			t.Errorf("%v: args\n got %+v\nwant %+v", k, ga, wa)
 		}
-		if w.Flags&event.FlagStep != g.Flags&event.FlagStep || g.ID2 != w.ID2 {
-			t.Errorf("%v: step flag %v num %d, want %v %d", k, g.Flags&event.FlagStep != 0, g.ID2, w.Flags&event.FlagStep != 0, w.ID2)
+		if w.IsStep() != g.IsStep() || g.StepNum() != w.StepNum() {
+			t.Errorf("%v: step flag %v num %d, want %v %d", k, g.IsStep(), g.StepNum(), w.IsStep(), w.StepNum())
 		}
-		if g.Flags&event.FlagStep != 0 {
+		if g.IsStep() {
 			steps++
 		}
 		var wp, gp evKey
-		if p := s.Lookup(w.Parent); p != nil {
+		if p := s.Lookup(w.Parent()); p != nil {
 			wp = keyOf(s, p)
 		}
-		if p := got.Lookup(g.Parent); p != nil {
+		if p := got.Lookup(g.Parent()); p != nil {
 			gp = keyOf(got, p)
 		}
 		if wp != gp {
 			t.Errorf("%v: parent %v, want %v", k, gp, wp)
 		}
-		if w.Kind == event.KindInstant && w.Flags&event.FlagOnTrack == 0 && s.Lookup(w.Parent) == nil {
+		if w.Kind() == event.KindInstant && !w.OnTrack() && s.Lookup(w.Parent()) == nil {
 			// The program's instants on no span (its Instants line) come
 			// back on no track, as they were.
-			if g.Flags&event.FlagOnTrack != 0 {
-				t.Errorf("%v: on track %d, want none (a loose instant)", k, g.Lane)
+			if g.OnTrack() {
+				t.Errorf("%v: on track %d, want none (a loose instant)", k, g.Lane())
 			}
 			continue
 		}
-		if g.Flags&event.FlagOnTrack == 0 || int(g.Lane) > len(got.Tracks) || got.Tracks[g.Lane-1].Kind != event.TrackHostThread {
-			t.Errorf("%v: not on a host thread track (flags %b lane %d)", k, g.Flags, g.Lane)
+		if !g.OnTrack() || int(g.Lane()) > len(got.Tracks) || got.Tracks[g.Lane()-1].Kind != event.TrackHostThread {
+			t.Errorf("%v: not on a host thread track (flags %s lane %d)", k, fmt.Sprint("step=", g.IsStep(), " on_track=", g.OnTrack()), g.Lane())
 		}
 	}
 	if steps != 3 {
@@ -370,7 +370,7 @@ func TestReadDevicePlanes(t *testing.T) {
 	for i, tr := range got.Tracks {
 		n := 0
 		for _, r := range got.Events {
-			if r.Kind == event.KindActivity && int(r.Lane) == i+1 {
+			if r.Kind() == event.KindActivity && int(r.Lane()) == i+1 {
 				n++
 			}
 		}
@@ -396,13 +396,13 @@ func TestReadDevicePlanes(t *testing.T) {
 	if launch == nil || kernel == nil {
 		t.Fatalf("events %v", got.Events)
 	}
-	if kernel.Kind != event.KindActivity || kernel.Start != ms+50_000 || kernel.End() != 4*ms+1 {
-		t.Errorf("kernel %v at %d..%d", kernel.Kind, kernel.Start, kernel.End())
+	if kernel.Kind() != event.KindActivity || kernel.Start() != ms+50_000 || kernel.End() != 4*ms+1 {
+		t.Errorf("kernel %v at %d..%d", kernel.Kind(), kernel.Start(), kernel.End())
 	}
-	if launch.Kind != event.KindSpan || launch.Start != ms || launch.End() != ms+20_000 {
-		t.Errorf("launch %v at %d..%d", launch.Kind, launch.Start, launch.End())
+	if launch.Kind() != event.KindSpan || launch.Start() != ms || launch.End() != ms+20_000 {
+		t.Errorf("launch %v at %d..%d", launch.Kind(), launch.Start(), launch.End())
 	}
-	if tr := got.Tracks[launch.Lane-1]; launch.Flags&event.FlagOnTrack == 0 || tr.Kind != event.TrackHostThread {
+	if tr := got.Tracks[launch.Lane()-1]; !launch.OnTrack() || tr.Kind != event.TrackHostThread {
 		t.Errorf("launch on track %+v", tr)
 	}
 	la, ka := argsMap(got, launch), argsMap(got, kernel)
@@ -451,8 +451,8 @@ func TestReadJAX(t *testing.T) {
 
 	var steps, fwds []*event.Record
 	for _, r := range s.Events {
-		if r.Kind != event.KindSpan && r.Kind != event.KindInstant || r.Flags&event.FlagOnTrack == 0 {
-			t.Fatalf("%s: kind %v flags %b", s.Name(r), r.Kind, r.Flags)
+		if r.Kind() != event.KindSpan && r.Kind() != event.KindInstant || !r.OnTrack() {
+			t.Fatalf("%s: kind %v flags %s", s.Name(r), r.Kind(), fmt.Sprint("step=", r.IsStep(), " on_track=", r.OnTrack()))
 		}
 		switch s.Name(r) {
 		case "train":
@@ -461,22 +461,22 @@ func TestReadJAX(t *testing.T) {
 			fwds = append(fwds, r)
 		}
 	}
-	byStart := func(a, b *event.Record) int { return int(a.Start - b.Start) }
+	byStart := func(a, b *event.Record) int { return int(a.Start() - b.Start()) }
 	slices.SortFunc(steps, byStart)
 	slices.SortFunc(fwds, byStart)
 	if len(steps) != 5 || len(fwds) != 5 {
 		t.Fatalf("%d train, %d fwd spans", len(steps), len(fwds))
 	}
 	for i, st := range steps {
-		if st.Flags&event.FlagStep == 0 || st.ID2 != int64(i) || st.Lane != python {
-			t.Errorf("train %d: step %v num %d lane %d", i, st.Flags&event.FlagStep != 0, st.ID2, st.Lane)
+		if !st.IsStep() || st.StepNum() != int64(i) || st.Lane() != python {
+			t.Errorf("train %d: step %v num %d lane %d", i, st.IsStep(), st.StepNum(), st.Lane())
 		}
 		if a := s.Args(st); len(a) != 0 {
 			t.Errorf("train %d args %+v, want none (_r and step_num make the step)", i, a)
 		}
 		f := fwds[i]
-		if f.Parent != st.ID || f.Lane != python {
-			t.Errorf("fwd %d: parent %d, want train %d", i, f.Parent, st.ID)
+		if f.Parent() != st.ID() || f.Lane() != python {
+			t.Errorf("fwd %d: parent %d, want train %d", i, f.Parent(), st.ID())
 		}
 		if a := s.Args(f); len(a) != 1 || a[0] != (event.Arg{Key: "batch", Kind: event.ArgInt, Num: 32}) {
 			t.Errorf("fwd %d args %+v", i, a)
@@ -484,8 +484,8 @@ func TestReadJAX(t *testing.T) {
 	}
 	// The first step as the dump shows it: line timestamp 8473 ns, offset
 	// 85097000 ps, duration 358855000 ps.
-	if steps[0].Start != 8473+85097 || steps[0].End() != 8473+85097+358855 {
-		t.Errorf("train 0 at %d..%d", steps[0].Start, steps[0].End())
+	if steps[0].Start() != 8473+85097 || steps[0].End() != 8473+85097+358855 {
+		t.Errorf("train 0 at %d..%d", steps[0].Start(), steps[0].End())
 	}
 
 	// XLA ops: interned strings resolved, every stat kept (twice _src).
@@ -495,8 +495,8 @@ func TestReadJAX(t *testing.T) {
 			continue
 		}
 		ops++
-		if r.Lane != xla {
-			t.Errorf("ynn_fusion on track %d", r.Lane)
+		if r.Lane() != xla {
+			t.Errorf("ynn_fusion on track %d", r.Lane())
 		}
 		args := s.Args(r)
 		var keys []string
@@ -660,7 +660,7 @@ func TestReadTraceMeNames(t *testing.T) {
 	s := readXSpace(t, sp.bytes(t))
 	spans := map[int64]*event.Record{}
 	for _, r := range s.Events {
-		spans[r.Start] = r
+		spans[r.Start()] = r
 	}
 	for i, c := range cases {
 		r := spans[int64(i)*10]
@@ -672,7 +672,7 @@ func TestReadTraceMeNames(t *testing.T) {
 			t.Errorf("%q: got %q %+v, want %q %+v", c.in, s.Name(r), got, c.name, c.args)
 		}
 	}
-	if r := spans[1000]; r == nil || s.Name(r) != "train" || r.Flags&event.FlagStep == 0 || r.ID2 != 7 || r.NArgs != 0 {
+	if r := spans[1000]; r == nil || s.Name(r) != "train" || !r.IsStep() || r.StepNum() != 7 || r.NArgs() != 0 {
 		t.Errorf("encoded step: %+v", r)
 	}
 }
@@ -686,8 +686,8 @@ func TestReadForms(t *testing.T) {
 		sp.event(sp.line(2, "rel", 1000), "b", 2_000_000, 3_000)
 		s := readXSpace(t, sp.bytes(t))
 		for _, r := range s.Events {
-			if r.Start != 3000 || r.End() != 3003 {
-				t.Errorf("%s at %d..%d, want 3000..3003", s.Name(r), r.Start, r.End())
+			if r.Start() != 3000 || r.End() != 3003 {
+				t.Errorf("%s at %d..%d, want 3000..3003", s.Name(r), r.Start(), r.End())
 			}
 		}
 		if s.Meta.Start.Wall != start || s.Meta.Stop.Mono != 50_000 {
@@ -701,7 +701,7 @@ func TestReadForms(t *testing.T) {
 		s := readXSpace(t, sp.bytes(t))
 		got := map[string][2]int64{}
 		for _, r := range s.Events {
-			got[s.Name(r)] = [2]int64{r.Start, r.End()}
+			got[s.Name(r)] = [2]int64{r.Start(), r.End()}
 		}
 		if got["a"] != [2]int64{5000, 7000} || got["b"] != [2]int64{0, 1} {
 			t.Errorf("times %v", got)
@@ -714,8 +714,8 @@ func TestReadForms(t *testing.T) {
 		sp := newSpace(xplane.HostPlaneName)
 		sp.event(sp.line(1, "t", 100), "a", 1_500_000, 2_000)
 		s := readXSpace(t, sp.bytes(t))
-		if s.Meta.Start.Wall != 0 || s.Meta.Stop.Mono != 1602 || s.Events[0].Start != 1600 {
-			t.Errorf("meta %+v, start %d", s.Meta, s.Events[0].Start)
+		if s.Meta.Start.Wall != 0 || s.Meta.Stop.Mono != 1602 || s.Events[0].Start() != 1600 {
+			t.Errorf("meta %+v, start %d", s.Meta, s.Events[0].Start())
 		}
 	})
 	t.Run("nesting", func(t *testing.T) {
@@ -733,11 +733,11 @@ func TestReadForms(t *testing.T) {
 		s := readXSpace(t, sp.bytes(t))
 		name := map[uint64]string{}
 		for _, r := range s.Events {
-			name[r.ID] = s.Name(r)
+			name[r.ID()] = s.Name(r)
 		}
 		parents := map[string]string{}
 		for _, r := range s.Events {
-			parents[s.Name(r)] = name[r.Parent]
+			parents[s.Name(r)] = name[r.Parent()]
 		}
 		want := map[string]string{"a": "", "b": "a", "c": "a", "d": "b", "e": "d", "f": "c", "g": "a"}
 		if !reflect.DeepEqual(parents, want) {
@@ -763,7 +763,7 @@ func TestReadForms(t *testing.T) {
 		for _, r := range s.Events {
 			byName[s.Name(r)] = r
 		}
-		if r := byName["neg"]; r == nil || r.Kind != event.KindInstant || r.Start != 1 {
+		if r := byName["neg"]; r == nil || r.Kind() != event.KindInstant || r.Start() != 1 {
 			t.Errorf("negative duration: %+v", r)
 		}
 		r := byName["event_999"]
@@ -776,7 +776,7 @@ func TestReadForms(t *testing.T) {
 		if byName["agg"] != nil {
 			t.Error("aggregated event read")
 		}
-		if r := byName["far"]; r == nil || r.End() < r.Start {
+		if r := byName["far"]; r == nil || r.End() < r.Start() {
 			t.Errorf("far: %+v", r)
 		}
 		warns := warningTexts(s.Meta.Warnings)
@@ -818,13 +818,13 @@ func TestReadForms(t *testing.T) {
 		}
 		var counters []string
 		for _, r := range s.Events {
-			switch r.Kind {
+			switch r.Kind() {
 			case event.KindCounter:
 				dev := -1
 				if tr, ok := s.TrackOf(r); ok {
 					dev = tr.Device
 				}
-				counters = append(counters, fmt.Sprintf("%s/%s/%v@%d on %d", s.Name(r), s.Args(r)[0].Key, s.Args(r)[0].Float(), r.Start, dev))
+				counters = append(counters, fmt.Sprintf("%s/%s/%v@%d on %d", s.Name(r), s.Args(r)[0].Key, s.Args(r)[0].Float(), r.Start(), dev))
 			case event.KindActivity:
 				if s.Name(r) == "k" {
 					am := argsMap(s, r)
@@ -833,7 +833,7 @@ func TestReadForms(t *testing.T) {
 					}
 				}
 			default:
-				t.Errorf("%s: kind %v on a device plane", s.Name(r), r.Kind)
+				t.Errorf("%s: kind %v on a device plane", s.Name(r), r.Kind())
 			}
 		}
 		if !slices.Equal(counters, []string{"heap/bytes/42@1 on 3"}) {
@@ -867,7 +867,7 @@ func TestReadForms(t *testing.T) {
 				step = r
 			}
 		}
-		if launch == nil || step == nil || launch.Parent != step.ID || launch.Lane != step.Lane {
+		if launch == nil || step == nil || launch.Parent() != step.ID() || launch.Lane() != step.Lane() {
 			t.Errorf("launch %+v, step %+v", launch, step)
 		}
 		if s.Meta.Host != "h1" || s.Meta.PID != 777 || s.Meta.Program != "h1" ||
@@ -976,16 +976,16 @@ func FuzzRead(f *testing.F) {
 			return
 		}
 		for _, r := range s.Events {
-			if end, _ := s.EndOf(r); end < r.Start {
-				t.Fatalf("%s ends at %d before its start %d", s.Name(r), end, r.Start)
+			if end, _ := s.EndOf(r); end < r.Start() {
+				t.Fatalf("%s ends at %d before its start %d", s.Name(r), end, r.Start())
 			}
-			if r.Kind == event.KindActivity || r.Flags&event.FlagOnTrack != 0 {
-				if r.Lane == 0 || int(r.Lane) > len(s.Tracks) {
-					t.Fatalf("%s on unknown track %d", s.Name(r), r.Lane)
+			if r.Kind() == event.KindActivity || r.OnTrack() {
+				if r.Lane() == 0 || int(r.Lane()) > len(s.Tracks) {
+					t.Fatalf("%s on unknown track %d", s.Name(r), r.Lane())
 				}
 			}
-			if p := s.Lookup(r.Parent); r.Parent != 0 && (p == nil || p.Start > r.Start) {
-				t.Fatalf("%s: bad parent %d", s.Name(r), r.Parent)
+			if p := s.Lookup(r.Parent()); r.Parent() != 0 && (p == nil || p.Start() > r.Start()) {
+				t.Fatalf("%s: bad parent %d", s.Name(r), r.Parent())
 			}
 		}
 		s.MemoryTimelines(8)

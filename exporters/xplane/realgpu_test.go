@@ -44,7 +44,7 @@ func TestReadRealGPU(t *testing.T) {
 		}
 		act, spans := map[string]int{}, map[string]int{}
 		for _, r := range s.Events {
-			switch r.Kind {
+			switch r.Kind() {
 			case event.KindActivity:
 				act[s.Name(r)]++
 			case event.KindSpan:

@@ -84,8 +84,8 @@ func records(s *event.Snapshot) []string {
 	out := []string{fmt.Sprintf("%+v", s.Meta), fmt.Sprintf("%+v", s.Tracks), fmt.Sprintf("%+v", s.Processes)}
 	for _, r := range s.Events {
 		end, fin := s.EndOf(r)
-		out = append(out, fmt.Sprintf("%d %v %q %d-%d/%v lane %d parent %d flags %d level %d id2 %d %+v",
-			r.ID, r.Kind, s.Name(r), r.Start, end, fin, r.Lane, r.Parent, r.Flags, r.Level, r.ID2, s.Args(r)))
+		out = append(out, fmt.Sprintf("%d %v %q %d-%d/%v lane %d parent %d flags %s level %d step %d activity %v %+v",
+			r.ID(), r.Kind(), s.Name(r), r.Start(), end, fin, r.Lane(), r.Parent(), fmt.Sprint("step=", r.IsStep(), " on_track=", r.OnTrack()), r.Level(), r.StepNum(), r.Activity(), s.Args(r)))
 	}
 	return out
 }

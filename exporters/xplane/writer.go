@@ -87,7 +87,7 @@ func write(w io.Writer, s *event.Snapshot) (*writer, error) {
 		if x.isMemoryEvent(r) {
 			memory = append(memory, r)
 		}
-		if r.NArgs == 0 {
+		if r.NArgs() == 0 {
 			continue
 		}
 		x.flowBuf = s.AppendFlows(x.flowBuf[:0], r)
@@ -96,7 +96,7 @@ func write(w io.Writer, s *event.Snapshot) (*writer, error) {
 		}
 		// Only work on a device makes a host event a launch: a flow between
 		// host events (two API calls) is not one.
-		if r.Kind != event.KindActivity || r.Lane == 0 || int(r.Lane) > len(s.Tracks) || s.Tracks[r.Lane-1].Kind != event.TrackDeviceStream {
+		if r.Kind() != event.KindActivity || r.Lane() == 0 || int(r.Lane()) > len(s.Tracks) || s.Tracks[r.Lane()-1].Kind != event.TrackDeviceStream {
 			hostFlows = true
 			continue
 		}
@@ -382,12 +382,12 @@ func (x *writer) args(p *plane, r *event.Record, finished, device bool) {
 	} else {
 		x.hostArgs(p, r)
 	}
-	if r.Flags&event.FlagStep != 0 {
+	if r.IsStep() {
 		p.statInt("_r", 1)
-		p.statInt("step_num", r.ID2)
-		if x.producers[r.ID] {
+		p.statInt("step_num", r.StepNum())
+		if x.producers[r.ID()] {
 			// The memory events of this step consume it (memory.go).
-			p.statUint(statProducer, r.ID)
+			p.statUint(statProducer, r.ID())
 			p.statInt(statProducerType, contextGeneric)
 		}
 	}
@@ -453,7 +453,7 @@ func (x *writer) deviceArgs(p *plane, r *event.Record) {
 			p.statUint("correlation_id", a.Num)
 		}
 	}
-	if r.Kind == event.KindActivity {
+	if r.Kind() == event.KindActivity {
 		x.deviceDetails(p, r)
 	}
 }
@@ -505,7 +505,7 @@ func (x *writer) deviceDetails(p *plane, r *event.Record) {
 		// kernel_stats shows the occupancy the profiler computed (TSL
 		// does it from the CUDA driver's device properties); devprof
 		// computes it from the device's compute capability.
-		c := x.caps[x.s.Tracks[r.Lane-1].Device]
+		c := x.caps[x.s.Tracks[r.Lane()-1].Device]
 		if occ, ok := theoreticalOccupancy(c.ComputeCapMajor, c.ComputeCapMinor, threads(block), regs, static+dynamic); ok {
 			details += " occ_pct:" + strconv.FormatFloat(occ, 'g', 4, 64)
 			p.statDouble("theoretical_occupancy_pct", occ)
@@ -513,7 +513,7 @@ func (x *writer) deviceDetails(p *plane, r *event.Record) {
 		p.statString("kernel_details", details)
 	case kind == event.ActivityMemcpy || kind == event.ActivityUnknown && haveCopy:
 		if dest < 0 { // a copy within its track's device
-			dest = int64(x.s.Tracks[r.Lane-1].Device)
+			dest = int64(x.s.Tracks[r.Lane()-1].Device)
 		}
 		p.statString("memcpy_details", fmt.Sprintf("kind_src:%s kind_dst:%s size:%d dest:%d", orUnknown(src), orUnknown(dst), bytes, dest))
 	}
@@ -583,7 +583,7 @@ func (x *writer) looseAndCounters(p *plane, id func() int64, loose, counters []*
 	if len(loose) > 0 {
 		p.beginLine(id(), InstantsLineName, total)
 		for _, r := range loose {
-			p.event(x.s.Name(r), x.rel(r.Start), 0, func(p *plane) { x.args(p, r, true, false) })
+			p.event(x.s.Name(r), x.rel(r.Start()), 0, func(p *plane) { x.args(p, r, true, false) })
 		}
 		p.endLine()
 	}
@@ -729,7 +729,7 @@ func (x *writer) counters(p *plane, samples []*event.Record) {
 		if u != "" {
 			name += " (" + u + ")"
 		}
-		p.event(name, x.rel(r.Start), 0, func(p *plane) { p.statDouble("value", v) })
+		p.event(name, x.rel(r.Start()), 0, func(p *plane) { p.statDouble("value", v) })
 	}
 }
 
@@ -739,7 +739,7 @@ func (x *writer) events(p *plane, row *event.Row, device bool) {
 	row.Walk(func(typ event.RowEventType, sp *event.Placed, inst *event.Record) {
 		switch typ {
 		case event.RowBegin:
-			if !device && sp.End == sp.Start && x.isMemoryEvent(sp.Record) {
+			if !device && sp.End == sp.Start() && x.isMemoryEvent(sp.Record) {
 				x.memoryEvent(p, sp.Record)
 				return
 			}
@@ -747,9 +747,9 @@ func (x *writer) events(p *plane, row *event.Row, device bool) {
 				p.body.spill() // the event was appended whole, never begun
 				return
 			}
-			p.eventOf(p.eventIDOf(x.s, sp.Record.NameID), x.rel(sp.Start), sp.End-sp.Start, func(p *plane) { x.args(p, sp.Record, sp.Finished, device) })
+			p.eventOf(p.eventIDOf(x.s, sp.Record.NameID()), x.rel(sp.Start()), sp.End-sp.Start(), func(p *plane) { x.args(p, sp.Record, sp.Finished, device) })
 		case event.RowInstant:
-			p.event(x.s.Name(inst), x.rel(inst.Start), 0, func(p *plane) { x.args(p, inst, true, device) })
+			p.event(x.s.Name(inst), x.rel(inst.Start()), 0, func(p *plane) { x.args(p, inst, true, device) })
 		}
 	})
 }
@@ -767,7 +767,7 @@ var noFastEvent bool
 // span.
 func (x *writer) eventFast(p *plane, sp *event.Placed) bool {
 	r := sp.Record
-	if r.NArgs > 2 || r.Flags&event.FlagStep != 0 {
+	if r.NArgs() > 2 || r.IsStep() {
 		return false
 	}
 	refs := x.s.AppendArgRefs(x.refBuf[:0], r)
@@ -785,9 +785,9 @@ func (x *writer) eventFast(p *plane, sp *event.Placed) bool {
 		n     int  // the stat's length
 	}
 	var stats [2]fastStat
-	id := uint64(p.eventIDOf(x.s, r.NameID))
-	durNS := sp.End - sp.Start
-	off, dur := uint64(x.rel(sp.Start)*1000), uint64(durNS*1000)
+	id := uint64(p.eventIDOf(x.s, r.NameID()))
+	durNS := sp.End - sp.Start()
+	off, dur := uint64(x.rel(sp.Start())*1000), uint64(durNS*1000)
 	n := 1 + protoenc.VarintLen(id) + 1 + protoenc.VarintLen(off)
 	if durNS > 0 {
 		n += 1 + protoenc.VarintLen(dur)

@@ -99,7 +99,7 @@ func Expect(s *event.Snapshot, traceName string) *Manifest {
 		// (JAX's _src) apart as "k (2)", …: the manifest says the same.
 		for _, a := range event.UniqueKeys(s.Args(r)) {
 			if a.Kind == event.ArgFlow {
-				flows[a.Num] = append(flows[a.Num], flowEnd{r.Start, s.Name(r)})
+				flows[a.Num] = append(flows[a.Num], flowEnd{r.Start(), s.Name(r)})
 				continue
 			}
 			args[a.Key] = arg(a)
@@ -109,26 +109,26 @@ func Expect(s *event.Snapshot, traceName string) *Manifest {
 			if a, ok := args[event.ArgAddress]; ok && a.Type == "uint" {
 				args[event.ArgAddress] = Arg{"string", fmt.Sprintf("0x%x", a.Value)}
 			}
-			m.Instants = append(m.Instants, Instant{Name: s.Name(r), TS: s.Meta.BootNanos(r.Start), Args: args})
+			m.Instants = append(m.Instants, Instant{Name: s.Name(r), TS: s.Meta.BootNanos(r.Start()), Args: args})
 			continue
 		}
-		switch r.Kind {
+		switch r.Kind() {
 		case event.KindSpan, event.KindActivity:
 			end, fin := s.EndOf(r)
-			if r.Flags&event.FlagStep != 0 {
-				args["step_num"] = Arg{"int", r.ID2}
+			if r.IsStep() {
+				args["step_num"] = Arg{"int", r.StepNum()}
 			}
 			if !fin {
 				args["unfinished"] = Arg{"bool", true}
 			}
 			var parent *string
-			if p := s.Lookup(r.Parent); p != nil {
+			if p := s.Lookup(r.Parent()); p != nil {
 				pn := s.Name(p)
 				parent = &pn
 			}
-			m.Spans = append(m.Spans, Span{Name: s.Name(r), TS: s.Meta.BootNanos(r.Start), Dur: end - r.Start, Parent: parent, Args: args})
+			m.Spans = append(m.Spans, Span{Name: s.Name(r), TS: s.Meta.BootNanos(r.Start()), Dur: end - r.Start(), Parent: parent, Args: args})
 		case event.KindInstant:
-			m.Instants = append(m.Instants, Instant{Name: s.Name(r), TS: s.Meta.BootNanos(r.Start), Args: args})
+			m.Instants = append(m.Instants, Instant{Name: s.Name(r), TS: s.Meta.BootNanos(r.Start()), Args: args})
 		case event.KindCounter:
 			unit, val := s.Counter(r)
 			name := s.Name(r)
@@ -142,7 +142,7 @@ func Expect(s *event.Snapshot, traceName string) *Manifest {
 				counters[k] = i
 				m.Counters = append(m.Counters, Counter{Name: name, Unit: unit})
 			}
-			m.Counters[i].Samples = append(m.Counters[i].Samples, Sample{s.Meta.BootNanos(r.Start), val})
+			m.Counters[i].Samples = append(m.Counters[i].Samples, Sample{s.Meta.BootNanos(r.Start()), val})
 		}
 	}
 	// Each memory track's counters: its bytes in use at every event, and
@@ -208,7 +208,7 @@ func isMemoryEvent(s *event.Snapshot, r *event.Record) bool {
 	}
 	t, ok := s.TrackOf(r)
 	end, fin := s.EndOf(r)
-	return ok && t.Kind == event.TrackMemory && fin && end == r.Start
+	return ok && t.Kind == event.TrackMemory && fin && end == r.Start()
 }
 
 // memoryTrackName is what the writers name a memory track's counters after.
@@ -368,10 +368,10 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 	m := &XprofManifest{XPlane: xplaneName, Events: []XprofEvent{}, Steps: []XprofStep{}, Counters: []XprofCounter{}, Kernels: map[string]int{}}
 	us := func(t int64) float64 { return float64(t-s.Meta.Start.Mono) / 1e3 }
 	onDevice := func(r *event.Record) bool {
-		if r.Kind != event.KindActivity || r.Lane == 0 || int(r.Lane) > len(s.Tracks) {
+		if r.Kind() != event.KindActivity || r.Lane() == 0 || int(r.Lane()) > len(s.Tracks) {
 			return false
 		}
-		return s.Tracks[r.Lane-1].Kind == event.TrackDeviceStream
+		return s.Tracks[r.Lane()-1].Kind == event.TrackDeviceStream
 	}
 	args := func(r *event.Record, fin bool) map[string]any {
 		out := map[string]any{}
@@ -396,14 +396,14 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 		if onDev && r.Activity() == event.ActivityMemcpy {
 			// xprof's memory tools read a copy's summary: memory kinds,
 			// size, destination device.
-			dest := uint64(s.Tracks[r.Lane-1].Device)
+			dest := uint64(s.Tracks[r.Lane()-1].Device)
 			if d, ok := out[event.ArgDstDevice].(uint64); ok {
 				dest = d
 			}
 			out["memcpy_details"] = fmt.Sprintf("kind_src:%v kind_dst:%v size:%v dest:%d", out[event.ArgSrcMemoryKind], out[event.ArgDstMemoryKind], out[event.ArgBytes], dest)
 		}
-		if r.Flags&event.FlagStep != 0 {
-			out["step_num"] = r.ID2
+		if r.IsStep() {
+			out["step_num"] = r.StepNum()
 		}
 		if !fin {
 			out["unfinished"] = int64(1)
@@ -425,8 +425,8 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 		for _, a := range s.Args(r) {
 			if a.Kind == event.ArgFlow {
 				e, seen := device[a.Num]
-				if !seen || r.Start < e.lo {
-					e.lo = r.Start
+				if !seen || r.Start() < e.lo {
+					e.lo = r.Start()
 				}
 				if !seen || end > e.hi {
 					e.hi = end
@@ -437,8 +437,8 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 		}
 	}
 	stepOf := func(r *event.Record) *event.Record {
-		for p := r; p != nil; p = s.Lookup(p.Parent) {
-			if p.Flags&event.FlagStep != 0 {
+		for p := r; p != nil; p = s.Lookup(p.Parent()) {
+			if p.IsStep() {
 				return p
 			}
 		}
@@ -447,7 +447,7 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 	stepDevice := map[uint64]extent{}
 	launched := map[uint64]bool{}
 	for _, r := range s.Events {
-		if r.Kind != event.KindSpan && (r.Kind != event.KindActivity || onDevice(r)) {
+		if r.Kind() != event.KindSpan && (r.Kind() != event.KindActivity || onDevice(r)) {
 			continue
 		}
 		for _, a := range s.Args(r) {
@@ -460,14 +460,14 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 				m.LaunchLinks += deviceEvents[a.Num]
 			}
 			if st := stepOf(r); st != nil {
-				cur, seen := stepDevice[st.ID]
+				cur, seen := stepDevice[st.ID()]
 				if !seen || e.lo < cur.lo {
 					cur.lo = e.lo
 				}
 				if !seen || e.hi > cur.hi {
 					cur.hi = e.hi
 				}
-				stepDevice[st.ID] = cur
+				stepDevice[st.ID()] = cur
 			}
 		}
 	}
@@ -497,22 +497,22 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 				m.Kernels[s.Name(p.Record)]++
 			}
 			name := s.Name(p.Record)
-			if p.Flags&event.FlagStep != 0 {
-				name = fmt.Sprintf("%s %d", s.Name(p.Record), p.ID2)
-				st := XprofStep{Name: name, DurUs: float64(p.End-p.Start) / 1e3}
-				if e, ok := stepDevice[p.ID]; ok {
+			if p.IsStep() {
+				name = fmt.Sprintf("%s %d", s.Name(p.Record), p.StepNum())
+				st := XprofStep{Name: name, DurUs: float64(p.End-p.Start()) / 1e3}
+				if e, ok := stepDevice[p.ID()]; ok {
 					st.DeviceUs = float64(e.hi-e.lo) / 1e3
 				}
 				m.Steps = append(m.Steps, st)
 			}
-			m.Events = append(m.Events, XprofEvent{Process: process, Name: name, Thread: row.Name, TSUs: us(p.Start), DurUs: float64(p.End-p.Start) / 1e3, Args: args(p.Record, p.Finished)})
+			m.Events = append(m.Events, XprofEvent{Process: process, Name: name, Thread: row.Name, TSUs: us(p.Start()), DurUs: float64(p.End-p.Start()) / 1e3, Args: args(p.Record, p.Finished)})
 		}
 		for _, r := range row.Instants {
-			m.Events = append(m.Events, XprofEvent{Process: process, Name: s.Name(r), Thread: row.Name, TSUs: us(r.Start), Args: args(r, true)})
+			m.Events = append(m.Events, XprofEvent{Process: process, Name: s.Name(r), Thread: row.Name, TSUs: us(r.Start()), Args: args(r, true)})
 		}
 	}
 	for _, r := range l.Loose {
-		m.Events = append(m.Events, XprofEvent{Process: "/host:CPU", Name: s.Name(r), Thread: "Instants", TSUs: us(r.Start), Args: args(r, true)})
+		m.Events = append(m.Events, XprofEvent{Process: "/host:CPU", Name: s.Name(r), Thread: "Instants", TSUs: us(r.Start()), Args: args(r, true)})
 	}
 	launchIDs := make(map[uint64]bool, len(device))
 	for id := range device {
@@ -536,7 +536,7 @@ func ExpectXprof(s *event.Snapshot, xplaneName string) *XprofManifest {
 			idx[name] = i
 			m.Counters = append(m.Counters, XprofCounter{Name: name})
 		}
-		m.Counters[i].Samples = append(m.Counters[i].Samples, [2]float64{us(r.Start), val})
+		m.Counters[i].Samples = append(m.Counters[i].Samples, [2]float64{us(r.Start()), val})
 	}
 	return m
 }
@@ -560,7 +560,7 @@ func xprofHostFlows(s *event.Snapshot, l *event.Layout, launch map[uint64]bool) 
 			continue
 		}
 		for _, p := range row.Spans {
-			if p.End == p.Start && isMemoryEvent(s, p.Record) {
+			if p.End == p.Start() && isMemoryEvent(s, p.Record) {
 				continue
 			}
 			note(p.Record)
@@ -584,8 +584,8 @@ func xprofHostFlows(s *event.Snapshot, l *event.Layout, launch map[uint64]bool) 
 		return last == id
 	}
 	name := func(r *event.Record) string {
-		if r.Flags&event.FlagStep != 0 {
-			return fmt.Sprintf("%s %d", s.Name(r), r.ID2)
+		if r.IsStep() {
+			return fmt.Sprintf("%s %d", s.Name(r), r.StepNum())
 		}
 		return s.Name(r)
 	}
@@ -604,7 +604,7 @@ func xprofHostFlows(s *event.Snapshot, l *event.Layout, launch map[uint64]bool) 
 				rs = append(rs, r)
 			}
 		}
-		slices.SortStableFunc(rs, func(a, b *event.Record) int { return cmp.Compare(a.Start, b.Start) })
+		slices.SortStableFunc(rs, func(a, b *event.Record) int { return cmp.Compare(a.Start(), b.Start()) })
 		for i := 1; i < len(rs); i++ {
 			pairs = append(pairs, [2]string{name(rs[i-1]), name(rs[i])})
 		}
@@ -712,15 +712,15 @@ func ExpectMemoryProfile(s *event.Snapshot) *MemoryProfileManifest {
 	// one of its number that began last before it.
 	var steps []*event.Record
 	for _, r := range s.Events {
-		if r.Kind == event.KindSpan && r.Flags&event.FlagStep != 0 {
+		if r.Kind() == event.KindSpan && r.IsStep() {
 			steps = append(steps, r)
 		}
 	}
-	slices.SortStableFunc(steps, func(a, b *event.Record) int { return cmp.Compare(a.Start, b.Start) })
+	slices.SortStableFunc(steps, func(a, b *event.Record) int { return cmp.Compare(a.Start(), b.Start()) })
 	groupOf := func(step int64, t int64) int64 {
 		group := int64(-1)
 		for i, st := range steps {
-			if st.ID2 == step && (group < 0 || st.Start <= t) {
+			if st.StepNum() == step && (group < 0 || st.Start() <= t) {
 				group = int64(i)
 			}
 		}
@@ -733,7 +733,7 @@ func ExpectMemoryProfile(s *event.Snapshot) *MemoryProfileManifest {
 			continue
 		}
 		tr, _ := s.TrackOf(r)
-		e := memEvent{free: r.Activity() == event.ActivityFree, t: r.Start}
+		e := memEvent{free: r.Activity() == event.ActivityFree, t: r.Start()}
 		allocator := fmt.Sprintf("GPU_%d_devmem", tr.Device)
 		if tr.Device < 0 {
 			allocator = "host_devmem"
@@ -750,7 +750,7 @@ func ExpectMemoryProfile(s *event.Snapshot) *MemoryProfileManifest {
 			case event.ArgPeakInUse:
 				e.peak = a.Num
 			case event.ArgStep:
-				e.step = groupOf(int64(a.Num), r.Start)
+				e.step = groupOf(int64(a.Num), r.Start())
 			case event.ArgMemoryKind:
 				kind = a.Str
 			case event.ArgTags:

@@ -139,7 +139,7 @@ func Golden(t *testing.T, format, path string, update bool, write func(io.Writer
 	steps, kernels := 0, 0
 	for _, r := range s.Events {
 		switch {
-		case r.Kind == event.KindSpan && s.Name(r) == "train":
+		case r.Kind() == event.KindSpan && s.Name(r) == "train":
 			steps++
 		case s.Name(r) == "saxpy": // an activity, or a span where the format has no devices
 			kernels++

@@ -69,13 +69,13 @@ func OwnerFacts(s *event.Snapshot, threads bool) []string {
 	series := map[string][]float64{}
 	var out []string
 	for _, r := range s.Events {
-		switch r.Kind {
+		switch r.Kind() {
 		case event.KindCounter:
 			unit, v := s.Counter(r)
 			k := fmt.Sprintf("counter %s [%s]: %s", s.Name(r), unit, owner(r))
 			series[k] = append(series[k], v)
 		case event.KindInstant:
-			if s.Lookup(r.Parent) == nil {
+			if s.Lookup(r.Parent()) == nil {
 				out = append(out, fmt.Sprintf("instant %s: %s", s.Name(r), owner(r)))
 			}
 		}

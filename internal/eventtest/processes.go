@@ -125,22 +125,22 @@ func facts(s *event.Snapshot, withThreads bool, procKey func(event.Process) stri
 				byFlow[a.Num] = append(byFlow[a.Num], r)
 			}
 		}
-		if r.Kind != event.KindSpan {
+		if r.Kind() != event.KindSpan {
 			continue
 		}
 		where := "program"
-		if d, ok := threadOf[r.Lane]; ok && r.Flags&event.FlagOnTrack != 0 {
+		if d, ok := threadOf[r.Lane()]; ok && r.OnTrack() {
 			where = d
 		}
 		parent := ""
-		if p := s.Lookup(r.Parent); p != nil {
+		if p := s.Lookup(r.Parent()); p != nil {
 			parent = s.Name(p)
 		}
 		end, _ := s.EndOf(r)
-		spans = append(spans, fmt.Sprintf("%s: %s %d parent=%q", where, s.Name(r), end-r.Start, parent))
+		spans = append(spans, fmt.Sprintf("%s: %s %d parent=%q", where, s.Name(r), end-r.Start(), parent))
 	}
 	for _, rs := range byFlow {
-		slices.SortStableFunc(rs, func(a, b *event.Record) int { return cmp.Compare(a.Start, b.Start) })
+		slices.SortStableFunc(rs, func(a, b *event.Record) int { return cmp.Compare(a.Start(), b.Start()) })
 		names := make([]string, len(rs))
 		for i, r := range rs {
 			names[i] = s.Name(r)

@@ -365,23 +365,23 @@ func Summarize(s *event.Snapshot) (Summary, bool) {
 		z.Track(uint32(i+1), t)
 	}
 	for _, r := range s.Events {
-		switch r.Kind {
+		switch r.Kind() {
 		case event.KindCounter:
 			_, v := s.Counter(r)
-			z.Counter(0, s.Name(r), r.Start, v)
+			z.Counter(0, s.Name(r), r.Start(), v)
 		case event.KindInstant:
-			if r.Flags&event.FlagOnTrack != 0 {
-				z.Instant(r.Lane, s.Name(r), r.Start)
+			if r.OnTrack() {
+				z.Instant(r.Lane(), s.Name(r), r.Start())
 			}
 		case event.KindSpan:
-			if r.Flags&event.FlagOnTrack == 0 {
+			if !r.OnTrack() {
 				continue
 			}
-			if _, ok := z.tracks[r.Lane]; !ok {
+			if _, ok := z.tracks[r.Lane()]; !ok {
 				continue
 			}
 			end, _ := s.EndOf(r)
-			z.Span(r.Lane, s.Name(r), r.Start, end, s.Args(r))
+			z.Span(r.Lane(), s.Name(r), r.Start(), end, s.Args(r))
 		}
 	}
 	return z.Result(nil)

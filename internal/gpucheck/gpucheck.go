@@ -63,7 +63,7 @@ func Check(s *event.Snapshot, w Workload) []string {
 			}
 			if k.SpinNs > 0 {
 				end, _ := s.EndOf(r)
-				if d := end - r.Start; d < k.SpinNs || d > k.SpinNs+k.SlackNs {
+				if d := end - r.Start(); d < k.SpinNs || d > k.SpinNs+k.SlackNs {
 					bad("kernel %s lasted %d ns, spun %d ns (slack %d ns)", s.Name(r), d, k.SpinNs, k.SlackNs)
 				}
 			}
@@ -94,7 +94,7 @@ func Check(s *event.Snapshot, w Workload) []string {
 // kindOf is what a device record is: what the source said, or for a trace
 // read from a file that does not say, what its arguments show.
 func kindOf(s *event.Snapshot, r *event.Record, a map[string]event.Arg) event.ActivityKind {
-	if r.Kind != event.KindActivity {
+	if r.Kind() != event.KindActivity {
 		return event.ActivityUnknown
 	}
 	if k := r.Activity(); k != event.ActivityUnknown {
@@ -132,8 +132,8 @@ func causality(s *event.Snapshot) []string {
 		for _, a := range s.Args(d) {
 			if c := calls[a.Num]; a.Kind == event.ArgFlow && c != nil {
 				linked++
-				if d.Start < c.Start {
-					problems = append(problems, fmt.Sprintf("%s began %d ns before its call %s", s.Name(d), c.Start-d.Start, s.Name(c)))
+				if d.Start() < c.Start() {
+					problems = append(problems, fmt.Sprintf("%s began %d ns before its call %s", s.Name(d), c.Start()-d.Start(), s.Name(c)))
 				}
 			}
 		}

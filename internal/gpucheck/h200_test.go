@@ -69,7 +69,7 @@ func TestH200WorkloadAsLaunched(t *testing.T) {
 					mangled = a.Str
 				}
 			}
-			if r.Kind == event.KindActivity && strings.Contains(s.Name(r), "(") && strings.HasPrefix(mangled, "_Z") {
+			if r.Kind() == event.KindActivity && strings.Contains(s.Name(r), "(") && strings.HasPrefix(mangled, "_Z") {
 				kernels++
 			}
 		}
@@ -218,7 +218,7 @@ func TestH200NVMLAgreesWithNvidiaSmi(t *testing.T) {
 	// wall-clock bounds place nvidia-smi's samples.
 	spans := map[string]*event.Record{}
 	for _, r := range s.Events {
-		if r.Kind == event.KindSpan && strings.HasPrefix(s.Name(r), "phase ") {
+		if r.Kind() == event.KindSpan && strings.HasPrefix(s.Name(r), "phase ") {
 			spans[strings.TrimPrefix(s.Name(r), "phase ")] = r
 		}
 	}
@@ -228,7 +228,7 @@ func TestH200NVMLAgreesWithNvidiaSmi(t *testing.T) {
 	}
 	nv := map[string]*series{}
 	for _, r := range s.Events {
-		if r.Kind != event.KindCounter {
+		if r.Kind() != event.KindCounter {
 			continue
 		}
 		if tr, ok := s.TrackOf(r); !ok || tr.Device != 0 || tr.Kind != event.TrackDevice && tr.Kind != event.TrackDeviceStream {
@@ -240,7 +240,7 @@ func TestH200NVMLAgreesWithNvidiaSmi(t *testing.T) {
 			x = &series{}
 			nv[s.Name(r)] = x
 		}
-		x.t, x.v = append(x.t, r.Start), append(x.v, v)
+		x.t, x.v = append(x.t, r.Start()), append(x.v, v)
 	}
 	smi := loadSmi(t)
 	const settle = int64(500 * time.Millisecond)
@@ -270,7 +270,7 @@ func TestH200NVMLAgreesWithNvidiaSmi(t *testing.T) {
 			}
 			var a, bv []float64
 			for i, ts := range x.t {
-				if ts >= sp.Start+settle && ts <= sp.End() {
+				if ts >= sp.Start()+settle && ts <= sp.End() {
 					a = append(a, x.v[i]/c.unit)
 				}
 			}

@@ -39,14 +39,14 @@ func MetricsOf(s *event.Snapshot, dev int) (m Metrics, ok bool) {
 	}
 	byName := map[string][]sample{}
 	for _, r := range s.Events {
-		if r.Kind != event.KindCounter {
+		if r.Kind() != event.KindCounter {
 			continue
 		}
 		if t, tok := s.TrackOf(r); !tok || t.Device != dev || (t.Kind != event.TrackDevice && t.Kind != event.TrackDeviceStream) {
 			continue
 		}
 		_, v := s.Counter(r)
-		byName[s.Name(r)] = append(byName[s.Name(r)], sample{r.Start, v})
+		byName[s.Name(r)] = append(byName[s.Name(r)], sample{r.Start(), v})
 	}
 	for name, ss := range byName {
 		slices.SortStableFunc(ss, func(a, b sample) int { return cmp.Compare(a.t, b.t) })

@@ -42,8 +42,8 @@ func TestReserveExactBudgetAcrossGoroutines(t *testing.T) {
 		t.Fatalf("kept %d of %d, drops %v, want %v", len(s.Events), max, s.Meta.Drops, want)
 	}
 	for _, r := range s.Events {
-		if s.Lookup(r.ID) != r {
-			t.Fatalf("Lookup(%d) does not find its record", r.ID)
+		if s.Lookup(r.ID()) != r {
+			t.Fatalf("Lookup(%d) does not find its record", r.ID())
 		}
 	}
 	if s.Lookup(0) != nil || s.Lookup(max*10) != nil {

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/devprof/devprof/event"
 )
@@ -53,21 +54,21 @@ func TestTicksConvertWithin1us(t *testing.T) {
 	// Order by the monotonic read taken just before each tick (the
 	// goroutine may have moved between Ps, and so between chunks).
 	evs := append([]*event.Record(nil), s.Events...)
-	sort.Slice(evs, func(i, j int) bool { return evs[i].Parent < evs[j].Parent })
+	sort.Slice(evs, func(i, j int) bool { return evs[i].Parent() < evs[j].Parent() })
 	var worst int64
 	prev := int64(-1 << 63)
 	for _, r := range evs {
-		before, after := int64(r.Parent), r.ID2
-		if d := before - r.Start; d > worst {
+		before, after := int64(r.Parent()), (*Record)(unsafe.Pointer(r)).ID2
+		if d := before - r.Start(); d > worst {
 			worst = d
 		}
-		if d := r.Start - after; d > worst {
+		if d := r.Start() - after; d > worst {
 			worst = d
 		}
-		if r.Start < prev {
-			t.Fatalf("converted times went backwards: %d after %d", r.Start, prev)
+		if r.Start() < prev {
+			t.Fatalf("converted times went backwards: %d after %d", r.Start(), prev)
 		}
-		prev = r.Start
+		prev = r.Start()
 	}
 	t.Logf("%d events over %v; worst distance outside the monotonic bracket: %d ns", n, run, worst)
 	if worst > 1000 {

@@ -280,7 +280,7 @@ func (g *ring) snapshot(b *Buffer, meta event.Meta, window int64) *event.Snapsho
 		bases[i] = s.base
 		recs[i] = (&chunk{recs: s.recs}).model()
 	}
-	slices.SortStableFunc(events, func(a, b *event.Record) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortStableFunc(events, func(a, b *event.Record) int { return cmp.Compare(a.ID(), b.ID()) })
 	if lost := overwritten + outside; lost > 0 {
 		meta.AddDrops(DropsFlightRecorder, lost)
 		// The trace begins where what it holds begins, not at the start

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/devprof/devprof/event"
 )
@@ -61,13 +62,13 @@ func TestRingBoundAndAccountingUnderLoad(t *testing.T) {
 			}
 			seen := map[uint64]bool{}
 			for _, r := range s.Events {
-				if seen[r.ID] || s.Lookup(r.ID) != r {
-					t.Errorf("event %d twice or not found by its ID", r.ID)
+				if seen[r.ID()] || s.Lookup(r.ID()) != r {
+					t.Errorf("event %d twice or not found by its ID", r.ID())
 					return
 				}
-				seen[r.ID] = true
+				seen[r.ID()] = true
 				if n := s.Name(r); n != "outer" && n != "inner" && n != "tick" {
-					t.Errorf("event %d named %q", r.ID, n)
+					t.Errorf("event %d named %q", r.ID(), n)
 					return
 				}
 			}
@@ -161,8 +162,8 @@ func TestRingSnapshotIsTheLastWindow(t *testing.T) {
 			continue
 		}
 		ticks++
-		if r.Start < cutoff {
-			t.Errorf("tick %d at %d is before the window (from %d)", r.ID2, r.Start, cutoff)
+		if r.Start() < cutoff {
+			t.Errorf("tick %d at %d is before the window (from %d)", (*Record)(unsafe.Pointer(r)).ID2, r.Start(), cutoff)
 		}
 	}
 	// Ticks at start+9.0 s .. start+9.9 s are within the last second
@@ -173,7 +174,7 @@ func TestRingSnapshotIsTheLastWindow(t *testing.T) {
 	if got := s.Meta.Dropped(); got != 90 {
 		t.Fatalf("%d counted as dropped, want the 90 older ticks (%v)", got, s.Meta.Drops)
 	}
-	if s.Meta.Start.Mono < cutoff || s.Meta.Start.Mono > s.Events[0].Start {
+	if s.Meta.Start.Mono < cutoff || s.Meta.Start.Mono > s.Events[0].Start() {
 		t.Fatalf("the trace begins at %d, want the window's start %d", s.Meta.Start.Mono, cutoff)
 	}
 	if d := s.Meta.Start.Mono - start; s.Meta.Start.Wall != 1_000_000_000+d {

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/devprof/devprof/event"
 )
@@ -66,11 +67,11 @@ func TestSnapshotConvertsChunksInParallel(t *testing.T) {
 	}
 	var worst int64
 	for i, r := range s.Events {
-		if i > 0 && r.ID <= s.Events[i-1].ID {
-			t.Fatalf("event %d has ID %d after ID %d: not in chunk order", i, r.ID, s.Events[i-1].ID)
+		if i > 0 && r.ID() <= s.Events[i-1].ID() {
+			t.Fatalf("event %d has ID %d after ID %d: not in chunk order", i, r.ID(), s.Events[i-1].ID())
 		}
-		before, after := int64(r.Parent), r.ID2
-		worst = max(worst, before-r.Start, r.Start-after)
+		before, after := int64(r.Parent()), (*Record)(unsafe.Pointer(r)).ID2
+		worst = max(worst, before-r.Start(), r.Start()-after)
 	}
 	if worst > 1000 {
 		t.Fatalf("a converted time is %d ns outside the monotonic reads around its tick", worst)

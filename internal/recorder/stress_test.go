@@ -66,9 +66,9 @@ func TestStressSnapshotWhileSpansRun(t *testing.T) {
 		}
 		before := make(map[uint64]fact, len(s.Events))
 		for _, r := range s.Events {
-			before[r.ID] = fact{r.Start, r.End(), r.Ended()}
-			if r.Ended() && r.End() < r.Start {
-				t.Fatalf("span %d ends at %d before its start %d", r.ID, r.End(), r.Start)
+			before[r.ID()] = fact{r.Start(), r.End(), r.Ended()}
+			if r.Ended() && r.End() < r.Start() {
+				t.Fatalf("span %d ends at %d before its start %d", r.ID(), r.End(), r.Start())
 			}
 		}
 		// Spans go on ending (after the snapshot) for a while.
@@ -79,15 +79,15 @@ func TestStressSnapshotWhileSpansRun(t *testing.T) {
 		enders.Wait()
 		open := 0
 		for _, r := range s.Events {
-			if f := before[r.ID]; f != (fact{r.Start, r.End(), r.Ended()}) {
-				t.Fatalf("record %d changed after the snapshot: %+v, now start %d end %d ended %v", r.ID, f, r.Start, r.End(), r.Ended())
+			if f := before[r.ID()]; f != (fact{r.Start(), r.End(), r.Ended()}) {
+				t.Fatalf("record %d changed after the snapshot: %+v, now start %d end %d ended %v", r.ID(), f, r.Start(), r.End(), r.Ended())
 			}
 			if !r.Ended() {
 				open++
 				// (A span the writers, never deactivated here, began after
 				// the stop time was read ends where it began.)
-				if end, fin := s.EndOf(r); fin || end != max(s.Meta.Stop.Mono, r.Start) {
-					t.Fatalf("open span %d ends at %d (finished %v), want the stop time", r.ID, end, fin)
+				if end, fin := s.EndOf(r); fin || end != max(s.Meta.Stop.Mono, r.Start()) {
+					t.Fatalf("open span %d ends at %d (finished %v), want the stop time", r.ID(), end, fin)
 				}
 			}
 		}
@@ -141,12 +141,12 @@ func TestSpillShardSharedByExtraPs(t *testing.T) {
 	}
 	seen := map[uint64]bool{}
 	for _, r := range s.Events {
-		if seen[r.ID] {
-			t.Fatalf("ID %d twice", r.ID)
+		if seen[r.ID()] {
+			t.Fatalf("ID %d twice", r.ID())
 		}
-		seen[r.ID] = true
+		seen[r.ID()] = true
 		if s.Name(r) == "s" && !r.Ended() {
-			t.Fatalf("span %d lost its end", r.ID)
+			t.Fatalf("span %d lost its end", r.ID())
 		}
 	}
 	if b.spill.cur.Load() == nil && runtime.GOMAXPROCS(0) > 1 {

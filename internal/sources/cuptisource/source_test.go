@@ -123,9 +123,9 @@ func TestSourceWritesEveryRecord(t *testing.T) {
 			}
 			events := map[key][]*event.Record{}
 			for _, r := range s.Events {
-				if r.Kind == event.KindActivity || r.Kind == event.KindSpan {
+				if r.Kind() == event.KindActivity || r.Kind() == event.KindSpan {
 					end, _ := s.EndOf(r)
-					k := key{s.Name(r), r.Start, end}
+					k := key{s.Name(r), r.Start(), end}
 					events[k] = append(events[k], r)
 				}
 			}
@@ -181,14 +181,14 @@ func TestSourceWritesEveryRecord(t *testing.T) {
 					continue
 				}
 				r := got[0]
-				if r.Kind == event.KindSpan {
+				if r.Kind() == event.KindSpan {
 					// An API call made inside the pushed span: beneath it.
-					if r.Parent != 4242 || r.Lane != 9 || s.Name(r) != "cudaLaunchKernel" {
-						t.Errorf("span event %q: parent %d lane %d, want the call of the pushed span 4242 on lane 9", name, r.Parent, r.Lane)
+					if r.Parent() != 4242 || r.Lane() != 9 || s.Name(r) != "cudaLaunchKernel" {
+						t.Errorf("span event %q: parent %d lane %d, want the call of the pushed span 4242 on lane 9", name, r.Parent(), r.Lane())
 					}
 					continue
 				}
-				tr := s.Tracks[r.Lane-1]
+				tr := s.Tracks[r.Lane()-1]
 				switch raw.Kind {
 				case cuptiwrap.KindRuntime, cuptiwrap.KindDriver:
 					if tr.Kind != event.TrackHostThread || tr.ID != int64(raw.ThreadID) {
@@ -261,7 +261,7 @@ func TestLaunchLinksAndAttribution(t *testing.T) {
 	byFlow := map[uint64][]*event.Record{}
 	var gemm, plain *event.Record
 	host := func(r *event.Record) bool {
-		return r.Kind == event.KindSpan || s.Tracks[r.Lane-1].Kind == event.TrackHostThread
+		return r.Kind() == event.KindSpan || s.Tracks[r.Lane()-1].Kind == event.TrackHostThread
 	}
 	for _, r := range s.Events {
 		if f, ok := argMap(s, r)["flow"]; ok {
@@ -297,7 +297,7 @@ func TestLaunchLinksAndAttribution(t *testing.T) {
 			continue
 		}
 		links++
-		d := s.Tracks[devs[0].Lane-1].Device
+		d := s.Tracks[devs[0].Lane()-1].Device
 		if got, ok := argMap(s, hosts[0])["device_id"]; !ok || got.Num != uint64(d) {
 			t.Errorf("flow %d: launch %q device_id %v, want %d", f, s.Name(hosts[0]), got, d)
 		}
@@ -314,8 +314,8 @@ func TestLaunchLinksAndAttribution(t *testing.T) {
 		}
 		if f, ok := argMap(s, r)["flow"]; ok && f.Num == argMap(s, gemm)["flow"].Num && host(r) {
 			const slack = int64(200 * time.Microsecond)
-			if r.Start < res.bracket[0]-slack || r.Start > res.bracket[1]+slack {
-				t.Errorf("launch at %d ns, outside the bracket %d..%d taken around it", r.Start, res.bracket[0], res.bracket[1])
+			if r.Start() < res.bracket[0]-slack || r.Start() > res.bracket[1]+slack {
+				t.Errorf("launch at %d ns, outside the bracket %d..%d taken around it", r.Start(), res.bracket[0], res.bracket[1])
 			}
 		}
 	}

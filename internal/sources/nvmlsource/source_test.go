@@ -53,11 +53,11 @@ const uuidA, uuidB = "GPU-6b2e1c3a-0000-1111-2222-333344445555", "GPU-aaaaaaaa-b
 func countersOf(s *event.Snapshot, device int) map[string][]float64 {
 	var recs []*event.Record
 	for _, r := range s.Events {
-		if tr, ok := s.TrackOf(r); ok && r.Kind == event.KindCounter && tr.Device == device {
+		if tr, ok := s.TrackOf(r); ok && r.Kind() == event.KindCounter && tr.Device == device {
 			recs = append(recs, r)
 		}
 	}
-	slices.SortStableFunc(recs, func(a, b *event.Record) int { return cmp.Compare(a.Start, b.Start) })
+	slices.SortStableFunc(recs, func(a, b *event.Record) int { return cmp.Compare(a.Start(), b.Start()) })
 	out := map[string][]float64{}
 	for _, r := range recs {
 		unit, v := s.Counter(r)
@@ -109,8 +109,8 @@ func TestFactsAndCounters(t *testing.T) {
 		t.Errorf("utilization samples %v and %v, want 40, 60, ... and 50, 70, ...", util, memUtil)
 	}
 	for _, r := range s.Events {
-		if r.Start < s.Meta.Start.Mono-1_000_000 || r.Start > s.Meta.Stop.Mono+1_000_000 {
-			t.Errorf("%s at %d, outside the session [%d, %d]", s.Name(r), r.Start, s.Meta.Start.Mono, s.Meta.Stop.Mono)
+		if r.Start() < s.Meta.Start.Mono-1_000_000 || r.Start() > s.Meta.Stop.Mono+1_000_000 {
+			t.Errorf("%s at %d, outside the session [%d, %d]", s.Name(r), r.Start(), s.Meta.Start.Mono, s.Meta.Stop.Mono)
 		}
 	}
 	if len(rep.Notes) == 0 || !strings.Contains(rep.Notes[len(rep.Notes)-1].Text, "driver 580.159.04, CUDA 13.0") {
