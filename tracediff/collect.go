@@ -1,16 +1,14 @@
 package tracediff
 
 import (
-	"cmp"
 	"maps"
 	"slices"
 
 	"github.com/devprof/devprof/event"
 )
 
-// Kind says where a name compared ran: on the host (a span) or on a
-// device (a kernel, copy, memset or other device activity). The same
-// name in both is two rows.
+// Kind says where a name ran: on the host (a span) or on a device (a
+// kernel, copy, memset or other device activity).
 type Kind uint8
 
 // The kinds of names compared.
@@ -27,17 +25,14 @@ func (k Kind) String() string {
 	return "span"
 }
 
-// Device work is a kind of its own however the file holds it: as device
-// activity (a session's XSpace says which kind; a Perfetto file does
-// not) or as spans on a device's track (a Kineto trace's kernels), so
-// that the same run in two formats has the same rows. Allocations and
-// frees are points, not durations, and are left out.
-
-// Key names one row of a comparison.
-type Key struct {
-	Kind Kind
-	Name string
-}
+// Rows are names alone, not names of a kind: a file may hold device
+// work as device activity (a session's XSpace says which kind, a
+// Perfetto file does not) or as spans on a track that says nothing of a
+// device (devprof's Chrome JSON read back, a Kineto trace's kernels),
+// so that a kind in the key would split one run's rows by the format it
+// was written in. A name is device work when any instance was (activity,
+// or a span on a device's track). Allocations and frees are points, not
+// durations, and are left out.
 
 // Profile is what a Collector kept of one trace: the durations of
 // every span and device-activity name.
@@ -45,7 +40,7 @@ type Profile struct {
 	// Meta is the trace's metadata, as its reader filled it in.
 	Meta event.Meta
 	// Names holds each name's durations.
-	Names map[Key]*Durations
+	Names map[string]*Durations
 	// Events counts the events read: spans, activity, instants and
 	// counter samples.
 	Events int64
@@ -72,7 +67,7 @@ type Collector struct {
 	opts    Options
 	initial event.Meta
 	meta    event.Meta
-	names   map[Key]*Durations
+	names   map[string]*Durations
 
 	nextID uint64
 	events int64
@@ -124,7 +119,7 @@ func (c *Collector) Reset() {
 		opts:    c.opts,
 		initial: c.initial,
 		meta:    c.initial,
-		names:   map[Key]*Durations{},
+		names:   map[string]*Durations{},
 		live:    map[uint64]*liveSpan{},
 		stacks:  map[uint32][]*liveSpan{},
 		device:  map[uint32]bool{},
@@ -163,11 +158,11 @@ func (c *Collector) Counter(string, string, int64, float64) { c.events++ }
 // TrackCounter implements event.Sink.
 func (c *Collector) TrackCounter(uint32, string, string, int64, float64) { c.events++ }
 
-func (c *Collector) durations(k Key) *Durations {
-	d := c.names[k]
+func (c *Collector) durations(name string) *Durations {
+	d := c.names[name]
 	if d == nil {
-		d = &Durations{seed: nameSeed(k)}
-		c.names[k] = d
+		d = &Durations{seed: nameSeed(name)}
+		c.names[name] = d
 	}
 	return d
 }
@@ -186,11 +181,10 @@ func (c *Collector) span(track uint32, name string, start, end int64, parent uin
 	c.events++
 	c.nextID++
 	sp := c.newSpan()
-	k := Key{KindSpan, name}
+	*sp = liveSpan{id: c.nextID, d: c.durations(name), start: start, end: max(end, start), known: known}
 	if c.device[track] {
-		k.Kind = KindDevice
+		sp.d.Device = true
 	}
-	*sp = liveSpan{id: c.nextID, d: c.durations(k), start: start, end: max(end, start), known: known}
 	c.popEnded(track, start)
 	if p := c.live[parent]; p != nil && parent != 0 {
 		sp.parent, sp.parentID = p.d, parent
@@ -288,7 +282,9 @@ func (c *Collector) ActivityOf(kind event.ActivityKind, track uint32, name strin
 	c.events++
 	c.nextID++
 	if kind != event.ActivityAlloc && kind != event.ActivityFree {
-		c.durations(Key{KindDevice, name}).add(max(end, start)-start, c.opts.SampleSize)
+		d := c.durations(name)
+		d.Device = true
+		d.add(max(end, start)-start, c.opts.SampleSize)
 	}
 	return c.nextID
 }
@@ -309,9 +305,5 @@ func (c *Collector) Profile() *Profile {
 	return &Profile{Meta: c.meta, Names: c.names, Events: c.events}
 }
 
-// Keys returns the profile's names in order: by kind, then name.
-func (p *Profile) Keys() []Key {
-	return slices.SortedFunc(maps.Keys(p.Names), func(x, y Key) int {
-		return cmp.Or(cmp.Compare(x.Kind, y.Kind), cmp.Compare(x.Name, y.Name))
-	})
-}
+// Sorted returns the profile's names in order.
+func (p *Profile) Sorted() []string { return slices.Sorted(maps.Keys(p.Names)) }

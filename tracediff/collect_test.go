@@ -13,9 +13,9 @@ import (
 // its whole model: per name, the count and total of the finished
 // instances, the unfinished ones, and self time as the total less the
 // time of the finished spans naming an instance as their parent.
-func fromSnapshot(s *event.Snapshot) map[tracediff.Key]*tracediff.Durations {
-	want := map[tracediff.Key]*tracediff.Durations{}
-	get := func(k tracediff.Key) *tracediff.Durations {
+func fromSnapshot(s *event.Snapshot) map[string]*tracediff.Durations {
+	want := map[string]*tracediff.Durations{}
+	get := func(k string) *tracediff.Durations {
 		if want[k] == nil {
 			want[k] = &tracediff.Durations{}
 		}
@@ -26,39 +26,34 @@ func fromSnapshot(s *event.Snapshot) map[tracediff.Key]*tracediff.Durations {
 		device[uint32(i+1)] = tr.Kind == event.TrackDeviceStream || tr.Kind == event.TrackDevice
 	}
 	for _, r := range s.Events {
-		k := tracediff.Key{Kind: tracediff.KindSpan, Name: s.Name(r)}
-		switch r.Kind {
+		k, onDevice := s.Name(r), false
+		switch r.Kind() {
 		case event.KindSpan:
-			if r.Flags&event.FlagOnTrack != 0 && device[r.Lane] {
-				k.Kind = tracediff.KindDevice
-			}
+			onDevice = r.OnTrack() && device[r.Lane()]
 		case event.KindActivity:
 			if a := r.Activity(); a == event.ActivityAlloc || a == event.ActivityFree {
 				continue
 			}
-			k.Kind = tracediff.KindDevice
+			onDevice = true
 		default:
 			continue
 		}
 		d := get(k)
+		d.Device = d.Device || onDevice
 		end, finished := s.EndOf(r)
 		if !finished {
 			d.Unfinished++
 			continue
 		}
-		dur := max(end, r.Start) - r.Start
+		dur := max(end, r.Start()) - r.Start()
 		d.Count++
 		d.Total += dur
 		d.Self += dur
-		if r.Kind != event.KindSpan || r.Parent == 0 {
+		if r.Kind() != event.KindSpan || r.Parent() == 0 {
 			continue
 		}
-		if p := s.Lookup(r.Parent); p != nil && p.Kind == event.KindSpan {
-			pk := tracediff.Key{Kind: tracediff.KindSpan, Name: s.Name(p)}
-			if p.Flags&event.FlagOnTrack != 0 && device[p.Lane] {
-				pk.Kind = tracediff.KindDevice
-			}
-			get(pk).Self -= dur
+		if p := s.Lookup(r.Parent()); p != nil && p.Kind() == event.KindSpan {
+			get(s.Name(p)).Self -= dur
 		}
 	}
 	return want
@@ -97,18 +92,18 @@ func TestCollectorMatchesModel(t *testing.T) {
 			for k, w := range want {
 				g := p.Names[k]
 				if g == nil {
-					t.Errorf("%v %q missing", k.Kind, k.Name)
+					t.Errorf("%q missing", k)
 					continue
 				}
-				if g.Count != w.Count || g.Total != w.Total || g.Self != w.Self || g.Unfinished != w.Unfinished {
-					t.Errorf("%v %q: count %d total %d self %d unfinished %d; the model says %d %d %d %d",
-						k.Kind, k.Name, g.Count, g.Total, g.Self, g.Unfinished, w.Count, w.Total, w.Self, w.Unfinished)
+				if g.Count != w.Count || g.Total != w.Total || g.Self != w.Self || g.Unfinished != w.Unfinished || g.Device != w.Device {
+					t.Errorf("%q: count %d total %d self %d unfinished %d device %v; the model says %d %d %d %d %v",
+						k, g.Count, g.Total, g.Self, g.Unfinished, g.Device, w.Count, w.Total, w.Self, w.Unfinished, w.Device)
 				}
-				if k.Kind == tracediff.KindDevice {
+				if g.Device {
 					device++
 				}
 				if g.Count > 0 && (int64(len(g.Sample())) != min(g.Count, tracediff.DefaultSampleSize) || g.Sample()[0] != g.Min) {
-					t.Errorf("%v %q: sample of %d (first %d) for %d instances, min %d", k.Kind, k.Name, len(g.Sample()), g.Sample()[0], g.Count, g.Min)
+					t.Errorf("%q: sample of %d (first %d) for %d instances, min %d", k, len(g.Sample()), g.Sample()[0], g.Count, g.Min)
 				}
 			}
 			t.Logf("%d names (%d of device work), %d events", len(want), device, p.Events)
@@ -135,22 +130,22 @@ func TestCollectorSelfTime(t *testing.T) {
 	c.ActivityOf(event.ActivityAlloc, dev, "alloc", 12, 12, nil)
 	p := c.Profile()
 	for _, w := range []struct {
-		kind                      tracediff.Kind
+		device                    bool
 		name                      string
 		count, total, self, unfin int64
 	}{
-		{tracediff.KindSpan, "step", 1, 100, 100 - 30 - 40, 1},
-		{tracediff.KindSpan, "fwd", 1, 30, 20, 0},
-		{tracediff.KindSpan, "bwd", 1, 40, 20, 0},
-		{tracediff.KindSpan, "matmul", 2, 30, 30, 0},
-		{tracediff.KindDevice, "gemm", 1, 8, 8, 0},
+		{false, "step", 1, 100, 100 - 30 - 40, 1},
+		{false, "fwd", 1, 30, 20, 0},
+		{false, "bwd", 1, 40, 20, 0},
+		{false, "matmul", 2, 30, 30, 0},
+		{true, "gemm", 1, 8, 8, 0},
 	} {
-		g := p.Names[tracediff.Key{Kind: w.kind, Name: w.name}]
+		g := p.Names[w.name]
 		if g == nil {
 			t.Errorf("%s missing", w.name)
 			continue
 		}
-		if g.Count != w.count || g.Total != w.total || g.Self != w.self || g.Unfinished != w.unfin {
+		if g.Count != w.count || g.Total != w.total || g.Self != w.self || g.Unfinished != w.unfin || g.Device != w.device {
 			t.Errorf("%s: count %d total %d self %d unfinished %d, want %d %d %d %d", w.name, g.Count, g.Total, g.Self, g.Unfinished, w.count, w.total, w.self, w.unfin)
 		}
 	}
@@ -169,7 +164,7 @@ func TestReservoirBounded(t *testing.T) {
 	for i := range int64(n) {
 		c.Span(event.Span{Name: "op", Start: 10 * i, End: 10*i + i%1000, Track: tr})
 	}
-	d := c.Profile().Names[tracediff.Key{Kind: tracediff.KindSpan, Name: "op"}]
+	d := c.Profile().Names["op"]
 	if d.Count != n || d.Total != 100*(999*1000/2) || len(d.Sample()) != 500 || !d.Sampled() {
 		t.Fatalf("count %d total %d sample %d sampled %v", d.Count, d.Total, len(d.Sample()), d.Sampled())
 	}
@@ -192,7 +187,7 @@ func TestResetStartsOver(t *testing.T) {
 	c.Reset()
 	c.Span(event.Span{Name: "b", End: 7, Track: c.Track(event.Track{Kind: event.TrackHostThread})})
 	p := c.Profile()
-	if len(p.Names) != 1 || p.Names[tracediff.Key{Name: "b"}] == nil || p.Meta.Host != "h" || len(p.Meta.Warnings) != 0 || p.Events != 1 {
+	if len(p.Names) != 1 || p.Names["b"] == nil || p.Meta.Host != "h" || len(p.Meta.Warnings) != 0 || p.Events != 1 {
 		t.Errorf("after Reset: %d names, meta %+v, %d events", len(p.Names), p.Meta, p.Events)
 	}
 }

@@ -67,7 +67,9 @@ func statsOf(d *Durations) Stats {
 
 // Row is the comparison of one name.
 type Row struct {
-	Key
+	Name string
+	// Kind is KindDevice when either trace ran the name as device work.
+	Kind      Kind
 	Base, New Stats
 	// Shift is the Hodges-Lehmann estimate of how much longer an
 	// instance takes in the new trace (the median of the differences
@@ -108,7 +110,7 @@ func Compare(base, new *Profile, alpha float64) *Report {
 	if alpha <= 0 {
 		alpha = DefaultAlpha
 	}
-	keys := map[Key]bool{}
+	keys := map[string]bool{}
 	for k := range base.Names {
 		keys[k] = true
 	}
@@ -123,7 +125,6 @@ func Compare(base, new *Profile, alpha float64) *Report {
 		return cmp.Or(
 			cmp.Compare(rank(&x), rank(&y)),
 			cmp.Compare(abs64(y.Impact), abs64(x.Impact)),
-			cmp.Compare(x.Kind, y.Kind),
 			cmp.Compare(x.Name, y.Name))
 	})
 	return r
@@ -139,10 +140,13 @@ func rank(r *Row) int {
 	return 1
 }
 
-func compareName(k Key, b, n *Durations, alpha float64) Row {
-	r := Row{Key: k, Base: statsOf(b), New: statsOf(n), P: 1,
+func compareName(name string, b, n *Durations, alpha float64) Row {
+	r := Row{Name: name, Base: statsOf(b), New: statsOf(n), P: 1,
 		Shift: math.NaN(), ShiftLow: math.NaN(), ShiftHigh: math.NaN(),
 		Change: math.NaN(), ChangeLow: math.NaN(), ChangeHigh: math.NaN()}
+	if b != nil && b.Device || n != nil && n.Device {
+		r.Kind = KindDevice
+	}
 	r.Impact = r.New.Self - r.Base.Self
 	bn, nn := r.Base.Count, r.New.Count
 	switch {

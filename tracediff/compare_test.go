@@ -157,8 +157,8 @@ func TestTinySamplesNeverSignificant(t *testing.T) {
 // with the other run's figures empty, and fails no threshold.
 func TestAddedAndRemoved(t *testing.T) {
 	base, new := profile(1, 50, nil), profile(1, 50, nil)
-	new.Names[tracediff.Key{Kind: tracediff.KindSpan, Name: "warmup"}] = new.Names[tracediff.Key{Kind: tracediff.KindSpan, Name: "loss"}]
-	delete(new.Names, tracediff.Key{Kind: tracediff.KindSpan, Name: "loss"})
+	new.Names["warmup"] = new.Names["loss"]
+	delete(new.Names, "loss")
 	r := tracediff.Compare(base, new, 0)
 	got := map[string]tracediff.Verdict{}
 	for _, row := range r.Rows[:2] {

@@ -28,6 +28,8 @@ type Durations struct {
 	Total, Self int64
 	// Min and Max are the shortest and longest duration.
 	Min, Max int64
+	// Device says some instance was device work (see Kind).
+	Device bool
 
 	sample []int64
 	sorted bool
@@ -95,9 +97,8 @@ func (d *Durations) add(dur int64, limit int) {
 
 // nameSeed is the reservoir's seed for a name: the same name draws the
 // same positions in every trace.
-func nameSeed(k Key) uint64 {
+func nameSeed(name string) uint64 {
 	h := fnv.New64a()
-	h.Write([]byte{byte(k.Kind)})
-	h.Write([]byte(k.Name))
+	h.Write([]byte(name))
 	return h.Sum64()
 }
