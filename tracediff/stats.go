@@ -1,9 +1,6 @@
 package tracediff
 
-import (
-	"math"
-	"slices"
-)
+import "math"
 
 // exactLimit is the largest combined sample size whose Mann-Whitney
 // distribution is enumerated exactly: the counts of rank sums fit a
@@ -242,11 +239,4 @@ func abs64(v int64) int64 {
 		return -v
 	}
 	return v
-}
-
-// sortedCopy returns v sorted, leaving v as it is.
-func sortedCopy(v []int64) []int64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s
 }
