@@ -1,0 +1,464 @@
+package analysis
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+)
+
+// Report returns the analysis of everything the sink was given. Call it
+// once the reader is done; the Analyzer must not be used after.
+func (a *Analyzer) Report() *Report {
+	r := &Report{Events: a.events, Devices: []Device{}}
+	if a.first <= a.last {
+		r.StartNS, r.EndNS, r.WallNS = a.first, a.last, a.last-a.first
+	}
+	for _, th := range a.threads {
+		a.closeStep(th)
+	}
+	// Work still open when the trace ended ran to its end.
+	for _, i := range a.openOps {
+		a.ops[i].end = max(a.ops[i].start, a.last)
+	}
+	slices.SortFunc(a.ops, func(x, y deviceOp) int {
+		return cmp.Or(cmp.Compare(x.track, y.track), cmp.Compare(x.start, y.start), cmp.Compare(x.end, y.end))
+	})
+	r.Steps = a.steps0()
+	a.devices(r)
+	a.kernels(r)
+	if a.outOfOrder > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d host spans began before an earlier span of their thread: the spans around launch calls and the steps' host busy time may be off", a.outOfOrder))
+	}
+	if r.Kernels.Count > 0 && r.Kernels.Launch.Linked == 0 {
+		r.Notes = append(r.Notes, "the trace links no kernel to the host call that launched it (no flows or correlation ids): idle gaps cannot be host waits, and launch latency is unknown")
+	}
+	return r
+}
+
+// streamOps is one stream's work, a run of the sorted ops.
+type streamOps struct {
+	track  uint32
+	ops    []deviceOp
+	merged []interval // the union of its work
+}
+
+// devices fills in the temporal breakdown and the idle gaps.
+func (a *Analyzer) devices(r *Report) {
+	byDevice := map[int][]*streamOps{}
+	for i := 0; i < len(a.ops); {
+		j := i
+		for j < len(a.ops) && a.ops[j].track == a.ops[i].track {
+			j++
+		}
+		s := &streamOps{track: a.ops[i].track, ops: a.ops[i:j]}
+		s.merged = mergeOps(s.ops)
+		d := a.device(s.track)
+		byDevice[d] = append(byDevice[d], s)
+		i = j
+	}
+	ords := make([]int, 0, len(byDevice))
+	for d := range byDevice {
+		ords = append(ords, d)
+	}
+	slices.Sort(ords)
+	top := a.opt.top()
+	for _, d := range ords {
+		streams := byDevice[d]
+		dev := Device{Ordinal: d, Streams: []Stream{}}
+		var all []deviceOp
+		for _, s := range streams {
+			t := a.tracks[s.track-1].t
+			if dev.Name == "" {
+				dev.Name = t.DeviceName
+			}
+			st := Stream{ID: t.ID, Name: t.Name, Breakdown: breakdown(s.ops, r.StartNS)}
+			a.gaps(r, d, s, streams, &st.Idle, top)
+			r.Idle.HostWaitNS += st.Idle.HostWaitNS
+			r.Idle.KernelWaitNS += st.Idle.KernelWaitNS
+			r.Idle.SyncNS += st.Idle.SyncNS
+			r.Idle.OtherNS += st.Idle.OtherNS
+			r.Idle.Gaps += st.Idle.Gaps
+			dev.Streams = append(dev.Streams, st)
+			all = append(all, s.ops...)
+		}
+		slices.SortFunc(all, func(x, y deviceOp) int { return cmp.Compare(x.start, y.start) })
+		dev.Breakdown = breakdown(all, r.StartNS)
+		r.Devices = append(r.Devices, dev)
+	}
+	slices.SortFunc(r.Idle.Largest, func(x, y Gap) int { return cmp.Compare(y.DurNS, x.DurNS) })
+	if r.Idle.Largest == nil {
+		r.Idle.Largest = []Gap{}
+	}
+}
+
+// mergeOps returns the union of ops' intervals (ops sorted by start).
+func mergeOps(ops []deviceOp) []interval {
+	var out []interval
+	for _, op := range ops {
+		if k := len(out); k > 0 && op.start <= out[k-1].end {
+			out[k-1].end = max(out[k-1].end, op.end)
+			continue
+		}
+		out = append(out, interval{op.start, op.end})
+	}
+	return out
+}
+
+// breakdown is the temporal breakdown of ops (sorted by start), their
+// window relative to origin.
+func breakdown(ops []deviceOp, origin int64) Breakdown {
+	if len(ops) == 0 {
+		return Breakdown{}
+	}
+	var compute, comm, busy, computeOrComm runningUnion
+	end := ops[0].end
+	for _, op := range ops {
+		end = max(end, op.end)
+		busy.add(op.start, op.end)
+		switch op.cat {
+		case catCompute:
+			compute.add(op.start, op.end)
+			computeOrComm.add(op.start, op.end)
+		case catComm:
+			comm.add(op.start, op.end)
+			computeOrComm.add(op.start, op.end)
+		}
+	}
+	b := Breakdown{StartNS: ops[0].start - origin, WallNS: end - ops[0].start}
+	b.ComputeNS = compute.total()
+	b.CommunicationNS = computeOrComm.total() - b.ComputeNS
+	b.MemoryNS = busy.total() - computeOrComm.total()
+	b.IdleNS = b.WallNS - busy.total()
+	b.OverlapNS = comm.total() - b.CommunicationNS
+	return b
+}
+
+// runningUnion is the length of a union of intervals added in start
+// order.
+type runningUnion struct {
+	sum        int64
+	start, end int64
+	any        bool
+}
+
+func (u *runningUnion) add(start, end int64) {
+	switch {
+	case !u.any:
+		u.start, u.end, u.any = start, end, true
+	case start > u.end:
+		u.sum += u.end - u.start
+		u.start, u.end = start, end
+	default:
+		u.end = max(u.end, end)
+	}
+}
+
+func (u *runningUnion) total() int64 {
+	if !u.any {
+		return 0
+	}
+	return u.sum + u.end - u.start
+}
+
+// unionWithin returns the length of the union of ivs (in any order, ends
+// unknown as math.MaxInt64) clipped to [lo, hi).
+func unionWithin(ivs []interval, lo, hi int64) int64 {
+	slices.SortFunc(ivs, func(x, y interval) int { return cmp.Compare(x.start, y.start) })
+	var u runningUnion
+	for _, iv := range ivs {
+		s, e := max(iv.start, lo), min(iv.end, hi)
+		if s < e {
+			u.add(s, e)
+		}
+	}
+	return u.total()
+}
+
+// overlap returns how much of [lo, hi) the sorted, disjoint intervals
+// ivs cover.
+func overlap(ivs []interval, lo, hi int64) int64 {
+	i := sort.Search(len(ivs), func(i int) bool { return ivs[i].end > lo })
+	var n int64
+	for ; i < len(ivs) && ivs[i].start < hi; i++ {
+		n += min(ivs[i].end, hi) - max(ivs[i].start, lo)
+	}
+	return n
+}
+
+// gaps finds the idle gaps of stream s of device d, with their causes,
+// into by and the report's largest.
+func (a *Analyzer) gaps(r *Report, d int, s *streamOps, streams []*streamOps, by *IdleByCause, top int) {
+	kernelWait := a.opt.kernelWait()
+	end := s.ops[0].end
+	for _, op := range s.ops[1:] {
+		if op.start <= end {
+			end = max(end, op.end)
+			continue
+		}
+		gapStart, dur := end, op.start-end
+		end = op.end
+		l, linked := a.launchFor(op.link)
+		var cause string
+		switch {
+		case linked && l.start > gapStart:
+			cause = CauseHostWait
+		case dur < kernelWait:
+			cause = CauseKernelWait
+		case linked && a.othersBusy(s, streams, gapStart, op.start):
+			cause = CauseSync
+		default:
+			cause = CauseOther
+		}
+		by.add(cause, dur)
+		if len(r.Idle.Largest) >= top && dur <= r.Idle.Largest[len(r.Idle.Largest)-1].DurNS {
+			continue
+		}
+		g := Gap{Device: d, Stream: a.tracks[s.track-1].t.Name, StartNS: gapStart - r.StartNS, DurNS: dur, Cause: cause,
+			Next: a.names[op.name], Step: -1}
+		if linked {
+			g.Launch = a.names[l.name]
+			if cause == CauseHostWait {
+				g.HostSpan = a.spanAt(l, gapStart)
+			}
+		}
+		if r.Steps != nil {
+			g.Step = stepAt(r.Steps.All, gapStart-r.StartNS)
+		}
+		i, _ := slices.BinarySearchFunc(r.Idle.Largest, dur, func(x Gap, d int64) int { return cmp.Compare(d, x.DurNS) })
+		r.Idle.Largest = slices.Insert(r.Idle.Largest, i, g)
+		if len(r.Idle.Largest) > top {
+			r.Idle.Largest = r.Idle.Largest[:top]
+		}
+	}
+}
+
+func (a *Analyzer) launchFor(link uint64) (launch, bool) {
+	if link == 0 {
+		return launch{}, false
+	}
+	i, ok := a.launchOf[link]
+	if !ok {
+		return launch{}, false
+	}
+	return a.launches[i], true
+}
+
+// othersBusy reports whether a stream of the device other than s ran
+// work during [lo, hi).
+func (a *Analyzer) othersBusy(s *streamOps, streams []*streamOps, lo, hi int64) bool {
+	for _, o := range streams {
+		if o != s && overlap(o.merged, lo, hi) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// spanAt names what the thread that made launch l was in when a gap
+// began at t: the innermost span around the call that had begun by then,
+// else the root span of the thread that ran across t; "" when none did.
+func (a *Analyzer) spanAt(l launch, t int64) string {
+	for node := l.node; node >= 0; node = a.nodes[node].parent {
+		if n := &a.nodes[node]; n.start <= t && n.end > t {
+			return a.names[n.name]
+		}
+	}
+	th := a.threads[l.thread]
+	if th == nil {
+		return ""
+	}
+	i := sort.Search(len(th.roots), func(i int) bool { return a.nodes[th.roots[i]].start > t }) - 1
+	if i >= 0 {
+		if n := &a.nodes[th.roots[i]]; n.end > t {
+			return a.names[n.name]
+		}
+	}
+	return ""
+}
+
+// stepAt returns the number of the step (steps sorted by start) whose
+// time holds t, -1 for none.
+func stepAt(steps []Step, t int64) int64 {
+	i := sort.Search(len(steps), func(i int) bool { return steps[i].StartNS > t }) - 1
+	if i >= 0 && t < steps[i].StartNS+steps[i].WallNS {
+		return steps[i].Number
+	}
+	return -1
+}
+
+// steps0 is the step section, without device time (devices fills it in
+// once the work is merged).
+func (a *Analyzer) steps0() *Steps {
+	if len(a.steps) == 0 {
+		return nil
+	}
+	st := &Steps{Source: "step markers"}
+	if a.markerSteps == 0 {
+		st.Source = "ProfilerStep#N"
+	}
+	recs := slices.Clone(a.steps)
+	if a.markerSteps > 0 && a.profilerSteps > 0 {
+		// Markers win: PyTorch's step spans inside a marked step are
+		// the same steps again.
+		recs = recs[:0]
+		for _, s := range a.steps {
+			if !s.profiler {
+				recs = append(recs, s)
+			}
+		}
+	}
+	slices.SortStableFunc(recs, func(x, y stepRec) int { return cmp.Compare(x.start, y.start) })
+	// Device time within each step: the union of every device's work.
+	all := slices.Clone(a.ops)
+	slices.SortFunc(all, func(x, y deviceOp) int { return cmp.Compare(x.start, y.start) })
+	merged := mergeOps(all)
+	for _, s := range recs {
+		end := s.end
+		if end == math.MaxInt64 {
+			end = a.last
+		}
+		busy := overlap(merged, s.start, end)
+		st.All = append(st.All, Step{Number: s.num, StartNS: s.start - a.first, WallNS: end - s.start,
+			HostBusyNS: s.hostBusy, DeviceBusyNS: busy, DeviceIdleNS: end - s.start - busy})
+	}
+	st.Warmup = warmup(st.All, a.opt.Warmup)
+	steady := st.All[st.Warmup:]
+	pick := func(f func(Step) int64) Distribution {
+		v := make([]int64, len(steady))
+		for i, s := range steady {
+			v[i] = f(s)
+		}
+		return distribution(v)
+	}
+	st.Wall = pick(func(s Step) int64 { return s.WallNS })
+	st.HostBusy = pick(func(s Step) int64 { return s.HostBusyNS })
+	st.DeviceBusy = pick(func(s Step) int64 { return s.DeviceBusyNS })
+	st.DeviceIdle = pick(func(s Step) int64 { return s.DeviceIdleNS })
+	st.Slowest = slices.Clone(steady)
+	slices.SortStableFunc(st.Slowest, func(x, y Step) int { return cmp.Compare(y.WallNS, x.WallNS) })
+	st.Slowest = st.Slowest[:min(len(st.Slowest), a.opt.top())]
+	return st
+}
+
+// warmup returns how many first steps are warm-up: n when the caller
+// said (negative: none), else the first step and those after it, up to
+// a quarter of all, while each takes more than 1.5 times the median of
+// the steps after that quarter. Fewer than three steps have no warm-up
+// to set apart.
+func warmup(steps []Step, n int) int {
+	switch {
+	case n < 0:
+		return 0
+	case n > 0:
+		return min(n, len(steps))
+	case len(steps) < 3:
+		return 0
+	}
+	limit := max(1, len(steps)/4)
+	rest := make([]int64, 0, len(steps)-limit)
+	for _, s := range steps[limit:] {
+		rest = append(rest, s.WallNS)
+	}
+	med := distribution(rest).P50
+	w := 1
+	for w < limit && float64(steps[w].WallNS) > 1.5*float64(med) {
+		w++
+	}
+	return w
+}
+
+// distribution summarizes v (reordered).
+func distribution(v []int64) Distribution {
+	if len(v) == 0 {
+		return Distribution{}
+	}
+	slices.Sort(v)
+	var sum int64
+	for _, x := range v {
+		sum += x
+	}
+	return Distribution{Count: len(v), Mean: sum / int64(len(v)), Min: v[0], P50: rank(v, 50), P90: rank(v, 90), P99: rank(v, 99), Max: v[len(v)-1]}
+}
+
+// rank is the p-th percentile of sorted v by nearest rank.
+func rank(v []int64, p int) int64 {
+	i := (p*len(v) + 99) / 100 // ceil(p/100 * n)
+	return v[max(i, 1)-1]
+}
+
+// kernels fills in the kernel section and the launch statistics.
+func (a *Analyzer) kernels(r *Report) {
+	type byName struct {
+		cat   category
+		durs  []int64
+		total int64
+	}
+	names := map[uint32]*byName{}
+	tiny := a.opt.tiny()
+	k := &r.Kernels
+	k.Launch.TinyNS = tiny
+	var latency []int64
+	launchers := map[uint32]*Launcher{}
+	for _, op := range a.ops {
+		if op.cat != catCompute && op.cat != catComm {
+			continue
+		}
+		d := op.end - op.start
+		k.Count++
+		k.TotalNS += d
+		n := names[op.name]
+		if n == nil {
+			n = &byName{cat: op.cat}
+			names[op.name] = n
+		}
+		n.durs = append(n.durs, d)
+		n.total += d
+		l, linked := a.launchFor(op.link)
+		if linked {
+			k.Launch.Linked++
+			latency = append(latency, op.start-l.start)
+		}
+		if d >= tiny {
+			continue
+		}
+		k.Launch.Tiny++
+		k.Launch.TinyTotalNS += d
+		if !linked {
+			continue
+		}
+		who := l.name
+		if l.node >= 0 {
+			who = a.nodes[l.node].name
+		}
+		w := launchers[who]
+		if w == nil {
+			w = &Launcher{Name: a.names[who]}
+			launchers[who] = w
+		}
+		w.Kernels++
+		w.TotalNS += d
+	}
+	k.Launch.Latency = distribution(latency)
+	k.Top = []Kernel{}
+	for id, n := range names {
+		dist := distribution(n.durs)
+		kn := Kernel{Name: a.names[id], Category: n.cat.String(), Count: int64(len(n.durs)), TotalNS: n.total,
+			MeanNS: n.total / int64(len(n.durs)), P50NS: dist.P50, P99NS: dist.P99, Occupancy: -1}
+		if o := a.occupancy[id]; o != nil && o.n > 0 {
+			kn.Occupancy = o.sum / float64(o.n)
+		}
+		k.Top = append(k.Top, kn)
+	}
+	slices.SortFunc(k.Top, func(x, y Kernel) int { return cmp.Or(cmp.Compare(y.TotalNS, x.TotalNS), cmp.Compare(x.Name, y.Name)) })
+	k.Top = k.Top[:min(len(k.Top), a.opt.top())]
+	k.Launch.TinyLaunchers = []Launcher{}
+	for _, w := range launchers {
+		k.Launch.TinyLaunchers = append(k.Launch.TinyLaunchers, *w)
+	}
+	slices.SortFunc(k.Launch.TinyLaunchers, func(x, y Launcher) int {
+		return cmp.Or(cmp.Compare(y.Kernels, x.Kernels), cmp.Compare(x.Name, y.Name))
+	})
+	k.Launch.TinyLaunchers = k.Launch.TinyLaunchers[:min(len(k.Launch.TinyLaunchers), a.opt.top())]
+}

@@ -1,0 +1,612 @@
+package analysis
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/devprof/devprof/event"
+)
+
+// Analyzer is an event.Sink that analyzes a trace as a reader streams it.
+// It keeps what the answers need, not the events: for each piece of
+// device work its interval, name, stream and launch link (32 bytes); for
+// each launch call its start and the host span around it (24 bytes, and
+// each enclosing span once); each host thread's root spans (24 bytes);
+// the steps; the spans still open on each host thread. A 10 M-event trace of kernels and their launches holds a
+// fraction of what the model would (BenchmarkAnalyze).
+//
+// Report returns the analysis once the reader is done. An Analyzer is
+// not safe for concurrent use.
+type Analyzer struct {
+	opt  Options
+	meta event.Meta
+	// initial is the metadata NewAnalyzer was given, for Reset.
+	initial event.Meta
+
+	tracks     []trackInfo
+	procs      []event.Process
+	procTracks map[int]uint32
+	names      []string
+	nameIDs    map[string]uint32
+	nextID     uint64
+	events     int64
+	first      int64
+	last       int64
+
+	ops []deviceOp
+	// openOps are device work added Unfinished, by ID, until EndSpan.
+	openOps map[uint64]int
+
+	launches []launch
+	// launchOf finds a launch call by its link (flow or correlation id).
+	launchOf map[uint64]int32
+	// nodes are the host spans that enclosed a launch call, each once.
+	nodes []hostNode
+
+	threads map[uint32]*thread
+	// openSpans are host spans added Unfinished, by ID, until EndSpan.
+	openSpans map[uint64]*hostSpan
+
+	steps []stepRec
+	// stepSource says which kind of step marker the trace had: markers
+	// win over ProfilerStep#N names.
+	markerSteps, profilerSteps int
+
+	occupancy map[uint32]*occupancySum
+	// outOfOrder counts spans that began before an earlier span of their
+	// thread: the enclosing-span bookkeeping assumes start order.
+	outOfOrder int64
+}
+
+// trackInfo is what the analysis needs of a registered track.
+type trackInfo struct {
+	t      event.Track
+	device int // the device ordinal of a stream, -1 for a host track
+}
+
+// category is what device work was: what the temporal breakdown adds it
+// to.
+type category uint8
+
+const (
+	catNone category = iota // not device work (a sync, an allocation)
+	catCompute
+	catComm
+	catMemory
+)
+
+func (c category) String() string {
+	switch c {
+	case catCompute:
+		return "compute"
+	case catComm:
+		return "communication"
+	case catMemory:
+		return "memory"
+	}
+	return "none"
+}
+
+// deviceOp is one piece of device work.
+type deviceOp struct {
+	start, end int64
+	// link is the flow (even) or correlation id (odd) that ties it to its
+	// launch call; 0 for none.
+	link  uint64
+	name  uint32
+	track uint32
+	cat   category
+}
+
+// launch is a host call that launched device work.
+type launch struct {
+	start  int64
+	name   uint32
+	node   int32  // the host span around the call, in nodes; -1 for none
+	thread uint32 // the track of the thread that made the call
+}
+
+// hostNode is a host span that enclosed a launch call.
+type hostNode struct {
+	start, end int64 // end is math.MaxInt64 until known
+	name       uint32
+	parent     int32
+}
+
+// hostSpan is a span on a host thread's stack.
+type hostSpan struct {
+	start, end int64 // end is math.MaxInt64 until known
+	name       uint32
+	node       int32 // its hostNode once it enclosed a launch, else -1
+	step       int32 // the step it is, in steps; -1 for none
+	// th and busy are its thread and its index in th.busy while it is
+	// open inside a step (-1 otherwise).
+	th   *thread
+	busy int32
+}
+
+// thread is a host thread's spans still open, by time, and the step in
+// progress on it.
+type thread struct {
+	stack []*hostSpan
+	free  []*hostSpan
+	// roots are the thread's spans that began with no other open, in
+	// nodes, in start order: what the thread was doing when a gap began
+	// that no span around the launch call covers.
+	roots []int32
+	// step is the step whose host busy time the thread's spans add to
+	// (-1: none); busy holds their intervals until the step closes (an
+	// open span's end is patched in by EndSpan).
+	step      int32
+	busy      []interval
+	lastStart int64
+	hadSpan   bool
+}
+
+// interval is a stretch of time; end is math.MaxInt64 until known.
+type interval struct{ start, end int64 }
+
+// stepRec is a step as found.
+type stepRec struct {
+	num        int64
+	start, end int64 // end is math.MaxInt64 until known
+	hostBusy   int64
+	profiler   bool // named ProfilerStep#N rather than marked
+}
+
+type occupancySum struct {
+	sum float64
+	n   int64
+}
+
+// NewAnalyzer returns an Analyzer for a trace with the given metadata
+// (what a reader starts a sink with; it fills in the rest).
+func NewAnalyzer(meta event.Meta, opt Options) *Analyzer {
+	a := &Analyzer{opt: opt, initial: meta}
+	a.Reset()
+	return a
+}
+
+// Reset implements event.Sink.
+func (a *Analyzer) Reset() {
+	*a = Analyzer{
+		opt:       a.opt,
+		meta:      a.initial,
+		initial:   a.initial,
+		names:     []string{""},
+		nameIDs:   map[string]uint32{"": 0},
+		openOps:   map[uint64]int{},
+		launchOf:  map[uint64]int32{},
+		threads:   map[uint32]*thread{},
+		openSpans: map[uint64]*hostSpan{},
+		occupancy: map[uint32]*occupancySum{},
+		first:     math.MaxInt64,
+		last:      math.MinInt64,
+	}
+}
+
+// Meta implements event.Sink.
+func (a *Analyzer) Meta() *event.Meta { return &a.meta }
+
+// Track implements event.Sink.
+func (a *Analyzer) Track(t event.Track) uint32 {
+	a.tracks = append(a.tracks, trackInfo{t: t, device: a.deviceOf(t)})
+	return uint32(len(a.tracks))
+}
+
+// deviceOf returns the device whose stream t is, -1 for a track of the
+// host. A file without device tracks (Chrome JSON: Kineto's, devprof's)
+// has its streams as threads of a process named or labelled "GPU <n>".
+func (a *Analyzer) deviceOf(t event.Track) int {
+	switch t.Kind {
+	case event.TrackDeviceStream:
+		return t.Device
+	case event.TrackHostThread:
+		if t.Process <= 0 || t.Process > len(a.procs) {
+			return -1
+		}
+		p := &a.procs[t.Process-1]
+		if n, ok := gpuOrdinal(p.Name); ok {
+			return n
+		}
+		for _, l := range p.Labels {
+			if n, ok := gpuOrdinal(l); ok {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
+// gpuOrdinal reads "GPU <n>", the name Kineto and devprof's Chrome
+// writer give a device's process.
+func gpuOrdinal(s string) (int, bool) {
+	rest, ok := strings.CutPrefix(s, "GPU ")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return n, err == nil && n >= 0
+}
+
+// SetTrackName implements event.Sink.
+func (a *Analyzer) SetTrackName(id uint32, name string) {
+	if id > 0 && int(id) <= len(a.tracks) {
+		a.tracks[id-1].t.Name = name
+	}
+}
+
+// Process implements event.Sink.
+func (a *Analyzer) Process(p event.Process) int {
+	p.Labels = append([]string(nil), p.Labels...)
+	a.procs = append(a.procs, p)
+	return len(a.procs)
+}
+
+// ProcessTrack implements event.Sink.
+func (a *Analyzer) ProcessTrack(process int) uint32 {
+	if id, ok := a.procTracks[process]; ok {
+		return id
+	}
+	if a.procTracks == nil {
+		a.procTracks = map[int]uint32{}
+	}
+	id := a.Track(event.Track{Kind: event.TrackProcess, Process: process})
+	a.procTracks[process] = id
+	return id
+}
+
+func (a *Analyzer) intern(s string) uint32 {
+	if id, ok := a.nameIDs[s]; ok {
+		return id
+	}
+	id := uint32(len(a.names))
+	a.names = append(a.names, s)
+	a.nameIDs[s] = id
+	return id
+}
+
+func (a *Analyzer) id() uint64 {
+	a.nextID++
+	a.events++
+	return a.nextID
+}
+
+func (a *Analyzer) seen(start, end int64) {
+	a.first = min(a.first, start)
+	a.last = max(a.last, end, start)
+}
+
+func (a *Analyzer) device(track uint32) int {
+	if track == 0 || int(track) > len(a.tracks) {
+		return -1
+	}
+	return a.tracks[track-1].device
+}
+
+// Span implements event.Sink.
+func (a *Analyzer) Span(s event.Span) uint64 {
+	id := a.id()
+	end := s.End
+	if s.Unfinished {
+		end = math.MaxInt64
+		a.seen(s.Start, s.Start)
+	} else {
+		a.seen(s.Start, s.End)
+	}
+	if a.device(s.Track) >= 0 {
+		a.deviceWork(id, event.ActivityUnknown, s.Track, s.Name, s.Start, end, s.Args)
+		return id
+	}
+	a.hostSpan(id, s.Track, s.Name, s.Start, end, s.Args, s.Step, s.StepNum)
+	return id
+}
+
+// EndSpan implements event.Sink.
+func (a *Analyzer) EndSpan(id uint64, end int64) {
+	if i, ok := a.openOps[id]; ok {
+		delete(a.openOps, id)
+		op := &a.ops[i]
+		op.end = max(end, op.start)
+		a.seen(op.start, op.end)
+		return
+	}
+	h, ok := a.openSpans[id]
+	if !ok {
+		return
+	}
+	delete(a.openSpans, id)
+	h.end = max(end, h.start)
+	a.seen(h.start, h.end)
+	if h.node >= 0 {
+		a.nodes[h.node].end = h.end
+	}
+	if h.step >= 0 {
+		a.steps[h.step].end = h.end
+	}
+	if h.busy >= 0 && int(h.busy) < len(h.th.busy) && h.th.busy[h.busy].start == h.start {
+		h.th.busy[h.busy].end = h.end
+	}
+}
+
+// TrackSlice implements event.Sink.
+func (a *Analyzer) TrackSlice(track uint32, name string, start, end int64, args []event.Arg) uint64 {
+	id := a.id()
+	a.seen(start, end)
+	if a.device(track) >= 0 {
+		a.deviceWork(id, event.ActivityUnknown, track, name, start, end, args)
+		return id
+	}
+	a.hostSpan(id, track, name, start, end, args, false, 0)
+	return id
+}
+
+// Instant implements event.Sink.
+func (a *Analyzer) Instant(name string, t int64, track uint32, parent uint64, args []event.Arg) {
+	a.events++
+	a.seen(t, t)
+}
+
+// Counter implements event.Sink.
+func (a *Analyzer) Counter(name, unit string, t int64, v float64) {
+	a.events++
+	a.seen(t, t)
+}
+
+// TrackCounter implements event.Sink.
+func (a *Analyzer) TrackCounter(track uint32, name, unit string, t int64, v float64) {
+	a.events++
+	a.seen(t, t)
+}
+
+// ActivityOf implements event.Sink.
+func (a *Analyzer) ActivityOf(kind event.ActivityKind, track uint32, name string, start, end int64, args []event.Arg) uint64 {
+	id := a.id()
+	a.seen(start, end)
+	switch {
+	case a.device(track) >= 0:
+		a.deviceWork(id, kind, track, name, start, end, args)
+	case kind == event.ActivityAPI || kind == event.ActivityUnknown:
+		// A driver call recorded as activity on a host thread (CUPTI's
+		// API records): a launch when it is linked to device work.
+		if link := linkOf(args); link != 0 {
+			a.addLaunch(link, a.intern(name), start, -1, track)
+		}
+	}
+	return id
+}
+
+// linkOf returns what ties a launch call to its device work: a flow id
+// (as 2n) or else a correlation id (as 2n+1), 0 for none.
+func linkOf(args []event.Arg) uint64 {
+	var corr uint64
+	for i := range args {
+		switch {
+		case args[i].Kind == event.ArgFlow:
+			return args[i].Num << 1
+		case corr == 0 && (args[i].Key == "correlation" || args[i].Key == "correlation_id") && (args[i].Kind == event.ArgInt || args[i].Kind == event.ArgUint):
+			corr = args[i].Num<<1 | 1
+		}
+	}
+	return corr
+}
+
+// deviceWork adds work on a device stream.
+func (a *Analyzer) deviceWork(id uint64, kind event.ActivityKind, track uint32, name string, start, end int64, args []event.Arg) {
+	c := classify(kind, name, args)
+	if c == catNone {
+		return
+	}
+	op := deviceOp{start: start, end: max(end, start), link: linkOf(args), name: a.intern(name), track: track, cat: c}
+	if end == math.MaxInt64 {
+		a.openOps[id] = len(a.ops)
+	}
+	a.ops = append(a.ops, op)
+	if c == catCompute || c == catComm {
+		if pct, ok := occupancyOf(args); ok {
+			o := a.occupancy[op.name]
+			if o == nil {
+				o = &occupancySum{}
+				a.occupancy[op.name] = o
+			}
+			o.sum += pct
+			o.n++
+		}
+	}
+}
+
+// occupancyOf returns the occupancy a kernel's arguments give, in
+// percent.
+func occupancyOf(args []event.Arg) (float64, bool) {
+	for i := range args {
+		switch args[i].Key {
+		case "theoretical_occupancy_pct", "est. achieved occupancy %", "occupancy_pct":
+			switch args[i].Kind {
+			case event.ArgFloat:
+				return args[i].Float(), true
+			case event.ArgInt:
+				return float64(args[i].Int()), true
+			case event.ArgUint:
+				return float64(args[i].Num), true
+			}
+		}
+	}
+	return 0, false
+}
+
+// classify says what device work was (see the package doc).
+func classify(kind event.ActivityKind, name string, args []event.Arg) category {
+	switch kind {
+	case event.ActivityKernel:
+		if isCollective(name) {
+			return catComm
+		}
+		return catCompute
+	case event.ActivityMemcpy, event.ActivityMemset:
+		return catMemory
+	case event.ActivityUnknown:
+	default:
+		return catNone
+	}
+	for i := range args {
+		switch args[i].Key {
+		case "sync_type":
+			return catNone
+		case event.ArgCopyKind, "memcpy_details":
+			return catMemory
+		}
+	}
+	switch {
+	case strings.Contains(name, "Synchroniz"), name == "MemoryAlloc", name == "MemoryFree":
+		return catNone
+	case hasPrefixFold(name, "memcpy"), hasPrefixFold(name, "memset"), strings.HasPrefix(name, "dma"):
+		return catMemory
+	case isCollective(name):
+		return catComm
+	}
+	return catCompute
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// collectives are what a kernel's name contains (in lower case) when it
+// is a collective: NCCL's and RCCL's kernels, XLA's collective ops.
+var collectives = []string{"all-reduce", "allreduce", "all_reduce", "all-gather", "allgather", "all_gather",
+	"reduce-scatter", "reducescatter", "reduce_scatter", "all-to-all", "alltoall", "all_to_all", "collective-permute", "sendrecv"}
+
+// isCollective reports whether a kernel is communication, by its name.
+func isCollective(name string) bool {
+	if hasPrefixFold(name, "nccl") || hasPrefixFold(name, "rccl") {
+		return true
+	}
+	lower := strings.ToLower(name)
+	for _, c := range collectives {
+		if strings.Contains(lower, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// hostSpan adds a span of the host: to its thread's stack, to its step's
+// host busy time, as a step, and as a launch call when it is linked to
+// device work.
+func (a *Analyzer) hostSpan(id uint64, track uint32, name string, start, end int64, args []event.Arg, step bool, stepNum int64) {
+	th := a.threads[track]
+	if th == nil {
+		th = &thread{step: -1}
+		a.threads[track] = th
+	}
+	if th.hadSpan && start < th.lastStart {
+		a.outOfOrder++
+	}
+	th.hadSpan, th.lastStart = true, max(th.lastStart, start)
+	// Spans that ended by now are no longer around this one.
+	for len(th.stack) > 0 {
+		top := th.stack[len(th.stack)-1]
+		if top.end > start {
+			break
+		}
+		th.stack = th.stack[:len(th.stack)-1]
+		th.free = append(th.free, top)
+	}
+	nameID := a.intern(name)
+	stepIdx := int32(-1)
+	profiler := false
+	if !step {
+		if n, ok := profilerStep(name); ok {
+			step, stepNum, profiler = true, n, true
+			a.profilerSteps++
+		}
+	} else {
+		a.markerSteps++
+	}
+	busy := int32(-1)
+	if step {
+		a.closeStep(th)
+		stepIdx = int32(len(a.steps))
+		a.steps = append(a.steps, stepRec{num: stepNum, start: start, end: end, profiler: profiler})
+		th.step = stepIdx
+	} else if th.step >= 0 {
+		if st := &a.steps[th.step]; start >= st.end {
+			a.closeStep(th)
+		} else if start >= st.start {
+			busy = int32(len(th.busy))
+			th.busy = append(th.busy, interval{start, end})
+		}
+	}
+	var h *hostSpan
+	if k := len(th.free); k > 0 {
+		h, th.free = th.free[k-1], th.free[:k-1]
+	} else {
+		h = new(hostSpan)
+	}
+	*h = hostSpan{start: start, end: end, name: nameID, node: -1, step: stepIdx, th: th, busy: busy}
+	if end == math.MaxInt64 {
+		a.openSpans[id] = h
+	}
+	if link := linkOf(args); link != 0 {
+		a.addLaunch(link, nameID, start, a.nodeOf(th), track)
+	}
+	if len(th.stack) == 0 {
+		h.node = int32(len(a.nodes))
+		a.nodes = append(a.nodes, hostNode{start: start, end: end, name: nameID, parent: -1})
+		th.roots = append(th.roots, h.node)
+	}
+	th.stack = append(th.stack, h)
+}
+
+// nodeOf returns the hostNode of the innermost span open on th, making
+// nodes for it and its enclosing spans as needed; -1 when none is open.
+func (a *Analyzer) nodeOf(th *thread) int32 {
+	parent := int32(-1)
+	for _, h := range th.stack {
+		if h.node < 0 {
+			h.node = int32(len(a.nodes))
+			a.nodes = append(a.nodes, hostNode{start: h.start, end: h.end, name: h.name, parent: parent})
+		}
+		parent = h.node
+	}
+	return parent
+}
+
+func (a *Analyzer) addLaunch(link uint64, name uint32, start int64, node int32, thread uint32) {
+	if _, ok := a.launchOf[link]; ok {
+		// One link, one launch: the first call a link names is the one
+		// that launched (a correlation id is the launch's own).
+		return
+	}
+	a.launchOf[link] = int32(len(a.launches))
+	a.launches = append(a.launches, launch{start: start, name: name, node: node, thread: thread})
+}
+
+// closeStep ends the step in progress on th: its host busy time is the
+// union of the intervals of the spans in it, clipped to it (an end still
+// unknown runs to the step's end, or the trace's).
+func (a *Analyzer) closeStep(th *thread) {
+	if th.step < 0 {
+		return
+	}
+	st := &a.steps[th.step]
+	limit := st.end
+	if limit == math.MaxInt64 {
+		limit = a.last
+	}
+	st.hostBusy = unionWithin(th.busy, st.start, limit)
+	th.step, th.busy = -1, th.busy[:0]
+}
+
+// profilerStep reads PyTorch's "ProfilerStep#N".
+func profilerStep(name string) (int64, bool) {
+	rest, ok := strings.CutPrefix(name, "ProfilerStep#")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(rest, 10, 64)
+	return n, err == nil
+}
+
+var _ event.Sink = (*Analyzer)(nil)
