@@ -77,7 +77,7 @@ type Collector struct {
 	// live holds the spans that may still end (Unfinished) or still get
 	// children, by ID; stacks holds them per track, innermost last.
 	live   map[uint64]*liveSpan
-	stacks map[uint32][]*liveSpan
+	stacks map[uint32]*trackStack
 	free   []*liveSpan
 }
 
@@ -95,10 +95,21 @@ type liveSpan struct {
 	kids     int64 // time of children that ended while its end was not known
 }
 
-// maxStack bounds the spans held per track: a track whose spans overlap
-// without nesting (async slices that never close) would otherwise grow
-// its stack with every span. Past it the oldest ended spans are let go;
-// a late child of one of them leaves its time in the parent's self time.
+// trackStack holds a track's spans that may still get children,
+// innermost last.
+type trackStack struct {
+	spans []*liveSpan
+	// limit is the length past which the stack is trimmed: maxStack, or
+	// twice what a trim could not let go of (spans still open), so that
+	// trimming stays amortized constant time a span.
+	limit int
+}
+
+// maxStack bounds the ended spans held per track: a track whose spans
+// overlap without nesting (async slices) would otherwise grow its stack
+// with every span. Past it the older half of the ended spans are let
+// go; a late child of one of them leaves its time in the parent's self
+// time.
 const maxStack = 1 << 14
 
 // NewCollector returns a Collector whose metadata starts as meta's.
@@ -121,7 +132,7 @@ func (c *Collector) Reset() {
 		meta:    c.initial,
 		names:   map[string]*Durations{},
 		live:    map[uint64]*liveSpan{},
-		stacks:  map[uint32][]*liveSpan{},
+		stacks:  map[uint32]*trackStack{},
 		device:  map[uint32]bool{},
 	}
 }
@@ -185,7 +196,12 @@ func (c *Collector) span(track uint32, name string, start, end int64, parent uin
 	if c.device[track] {
 		sp.d.Device = true
 	}
-	c.popEnded(track, start)
+	ts := c.stacks[track]
+	if ts == nil {
+		ts = &trackStack{limit: maxStack}
+		c.stacks[track] = ts
+	}
+	c.popEnded(ts, start)
 	if p := c.live[parent]; p != nil && parent != 0 {
 		sp.parent, sp.parentID = p.d, parent
 	}
@@ -193,27 +209,28 @@ func (c *Collector) span(track uint32, name string, start, end int64, parent uin
 		c.count(sp)
 	}
 	c.live[sp.id] = sp
-	st := append(c.stacks[track], sp)
-	if len(st) > maxStack {
-		st = c.trim(st)
+	ts.spans = append(ts.spans, sp)
+	if len(ts.spans) > ts.limit {
+		ts.spans = c.trim(ts.spans)
+		ts.limit = max(maxStack, 2*len(ts.spans))
 	}
-	c.stacks[track] = st
 	return sp.id
 }
 
-// popEnded lets go of the spans on top of track's stack that ended by
+// popEnded lets go of the spans on top of a track's stack that ended by
 // t: no span starting from t on can be their child.
-func (c *Collector) popEnded(track uint32, t int64) {
-	st := c.stacks[track]
+func (c *Collector) popEnded(ts *trackStack, t int64) {
+	st := ts.spans
 	for len(st) > 0 {
 		top := st[len(st)-1]
 		if !top.known || top.end > t {
 			break
 		}
+		st[len(st)-1] = nil
 		st = st[:len(st)-1]
 		c.release(top)
 	}
-	c.stacks[track] = st
+	ts.spans = st
 }
 
 // trim lets go of the older half of an overgrown stack's ended spans.
