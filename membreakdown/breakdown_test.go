@@ -3,6 +3,7 @@ package membreakdown
 import (
 	"bytes"
 	"encoding/csv"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -314,5 +315,110 @@ func TestNamedDevices(t *testing.T) {
 	c := r.Category("Parameters")
 	if c == nil || !slices.Equal(c.Devices, []DeviceBytes{{0, "", 1 * MiB}, {-1, "cpu:0", 8 * MiB}}) || c.DeviceBytes(-1) != 0 || c.DeviceBytes(0) != 1*MiB {
 		t.Errorf("Parameters %+v", c)
+	}
+}
+
+// TestCSVRows: the lines of either CSV layout, counted without writing
+// them: one per device-memory buffer an entry stands for, host memory
+// left out, and a sum past uint64 saturates instead of wrapping.
+func TestCSVRows(t *testing.T) {
+	m := profile()
+	// 4 weights + 5 adam + 2 grad + 1 workspace + 4 step + 1 unknown;
+	// the pinned and host ones are not device memory.
+	if n := CSVRows(m); n != 17 {
+		t.Errorf("CSVRows %d, want 17", n)
+	}
+	var buf bytes.Buffer
+	if err := WriteCSV(&buf, m); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(buf.String(), "\n"); n != 17 {
+		t.Errorf("WriteCSV wrote %d lines, CSVRows says 17", n)
+	}
+	big := &event.DeviceMemory{Buffers: []event.Buffer{
+		{Bytes: 1, Count: math.MaxInt, Device: 0},
+		{Bytes: 1, Count: math.MaxInt, Device: 1},
+		{Bytes: 1, Count: math.MaxInt, Device: 2},
+	}}
+	if n := CSVRows(big); n != math.MaxUint64 {
+		t.Errorf("CSVRows of 3 × MaxInt buffers %d, want it saturated at MaxUint64", n)
+	}
+}
+
+// TestWriteStorageCSV: MXNet 2's storage-profiler columns, as Python's
+// csv module (and Go's) reads them: the header, one row per allocation
+// sorted by attribute name, sizes in bytes, the device by ordinal or
+// name, Actual Size = Requested Size, Reuse? 0, then one nvml_amend row
+// per device with a non-negative Untrackable figure.
+func TestWriteStorageCSV(t *testing.T) {
+	m := profile()
+	m.Buffers = append(m.Buffers,
+		event.Buffer{Bytes: 7, Count: 1, Device: -1, DeviceName: "cpu:0", Tags: []string{`say "hi"`}},
+		event.Buffer{Bytes: 9, Count: 1, Device: 0, Tags: []string{"adam"}}, // ties with adam on gpu:1: after it
+	)
+	m.Devices[1].Used = 1 * MiB // less than tracked on gpu:1: no amend row
+	r := Categorize(m, DefaultDictionary(), Options{})
+	var buf bytes.Buffer
+	if err := WriteStorageCSV(&buf, m, r); err != nil {
+		t.Fatal(err)
+	}
+	if first, _, _ := strings.Cut(buf.String(), "\n"); first != StorageCSVHeader {
+		t.Errorf("header %q, want %q", first, StorageCSVHeader)
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
+		if !strings.HasPrefix(l, `"`) || !strings.HasSuffix(l, `"`) || strings.Count(l, `","`) != 4 {
+			t.Errorf("line %q: want five double-quoted fields", l)
+		}
+	}
+	recs, err := csv.NewReader(bytes.NewReader(buf.Bytes())).ReadAll()
+	if err != nil {
+		t.Fatalf("reading the CSV back: %v\n%s", err, buf.String())
+	}
+	want := [][]string{{"Attribute Name", "Requested Size", "Device", "Actual Size", "Reuse?"}}
+	type entry struct {
+		name, dev string
+		bytes     uint64
+	}
+	var entries []entry
+	for i := range m.Buffers {
+		b := &m.Buffers[i]
+		if !OnDevice(b) {
+			continue
+		}
+		dev := strconv.Itoa(b.Device)
+		if b.DeviceName != "" {
+			dev = b.DeviceName
+		}
+		for range max(b.Count, 1) {
+			entries = append(entries, entry{Text(b), dev, b.Bytes})
+		}
+	}
+	slices.SortStableFunc(entries, func(a, b entry) int { return strings.Compare(a.name, b.name) })
+	for _, e := range entries {
+		n := strconv.FormatUint(e.bytes, 10)
+		want = append(want, []string{e.name, n, e.dev, n, "0"})
+	}
+	u := r.UntrackableOn(0)
+	if u == nil || u.Bytes <= 0 || r.UntrackableOn(1) == nil || r.UntrackableOn(1).Bytes >= 0 {
+		t.Fatalf("the profile no longer has one positive and one negative Untrackable: %+v", r.Untrackable)
+	}
+	n := strconv.FormatInt(u.Bytes, 10)
+	want = append(want, []string{NVMLAmend, n, "0", n, "0"})
+	if !reflect.DeepEqual(recs, want) {
+		t.Errorf("records\n%q\nwant\n%q", recs, want)
+	}
+	if uint64(len(recs)-2) != CSVRows(m) {
+		t.Errorf("%d allocation rows, CSVRows says %d", len(recs)-2, CSVRows(m))
+	}
+	if !strings.Contains(buf.String(), `"say ""hi""","7","cpu:0","7","0"`) {
+		t.Errorf("the quote in a name not doubled, or the named device not named:\n%s", buf.String())
+	}
+	// Without a report: the allocations alone.
+	buf.Reset()
+	if err := WriteStorageCSV(&buf, m, nil); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), NVMLAmend) {
+		t.Errorf("an amend row without a report:\n%s", buf.String())
 	}
 }
