@@ -186,6 +186,9 @@ func (a *Analyzer) Reset() {
 	}
 }
 
+// Events returns how many events the sink was given so far.
+func (a *Analyzer) Events() int64 { return a.events }
+
 // Meta implements event.Sink.
 func (a *Analyzer) Meta() *event.Meta { return &a.meta }
 
