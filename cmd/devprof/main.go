@@ -72,6 +72,7 @@ func init() {
 			"devprof collect 127.0.0.1:9999 2000 --log_dir /tmp/prof", runCollect},
 		{"convert", "[-max_events N] [-max_goroutines N] IN OUT", "convert between .xplane.pb (TensorBoard, JAX, TensorFlow), .pftrace(.gz) (Perfetto) and .json(.gz) (Chrome); a Go execution trace (go test -trace, /debug/pprof/trace) converts to any of them",
 			"devprof convert jax-host.xplane.pb jax.pftrace", runConvert},
+		{"analyze", "[-top N] [-json] [-warmup N] [-tiny_kernel D] [-kernel_wait D] [-max_events N] [-max_goroutines N] FILE|RUN|LOGDIR", "what a trace says: step times, each GPU's time as compute, communication, memory and idle, idle gaps with their cause, kernels and launches (HTA's definitions)", "devprof analyze /tmp/prof", runAnalyze},
 		{"diff", "[-threshold PCT] [-alpha A] [-top N] [-json] [-max_events N] [-max_goroutines N] BASE NEW", "compare two traces (files, run or log directories) per span and kernel name: count and duration changes with a Mann-Whitney U test, \"~\" where the change is noise; -threshold exits 1 when something got significantly slower", "devprof diff -threshold 5 base.pftrace new.pftrace", runDiff},
 		{"version", "", "print devprof's version (the module version it was built at)",
 			"devprof version", runVersion},
