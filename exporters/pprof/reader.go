@@ -3,7 +3,6 @@ package pprof
 import (
 	"bufio"
 	"compress/gzip"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -21,24 +20,40 @@ import (
 	"github.com/devprof/devprof/internal/metatext"
 )
 
-// Limits that keep a hostile file from costing much more than its size.
+// Limits that keep a hostile file from costing much more than the model
+// it describes. None is below what devprof's tracker writes at its
+// defaults (1,048,576 live buffers, 64 frames each).
 const (
-	// MaxSize is the most bytes of profile Read decodes (after gunzip);
-	// a large model's profile is a few MiB.
-	MaxSize = 64 << 20
+	// MaxFieldSize is the most bytes of one field of a profile (a sample,
+	// a location, a string): a field is read whole before it is decoded.
+	// A profile is read as it comes and never held whole, so it has no
+	// size limit of its own.
+	MaxFieldSize = 64 << 20
+	// MaxSamples is the most samples Read keeps: 16 times the live
+	// buffers the tracker keeps by default (devmem.DefaultMaxBuffers),
+	// each of which is at most a sample.
+	MaxSamples = 1 << 24
 	// MaxFrames is the most frames Read keeps of one stack (the innermost
 	// ones); JAX keeps at most 512.
 	MaxFrames = 4096
 	// MaxTotalFrames bounds the frames of all distinct stacks together
-	// (buffers with the same stack share its frames).
-	MaxTotalFrames = 1 << 22
+	// (buffers with the same stack share its frames), and the entries of
+	// the location and function tables: the tracker's defaults, 1 Mi
+	// buffers each with its own 64-frame stack.
+	MaxTotalFrames = 1 << 26
+	// MaxStringBytes bounds the profile's strings (its string table)
+	// together.
+	MaxStringBytes = 1 << 28
 )
 
 // The limits Read applies: the constants, lowered by tests to keep them
-// fast.
+// fast. maxNumbers bounds the sample values, labels and comments kept.
 var (
-	maxSize        = MaxSize
+	maxFieldSize   = MaxFieldSize
+	maxSamples     = MaxSamples
 	maxTotalFrames = MaxTotalFrames
+	maxStringBytes = MaxStringBytes
+	maxNumbers     = 1 << 26
 )
 
 // Warning codes of what Read tells about the file (event.Warning.Code,
@@ -99,26 +114,6 @@ var ErrNotMemory = errors.New("not a device-memory profile")
 // the count) are errors saying so; nothing in a file makes Read panic.
 // Buffers are sorted as DeviceMemory.Sort sorts them.
 func Read(r io.Reader) (*event.DeviceMemory, error) {
-	data, err := readAll(r)
-	if err != nil {
-		return nil, err
-	}
-	if len(data) == 0 {
-		return nil, errors.New("pprof: empty: not a profile")
-	}
-	p, err := profile.ParseUncompressed(data)
-	if err != nil {
-		return nil, fmt.Errorf("pprof: not a pprof profile: %v", err)
-	}
-	if err := p.CheckValid(); err != nil {
-		return nil, fmt.Errorf("pprof: malformed profile: %v", err)
-	}
-	return convert(p)
-}
-
-// readAll returns the content of r, gunzipped if it starts with gzip's
-// magic, up to MaxSize bytes.
-func readAll(r io.Reader) ([]byte, error) {
 	br := bufio.NewReader(r)
 	var src io.Reader = br
 	gz := false
@@ -130,53 +125,88 @@ func readAll(r io.Reader) ([]byte, error) {
 		defer zr.Close()
 		src, gz = zr, true
 	}
-	data, err := io.ReadAll(io.LimitReader(src, int64(maxSize)+1))
+	d := newDecoder(src)
+	any, err := d.decode()
 	switch {
-	case err != nil && gz:
-		return nil, fmt.Errorf("pprof: gzip stream: %w", err)
+	case d.src.err != nil && gz:
+		return nil, fmt.Errorf("pprof: gzip stream: %w", d.src.err)
+	case d.src.err != nil:
+		return nil, fmt.Errorf("pprof: %w", d.src.err)
 	case err != nil:
-		return nil, fmt.Errorf("pprof: %w", err)
-	case len(data) > maxSize:
-		return nil, fmt.Errorf("pprof: larger than %d bytes uncompressed: too big for a memory profile", maxSize)
+		var budget *budgetError
+		if errors.As(err, &budget) {
+			return nil, fmt.Errorf("pprof: %w", err)
+		}
+		return nil, fmt.Errorf("pprof: not a pprof profile: %v", err)
+	case !any:
+		return nil, errors.New("pprof: empty: not a profile")
 	}
-	return data, nil
+	parse, invalid := d.check()
+	switch {
+	case parse != nil:
+		return nil, fmt.Errorf("pprof: not a pprof profile: %v", parse)
+	case invalid != nil:
+		return nil, fmt.Errorf("pprof: malformed profile: %v", invalid)
+	}
+	return d.convert()
 }
 
 // typeIndex returns the index of the sample type (typ, unit), or -1.
-func typeIndex(p *profile.Profile, typ, unit string) int {
-	return slices.IndexFunc(p.SampleType, func(v *profile.ValueType) bool { return v.Type == typ && v.Unit == unit })
+func (d *decoder) typeIndex(typ, unit string) int {
+	return slices.IndexFunc(d.sampleTypes, func(v valueType) bool { return d.str(v.typ) == typ && d.str(v.unit) == unit })
 }
 
-func sampleTypes(p *profile.Profile) string {
-	if len(p.SampleType) == 0 {
+func (d *decoder) sampleTypeNames() string {
+	if len(d.sampleTypes) == 0 {
 		return "none"
 	}
 	var s []string
-	for _, v := range p.SampleType {
-		s = append(s, v.Type+"/"+v.Unit)
+	for _, v := range d.sampleTypes {
+		s = append(s, d.str(v.typ)+"/"+d.str(v.unit))
 	}
 	return strings.Join(s, ", ")
 }
 
-// convert turns a parsed, valid profile into the model.
-func convert(p *profile.Profile) (*event.DeviceMemory, error) {
-	ci, si := typeIndex(p, TypeAllocations, UnitCount), typeIndex(p, TypeSpace, UnitBytes)
+// labelInfo is what one distinct label set gives a buffer.
+type labelInfo struct {
+	done   bool
+	fields event.Buffer // Kind, Device, DeviceName, Tags, Span, Source, API
+	glue   []string
+	// glueKey tells glue lists apart: their values joined with NUL.
+	glueKey string
+}
+
+// fullKey is a stack with its glue frames: the location numbers'
+// stack and the glue label's values.
+type fullKey struct {
+	seq  uint32
+	glue string
+}
+
+// convert turns a read, valid profile into the model, sample by sample
+// as google/pprof's profile would be.
+func (d *decoder) convert() (*event.DeviceMemory, error) {
+	ci, si := d.typeIndex(TypeAllocations, UnitCount), d.typeIndex(TypeSpace, UnitBytes)
 	if ci < 0 || si < 0 {
 		return nil, fmt.Errorf("pprof: %w: its sample types are %s; a memory profile (devprof's, or jax.profiler.save_device_memory_profile's) has %s/%s and %s/%s",
-			ErrNotMemory, sampleTypes(p), TypeAllocations, UnitCount, TypeSpace, UnitBytes)
+			ErrNotMemory, d.sampleTypeNames(), TypeAllocations, UnitCount, TypeSpace, UnitBytes)
 	}
 	m := &event.DeviceMemory{}
-	if p.TimeNanos != 0 {
-		m.Time = time.Unix(0, p.TimeNanos)
+	if d.timeNanos != 0 {
+		m.Time = time.Unix(0, d.timeNanos)
 	}
 	frames := map[uint64][]event.Frame{} // by location id
-	stacks := map[string][]event.Frame{} // by location ids
+	stacks := make([][]event.Frame, len(d.seqMore))
+	resolved := make([]bool, len(d.seqMore))
+	full := map[fullKey][]event.Frame{}
+	infos := make([]labelInfo, len(d.labelStart))
 	var totalCount, totalSpace int64
 	var totalFrames int
-	var key []byte
 	cut, anyGlue := false, false
-	for i, s := range p.Sample {
-		count, space := s.Value[ci], s.Value[si]
+	m.Buffers = make([]event.Buffer, 0, len(d.samples))
+	for i, s := range d.samples {
+		vals := d.vals[s.val : s.val+s.nval]
+		count, space := vals[ci], vals[si]
 		switch {
 		case count < 0 || space < 0:
 			return nil, fmt.Errorf("pprof: sample %d has negative values (%d allocations, %d bytes): a difference of profiles (-diff_base), not a memory profile", i+1, count, space)
@@ -191,24 +221,23 @@ func convert(p *profile.Profile) (*event.DeviceMemory, error) {
 		}
 		totalCount += count
 		totalSpace += space
-		b := event.Buffer{Bytes: uint64(space / count), Count: int(count), Device: -1}
-		key = key[:0]
-		for _, loc := range s.Location {
-			key = binary.AppendUvarint(key, loc.ID)
-		}
-		stack, ok := stacks[string(key)]
-		if !ok {
-			for _, loc := range s.Location {
+		stack := stacks[s.seq]
+		if !resolved[s.seq] {
+			ids, more := d.seqOf(s.seq)
+			for _, id := range ids {
 				if len(stack) >= MaxFrames {
 					cut = true
 					break
 				}
-				fs, ok := frames[loc.ID]
+				fs, ok := frames[id]
 				if !ok {
-					fs = locationFrames(loc)
-					frames[loc.ID] = fs
+					fs = d.locationFrames(id)
+					frames[id] = fs
 				}
 				stack = append(stack, fs...)
+			}
+			if more && len(stack) >= MaxFrames {
+				cut = true
 			}
 			if len(stack) > MaxFrames {
 				stack, cut = stack[:MaxFrames:MaxFrames], true
@@ -219,35 +248,43 @@ func convert(p *profile.Profile) (*event.DeviceMemory, error) {
 			if totalFrames += len(stack); totalFrames > maxTotalFrames {
 				return nil, fmt.Errorf("pprof: more than %d stack frames in all: too big for a memory profile", maxTotalFrames)
 			}
-			stacks[string(key)] = stack
+			stacks[s.seq], resolved[s.seq] = stack, true
 		}
-		if glue := s.Label[LabelGlue]; len(glue) > 0 && len(stack) > 0 {
+		info := &infos[s.labels]
+		if !info.done {
+			d.labelInfo(info, s.labels)
+		}
+		b := info.fields
+		b.Bytes, b.Count = uint64(space/count), int(count)
+		if glue := info.glue; len(glue) > 0 && len(stack) > 0 {
 			anyGlue = true
-			key = append(key, 0)
-			for _, v := range glue {
-				key = append(key, v...)
-				key = append(key, 0)
-			}
-			full, ok := stacks[string(key)]
+			k := fullKey{s.seq, info.glueKey}
+			st, ok := full[k]
 			if !ok {
-				full = make([]event.Frame, 0, len(glue)+len(stack))
+				st = make([]event.Frame, 0, len(glue)+len(stack))
 				for _, v := range glue {
-					full = append(full, parseFrame(v))
+					st = append(st, parseFrame(v))
 				}
-				full = append(full, stack...)
-				if totalFrames += len(full); totalFrames > maxTotalFrames {
+				st = append(st, stack...)
+				if totalFrames += len(st); totalFrames > maxTotalFrames {
 					return nil, fmt.Errorf("pprof: more than %d stack frames in all: too big for a memory profile", maxTotalFrames)
 				}
-				stacks[string(key)] = full
+				full[k] = st
 			}
-			stack = full
+			stack = st
 			b.Glue = len(glue)
 		}
 		b.Stack = stack
-		labels(&b, s)
 		m.Buffers = append(m.Buffers, b)
 	}
-	readComments(m, p.Comments)
+	if len(m.Buffers) == 0 {
+		m.Buffers = nil
+	}
+	comments := make([]string, len(d.comments))
+	for i, c := range d.comments {
+		comments[i] = d.str(c)
+	}
+	readComments(m, comments)
 	if !anyGlue {
 		// A profile written before the glue label, or by another tool:
 		// find the call sites as the tracker does.
@@ -261,23 +298,72 @@ func convert(p *profile.Profile) (*event.DeviceMemory, error) {
 	return m, nil
 }
 
-// locationFrames returns a location's frames, innermost first: one per
+// labelInfo fills info from label set n, building the labels as
+// google/pprof's profile holds them (by key, in order; numbers with
+// their units) for labels to read.
+func (d *decoder) labelInfo(info *labelInfo, n uint32) {
+	info.done = true
+	info.fields.Device = -1
+	lbls := d.labelsOf(n)
+	if len(lbls) == 0 {
+		return
+	}
+	s := &profile.Sample{}
+	for _, l := range lbls {
+		key := d.str(l.key)
+		switch {
+		case l.str != 0:
+			if s.Label == nil {
+				s.Label = map[string][]string{}
+			}
+			s.Label[key] = append(s.Label[key], d.str(l.str))
+		case l.num != 0 || l.unit != 0:
+			if s.NumLabel == nil {
+				s.NumLabel = map[string][]int64{}
+			}
+			nums := s.NumLabel[key]
+			if l.unit != 0 {
+				if s.NumUnit == nil {
+					s.NumUnit = map[string][]string{}
+				}
+				units := s.NumUnit[key]
+				for len(units) < len(nums) {
+					units = append(units, "")
+				}
+				s.NumUnit[key] = append(units, d.str(l.unit))
+			}
+			s.NumLabel[key] = append(nums, l.num)
+		}
+	}
+	for key, units := range s.NumUnit {
+		for len(units) < len(s.NumLabel[key]) {
+			units = append(units, "")
+		}
+		s.NumUnit[key] = units
+	}
+	labels(&info.fields, s)
+	info.fields.Tags = slices.Clip(info.fields.Tags)
+	info.glue = s.Label[LabelGlue]
+	info.glueKey = strings.Join(info.glue, "\x00")
+}
+
+// locationFrames returns location id's frames, innermost first: one per
 // line (inlined calls first, as pprof orders them), or, for a location
 // without lines, its address.
-func locationFrames(loc *profile.Location) []event.Frame {
-	if len(loc.Line) == 0 {
-		f := event.Frame{Function: fmt.Sprintf("%#x", loc.Address)}
-		if loc.Mapping != nil {
-			f.File = loc.Mapping.File
+func (d *decoder) locationFrames(id uint64) []event.Frame {
+	loc := d.locations[id]
+	if loc.nline == 0 {
+		f := event.Frame{Function: fmt.Sprintf("%#x", loc.address)}
+		if file, ok := d.mappings[loc.mapping]; ok {
+			f.File = d.str(file)
 		}
 		return []event.Frame{f}
 	}
-	out := make([]event.Frame, 0, len(loc.Line))
-	for _, ln := range loc.Line {
-		f := event.Frame{Line: int(min(max(ln.Line, 0), math.MaxInt32))}
-		if fn := ln.Function; fn != nil {
-			f.Function, f.File = firstOf(fn.Name, fn.SystemName), fn.Filename
-		}
+	out := make([]event.Frame, 0, loc.nline)
+	for _, ln := range d.lines[loc.line : loc.line+loc.nline] {
+		fn := d.functions[ln.function]
+		f := event.Frame{Line: int(min(max(ln.number, 0), math.MaxInt32)),
+			Function: firstOf(d.str(fn.name), d.str(fn.systemName)), File: d.str(fn.filename)}
 		if f.Function == "" {
 			f.Function = UnknownFunction
 		}

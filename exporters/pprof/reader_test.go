@@ -161,9 +161,11 @@ func gzipped(b []byte) []byte {
 // TestReadErrors: hostile or wrong input is an error that says what is
 // wrong, never a panic.
 func TestReadErrors(t *testing.T) {
-	defer func(n int) { maxSize = n }(maxSize)
-	maxSize = 1 << 20
+	defer func(n int) { maxFieldSize = n }(maxFieldSize)
+	maxFieldSize = 1 << 20
 	good := encode(t, fixture())
+	bigComment := jaxProfile()
+	bigComment.Comments = []string{strings.Repeat("x", 1<<20+1)}
 	sample := func(values ...int64) []byte {
 		p := jaxProfile()
 		p.Sample = p.Sample[:1]
@@ -198,7 +200,8 @@ func TestReadErrors(t *testing.T) {
 		"bytes no count":    {sample(0, 4096), "4096 bytes in 0 allocations"},
 		"indivisible":       {sample(3, 100), "100 bytes do not divide into its 3 allocations"},
 		"totals overflow":   {write(t, overflow, true), "totals overflow"},
-		"too big":           {gzipped(make([]byte, 1<<20+1)), "larger than 1048576 bytes"},
+		"zeros":             {gzipped(make([]byte, 1<<20+2)), "not a pprof profile: malformed profile format"},
+		"field too big":     {write(t, bigComment, true), "a field of 1048577 bytes: larger than a memory profile's fields (1048576 bytes at most)"},
 	} {
 		m, err := Read(bytes.NewReader(c.data))
 		if err == nil || m != nil || !strings.HasPrefix(err.Error(), "pprof: ") || !strings.Contains(err.Error(), c.want) {
