@@ -91,12 +91,12 @@ type decoder struct {
 	strEnd    []uint32
 	comments  []int64
 
-	timeNanos                int64
-	dropFrames, keepFrames   int64
-	defaultType, docURL      int64
-	periodType               valueType
-	maxString                uint64 // the largest string number a field names that must name one
-	invalid                  error  // the first rule of CheckValid broken
+	timeNanos              int64
+	dropFrames, keepFrames int64
+	defaultType, docURL    int64
+	periodType             valueType
+	maxString              uint64 // the largest string number a field names that must name one
+	invalid                error  // the first rule of CheckValid broken
 	// What the budgets count.
 	refs, numbers, stringBytes, entries int
 

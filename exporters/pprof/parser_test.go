@@ -189,7 +189,6 @@ func parserLocationFrames(loc *profile.Location) []event.Frame {
 	return out
 }
 
-
 // FuzzReadMatchesParser: whatever the bytes, Read fails where the parser
 // fails and otherwise gives the model it gives, buffer for buffer.
 func FuzzReadMatchesParser(f *testing.F) {
