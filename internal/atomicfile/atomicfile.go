@@ -2,7 +2,9 @@
 // the whole of it: data goes to a temporary file in the same directory,
 // which is synced and renamed over the destination only when complete.
 // devprof's outputs are written through it, so a crash, a full disk or a
-// panic never leaves a half-written trace under the real name.
+// panic never leaves a half-written trace under the real name, and a
+// command that calls RemoveOnSignal leaves no temporary file when it is
+// interrupted either.
 package atomicfile
 
 import (
@@ -10,8 +12,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // writebacks counts the writebacks started, for tests.
@@ -27,13 +32,73 @@ type File struct {
 	done bool
 }
 
+// pending holds the temporary files of the Files neither committed nor
+// aborted, for RemoveOnSignal. A signal's handler takes the lock and
+// never gives it back, so that no temporary file is created after it
+// has removed them.
+var pending struct {
+	sync.Mutex
+	names map[string]bool
+}
+
 // Create starts writing path.
 func Create(path string) (*File, error) {
+	pending.Lock()
+	defer pending.Unlock()
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return nil, fmt.Errorf("cannot write %s: %w", path, err)
 	}
+	if pending.names == nil {
+		pending.names = map[string]bool{}
+	}
+	pending.names[tmp.Name()] = true
 	return &File{Writer: bufio.NewWriterSize(&writeback{f: tmp}, 256<<10), path: path, tmp: tmp}, nil
+}
+
+// settled forgets a temporary file that was renamed or removed.
+func settled(name string) {
+	pending.Lock()
+	delete(pending.names, name)
+	pending.Unlock()
+}
+
+// RemoveOnSignal makes the signals sigs (os.Interrupt, syscall.SIGTERM)
+// remove the temporary file of every File not yet committed or aborted
+// and then end the process as the signal itself would have, until stop
+// is called: without it, an interrupted command dies with its deferred
+// Aborts unrun and leaves a .tmp-* file behind. Only a command's main
+// flow should call it, around the writing of its outputs, since it ends
+// the whole process; a Create after the signal waits for the end.
+// (SIGKILL cannot be caught: nothing removes a file then.)
+func RemoveOnSignal(sigs ...os.Signal) (stop func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-ch:
+			pending.Lock() // held until the process ends
+			for name := range pending.names {
+				os.Remove(name)
+			}
+			// Die of the signal, so that a shell or a parent sees what
+			// ended the command (exit status 130 for Ctrl-C).
+			signal.Reset(sig)
+			if p, err := os.FindProcess(os.Getpid()); err == nil && p.Signal(sig) == nil {
+				time.Sleep(time.Second) // the signal is on its way
+			}
+			os.Exit(1) // where a process cannot signal itself (Windows)
+		case <-done:
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			signal.Stop(ch)
+			close(done)
+		})
+	}
 }
 
 // writebackEvery is how many bytes written make writeback start: every
@@ -85,6 +150,9 @@ func (f *File) Commit() error {
 	}
 	if err != nil {
 		os.Remove(f.tmp.Name())
+	}
+	settled(f.tmp.Name())
+	if err != nil {
 		return fmt.Errorf("cannot write %s: %w", f.path, err)
 	}
 	return nil
@@ -98,4 +166,5 @@ func (f *File) Abort() {
 	f.done = true
 	f.tmp.Close()
 	os.Remove(f.tmp.Name())
+	settled(f.tmp.Name())
 }
