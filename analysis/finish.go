@@ -19,14 +19,31 @@ func (a *Analyzer) Report() *Report {
 		a.closeStep(th)
 	}
 	// Work still open when the trace ended ran to its end.
-	for _, i := range a.openOps {
-		a.ops[i].end = max(a.ops[i].start, a.last)
+	for _, ref := range a.openOps {
+		op := &ref.s.ops[ref.i]
+		op.end = max(op.start, a.last)
 	}
-	slices.SortFunc(a.ops, func(x, y deviceOp) int {
-		return cmp.Or(cmp.Compare(x.track, y.track), cmp.Compare(x.start, y.start), cmp.Compare(x.end, y.end))
-	})
+	for _, id := range a.order {
+		st := a.streams[id]
+		if !st.sorted {
+			slices.SortStableFunc(st.ops, func(x, y deviceOp) int { return cmp.Compare(x.start, y.start) })
+		}
+		for i := range st.ops {
+			op := &st.ops[i]
+			if op.link == 0 {
+				continue
+			}
+			l, ok := a.launchOf.get(op.link)
+			op.link = 0
+			if ok {
+				op.link = uint64(l) + 1
+			}
+		}
+		st.merged = mergeOps(st.ops)
+	}
 	r.Steps = a.steps0()
 	a.devices(r)
+	a.stepDevices(r.Steps)
 	a.kernels(r)
 	if a.outOfOrder > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d host spans began before an earlier span of their thread: the spans around launch calls and the steps' host busy time may be off", a.outOfOrder))
@@ -37,26 +54,12 @@ func (a *Analyzer) Report() *Report {
 	return r
 }
 
-// streamOps is one stream's work, a run of the sorted ops.
-type streamOps struct {
-	track  uint32
-	ops    []deviceOp
-	merged []interval // the union of its work
-}
-
 // devices fills in the temporal breakdown and the idle gaps.
 func (a *Analyzer) devices(r *Report) {
-	byDevice := map[int][]*streamOps{}
-	for i := 0; i < len(a.ops); {
-		j := i
-		for j < len(a.ops) && a.ops[j].track == a.ops[i].track {
-			j++
-		}
-		s := &streamOps{track: a.ops[i].track, ops: a.ops[i:j]}
-		s.merged = mergeOps(s.ops)
-		d := a.device(s.track)
-		byDevice[d] = append(byDevice[d], s)
-		i = j
+	byDevice := map[int][]*stream{}
+	for _, id := range a.order {
+		d := a.device(id)
+		byDevice[d] = append(byDevice[d], a.streams[id])
 	}
 	ords := make([]int, 0, len(byDevice))
 	for d := range byDevice {
@@ -66,14 +69,14 @@ func (a *Analyzer) devices(r *Report) {
 	top := a.opt.top()
 	for _, d := range ords {
 		streams := byDevice[d]
+		slices.SortFunc(streams, func(x, y *stream) int { return cmp.Compare(x.track, y.track) })
 		dev := Device{Ordinal: d, Streams: []Stream{}}
-		var all []deviceOp
 		for _, s := range streams {
 			t := a.tracks[s.track-1].t
 			if dev.Name == "" {
 				dev.Name = t.DeviceName
 			}
-			st := Stream{ID: t.ID, Name: t.Name, Breakdown: breakdown(s.ops, r.StartNS)}
+			st := Stream{ID: t.ID, Name: t.Name, Breakdown: breakdown([]*stream{s}, r.StartNS)}
 			a.gaps(r, d, s, streams, &st.Idle, top)
 			r.Idle.HostWaitNS += st.Idle.HostWaitNS
 			r.Idle.KernelWaitNS += st.Idle.KernelWaitNS
@@ -81,15 +84,56 @@ func (a *Analyzer) devices(r *Report) {
 			r.Idle.OtherNS += st.Idle.OtherNS
 			r.Idle.Gaps += st.Idle.Gaps
 			dev.Streams = append(dev.Streams, st)
-			all = append(all, s.ops...)
 		}
-		slices.SortFunc(all, func(x, y deviceOp) int { return cmp.Compare(x.start, y.start) })
-		dev.Breakdown = breakdown(all, r.StartNS)
+		dev.Breakdown = breakdown(streams, r.StartNS)
 		r.Devices = append(r.Devices, dev)
 	}
 	slices.SortFunc(r.Idle.Largest, func(x, y Gap) int { return cmp.Compare(y.DurNS, x.DurNS) })
 	if r.Idle.Largest == nil {
 		r.Idle.Largest = []Gap{}
+	}
+}
+
+// inStartOrder calls f with the work of streams (each in start order)
+// in start order over all of them.
+func inStartOrder(streams []*stream, f func(op *deviceOp)) {
+	next := make([]int, len(streams))
+	for {
+		best := -1
+		for i, s := range streams {
+			if next[i] < len(s.ops) && (best < 0 || s.ops[next[i]].start < streams[best].ops[next[best]].start) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return
+		}
+		f(&streams[best].ops[next[best]])
+		next[best]++
+	}
+}
+
+// unionOf returns the union of lists of disjoint intervals, each sorted.
+func unionOf(lists [][]interval) []interval {
+	next := make([]int, len(lists))
+	var out []interval
+	for {
+		best := -1
+		for i, l := range lists {
+			if next[i] < len(l) && (best < 0 || l[next[i]].start < lists[best][next[best]].start) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return out
+		}
+		iv := lists[best][next[best]]
+		next[best]++
+		if k := len(out); k > 0 && iv.start <= out[k-1].end {
+			out[k-1].end = max(out[k-1].end, iv.end)
+			continue
+		}
+		out = append(out, iv)
 	}
 }
 
@@ -106,16 +150,13 @@ func mergeOps(ops []deviceOp) []interval {
 	return out
 }
 
-// breakdown is the temporal breakdown of ops (sorted by start), their
+// breakdown is the temporal breakdown of the work of streams, its
 // window relative to origin.
-func breakdown(ops []deviceOp, origin int64) Breakdown {
-	if len(ops) == 0 {
-		return Breakdown{}
-	}
+func breakdown(streams []*stream, origin int64) Breakdown {
 	var compute, comm, busy, computeOrComm runningUnion
-	end := ops[0].end
-	for _, op := range ops {
-		end = max(end, op.end)
+	first, end := int64(math.MaxInt64), int64(math.MinInt64)
+	inStartOrder(streams, func(op *deviceOp) {
+		first, end = min(first, op.start), max(end, op.end)
 		busy.add(op.start, op.end)
 		switch op.cat {
 		case catCompute:
@@ -125,8 +166,11 @@ func breakdown(ops []deviceOp, origin int64) Breakdown {
 			comm.add(op.start, op.end)
 			computeOrComm.add(op.start, op.end)
 		}
+	})
+	if !busy.any {
+		return Breakdown{}
 	}
-	b := Breakdown{StartNS: ops[0].start - origin, WallNS: end - ops[0].start}
+	b := Breakdown{StartNS: first - origin, WallNS: end - first}
 	b.ComputeNS = compute.total()
 	b.CommunicationNS = computeOrComm.total() - b.ComputeNS
 	b.MemoryNS = busy.total() - computeOrComm.total()
@@ -189,7 +233,7 @@ func overlap(ivs []interval, lo, hi int64) int64 {
 
 // gaps finds the idle gaps of stream s of device d, with their causes,
 // into by and the report's largest.
-func (a *Analyzer) gaps(r *Report, d int, s *streamOps, streams []*streamOps, by *IdleByCause, top int) {
+func (a *Analyzer) gaps(r *Report, d int, s *stream, streams []*stream, by *IdleByCause, top int) {
 	kernelWait := a.opt.kernelWait()
 	end := s.ops[0].end
 	for _, op := range s.ops[1:] {
@@ -234,20 +278,17 @@ func (a *Analyzer) gaps(r *Report, d int, s *streamOps, streams []*streamOps, by
 	}
 }
 
+// launchFor returns the launch of work whose link Report resolved.
 func (a *Analyzer) launchFor(link uint64) (launch, bool) {
 	if link == 0 {
 		return launch{}, false
 	}
-	i, ok := a.launchOf[link]
-	if !ok {
-		return launch{}, false
-	}
-	return a.launches[i], true
+	return a.launches[link-1], true
 }
 
 // othersBusy reports whether a stream of the device other than s ran
 // work during [lo, hi).
-func (a *Analyzer) othersBusy(s *streamOps, streams []*streamOps, lo, hi int64) bool {
+func (a *Analyzer) othersBusy(s *stream, streams []*stream, lo, hi int64) bool {
 	for _, o := range streams {
 		if o != s && overlap(o.merged, lo, hi) > 0 {
 			return true
@@ -288,8 +329,8 @@ func stepAt(steps []Step, t int64) int64 {
 	return -1
 }
 
-// steps0 is the step section, without device time (devices fills it in
-// once the work is merged).
+// steps0 is the step section without device time and distributions
+// (stepDevices, once the work is merged).
 func (a *Analyzer) steps0() *Steps {
 	if len(a.steps) == 0 {
 		return nil
@@ -310,20 +351,34 @@ func (a *Analyzer) steps0() *Steps {
 		}
 	}
 	slices.SortStableFunc(recs, func(x, y stepRec) int { return cmp.Compare(x.start, y.start) })
-	// Device time within each step: the union of every device's work.
-	all := slices.Clone(a.ops)
-	slices.SortFunc(all, func(x, y deviceOp) int { return cmp.Compare(x.start, y.start) })
-	merged := mergeOps(all)
 	for _, s := range recs {
 		end := s.end
 		if end == math.MaxInt64 {
 			end = a.last
 		}
-		busy := overlap(merged, s.start, end)
-		st.All = append(st.All, Step{Number: s.num, StartNS: s.start - a.first, WallNS: end - s.start,
-			HostBusyNS: s.hostBusy, DeviceBusyNS: busy, DeviceIdleNS: end - s.start - busy})
+		st.All = append(st.All, Step{Number: s.num, StartNS: s.start - a.first, WallNS: end - s.start, HostBusyNS: s.hostBusy})
 	}
 	st.Warmup = warmup(st.All, a.opt.Warmup)
+	return st
+}
+
+// stepDevices fills in each step's device time (the union of every
+// device's work within it) and the distributions.
+func (a *Analyzer) stepDevices(st *Steps) {
+	if st == nil {
+		return
+	}
+	lists := make([][]interval, 0, len(a.order))
+	for _, id := range a.order {
+		lists = append(lists, a.streams[id].merged)
+	}
+	merged := unionOf(lists)
+	for i := range st.All {
+		s := &st.All[i]
+		start := s.StartNS + a.first
+		s.DeviceBusyNS = overlap(merged, start, start+s.WallNS)
+		s.DeviceIdleNS = s.WallNS - s.DeviceBusyNS
+	}
 	steady := st.All[st.Warmup:]
 	pick := func(f func(Step) int64) Distribution {
 		v := make([]int64, len(steady))
@@ -339,7 +394,6 @@ func (a *Analyzer) steps0() *Steps {
 	st.Slowest = slices.Clone(steady)
 	slices.SortStableFunc(st.Slowest, func(x, y Step) int { return cmp.Compare(y.WallNS, x.WallNS) })
 	st.Slowest = st.Slowest[:min(len(st.Slowest), a.opt.top())]
-	return st
 }
 
 // warmup returns how many first steps are warm-up: n when the caller
@@ -390,55 +444,15 @@ func rank(v []int64, p int) int64 {
 
 // kernels fills in the kernel section and the launch statistics.
 func (a *Analyzer) kernels(r *Report) {
-	type byName struct {
-		cat   category
-		durs  []int64
-		total int64
-	}
-	names := map[uint32]*byName{}
-	tiny := a.opt.tiny()
+	names := map[uint32]*kernelsByName{}
 	k := &r.Kernels
-	k.Launch.TinyNS = tiny
+	k.Launch.TinyNS = a.opt.tiny()
 	var latency []int64
 	launchers := map[uint32]*Launcher{}
-	for _, op := range a.ops {
-		if op.cat != catCompute && op.cat != catComm {
-			continue
+	for _, id := range a.order {
+		for i := range a.streams[id].ops {
+			a.kernel(&a.streams[id].ops[i], k, names, &latency, launchers)
 		}
-		d := op.end - op.start
-		k.Count++
-		k.TotalNS += d
-		n := names[op.name]
-		if n == nil {
-			n = &byName{cat: op.cat}
-			names[op.name] = n
-		}
-		n.durs = append(n.durs, d)
-		n.total += d
-		l, linked := a.launchFor(op.link)
-		if linked {
-			k.Launch.Linked++
-			latency = append(latency, op.start-l.start)
-		}
-		if d >= tiny {
-			continue
-		}
-		k.Launch.Tiny++
-		k.Launch.TinyTotalNS += d
-		if !linked {
-			continue
-		}
-		who := l.name
-		if l.node >= 0 {
-			who = a.nodes[l.node].name
-		}
-		w := launchers[who]
-		if w == nil {
-			w = &Launcher{Name: a.names[who]}
-			launchers[who] = w
-		}
-		w.Kernels++
-		w.TotalNS += d
 	}
 	k.Launch.Latency = distribution(latency)
 	k.Top = []Kernel{}
@@ -461,4 +475,52 @@ func (a *Analyzer) kernels(r *Report) {
 		return cmp.Or(cmp.Compare(y.Kernels, x.Kernels), cmp.Compare(x.Name, y.Name))
 	})
 	k.Launch.TinyLaunchers = k.Launch.TinyLaunchers[:min(len(k.Launch.TinyLaunchers), a.opt.top())]
+}
+
+// kernelsByName is one kernel name's instances, for the kernel section.
+type kernelsByName struct {
+	cat   category
+	durs  []int64
+	total int64
+}
+
+// kernel adds one piece of work to the kernel section if it is a kernel.
+func (a *Analyzer) kernel(op *deviceOp, k *Kernels, names map[uint32]*kernelsByName, latency *[]int64, launchers map[uint32]*Launcher) {
+	if op.cat != catCompute && op.cat != catComm {
+		return
+	}
+	d := op.end - op.start
+	k.Count++
+	k.TotalNS += d
+	n := names[op.name]
+	if n == nil {
+		n = &kernelsByName{cat: op.cat}
+		names[op.name] = n
+	}
+	n.durs = append(n.durs, d)
+	n.total += d
+	l, linked := a.launchFor(op.link)
+	if linked {
+		k.Launch.Linked++
+		*latency = append(*latency, op.start-l.start)
+	}
+	if d >= k.Launch.TinyNS {
+		return
+	}
+	k.Launch.Tiny++
+	k.Launch.TinyTotalNS += d
+	if !linked {
+		return
+	}
+	who := l.name
+	if l.node >= 0 {
+		who = a.nodes[l.node].name
+	}
+	w := launchers[who]
+	if w == nil {
+		w = &Launcher{Name: a.names[who]}
+		launchers[who] = w
+	}
+	w.Kernels++
+	w.TotalNS += d
 }

@@ -10,7 +10,7 @@ import (
 
 // Analyzer is an event.Sink that analyzes a trace as a reader streams it.
 // It keeps what the answers need, not the events: for each piece of
-// device work its interval, name, stream and launch link (32 bytes); for
+// device work its interval, name and launch link (32 bytes), by stream; for
 // each launch call its start and the host span around it (24 bytes, and
 // each enclosing span once); each host thread's root spans (24 bytes);
 // the steps; the spans still open on each host thread. A 10 M-event trace of kernels and their launches holds a
@@ -34,13 +34,19 @@ type Analyzer struct {
 	first      int64
 	last       int64
 
-	ops []deviceOp
+	// streams holds each stream's work, by track id; order lists the
+	// tracks as their first work came.
+	streams map[uint32]*stream
+	order   []uint32
 	// openOps are device work added Unfinished, by ID, until EndSpan.
-	openOps map[uint64]int
+	openOps map[uint64]opRef
 
 	launches []launch
 	// launchOf finds a launch call by its link (flow or correlation id).
-	launchOf map[uint64]int32
+	launchOf linkTable
+	// collective caches isCollective by name id (0: not asked yet, 1:
+	// yes, 2: no).
+	collective []uint8
 	// nodes are the host spans that enclosed a launch call, each once.
 	nodes []hostNode
 
@@ -91,12 +97,27 @@ func (c category) String() string {
 // deviceOp is one piece of device work.
 type deviceOp struct {
 	start, end int64
-	// link is the flow (even) or correlation id (odd) that ties it to its
-	// launch call; 0 for none.
-	link  uint64
-	name  uint32
-	track uint32
-	cat   category
+	// link is the flow (2n) or correlation id (2n+1) that ties it to its
+	// launch call, 0 for none; Report replaces it with the launch's index
+	// in launches plus one (0: none).
+	link uint64
+	name uint32
+	cat  category
+}
+
+// stream is one device stream's work, in start order (a reader's order
+// contract; sorted is false when it broke it, and Report sorts).
+type stream struct {
+	track  uint32
+	ops    []deviceOp
+	sorted bool
+	merged []interval // the union of its work, made by Report
+}
+
+// opRef finds a piece of device work.
+type opRef struct {
+	s *stream
+	i int
 }
 
 // launch is a host call that launched device work.
@@ -176,8 +197,9 @@ func (a *Analyzer) Reset() {
 		initial:   a.initial,
 		names:     []string{""},
 		nameIDs:   map[string]uint32{"": 0},
-		openOps:   map[uint64]int{},
-		launchOf:  map[uint64]int32{},
+		streams:   map[uint32]*stream{},
+		openOps:   map[uint64]opRef{},
+		launchOf:  linkTable{sparse: map[uint64]int32{}},
 		threads:   map[uint32]*thread{},
 		openSpans: map[uint64]*hostSpan{},
 		occupancy: map[uint32]*occupancySum{},
@@ -308,9 +330,9 @@ func (a *Analyzer) Span(s event.Span) uint64 {
 
 // EndSpan implements event.Sink.
 func (a *Analyzer) EndSpan(id uint64, end int64) {
-	if i, ok := a.openOps[id]; ok {
+	if ref, ok := a.openOps[id]; ok {
 		delete(a.openOps, id)
-		op := &a.ops[i]
+		op := &ref.s.ops[ref.i]
 		op.end = max(end, op.start)
 		a.seen(op.start, op.end)
 		return
@@ -397,15 +419,28 @@ func linkOf(args []event.Arg) uint64 {
 
 // deviceWork adds work on a device stream.
 func (a *Analyzer) deviceWork(id uint64, kind event.ActivityKind, track uint32, name string, start, end int64, args []event.Arg) {
+	nameID := a.intern(name)
 	c := classify(kind, name, args)
+	if c == catComm && !a.isCollective(nameID) {
+		c = catCompute
+	}
 	if c == catNone {
 		return
 	}
-	op := deviceOp{start: start, end: max(end, start), link: linkOf(args), name: a.intern(name), track: track, cat: c}
-	if end == math.MaxInt64 {
-		a.openOps[id] = len(a.ops)
+	op := deviceOp{start: start, end: max(end, start), link: linkOf(args), name: nameID, cat: c}
+	st := a.streams[track]
+	if st == nil {
+		st = &stream{track: track, sorted: true}
+		a.streams[track] = st
+		a.order = append(a.order, track)
 	}
-	a.ops = append(a.ops, op)
+	if k := len(st.ops); k > 0 && start < st.ops[k-1].start {
+		st.sorted = false
+	}
+	if end == math.MaxInt64 {
+		a.openOps[id] = opRef{st, len(st.ops)}
+	}
+	st.ops = append(st.ops, op)
 	if c == catCompute || c == catComm {
 		if pct, ok := occupancyOf(args); ok {
 			o := a.occupancy[op.name]
@@ -438,14 +473,28 @@ func occupancyOf(args []event.Arg) (float64, bool) {
 	return 0, false
 }
 
-// classify says what device work was (see the package doc).
+// isCollective is the package's isCollective, once per name.
+func (a *Analyzer) isCollective(name uint32) bool {
+	if int(name) >= len(a.collective) {
+		a.collective = append(a.collective, make([]uint8, int(name)+1-len(a.collective))...)
+	}
+	if a.collective[name] == 0 {
+		a.collective[name] = 2
+		if isCollective(a.names[name]) {
+			a.collective[name] = 1
+		}
+	}
+	return a.collective[name] == 1
+}
+
+// classify says what device work was (see the package doc), except that
+// a kernel it does not know to be memory or not device work is catComm:
+// the caller decides between communication and compute by its name
+// (Analyzer.isCollective, which asks each name once).
 func classify(kind event.ActivityKind, name string, args []event.Arg) category {
 	switch kind {
 	case event.ActivityKernel:
-		if isCollective(name) {
-			return catComm
-		}
-		return catCompute
+		return catComm
 	case event.ActivityMemcpy, event.ActivityMemset:
 		return catMemory
 	case event.ActivityUnknown:
@@ -465,10 +514,8 @@ func classify(kind event.ActivityKind, name string, args []event.Arg) category {
 		return catNone
 	case hasPrefixFold(name, "memcpy"), hasPrefixFold(name, "memset"), strings.HasPrefix(name, "dma"):
 		return catMemory
-	case isCollective(name):
-		return catComm
 	}
-	return catCompute
+	return catComm
 }
 
 func hasPrefixFold(s, prefix string) bool {
@@ -576,14 +623,64 @@ func (a *Analyzer) nodeOf(th *thread) int32 {
 	return parent
 }
 
+// addLaunch records a launch call. One link, one launch: the first call
+// a link names is the one that launched (a correlation id is the
+// launch's own).
 func (a *Analyzer) addLaunch(link uint64, name uint32, start int64, node int32, thread uint32) {
-	if _, ok := a.launchOf[link]; ok {
-		// One link, one launch: the first call a link names is the one
-		// that launched (a correlation id is the launch's own).
-		return
+	if a.launchOf.add(link, int32(len(a.launches))) {
+		a.launches = append(a.launches, launch{start: start, name: name, node: node, thread: thread})
 	}
-	a.launchOf[link] = int32(len(a.launches))
-	a.launches = append(a.launches, launch{start: start, name: name, node: node, thread: thread})
+}
+
+// linkTable maps links to launches. Readers number flows and
+// correlation ids mostly in sequence from some base (devprof's flows
+// from 2^62), so a link near the first one seen is an index into dense,
+// without hashing; the rest go to sparse.
+type linkTable struct {
+	base   uint64
+	dense  []int32 // launch index + 1; 0: none
+	sparse map[uint64]int32
+	used   bool
+}
+
+// denseSlack bounds how far past the links seen dense may grow: room
+// for a few times as many links as it holds, plus a fixed margin.
+const denseSlack = 1 << 16
+
+// add records that link is launch i, unless link has a launch already;
+// it reports whether it recorded it.
+func (t *linkTable) add(link uint64, i int32) bool {
+	if !t.used {
+		t.used = true
+		t.base = link - min(link, 1024)
+	}
+	if d := link - t.base; link >= t.base && d < uint64(4*len(t.dense)+denseSlack) {
+		if d >= uint64(len(t.dense)) {
+			t.dense = append(t.dense, make([]int32, int(d)+1-len(t.dense))...)
+			t.dense = t.dense[:cap(t.dense)]
+		}
+		if t.dense[d] != 0 {
+			return false
+		}
+		t.dense[d] = i + 1
+		return true
+	}
+	if _, ok := t.sparse[link]; ok {
+		return false
+	}
+	t.sparse[link] = i
+	return true
+}
+
+// get returns the launch of link.
+func (t *linkTable) get(link uint64) (int32, bool) {
+	if d := link - t.base; t.used && link >= t.base && d < uint64(len(t.dense)) {
+		if i := t.dense[d]; i != 0 {
+			return i - 1, true
+		}
+	}
+	i, ok := t.sparse[link]
+	return i, ok
 }
 
 // closeStep ends the step in progress on th: its host busy time is the
