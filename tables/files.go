@@ -1,0 +1,265 @@
+package tables
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/devprof/devprof/event"
+)
+
+// rowGroupRows bounds a row group, which a table's writer holds in memory
+// until it is full: 64 Ki rows keep each table's buffer to a few MiB and
+// its dictionaries small, while leaving engines row groups large enough
+// to scan fast.
+const rowGroupRows = 64 << 10
+
+// batchRows is how many rows a table gathers before handing them to the
+// Parquet writer, which costs less per row in batches.
+const batchRows = 1024
+
+// PartitionPath returns where the file of one table of one session goes,
+// relative to the export's root: <table>/run=<run>/host=<host>/<session>.parquet.
+// The partition values are escaped as Hive escapes them (%XX for '/',
+// '=', '%', control characters and the like), so any run or host name
+// makes one path element; the columns inside the file hold them as they
+// are.
+func PartitionPath(table, run, host, session string) string {
+	return table + "/run=" + escapeHive(run) + "/host=" + escapeHive(host) + "/" + escapeHive(session) + ".parquet"
+}
+
+// escapeHive escapes what a Hive partition value must not hold: path
+// separators, '=', '%', and bytes a file name should not have.
+func escapeHive(s string) string {
+	if s == "" {
+		return "__HIVE_DEFAULT_PARTITION__"
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c < 0x20 || c == 0x7f || strings.IndexByte(`"#%'*/:=?\{[]^`, c) >= 0:
+			fmt.Fprintf(&b, "%%%02X", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// table is one table's file being written.
+type table[T any] struct {
+	path string // relative to the root
+	f    *os.File
+	bw   *bufio.Writer
+	w    *parquet.GenericWriter[T]
+	rows []T
+}
+
+func openTable[T any](root, name, run, host, session string) (*table[T], error) {
+	rel := PartitionPath(name, run, host, session)
+	path := filepath.Join(root, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	w := parquet.NewGenericWriter[T](bw,
+		parquet.Compression(&parquet.Zstd),
+		parquet.MaxRowsPerRowGroup(rowGroupRows),
+		parquet.KeyValueMetadata(MetadataSchemaVersion, strconv.Itoa(SchemaVersion)),
+		parquet.KeyValueMetadata(MetadataTable, name),
+		parquet.CreatedBy("devprof", strconv.Itoa(SchemaVersion), ""),
+	)
+	return &table[T]{path: rel, f: f, bw: bw, w: w, rows: make([]T, 0, batchRows)}, nil
+}
+
+func (t *table[T]) add(r T) error {
+	t.rows = append(t.rows, r)
+	if len(t.rows) < cap(t.rows) {
+		return nil
+	}
+	return t.flush()
+}
+
+func (t *table[T]) flush() error {
+	if len(t.rows) == 0 {
+		return nil
+	}
+	_, err := t.w.Write(t.rows)
+	clear(t.rows) // let go of the strings
+	t.rows = t.rows[:0]
+	return err
+}
+
+// close finishes the file, synced, or removes what there is of it.
+func (t *table[T]) close(ok bool) error {
+	var err error
+	if ok {
+		err = t.flush()
+		if err == nil {
+			err = t.w.Close()
+		}
+		if err == nil {
+			err = t.bw.Flush()
+		}
+		if err == nil {
+			err = t.f.Sync()
+		}
+	}
+	if cerr := t.f.Close(); err == nil {
+		err = cerr
+	}
+	if !ok || err != nil {
+		os.Remove(t.f.Name())
+	}
+	return err
+}
+
+// tableSet is the files of one session's tables.
+type tableSet struct {
+	spans    *table[Span]
+	instants *table[Instant]
+	counters *table[Counter]
+	kernels  *table[Kernel]
+	memory   *table[Memory]
+	flows    *table[Flow]
+	steps    *table[Step]
+	hosts    *table[Host]
+}
+
+func openTables(root, run, host, session string) (*tableSet, error) {
+	s := &tableSet{}
+	var err error
+	open := func(f func() error) {
+		if err == nil {
+			err = f()
+		}
+	}
+	open(func() (e error) { s.spans, e = openTable[Span](root, TableSpans, run, host, session); return })
+	open(func() (e error) { s.instants, e = openTable[Instant](root, TableInstants, run, host, session); return })
+	open(func() (e error) { s.counters, e = openTable[Counter](root, TableCounters, run, host, session); return })
+	open(func() (e error) { s.kernels, e = openTable[Kernel](root, TableKernels, run, host, session); return })
+	open(func() (e error) { s.memory, e = openTable[Memory](root, TableMemory, run, host, session); return })
+	open(func() (e error) { s.flows, e = openTable[Flow](root, TableFlows, run, host, session); return })
+	open(func() (e error) { s.steps, e = openTable[Step](root, TableSteps, run, host, session); return })
+	open(func() (e error) { s.hosts, e = openTable[Host](root, TableHosts, run, host, session); return })
+	if err != nil {
+		s.close(false)
+		if errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("tables: run %q, host %q, session %q is already exported there", run, host, session)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// close finishes every file (ok) or removes them all; it returns their
+// paths relative to the root, in Tables' order.
+func (s *tableSet) close(ok bool) ([]string, error) {
+	var errs []error
+	var paths []string
+	closeOne := func(path string, c func(bool) error) {
+		if err := c(ok && len(errs) == 0); err != nil {
+			errs = append(errs, err)
+		}
+		paths = append(paths, path)
+	}
+	if s.spans != nil {
+		closeOne(s.spans.path, s.spans.close)
+	}
+	if s.instants != nil {
+		closeOne(s.instants.path, s.instants.close)
+	}
+	if s.counters != nil {
+		closeOne(s.counters.path, s.counters.close)
+	}
+	if s.kernels != nil {
+		closeOne(s.kernels.path, s.kernels.close)
+	}
+	if s.memory != nil {
+		closeOne(s.memory.path, s.memory.close)
+	}
+	if s.flows != nil {
+		closeOne(s.flows.path, s.flows.close)
+	}
+	if s.steps != nil {
+		closeOne(s.steps.path, s.steps.close)
+	}
+	if s.hosts != nil {
+		closeOne(s.hosts.path, s.hosts.close)
+	}
+	if err := errors.Join(errs...); err != nil || !ok {
+		return nil, err
+	}
+	return paths, nil
+}
+
+// hostRows returns the hosts table's rows of a finished session: its own
+// and one per device, each device's identity merged from all its tracks.
+func hostRows(d *deriver, m *event.Meta, tracks []event.Track, format string) []Host {
+	base := Host{
+		Run: d.run, Host: d.host, Session: d.session,
+		Program: validUTF8(m.Program), PID: int64(m.PID),
+		StartNS: m.Start.Mono + d.offset, StopNS: m.Stop.Mono + d.offset, Device: -1,
+		Spans: d.counts[tSpans], Instants: d.counts[tInstants], Counters: d.counts[tCounters],
+		Kernels: d.counts[tKernels], Memory: d.counts[tMemory], Flows: d.counts[tFlows], Steps: d.counts[tSteps],
+		DroppedEvents: m.Dropped(), Warnings: int64(len(m.Warnings)), SourceFormat: format,
+	}
+	rows := []Host{base}
+	index := map[int]int{}
+	for _, t := range tracks {
+		switch t.Kind {
+		case event.TrackDeviceStream, event.TrackDevice, event.TrackMemory:
+		default:
+			continue
+		}
+		if t.Device < 0 {
+			continue
+		}
+		i, ok := index[t.Device]
+		if !ok {
+			h := base
+			h.Device = int32(t.Device)
+			i = len(rows)
+			index[t.Device] = i
+			rows = append(rows, h)
+		}
+		h := &rows[i]
+		fill := func(dst *string, v string) {
+			if *dst == "" {
+				*dst = validUTF8(v)
+			}
+		}
+		fill(&h.DeviceName, t.DeviceName)
+		fill(&h.Vendor, t.Vendor)
+		fill(&h.UUID, t.UUID)
+		fill(&h.PCIBusID, t.PCIBusID)
+		c := t.Caps
+		if h.ClockRateKHz == 0 {
+			h.ClockRateKHz = c.ClockRateKHz
+		}
+		if h.Cores == 0 {
+			h.Cores = c.Cores
+		}
+		if h.MemoryBytes == 0 {
+			h.MemoryBytes = int64(c.MemoryBytes)
+		}
+		if h.MemoryBandwidth == 0 {
+			h.MemoryBandwidth = int64(c.MemoryBandwidth)
+		}
+		if h.ComputeCapability == "" && (c.ComputeCapMajor != 0 || c.ComputeCapMinor != 0) {
+			h.ComputeCapability = strconv.FormatInt(c.ComputeCapMajor, 10) + "." + strconv.FormatInt(c.ComputeCapMinor, 10)
+		}
+	}
+	return rows
+}

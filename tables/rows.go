@@ -1,0 +1,396 @@
+package tables
+
+import (
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/devprof/devprof/event"
+)
+
+// An ev is one event of the model as the tables need it, whichever way
+// it came: from a Writer's spool, once its end and the trace's clock
+// anchor are known, or from a Snapshot's record. One ev becomes one row
+// of spans, instants, counters, kernels or memory, and its flows, steps.
+type ev struct {
+	kind     event.Kind
+	activity event.ActivityKind
+	finished bool
+	step     bool
+	id       uint64
+	parent   uint64
+	track    uint32 // the Track's id, 0 for none
+	name     string
+	unit     string // a counter's
+	start    int64
+	end      int64
+	stepNum  int64
+	value    float64 // a counter's
+	args     []event.Arg
+}
+
+// trackFacts are the columns a row gets from the track it sits on.
+type trackFacts struct {
+	name    string
+	thread  int64
+	device  int32
+	pid     int64
+	process string
+}
+
+// deriver turns evs into rows of the tables: it resolves tracks and
+// processes, maps times to Unix nanoseconds and counts rows.
+type deriver struct {
+	run, host, session string
+	offset             int64 // Unix ns minus the trace's monotonic ns
+	tracks             []trackFacts
+	program            trackFacts // the program's own, for events on no track
+	set                *tableSet
+	json               []byte // scratch for args
+	counts             [numTables]int64
+}
+
+// newDeriver resolves the tracks and processes of a finished trace.
+func newDeriver(run, host, session string, m *event.Meta, tracks []event.Track, procs []event.Process, set *tableSet) *deriver {
+	d := &deriver{run: run, host: host, session: session, set: set}
+	d.offset = m.Start.Wall - m.Start.Mono
+	d.program = trackFacts{device: -1, pid: int64(m.PID), process: validUTF8(m.Program)}
+	d.tracks = make([]trackFacts, len(tracks))
+	for i, t := range tracks {
+		f := d.program
+		f.name = validUTF8(t.Name)
+		switch t.Kind {
+		case event.TrackHostThread, event.TrackProcess:
+			if t.Kind == event.TrackHostThread {
+				f.thread = t.ID
+			}
+			if t.Process > 0 && t.Process <= len(procs) {
+				p := procs[t.Process-1]
+				f.pid, f.process = p.PID, validUTF8(p.Name)
+				if f.process == "" {
+					f.process = validUTF8(p.Label)
+				}
+			}
+		default:
+			f.device = int32(t.Device)
+		}
+		d.tracks[i] = f
+	}
+	return d
+}
+
+// facts returns the columns of the track with id id (0: the program).
+func (d *deriver) facts(id uint32) *trackFacts {
+	if id == 0 || int(id) > len(d.tracks) {
+		return &d.program
+	}
+	return &d.tracks[id-1]
+}
+
+// Table indexes, in Tables' order.
+const (
+	tSpans = iota
+	tInstants
+	tCounters
+	tKernels
+	tMemory
+	tFlows
+	tSteps
+	tHosts
+	numTables
+)
+
+// add writes the rows of e.
+func (d *deriver) add(e *ev) error {
+	name := validUTF8(e.name)
+	var table int
+	var err error
+	switch e.kind {
+	case event.KindSpan:
+		table = tSpans
+		err = d.span(e, name)
+	case event.KindInstant:
+		table = tInstants
+		f := d.facts(e.track)
+		d.counts[tInstants]++
+		err = d.set.instants.add(Instant{
+			Run: d.run, Host: d.host, Session: d.session,
+			Name: name, TimeNS: e.start + d.offset, ParentID: int64(e.parent),
+			Track: f.name, ThreadID: f.thread, Device: f.device, PID: f.pid, Process: f.process,
+			Args: d.argsJSON(e.args),
+		})
+	case event.KindCounter:
+		f := d.facts(e.track)
+		d.counts[tCounters]++
+		return d.set.counters.add(Counter{
+			Run: d.run, Host: d.host, Session: d.session,
+			Name: name, Unit: validUTF8(e.unit), TimeNS: e.start + d.offset, Value: e.value,
+			Track: f.name, ThreadID: f.thread, Device: f.device, PID: f.pid, Process: f.process,
+		})
+	case event.KindActivity:
+		if e.activity == event.ActivityAlloc || e.activity == event.ActivityFree {
+			table = tMemory
+			err = d.memory(e)
+		} else {
+			table = tKernels
+			err = d.kernel(e, name)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return d.flows(e, name, table)
+}
+
+func (d *deriver) span(e *ev, name string) error {
+	f := d.facts(e.track)
+	start, end := e.start+d.offset, e.end+d.offset
+	d.counts[tSpans]++
+	if err := d.set.spans.add(Span{
+		Run: d.run, Host: d.host, Session: d.session,
+		ID: int64(e.id), ParentID: int64(e.parent), Name: name,
+		StartNS: start, EndNS: end, DurNS: e.end - e.start, Finished: e.finished,
+		Track: f.name, ThreadID: f.thread, Device: f.device, PID: f.pid, Process: f.process,
+		Step: e.step, StepNum: e.stepNum, Args: d.argsJSON(e.args),
+	}); err != nil {
+		return err
+	}
+	if !e.step {
+		return nil
+	}
+	d.counts[tSteps]++
+	return d.set.steps.add(Step{
+		Run: d.run, Host: d.host, Session: d.session,
+		StepNum: e.stepNum, SpanID: int64(e.id), Name: name,
+		StartNS: start, EndNS: end, DurNS: e.end - e.start, Finished: e.finished, Track: f.name,
+	})
+}
+
+func (d *deriver) kernel(e *ev, name string) error {
+	f := d.facts(e.track)
+	k := Kernel{
+		Run: d.run, Host: d.host, Session: d.session,
+		ID: int64(e.id), Kind: e.activity.String(), Name: name,
+		StartNS: e.start + d.offset, EndNS: e.end + d.offset, DurNS: e.end - e.start,
+		Device: f.device, Track: f.name, SrcDevice: -1, DstDevice: -1,
+	}
+	if t := int(e.track); t > 0 && t <= len(d.tracks) {
+		k.Stream = d.tracks[t-1].thread
+	}
+	for i := range e.args {
+		a := &e.args[i]
+		switch a.Key {
+		case event.ArgGrid:
+			k.Grid = argString(a)
+		case event.ArgBlock:
+			k.Block = argString(a)
+		case event.ArgRegistersPerThread:
+			k.RegistersPerThread = argInt(a)
+		case event.ArgStaticSharedMemory:
+			k.StaticSharedMemory = argInt(a)
+		case event.ArgDynamicSharedMemory:
+			k.DynamicSharedMemory = argInt(a)
+		case event.ArgBytes:
+			k.Bytes = argInt(a)
+		case event.ArgCopyKind:
+			k.CopyKind = argString(a)
+		case event.ArgSrcMemoryKind:
+			k.SrcMemoryKind = argString(a)
+		case event.ArgDstMemoryKind:
+			k.DstMemoryKind = argString(a)
+		case event.ArgSrcDevice:
+			k.SrcDevice = int32(argInt(a))
+		case event.ArgDstDevice:
+			k.DstDevice = int32(argInt(a))
+		case event.ArgAnnotation:
+			k.Annotation = argString(a)
+		}
+		if a.Kind == event.ArgFlow && k.CorrelationID == 0 {
+			k.CorrelationID = int64(a.Num)
+		}
+	}
+	k.Args = d.argsJSON(e.args)
+	d.counts[tKernels]++
+	return d.set.kernels.add(k)
+}
+
+func (d *deriver) memory(e *ev) error {
+	f := d.facts(e.track)
+	m := Memory{
+		Run: d.run, Host: d.host, Session: d.session,
+		Kind: e.activity.String(), TimeNS: e.start + d.offset, Device: f.device, Track: f.name,
+	}
+	for i := range e.args {
+		a := &e.args[i]
+		switch a.Key {
+		case event.ArgAddress:
+			m.Address = argInt(a)
+		case event.ArgBytes:
+			m.Bytes = argInt(a)
+		case event.ArgMemoryKind:
+			m.MemoryKind = argString(a)
+		case event.ArgTags:
+			m.Tags = argString(a)
+		case event.ArgSpan:
+			m.Site = argString(a)
+		case event.ArgAPI:
+			m.API = argString(a)
+		case event.ArgStep:
+			m.Step = argInt(a)
+		case event.ArgInUse:
+			m.BytesInUse = argInt(a)
+		case event.ArgPeakInUse:
+			m.PeakBytesInUse = argInt(a)
+		case event.ArgCarried:
+			m.Carried = argInt(a) != 0
+		}
+	}
+	d.counts[tMemory]++
+	return d.set.memory.add(m)
+}
+
+// flows writes a row for each flow id among e's arguments.
+func (d *deriver) flows(e *ev, name string, table int) error {
+	for i := range e.args {
+		a := &e.args[i]
+		if a.Kind != event.ArgFlow {
+			continue
+		}
+		id := int64(e.id)
+		if e.kind == event.KindInstant {
+			id = 0
+		}
+		d.counts[tFlows]++
+		if err := d.set.flows.add(Flow{
+			Run: d.run, Host: d.host, Session: d.session,
+			FlowID: int64(a.Num), EventID: id, EventTable: Tables[table], Name: name,
+			TimeNS: e.start + d.offset, Track: d.facts(e.track).name,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// argString returns a string argument's value, or any other's as text.
+func argString(a *event.Arg) string {
+	if a.Kind == event.ArgString {
+		return validUTF8(a.Str)
+	}
+	return strconv.FormatUint(a.Num, 10)
+}
+
+// argInt returns a numeric argument's value as an int64 (a float
+// truncated; a string parsed, 0 when it is no number).
+func argInt(a *event.Arg) int64 {
+	switch a.Kind {
+	case event.ArgFloat:
+		return int64(math.Float64frombits(a.Num))
+	case event.ArgString:
+		n, _ := strconv.ParseInt(a.Str, 10, 64)
+		return n
+	}
+	return int64(a.Num)
+}
+
+// argsJSON returns args (flows left out) as one JSON object, "" when
+// there are none: a column engines read with their JSON functions
+// (DuckDB's json_extract, Spark's get_json_object).
+func (d *deriver) argsJSON(args []event.Arg) string {
+	n := 0
+	for i := range args {
+		if args[i].Kind != event.ArgFlow {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	args = event.UniqueKeys(args)
+	b := append(d.json[:0], '{')
+	first := true
+	for i := range args {
+		a := &args[i]
+		if a.Kind == event.ArgFlow {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = appendJSONString(b, a.Key)
+		b = append(b, ':')
+		switch a.Kind {
+		case event.ArgInt, event.ArgDuration:
+			b = strconv.AppendInt(b, int64(a.Num), 10)
+		case event.ArgUint:
+			b = strconv.AppendUint(b, a.Num, 10)
+		case event.ArgFloat:
+			f := math.Float64frombits(a.Num)
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				b = append(b, "null"...) // JSON has no NaN or infinities
+			} else {
+				b = strconv.AppendFloat(b, f, 'g', -1, 64)
+			}
+		case event.ArgBool:
+			b = strconv.AppendBool(b, a.Num != 0)
+		default:
+			b = appendJSONString(b, a.Str)
+		}
+	}
+	b = append(b, '}')
+	d.json = b
+	return string(b)
+}
+
+// appendJSONString appends s as a JSON string; invalid UTF-8 becomes
+// U+FFFD, as the model's strings do.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, "\ufffd"...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
+// validUTF8 returns s with invalid UTF-8 replaced (Parquet strings are
+// UTF-8), without copying a valid s.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return string(appendValid(nil, s))
+}
+
+func appendValid(b []byte, s string) []byte {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, "\ufffd"...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return b
+}
