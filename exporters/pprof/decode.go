@@ -303,7 +303,7 @@ func (d *decoder) decode() (bool, error) {
 			if f.num < 1 || f.num > 15 {
 				// A field the parser skips: skipped here unread.
 				if m, _ := io.CopyN(io.Discard, d.r, int64(min(n, 1<<62))); uint64(m) != n {
-					err = errors.New("too much data")
+					return any, errors.New("too much data")
 				}
 				continue
 			}

@@ -54,7 +54,9 @@
 package pprof
 
 import (
+	"bufio"
 	"cmp"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"math"
@@ -62,7 +64,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/pprof/profile"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/atomicfile"
@@ -137,116 +139,287 @@ func WriteFile(path string, m *event.DeviceMemory) error {
 // Write encodes m as a gzip-compressed pprof profile in the layout the
 // package documents. It fails only when w does or when a buffer's size
 // times its count does not fit pprof's int64 values.
+//
+// The profile is encoded as it is written, field by field, as
+// google/pprof's encoder lays it out (the same bytes): samples first,
+// then the tables they name. Buffers are grouped by numbers, not by
+// their strings: equal stacks (buffers of one call site share one slice,
+// as the tracker makes them) are told apart once each, not once a buffer.
 func Write(w io.Writer, m *event.DeviceMemory) error {
-	p, err := build(m)
+	groups, err := group(m.Buffers)
 	if err != nil {
 		return err
 	}
-	return p.Write(w)
+	zw := gzip.NewWriter(w)
+	e := &encoder{w: bufio.NewWriterSize(zw, 256<<10), strs: map[string]int64{}, locs: map[event.Frame]uint64{}, funcs: map[fnKey]uint64{}}
+	for _, s := range []string{"", TypeAllocations, UnitCount, TypeSpace, UnitBytes} {
+		e.str(s)
+	}
+	e.encode(m, groups)
+	if err := e.w.Flush(); err != nil {
+		zw.Close()
+		return err
+	}
+	return zw.Close()
 }
 
-// build makes the profile Write encodes.
-func build(m *event.DeviceMemory) (*profile.Profile, error) {
-	groups, err := group(m.Buffers)
-	if err != nil {
-		return nil, err
+// fnKey is a function as the profile names it.
+type fnKey struct{ name, file string }
+
+// encoder writes a profile's fields and numbers its strings, locations
+// and functions as google/pprof's encoder would: in the order samples
+// name them.
+type encoder struct {
+	w       *bufio.Writer
+	strs    map[string]int64
+	strList []string
+	locs    map[event.Frame]uint64
+	locList []locEntry
+	funcs   map[fnKey]uint64
+	fnList  []fnKey
+	msg     []byte // the message being built
+	scratch []byte
+}
+
+type locEntry struct {
+	function uint64
+	line     int64
+}
+
+func (e *encoder) str(s string) int64 {
+	if n, ok := e.strs[s]; ok {
+		return n
 	}
-	p := &profile.Profile{
-		SampleType:        []*profile.ValueType{{Type: TypeAllocations, Unit: UnitCount}, {Type: TypeSpace, Unit: UnitBytes}},
-		DefaultSampleType: TypeSpace,
-		Comments:          comments(m),
-		// One mapping that says the locations are already symbolized:
-		// without it, `go tool pprof FILE` looks for the program's binary
-		// to symbolize them and prints "Main binary filename not
-		// available." above every report.
-		Mapping: []*profile.Mapping{{ID: 1, HasFunctions: true, HasFilenames: true, HasLineNumbers: true}},
+	n := int64(len(e.strList))
+	e.strs[s] = n
+	e.strList = append(e.strList, s)
+	return n
+}
+
+// location returns the id of frame f's location, numbering it the first
+// time.
+func (e *encoder) location(f event.Frame) uint64 {
+	if f.Function == "" {
+		f.Function = UnknownFunction
 	}
-	if !m.Time.IsZero() {
-		p.TimeNanos = m.Time.UnixNano()
+	if id, ok := e.locs[f]; ok {
+		return id
 	}
-	type fnKey struct{ name, file string }
-	funcs := map[fnKey]*profile.Function{}
-	locs := map[event.Frame]*profile.Location{}
-	location := func(f event.Frame) *profile.Location {
-		if f.Function == "" {
-			f.Function = UnknownFunction
+	fk := fnKey{f.Function, f.File}
+	fn, ok := e.funcs[fk]
+	if !ok {
+		e.fnList = append(e.fnList, fk)
+		fn = uint64(len(e.fnList))
+		e.funcs[fk] = fn
+	}
+	e.locList = append(e.locList, locEntry{fn, int64(max(f.Line, 0))})
+	id := uint64(len(e.locList))
+	e.locs[f] = id
+	return id
+}
+
+func appendTag(b []byte, field, typ int) []byte {
+	return protowire.AppendTag(b, protowire.Number(field), protowire.Type(typ))
+}
+
+// appendVarintOpt appends a varint field unless x is 0, as the encoder
+// leaves out zero optional fields.
+func appendVarintOpt(b []byte, field int, x uint64) []byte {
+	if x == 0 {
+		return b
+	}
+	return protowire.AppendVarint(appendTag(b, field, 0), x)
+}
+
+func appendBytes(b []byte, field int, v []byte) []byte {
+	b = protowire.AppendVarint(appendTag(b, field, 2), uint64(len(v)))
+	return append(b, v...)
+}
+
+// appendLabel appends a string label.
+func (e *encoder) appendLabel(b []byte, key, v string) []byte {
+	k, s := e.str(key), e.str(v)
+	var body [24]byte
+	l := appendVarintOpt(appendVarintOpt(body[:0], 1, uint64(k)), 2, uint64(s))
+	return appendBytes(b, 3, l)
+}
+
+// sampleParts is what samples of one stack and glue, or of one set of
+// labels, share, encoded once.
+type sampleParts struct {
+	done bool
+	enc  []byte // labels; a stack's locations
+	glue []byte // a stack's glue labels
+}
+
+// encode writes the profile's fields in google/pprof's order.
+func (e *encoder) encode(m *event.DeviceMemory, g *grouping) {
+	w := e.w
+	vt := func(t, u string) []byte {
+		return appendVarintOpt(appendVarintOpt(nil, 1, uint64(e.str(t))), 2, uint64(e.str(u)))
+	}
+	w.Write(appendBytes(nil, 1, vt(TypeAllocations, UnitCount)))
+	w.Write(appendBytes(nil, 1, vt(TypeSpace, UnitBytes)))
+	// Labels sort by key: api and device, then glue, then kind, source,
+	// span and tags; strings are numbered in that order.
+	stackParts := map[[2]int32]*sampleParts{}
+	before := make([]sampleParts, len(g.attrs))
+	after := make([]sampleParts, len(g.attrs))
+	for _, s := range g.samples {
+		a := &g.attrs[s.attr]
+		b := &g.buffers[s.first]
+		stack := b.Stack
+		sk := [2]int32{s.stack, s.glue}
+		sp := stackParts[sk]
+		if sp == nil {
+			sp = &sampleParts{}
+			stackParts[sk] = sp
 		}
-		if l := locs[f]; l != nil {
-			return l
-		}
-		fk := fnKey{f.Function, f.File}
-		fn := funcs[fk]
-		if fn == nil {
-			fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: f.Function, SystemName: f.Function, Filename: f.File}
-			funcs[fk] = fn
-			p.Function = append(p.Function, fn)
-		}
-		l := &profile.Location{ID: uint64(len(p.Location) + 1), Mapping: p.Mapping[0], Line: []profile.Line{{Function: fn, Line: int64(max(f.Line, 0))}}}
-		locs[f] = l
-		p.Location = append(p.Location, l)
-		return l
-	}
-	for _, g := range groups {
-		s := &profile.Sample{Value: []int64{g.count, g.space}, Label: g.key.labels()}
-		stack := g.stack
-		if glue := g.key.glue; glue > 0 && glue < len(stack) {
-			// The call site is the innermost location, so that -top
-			// counts its bytes; the binding's frames above it go in a
-			// label, one value per frame, innermost first.
-			vals := make([]string, glue)
-			for i, f := range stack[:glue] {
-				vals[i] = f.String()
+		pre := &before[s.attr]
+		if !pre.done {
+			pre.done = true
+			if a.api != "" {
+				pre.enc = e.appendLabel(pre.enc, LabelAPI, a.api)
 			}
-			s.Label[LabelGlue] = vals
-			stack = stack[glue:]
+			pre.enc = e.appendLabel(pre.enc, LabelDevice, a.deviceLabel())
 		}
-		if len(stack) == 0 {
-			stack = []event.Frame{{Function: UnknownFunction}}
+		if !sp.done {
+			sp.done = true
+			// The glue label's values, then the locations: numbered now,
+			// as this is the first sample to name them.
+			var glue []byte
+			if n := int(s.glue); n > 0 {
+				for _, f := range stack[:n] {
+					glue = e.appendLabel(glue, LabelGlue, f.String())
+				}
+				stack = stack[n:]
+			}
+			if len(stack) == 0 {
+				stack = []event.Frame{{Function: UnknownFunction}}
+			}
+			ids := e.scratch[:0]
+			for _, f := range stack {
+				ids = protowire.AppendVarint(ids, e.location(f))
+			}
+			e.scratch = ids
+			var locs []byte
+			if len(stack) > 2 {
+				locs = appendBytes(nil, 1, ids)
+			} else {
+				for b := ids; len(b) > 0; {
+					v, n := protowire.ConsumeVarint(b)
+					locs = protowire.AppendVarint(appendTag(locs, 1, 0), v)
+					b = b[n:]
+				}
+			}
+			sp.enc, sp.glue = locs, glue
 		}
-		for _, f := range stack {
-			s.Location = append(s.Location, location(f))
+		post := &after[s.attr]
+		if !post.done {
+			post.done = true
+			for _, kv := range [...]struct{ key, v string }{{LabelKind, a.kind}, {LabelSource, a.source}, {LabelSpan, a.span}, {LabelTags, a.tags}} {
+				if kv.v != "" {
+					post.enc = e.appendLabel(post.enc, kv.key, kv.v)
+				}
+			}
 		}
-		p.Sample = append(p.Sample, s)
+		// The sample: locations, the two values, the labels.
+		msg := append(e.msg[:0], sp.enc...)
+		msg = protowire.AppendVarint(appendTag(msg, 2, 0), uint64(s.count))
+		msg = protowire.AppendVarint(appendTag(msg, 2, 0), uint64(s.space))
+		msg = append(msg, pre.enc...)
+		msg = append(msg, sp.glue...)
+		msg = append(msg, post.enc...)
+		e.msg = msg
+		hdr := protowire.AppendVarint(appendTag(e.scratch[:0], 2, 2), uint64(len(msg)))
+		w.Write(hdr)
+		w.Write(msg)
 	}
-	return p, nil
+	// One mapping that says the locations are already symbolized:
+	// without it, `go tool pprof FILE` looks for the program's binary to
+	// symbolize them and prints "Main binary filename not available."
+	// above every report.
+	mapping := appendVarintOpt(nil, 1, 1)
+	for _, f := range []int{7, 8, 9} { // has_functions, has_filenames, has_line_numbers
+		mapping = appendVarintOpt(mapping, f, 1)
+	}
+	w.Write(appendBytes(nil, 3, mapping))
+	for i, l := range e.locList {
+		ln := appendVarintOpt(appendVarintOpt(nil, 1, l.function), 2, uint64(l.line))
+		loc := appendBytes(appendVarintOpt(appendVarintOpt(e.msg[:0], 1, uint64(i+1)), 2, 1), 4, ln)
+		e.msg = loc
+		w.Write(appendBytes(e.scratch[:0], 4, loc))
+	}
+	for i, f := range e.fnList {
+		// Its name, system name (the same) and file, numbered in order.
+		name, file := uint64(e.str(f.name)), uint64(e.str(f.file))
+		fn := appendVarintOpt(appendVarintOpt(appendVarintOpt(appendVarintOpt(e.msg[:0], 1, uint64(i+1)), 2, name), 3, name), 4, file)
+		e.msg = fn
+		w.Write(appendBytes(e.scratch[:0], 5, fn))
+	}
+	var commentIDs []int64
+	for _, c := range comments(m) {
+		commentIDs = append(commentIDs, e.str(c))
+	}
+	for _, s := range e.strList {
+		w.Write(protowire.AppendVarint(appendTag(e.scratch[:0], 6, 2), uint64(len(s))))
+		w.WriteString(s)
+	}
+	var tail []byte
+	if !m.Time.IsZero() {
+		tail = appendVarintOpt(tail, 9, uint64(m.Time.UnixNano()))
+	}
+	if len(commentIDs) > 2 {
+		var packed []byte
+		for _, c := range commentIDs {
+			packed = protowire.AppendVarint(packed, uint64(c))
+		}
+		tail = appendBytes(tail, 13, packed)
+	} else {
+		for _, c := range commentIDs {
+			tail = protowire.AppendVarint(appendTag(tail, 13, 0), uint64(c))
+		}
+	}
+	tail = protowire.AppendVarint(appendTag(tail, 14, 0), uint64(e.str(TypeSpace)))
+	w.Write(tail)
 }
 
-// groupKey is what buffers must share to be one sample: the labels as
-// written, the size of one buffer and the stack (as stackKey).
-type groupKey struct {
-	stack                         string
-	glue                          int
-	bytes                         uint64
-	device                        int
-	deviceName                    string
-	kind, tags, span, source, api string
+// grouping is the samples of a profile: buffers that share their stack,
+// glue, size and labels, largest space first.
+type grouping struct {
+	buffers []event.Buffer
+	attrs   []attrs
+	samples []groupSample
 }
 
-func (k *groupKey) labels() map[string][]string {
-	dev := DeviceLabel(k.device)
-	if k.deviceName != "" {
-		dev = k.deviceName
-	}
-	l := map[string][]string{LabelDevice: {dev}}
-	for _, kv := range [...]struct{ key, v string }{
-		{LabelKind, k.kind}, {LabelTags, k.tags}, {LabelSpan, k.span}, {LabelSource, k.source}, {LabelAPI, k.api},
-	} {
-		if kv.v != "" {
-			l[kv.key] = []string{kv.v}
-		}
-	}
-	return l
+// attrs are the labels a group of buffers shares but its glue: device,
+// kind, tags (joined), span, source and API, in the order groups of
+// equal space are sorted by.
+type attrs struct {
+	device                                    int
+	deviceName, kind, tags, span, source, api string
 }
 
-// sample is one group of equal buffers.
-type sample struct {
-	key          groupKey
-	stack        []event.Frame
-	count, space int64
+// deviceLabel is the device label of the group.
+func (a *attrs) deviceLabel() string {
+	if a.deviceName != "" {
+		return a.deviceName
+	}
+	return DeviceLabel(a.device)
+}
+
+// groupSample is one group: its stack (by number), glue frames, size,
+// labels (attrs by number), a buffer of it, and the buffers' count and
+// bytes.
+type groupSample struct {
+	stack, glue, attr int32
+	first             int32
+	bytes             uint64
+	count, space      int64
 }
 
 // stackKey encodes a stack so that equal stacks, and only they, give
-// equal strings.
+// equal strings; groups of equal space are sorted by it.
 func stackKey(st []event.Frame) string {
 	var sb strings.Builder
 	for _, f := range st {
@@ -259,24 +432,70 @@ func stackKey(st []event.Frame) string {
 }
 
 // group folds buffers into samples, largest space first, ties in the
-// order of their keys, so that the output does not depend on the order of
-// m.Buffers.
-func group(bufs []event.Buffer) ([]*sample, error) {
-	index := map[groupKey]*sample{}
-	var out []*sample
+// order of their stacks (stackKey), glue, size and attrs, so that the
+// output does not depend on the order of bufs. A stack is looked at once
+// per slice that holds it: buffers of one call site share theirs.
+func group(bufs []event.Buffer) (*grouping, error) {
+	g := &grouping{buffers: bufs}
+	type frames struct {
+		first *event.Frame
+		n     int
+	}
+	type tagList struct {
+		first *string
+		n     int
+	}
+	type member struct {
+		stack, glue, attr int32
+		bytes             uint64
+	}
+	stackIDs := map[frames]int32{}
+	byKey := map[string]int32{}
+	var keys []string // of each distinct stack
+	joined := map[tagList]string{}
+	attrIDs := map[attrs]int32{}
+	index := map[member]int32{}
 	for i := range bufs {
 		b := &bufs[i]
-		k := groupKey{
-			stack: stackKey(b.Stack), glue: glueOf(b), bytes: b.Bytes, device: max(b.Device, -1), deviceName: b.DeviceName,
-			kind: b.Kind, tags: strings.Join(b.Tags, ","), span: b.Span, source: b.Source, api: b.API,
+		stack := int32(-1) // none: stackKey(nil) is "", first
+		if len(b.Stack) > 0 {
+			id := frames{&b.Stack[0], len(b.Stack)}
+			var ok bool
+			if stack, ok = stackIDs[id]; !ok {
+				k := stackKey(b.Stack)
+				if stack, ok = byKey[k]; !ok {
+					stack = int32(len(keys))
+					keys = append(keys, k)
+					byKey[k] = stack
+				}
+				stackIDs[id] = stack
+			}
 		}
+		var tags string
+		if len(b.Tags) > 0 {
+			id := tagList{&b.Tags[0], len(b.Tags)}
+			var ok bool
+			if tags, ok = joined[id]; !ok {
+				tags = strings.Join(b.Tags, ",")
+				joined[id] = tags
+			}
+		}
+		a := attrs{device: max(b.Device, -1), deviceName: b.DeviceName, kind: b.Kind, tags: tags, span: b.Span, source: b.Source, api: b.API}
+		attr, ok := attrIDs[a]
+		if !ok {
+			attr = int32(len(g.attrs))
+			g.attrs = append(g.attrs, a)
+			attrIDs[a] = attr
+		}
+		k := member{stack: stack, glue: int32(glueOf(b)), attr: attr, bytes: b.Bytes}
+		n, ok := index[k]
+		if !ok {
+			n = int32(len(g.samples))
+			index[k] = n
+			g.samples = append(g.samples, groupSample{stack: stack, glue: k.glue, attr: attr, first: int32(i), bytes: b.Bytes})
+		}
+		s := &g.samples[n]
 		count := int64(max(b.Count, 1))
-		s := index[k]
-		if s == nil {
-			s = &sample{key: k, stack: b.Stack}
-			index[k] = s
-			out = append(out, s)
-		}
 		if count > math.MaxInt64-s.count {
 			return nil, fmt.Errorf("pprof: more than %d buffers allocated at %s", int64(math.MaxInt64), siteOf(b))
 		}
@@ -286,17 +505,36 @@ func group(bufs []event.Buffer) ([]*sample, error) {
 		}
 		s.space = s.count * int64(b.Bytes)
 	}
-	slices.SortFunc(out, func(a, b *sample) int {
-		if c := cmp.Compare(b.space, a.space); c != 0 {
-			return c
-		}
-		ka, kb := &a.key, &b.key
-		return cmp.Or(
-			cmp.Compare(ka.stack, kb.stack), cmp.Compare(ka.glue, kb.glue), cmp.Compare(ka.bytes, kb.bytes), cmp.Compare(ka.device, kb.device), cmp.Compare(ka.deviceName, kb.deviceName),
-			cmp.Compare(ka.kind, kb.kind), cmp.Compare(ka.tags, kb.tags), cmp.Compare(ka.span, kb.span),
-			cmp.Compare(ka.source, kb.source), cmp.Compare(ka.api, kb.api))
+	clear(index)
+	// Ranks: stacks in the order of their keys (no stack first), attrs
+	// in the order of their fields.
+	stackRank := make([]int32, len(keys)+1)
+	order := make([]int32, len(keys))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(x, y int32) int { return strings.Compare(keys[x], keys[y]) })
+	for r, i := range order {
+		stackRank[i+1] = int32(r + 1)
+	}
+	attrRank := make([]int32, len(g.attrs))
+	order = order[:0]
+	for i := range g.attrs {
+		order = append(order, int32(i))
+	}
+	slices.SortFunc(order, func(x, y int32) int {
+		a, b := &g.attrs[x], &g.attrs[y]
+		return cmp.Or(cmp.Compare(a.device, b.device), cmp.Compare(a.deviceName, b.deviceName), cmp.Compare(a.kind, b.kind),
+			cmp.Compare(a.tags, b.tags), cmp.Compare(a.span, b.span), cmp.Compare(a.source, b.source), cmp.Compare(a.api, b.api))
 	})
-	return out, nil
+	for r, i := range order {
+		attrRank[i] = int32(r)
+	}
+	slices.SortFunc(g.samples, func(a, b groupSample) int {
+		return cmp.Or(cmp.Compare(b.space, a.space), cmp.Compare(stackRank[a.stack+1], stackRank[b.stack+1]),
+			cmp.Compare(a.glue, b.glue), cmp.Compare(a.bytes, b.bytes), cmp.Compare(attrRank[a.attr], attrRank[b.attr]))
+	})
+	return g, nil
 }
 
 // glueOf is the glue frames a buffer's sample puts in its label: none
