@@ -33,6 +33,7 @@ type ev struct {
 type trackFacts struct {
 	name    string
 	thread  int64
+	id      int64 // Track.ID: a device track's stream
 	device  int32
 	pid     int64
 	process string
@@ -58,7 +59,7 @@ func newDeriver(run, host, session string, m *event.Meta, tracks []event.Track, 
 	d.tracks = make([]trackFacts, len(tracks))
 	for i, t := range tracks {
 		f := d.program
-		f.name = validUTF8(t.Name)
+		f.name, f.id = validUTF8(t.Name), t.ID
 		switch t.Kind {
 		case event.TrackHostThread, event.TrackProcess:
 			if t.Kind == event.TrackHostThread {
@@ -175,7 +176,7 @@ func (d *deriver) kernel(e *ev, name string) error {
 		Device: f.device, Track: f.name, SrcDevice: -1, DstDevice: -1,
 	}
 	if t := int(e.track); t > 0 && t <= len(d.tracks) {
-		k.Stream = d.tracks[t-1].thread
+		k.Stream = d.tracks[t-1].id
 	}
 	for i := range e.args {
 		a := &e.args[i]
