@@ -134,9 +134,9 @@ func (b *Builder) Span(s Span) uint64 {
 		r.id2 = s.StepNum
 	}
 	if !s.Unfinished {
-		r.setEnd(max(s.End, s.Start))
+		r.builtEnd(max(s.End, s.Start) + 1)
 	} else {
-		r.end.Store(openAtStop)
+		r.builtEnd(openAtStop)
 	}
 	return b.commit(r)
 }
@@ -190,7 +190,7 @@ func (b *Builder) TrackSlice(track uint32, name string, start, end int64, args [
 	r.level = 1
 	r.lane = track
 	r.flags |= FlagOnTrack
-	r.setEnd(max(end, start))
+	r.builtEnd(max(end, start) + 1)
 	return b.commit(r)
 }
 
@@ -205,7 +205,7 @@ func (b *Builder) BeginTrackSlice(track uint32, name string, start int64, args [
 	r.lane = track
 	r.flags |= FlagOnTrack
 	b.markSpan(r.id)
-	r.end.Store(openAtStop)
+	r.builtEnd(openAtStop)
 	return b.commit(r)
 }
 
@@ -221,7 +221,7 @@ func (b *Builder) Instant(name string, t int64, track uint32, parent uint64, arg
 		r.lane = track
 		r.flags |= FlagOnTrack
 	}
-	r.setEnd(t)
+	r.builtEnd(t + 1)
 	b.commit(r)
 }
 
@@ -229,7 +229,7 @@ func (b *Builder) Instant(name string, t int64, track uint32, parent uint64, arg
 // number.
 func (b *Builder) Counter(name, unit string, t int64, v float64) {
 	r := b.add(KindCounter, name, t, []Arg{{Key: unit, Kind: ArgFloat, Num: math.Float64bits(v)}})
-	r.setEnd(t)
+	r.builtEnd(t + 1)
 	b.commit(r)
 }
 
@@ -241,7 +241,7 @@ func (b *Builder) TrackCounter(track uint32, name, unit string, t int64, v float
 	r := b.add(KindCounter, name, t, []Arg{{Key: unit, Kind: ArgFloat, Num: math.Float64bits(v)}})
 	r.lane = track
 	r.flags |= FlagOnTrack
-	r.setEnd(t)
+	r.builtEnd(t + 1)
 	b.commit(r)
 }
 
@@ -256,7 +256,7 @@ func (b *Builder) ActivityOf(kind ActivityKind, track uint32, name string, start
 	r := b.add(KindActivity, name, start, args)
 	r.lane = track
 	r.id2 = int64(kind)
-	r.setEnd(max(end, start))
+	r.builtEnd(max(end, start) + 1)
 	return b.commit(r)
 }
 
@@ -322,7 +322,7 @@ func (b *Builder) add(kind Kind, name string, start int64, args []Arg) *Record {
 			slot.kind = kindArgs
 			slot.nargs++
 			slot.id = g.base + uint64(i+1+(j-inlineArgs)/inlineArgs) + 1
-			slot.state.Store(1)
+			slot.builtCommit()
 		}
 		slot.args[at] = b.store(&args[j])
 	}
@@ -344,7 +344,7 @@ func (b *Builder) segment(n int) *segment {
 }
 
 func (b *Builder) commit(r *Record) uint64 {
-	r.state.Store(1)
+	r.builtCommit()
 	b.events++
 	return r.id
 }
@@ -435,3 +435,16 @@ func (b *Builder) growNames() {
 		b.names[i] = e
 	}
 }
+
+// builtEnd sets the end word of a record the Builder is filling (end
+// time + 1, or openAtStop) with a plain store, as builtCommit does.
+func (r *Record) builtEnd(e int64) { *(*int64)(unsafe.Pointer(&r.end)) = e }
+
+// builtCommit marks a record the Builder filled as committed. The
+// recorder's writers race its readers and so write a record's state
+// and end atomically; a Builder is used by one goroutine and publishes
+// its records only through Snapshot, so it writes them as plain memory:
+// a locked instruction per word waits for the record's earlier stores
+// to reach the cache, and a reader fills millions of records in fresh
+// memory.
+func (r *Record) builtCommit() { *(*uint32)(unsafe.Pointer(&r.state)) = 1 }

@@ -1,5 +1,7 @@
 package event
 
+import "unsafe"
+
 // Sink is what a reader writes a trace into as it decodes it: the
 // Builder, which keeps every event (devprof convert, serve), or a
 // consumer that keeps only what it needs (devprof summary's aggregator,
@@ -66,10 +68,10 @@ func (b *Builder) EndSpan(id uint64, end int64) {
 	if r == nil || r.kind != KindSpan && r.kind != KindActivity {
 		return
 	}
-	if r.end.Load() != openAtStop {
+	if *(*int64)(unsafe.Pointer(&r.end)) != openAtStop {
 		return
 	}
-	r.end.Store(max(end, r.start) + 1)
+	r.builtEnd(max(end, r.start) + 1)
 }
 
 // Meta returns the metadata the snapshot will have, for a reader to fill
