@@ -321,8 +321,23 @@ func convert(r io.Reader, sink Sink, o Options) (*converter, error) {
 	if err != nil {
 		return c, explain(err)
 	}
+	// Events are parsed a batch at a time and then converted: the parser
+	// and the converter each find their own tables still in the caches,
+	// where taking turns an event at a time evicts them.
+	evs := make([]xtrace.Event, 0, eventBatch)
 	for {
-		ev, err := tr.ReadEvent()
+		evs = evs[:0]
+		for len(evs) < eventBatch {
+			var ev xtrace.Event
+			ev, err = tr.ReadEvent()
+			if err != nil {
+				break
+			}
+			evs = append(evs, ev)
+		}
+		for i := range evs {
+			c.event(&evs[i])
+		}
 		if err == io.EOF {
 			break
 		}
@@ -330,11 +345,13 @@ func convert(r io.Reader, sink Sink, o Options) (*converter, error) {
 			c.finish()
 			return c, fmt.Errorf("go execution trace: after %d events: %w", c.res.Events, err)
 		}
-		c.event(&ev)
 	}
 	c.finish()
 	return c, nil
 }
+
+// eventBatch is how many events convert parses before converting them.
+const eventBatch = 256
 
 // versionRe finds the Go version in x/exp/trace's refusal of a header.
 var versionRe = regexp.MustCompile(`version go 1\.([0-9]+)`)
