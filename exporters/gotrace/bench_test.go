@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	rtrace "runtime/trace"
 	"strconv"
 	"sync"
@@ -97,18 +98,26 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// peakHeap samples the heap in use until stop is closed and returns the
-// highest reading.
+// heapObjects returns the bytes of the heap's live (and not yet swept)
+// objects. runtime/metrics reads it without stopping the world, which
+// runtime.ReadMemStats would do at every sample, preempting the read
+// being measured.
+func heapObjects() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// peakHeap samples the heap's objects until stop is closed and returns
+// the highest reading.
 func peakHeap(stop <-chan struct{}) <-chan uint64 {
 	out := make(chan uint64, 1)
 	go func() {
 		var peak uint64
-		var ms runtime.MemStats
 		t := time.NewTicker(5 * time.Millisecond)
 		defer t.Stop()
 		for {
-			runtime.ReadMemStats(&ms)
-			peak = max(peak, ms.HeapInuse)
+			peak = max(peak, heapObjects())
 			select {
 			case <-stop:
 				out <- peak
@@ -163,9 +172,7 @@ func BenchmarkConvert(b *testing.B) {
 // number of events kept.
 func convertFile(b *testing.B, path string, maxEvents int64, peak *uint64, events *atomic.Int64) int {
 	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapInuse
+	base := heapObjects()
 	f, err := os.Open(path)
 	if err != nil {
 		b.Fatal(err)
@@ -251,9 +258,7 @@ func BenchmarkRead(b *testing.B) {
 			var cpu time.Duration
 			for b.Loop() {
 				runtime.GC()
-				var ms runtime.MemStats
-				runtime.ReadMemStats(&ms)
-				base := ms.HeapInuse
+				base := heapObjects()
 				f, err := os.Open(path)
 				if err != nil {
 					b.Fatal(err)
