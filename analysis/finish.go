@@ -6,6 +6,10 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/devprof/devprof/event"
 )
 
 // Report returns the analysis of everything the sink was given. Call it
@@ -76,7 +80,7 @@ func (a *Analyzer) devices(r *Report) {
 			if dev.Name == "" {
 				dev.Name = t.DeviceName
 			}
-			st := Stream{ID: t.ID, Name: t.Name, Breakdown: breakdown([]*stream{s}, r.StartNS)}
+			st := Stream{ID: streamID(t), Name: t.Name, Breakdown: breakdown([]*stream{s}, r.StartNS)}
 			a.gaps(r, d, s, streams, &st.Idle, top)
 			r.Idle.HostWaitNS += st.Idle.HostWaitNS
 			r.Idle.KernelWaitNS += st.Idle.KernelWaitNS
@@ -92,6 +96,24 @@ func (a *Analyzer) devices(r *Report) {
 	if r.Idle.Largest == nil {
 		r.Idle.Largest = []Gap{}
 	}
+}
+
+// streamID returns the id of the stream t is: its ID on a device track,
+// else the number a name such as "Stream #7(Compute)" gives (Chrome JSON
+// keeps the thread's id, not the stream's), else the thread's id.
+func streamID(t event.Track) int64 {
+	if t.Kind != event.TrackDeviceStream {
+		if rest, ok := strings.CutPrefix(t.Name, "Stream #"); ok {
+			end := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
+			if end < 0 {
+				end = len(rest)
+			}
+			if n, err := strconv.ParseInt(rest[:end], 10, 64); err == nil {
+				return n
+			}
+		}
+	}
+	return t.ID
 }
 
 // inStartOrder calls f with the work of streams (each in start order)

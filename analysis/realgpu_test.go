@@ -237,3 +237,32 @@ func TestHTAAgrees(t *testing.T) {
 	within("kernel wait", s.KernelWaitNS, byCause["kernel_wait"])
 	within("other (sync and other)", s.SyncNS+s.OtherNS, byCause["other"])
 }
+
+// TestFormatsAgree: the golden session written as Perfetto, XSpace and
+// Chrome JSON says the same in each, but where its timeline begins and
+// the device's name, which the Chrome reader gives no track (devprof's
+// Chrome writer names the device's process, which it reads back as the
+// program's).
+func TestFormatsAgree(t *testing.T) {
+	var want *Report
+	for _, name := range []string{"session.pftrace", "session.xplane.pb", "session.trace.json"} {
+		path := filepath.Join("..", "testdata", "golden", name)
+		s, _, err := formats.Read(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := Analyze(s, Options{})
+		if len(r.Devices) != 1 || r.Kernels.Count != 2 || r.Steps == nil || len(r.Steps.All) != 2 {
+			t.Errorf("%s: %d devices, %d kernels, steps %+v", name, len(r.Devices), r.Kernels.Count, r.Steps)
+		}
+		r.StartNS, r.EndNS, r.Events = 0, 0, 0
+		if want != nil && len(r.Devices) == 1 && r.Devices[0].Name == "" {
+			r.Devices[0].Name = want.Devices[0].Name
+		}
+		if want == nil {
+			want = r
+		} else if !reflect.DeepEqual(r, want) {
+			t.Errorf("%s differs from %s:\n got %+v\nwant %+v", name, "session.pftrace", r, want)
+		}
+	}
+}

@@ -222,13 +222,17 @@ func (a *Analyzer) Track(t event.Track) uint32 {
 
 // deviceOf returns the device whose stream t is, -1 for a track of the
 // host. A file without device tracks (Chrome JSON: Kineto's, devprof's)
-// has its streams as threads of a process named or labelled "GPU <n>".
+// has its streams as threads of a process named or labelled "GPU <n>",
+// or named as TSL and devprof name streams ("Stream #7(Compute)").
 func (a *Analyzer) deviceOf(t event.Track) int {
 	switch t.Kind {
 	case event.TrackDeviceStream:
 		return t.Device
 	case event.TrackHostThread:
 		if t.Process <= 0 || t.Process > len(a.procs) {
+			if strings.HasPrefix(t.Name, "Stream #") {
+				return t.Device
+			}
 			return -1
 		}
 		p := &a.procs[t.Process-1]
@@ -240,17 +244,21 @@ func (a *Analyzer) deviceOf(t event.Track) int {
 				return n
 			}
 		}
+		if strings.HasPrefix(t.Name, "Stream #") {
+			return t.Device
+		}
 	}
 	return -1
 }
 
-// gpuOrdinal reads "GPU <n>", the name Kineto and devprof's Chrome
-// writer give a device's process.
+// gpuOrdinal reads "GPU <n>", the name (or label) Kineto and devprof's
+// Chrome writer give a device's process ("GPU 0 (NVIDIA H100 80GB HBM3)").
 func gpuOrdinal(s string) (int, bool) {
 	rest, ok := strings.CutPrefix(s, "GPU ")
 	if !ok {
 		return 0, false
 	}
+	rest, _, _ = strings.Cut(rest, " ")
 	n, err := strconv.Atoi(rest)
 	return n, err == nil && n >= 0
 }
@@ -258,7 +266,11 @@ func gpuOrdinal(s string) (int, bool) {
 // SetTrackName implements event.Sink.
 func (a *Analyzer) SetTrackName(id uint32, name string) {
 	if id > 0 && int(id) <= len(a.tracks) {
-		a.tracks[id-1].t.Name = name
+		t := &a.tracks[id-1]
+		t.t.Name = name
+		if _, worked := a.streams[id]; !worked {
+			t.device = a.deviceOf(t.t)
+		}
 	}
 }
 

@@ -156,7 +156,7 @@ func writeAnalyze(w io.Writer, path string, f *formats.Format, meta *event.Meta,
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
-	writeSteps(&b, r.Steps)
+	writeSteps(&b, r.Steps, len(r.Devices) > 0)
 	writeDevices(&b, r)
 	writeIdle(&b, r)
 	writeKernels(&b, r)
@@ -164,7 +164,9 @@ func writeAnalyze(w io.Writer, path string, f *formats.Format, meta *event.Meta,
 	return err
 }
 
-func writeSteps(b *strings.Builder, st *analysis.Steps) {
+// writeSteps prints the step section; a trace without device work has
+// no device rows to show.
+func writeSteps(b *strings.Builder, st *analysis.Steps, devices bool) {
 	fmt.Fprintln(b)
 	if st == nil {
 		fmt.Fprintln(b, "Steps: none marked (annotate.Step, TSL's step markers, PyTorch's ProfilerStep#N)")
@@ -178,13 +180,21 @@ func writeSteps(b *strings.Builder, st *analysis.Steps) {
 		}
 		fmt.Fprintf(b, "; warm-up apart: %s", strings.Join(first, ", "))
 	}
-	fmt.Fprintf(b, "; over the other %d:\n", st.Wall.Count)
+	if st.Warmup > 0 {
+		fmt.Fprintf(b, "; over the other %d:\n", st.Wall.Count)
+	} else {
+		fmt.Fprintln(b, ":")
+	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "\tmean\tp50\tp90\tp99\tmax\t\n")
-	for _, row := range []struct {
+	rows := []struct {
 		name string
 		d    analysis.Distribution
-	}{{"wall", st.Wall}, {"host busy", st.HostBusy}, {"device busy", st.DeviceBusy}, {"device idle", st.DeviceIdle}} {
+	}{{"wall", st.Wall}, {"host busy", st.HostBusy}, {"device busy", st.DeviceBusy}, {"device idle", st.DeviceIdle}}
+	if !devices {
+		rows = rows[:2]
+	}
+	for _, row := range rows {
 		d := row.d
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", row.name, fmtDur(d.Mean), fmtDur(d.P50), fmtDur(d.P90), fmtDur(d.P99), fmtDur(d.Max))
 	}
@@ -192,7 +202,11 @@ func writeSteps(b *strings.Builder, st *analysis.Steps) {
 	if len(st.Slowest) > 0 {
 		var slow []string
 		for _, s := range st.Slowest {
-			slow = append(slow, fmt.Sprintf("%d (%s, device idle %s)", s.Number, fmtDur(s.WallNS), share(s.DeviceIdleNS, s.WallNS)))
+			if devices {
+				slow = append(slow, fmt.Sprintf("%d (%s, device idle %s)", s.Number, fmtDur(s.WallNS), share(s.DeviceIdleNS, s.WallNS)))
+			} else {
+				slow = append(slow, fmt.Sprintf("%d (%s)", s.Number, fmtDur(s.WallNS)))
+			}
 		}
 		fmt.Fprintf(b, "slowest steps: %s\n", strings.Join(slow, ", "))
 	}

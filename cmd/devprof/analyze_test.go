@@ -75,6 +75,19 @@ func TestAnalyzeDirectory(t *testing.T) {
 	}
 }
 
+// TestAnalyzeNoDevice: a trace of the host alone (JAX on a CPU) has
+// steps but no device rows.
+func TestAnalyzeNoDevice(t *testing.T) {
+	code, stdout, stderr := runCLI("analyze", filepath.Join("..", "..", "testdata", "jax-cpu.xplane.pb"))
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if !strings.Contains(stdout, "Steps (step markers): 5; warm-up apart: step 0") || !strings.Contains(stdout, "Devices: no device work in the trace") ||
+		strings.Contains(stdout, "device busy") || strings.Contains(stdout, "Kernels:") {
+		t.Errorf("report:\n%s", stdout)
+	}
+}
+
 // TestAnalyzeUsage: -h is help on stdout; a bad flag is a usage error
 // (exit 2) before any file is read.
 func TestAnalyzeUsage(t *testing.T) {
