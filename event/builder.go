@@ -44,9 +44,12 @@ type Builder struct {
 
 // internCache is how many strings a Builder remembers by address: a
 // reader hands it the same few names and keys, from its own tables, over
-// and over.
+// and over. A Go execution trace names each goroutine's runs by a string
+// of its own, and a server's thousands of goroutines interleave: 512
+// entries halve the lookups by content of names already interned (a
+// 6.4 M-event trace: 177,000 with 128 entries, 86,000 with 512).
 const (
-	internCacheBits = 7
+	internCacheBits = 9
 	internCache     = 1 << internCacheBits
 )
 
