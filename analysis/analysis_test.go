@@ -353,6 +353,27 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+func TestOccupancyOf(t *testing.T) {
+	str := func(k, v string) event.Arg { return event.Arg{Key: k, Kind: event.ArgString, Str: v} }
+	for _, c := range []struct {
+		args []event.Arg
+		want float64
+		ok   bool
+	}{
+		{[]event.Arg{occupancy(62.5)}, 62.5, true},
+		{[]event.Arg{{Key: "est. achieved occupancy %", Kind: event.ArgInt, Num: 24}}, 24, true},
+		{[]event.Arg{str("kernel_details", "regs:32 static_shared:0 grid:4096,1,1 block:256,1,1 occ_pct:87.5")}, 87.5, true},
+		{[]event.Arg{str("kernel_details", "regs:32 occ_pct:100 grid:1,1,1")}, 100, true},
+		{[]event.Arg{str("kernel_details", "regs:32")}, 0, false},
+		{[]event.Arg{str("kernel_details", "occ_pct:x")}, 0, false},
+		{nil, 0, false},
+	} {
+		if got, ok := occupancyOf(c.args); got != c.want || ok != c.ok {
+			t.Errorf("occupancyOf(%v) = %v, %v; want %v, %v", c.args, got, ok, c.want, c.ok)
+		}
+	}
+}
+
 func TestEmpty(t *testing.T) {
 	r := NewAnalyzer(event.Meta{}, Options{}).Report()
 	if r.Steps != nil || len(r.Devices) != 0 || r.Kernels.Count != 0 || r.WallNS != 0 || r.Idle.Largest == nil {

@@ -467,10 +467,23 @@ func (a *Analyzer) deviceWork(id uint64, kind event.ActivityKind, track uint32, 
 }
 
 // occupancyOf returns the occupancy a kernel's arguments give, in
-// percent.
+// percent: xprof's theoretical_occupancy_pct, Kineto's estimate, or
+// the occ_pct TSL and devprof write into xprof's kernel_details.
 func occupancyOf(args []event.Arg) (float64, bool) {
 	for i := range args {
 		switch args[i].Key {
+		case "kernel_details":
+			if args[i].Kind != event.ArgString {
+				continue
+			}
+			_, rest, ok := strings.Cut(args[i].Str, "occ_pct:")
+			if !ok {
+				continue
+			}
+			rest, _, _ = strings.Cut(rest, " ")
+			if pct, err := strconv.ParseFloat(rest, 64); err == nil {
+				return pct, true
+			}
 		case "theoretical_occupancy_pct", "est. achieved occupancy %", "occupancy_pct":
 			switch args[i].Kind {
 			case event.ArgFloat:
