@@ -135,10 +135,13 @@ func inStartOrder(streams []*stream, f func(op *deviceOp)) {
 	}
 }
 
-// unionOf returns the union of lists of disjoint intervals, each sorted.
-func unionOf(lists [][]interval) []interval {
+// eachOfUnion calls f with the intervals of the union of lists (each a
+// sorted list of disjoint intervals), in order, without making the
+// union.
+func eachOfUnion(lists [][]interval, f func(interval)) {
 	next := make([]int, len(lists))
-	var out []interval
+	var cur interval
+	have := false
 	for {
 		best := -1
 		for i, l := range lists {
@@ -147,15 +150,22 @@ func unionOf(lists [][]interval) []interval {
 			}
 		}
 		if best < 0 {
-			return out
+			break
 		}
 		iv := lists[best][next[best]]
 		next[best]++
-		if k := len(out); k > 0 && iv.start <= out[k-1].end {
-			out[k-1].end = max(out[k-1].end, iv.end)
-			continue
+		switch {
+		case !have:
+			cur, have = iv, true
+		case iv.start <= cur.end:
+			cur.end = max(cur.end, iv.end)
+		default:
+			f(cur)
+			cur = iv
 		}
-		out = append(out, iv)
+	}
+	if have {
+		f(cur)
 	}
 }
 
@@ -385,7 +395,8 @@ func (a *Analyzer) steps0() *Steps {
 }
 
 // stepDevices fills in each step's device time (the union of every
-// device's work within it) and the distributions.
+// device's work within it) and the distributions. The union is swept
+// once: at each step's start and end, how much of it came before.
 func (a *Analyzer) stepDevices(st *Steps) {
 	if st == nil {
 		return
@@ -394,11 +405,35 @@ func (a *Analyzer) stepDevices(st *Steps) {
 	for _, id := range a.order {
 		lists = append(lists, a.streams[id].merged)
 	}
-	merged := unionOf(lists)
+	times := make([]int64, 0, 2*len(st.All))
+	for _, s := range st.All {
+		times = append(times, s.StartNS+a.first, s.StartNS+a.first+s.WallNS)
+	}
+	slices.Sort(times)
+	times = slices.Compact(times)
+	before := make([]int64, len(times)) // union time before times[i]
+	var acc int64
+	q := 0
+	eachOfUnion(lists, func(iv interval) {
+		for ; q < len(times) && times[q] <= iv.start; q++ {
+			before[q] = acc
+		}
+		for ; q < len(times) && times[q] < iv.end; q++ {
+			before[q] = acc + times[q] - iv.start
+		}
+		acc += iv.end - iv.start
+	})
+	for ; q < len(times); q++ {
+		before[q] = acc
+	}
+	at := func(t int64) int64 {
+		i, _ := slices.BinarySearch(times, t)
+		return before[i]
+	}
 	for i := range st.All {
 		s := &st.All[i]
 		start := s.StartNS + a.first
-		s.DeviceBusyNS = overlap(merged, start, start+s.WallNS)
+		s.DeviceBusyNS = at(start+s.WallNS) - at(start)
 		s.DeviceIdleNS = s.WallNS - s.DeviceBusyNS
 	}
 	steady := st.All[st.Warmup:]
