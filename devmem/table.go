@@ -347,46 +347,44 @@ func (sp *space) remember(addr uint64) {
 	sp.freed[addr] = struct{}{}
 }
 
-// snapshot copies the table out under the lock and resolves stacks after.
+// snapshot lists the table's buffers under the lock and resolves their
+// stacks after it, each distinct stack once. The buffers are written
+// straight into the snapshot's own slice (with their stacks' numbers
+// beside them) rather than copied out twice: a million live buffers
+// cost the snapshot's 200 MB, not that and a copy of the table.
 func (t *table) snapshot(now time.Time) *event.DeviceMemory {
 	t.mu.Lock()
-	m := &event.DeviceMemory{Time: now, Counts: t.counts}
-	type row struct {
-		k key
-		e entry
-	}
-	rows := make([]row, 0, t.nlive)
+	m := &event.DeviceMemory{Time: now, Counts: t.counts, Buffers: make([]event.Buffer, 0, t.nlive)}
+	ids := make([]uint32, 0, t.nlive)
 	for src := range t.spaces {
 		for addr, e := range t.spaces[src].live {
-			rows = append(rows, row{key{source(src), addr}, e})
+			m.Buffers = append(m.Buffers, event.Buffer{
+				Address:     addr,
+				Bytes:       e.bytes,
+				Count:       1,
+				Device:      int(e.device),
+				Kind:        e.kind,
+				Source:      sourceNames[src],
+				API:         e.api,
+				Stream:      e.stream,
+				Correlation: e.corr,
+				Time:        time.Unix(0, e.when),
+				Tags:        e.tags,
+				Span:        e.span,
+			})
+			ids = append(ids, e.stack)
 		}
 	}
 	stacks := t.stacks[:len(t.stacks):len(t.stacks)] // entries are never changed once stored
 	t.mu.Unlock()
 
-	frames := make(map[uint32][]event.Frame)
-	m.Buffers = make([]event.Buffer, len(rows))
-	for i, r := range rows {
-		fr, ok := frames[r.e.stack]
-		if !ok {
-			fr = resolve(stacks[r.e.stack])
-			frames[r.e.stack] = fr
+	frames := make([][]event.Frame, len(stacks))
+	resolved := make([]bool, len(stacks))
+	for i, id := range ids {
+		if !resolved[id] {
+			frames[id], resolved[id] = resolve(stacks[id]), true
 		}
-		m.Buffers[i] = event.Buffer{
-			Address:     r.k.addr,
-			Bytes:       r.e.bytes,
-			Count:       1,
-			Device:      int(r.e.device),
-			Kind:        r.e.kind,
-			Source:      sourceNames[r.k.src],
-			API:         r.e.api,
-			Stream:      r.e.stream,
-			Correlation: r.e.corr,
-			Time:        time.Unix(0, r.e.when),
-			Tags:        r.e.tags,
-			Span:        r.e.span,
-			Stack:       fr,
-		}
+		m.Buffers[i].Stack = frames[id]
 	}
 	m.MarkGlue(t.bindings)
 	m.Sort()

@@ -206,15 +206,93 @@ func (m *DeviceMemory) Live() (bytes uint64, buffers int) {
 }
 
 // Sort orders Buffers largest total first; ties by site, then address, so
-// that listings are stable.
+// that listings are stable (and buffers equal in all three keep their
+// order).
+//
+// A million buffers are sorted by small keys, not moved around as the
+// sort compares them, and each call site is worded once per stack slice
+// (buffers of one site share theirs), not at every comparison.
 func (m *DeviceMemory) Sort() {
-	slices.SortStableFunc(m.Buffers, func(a, b Buffer) int {
-		if c := cmp.Compare(b.Total(), a.Total()); c != 0 {
-			return c
+	type stackOf struct {
+		first *Frame
+		n     int
+		glue  int
+	}
+	type key struct {
+		total, address uint64
+		site, index    int32
+	}
+	siteIDs := map[stackOf]int32{}
+	var sites []string // by site number; "" (no stack) is number -1
+	keys := make([]key, len(m.Buffers))
+	for i := range m.Buffers {
+		b := &m.Buffers[i]
+		site := int32(-1)
+		if len(b.Stack) > 0 {
+			id := stackOf{&b.Stack[0], len(b.Stack), b.Glue}
+			var ok bool
+			if site, ok = siteIDs[id]; !ok {
+				site = int32(len(sites))
+				sites = append(sites, b.Site())
+				siteIDs[id] = site
+			}
 		}
-		if c := cmp.Compare(a.Site(), b.Site()); c != 0 {
-			return c
+		keys[i] = key{total: b.Total(), address: b.Address, site: site, index: int32(i)}
+	}
+	// Sites in the order of their words; the empty one first.
+	order := make([]int32, len(sites))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(x, y int32) int { return strings.Compare(sites[x], sites[y]) })
+	rank := make([]int32, len(sites))
+	for r, i := range order {
+		if r > 0 && sites[i] == sites[order[r-1]] {
+			rank[i] = rank[order[r-1]]
+		} else {
+			rank[i] = int32(r)
 		}
-		return cmp.Compare(a.Address, b.Address)
+	}
+	siteRank := func(s int32) int32 {
+		if s < 0 {
+			if len(sites) > 0 && sites[order[0]] == "" {
+				return rank[order[0]]
+			}
+			return -1
+		}
+		return rank[s]
+	}
+	for i := range keys {
+		keys[i].site = siteRank(keys[i].site)
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		switch {
+		case a.total != b.total:
+			return cmp.Compare(b.total, a.total)
+		case a.site != b.site:
+			return cmp.Compare(a.site, b.site)
+		case a.address != b.address:
+			return cmp.Compare(a.address, b.address)
+		}
+		return cmp.Compare(a.index, b.index)
 	})
+	// Move each buffer to its place, cycle by cycle: buffer keys[j].index
+	// goes to j.
+	for start := range keys {
+		if keys[start].index < 0 || int(keys[start].index) == start {
+			continue
+		}
+		held := m.Buffers[start]
+		j := start
+		for {
+			from := int(keys[j].index)
+			keys[j].index = -1
+			if from == start {
+				m.Buffers[j] = held
+				break
+			}
+			m.Buffers[j] = m.Buffers[from]
+			j = from
+		}
+	}
 }

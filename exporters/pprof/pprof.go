@@ -56,7 +56,6 @@ package pprof
 import (
 	"bufio"
 	"cmp"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"math"
@@ -64,6 +63,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/klauspost/compress/gzip"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/devprof/devprof/event"
@@ -445,16 +445,19 @@ func group(bufs []event.Buffer) (*grouping, error) {
 		first *string
 		n     int
 	}
+	// member is one buffer by numbers, to be sorted into its group: its
+	// stack's rank and glue, its size, its attrs' rank.
 	type member struct {
-		stack, glue, attr int32
-		bytes             uint64
+		stackGlue uint64 // stack rank << 32 | glue
+		bytes     uint64
+		attr, buf int32
 	}
 	stackIDs := map[frames]int32{}
 	byKey := map[string]int32{}
 	var keys []string // of each distinct stack
 	joined := map[tagList]string{}
 	attrIDs := map[attrs]int32{}
-	index := map[member]int32{}
+	members := make([]member, len(bufs))
 	for i := range bufs {
 		b := &bufs[i]
 		stack := int32(-1) // none: stackKey(nil) is "", first
@@ -487,35 +490,18 @@ func group(bufs []event.Buffer) (*grouping, error) {
 			g.attrs = append(g.attrs, a)
 			attrIDs[a] = attr
 		}
-		k := member{stack: stack, glue: int32(glueOf(b)), attr: attr, bytes: b.Bytes}
-		n, ok := index[k]
-		if !ok {
-			n = int32(len(g.samples))
-			index[k] = n
-			g.samples = append(g.samples, groupSample{stack: stack, glue: k.glue, attr: attr, first: int32(i), bytes: b.Bytes})
-		}
-		s := &g.samples[n]
-		count := int64(max(b.Count, 1))
-		if count > math.MaxInt64-s.count {
-			return nil, fmt.Errorf("pprof: more than %d buffers allocated at %s", int64(math.MaxInt64), siteOf(b))
-		}
-		s.count += count
-		if b.Bytes > math.MaxInt64 || s.count > 0 && b.Bytes > uint64(math.MaxInt64/s.count) {
-			return nil, fmt.Errorf("pprof: %d buffers of %d bytes allocated at %s: more bytes than pprof's int64 values hold", s.count, b.Bytes, siteOf(b))
-		}
-		s.space = s.count * int64(b.Bytes)
+		members[i] = member{stackGlue: uint64(uint32(stack)), bytes: b.Bytes, attr: attr, buf: int32(i)}
 	}
-	clear(index)
 	// Ranks: stacks in the order of their keys (no stack first), attrs
 	// in the order of their fields.
-	stackRank := make([]int32, len(keys)+1)
+	stackRank := make([]uint64, len(keys))
 	order := make([]int32, len(keys))
 	for i := range order {
 		order[i] = int32(i)
 	}
 	slices.SortFunc(order, func(x, y int32) int { return strings.Compare(keys[x], keys[y]) })
 	for r, i := range order {
-		stackRank[i+1] = int32(r + 1)
+		stackRank[i] = uint64(r + 1)
 	}
 	attrRank := make([]int32, len(g.attrs))
 	order = order[:0]
@@ -530,10 +516,73 @@ func group(bufs []event.Buffer) (*grouping, error) {
 	for r, i := range order {
 		attrRank[i] = int32(r)
 	}
-	slices.SortFunc(g.samples, func(a, b groupSample) int {
-		return cmp.Or(cmp.Compare(b.space, a.space), cmp.Compare(stackRank[a.stack+1], stackRank[b.stack+1]),
-			cmp.Compare(a.glue, b.glue), cmp.Compare(a.bytes, b.bytes), cmp.Compare(attrRank[a.attr], attrRank[b.attr]))
+	for i := range members {
+		mb := &members[i]
+		rank := uint64(0)
+		if st := int32(mb.stackGlue); st >= 0 {
+			rank = stackRank[st]
+		}
+		mb.stackGlue = rank<<32 | uint64(glueOf(&bufs[mb.buf]))
+		mb.attr = attrRank[mb.attr]
+	}
+	// Sorted in the order ties are written in, equal buffers are next to
+	// each other: each run is a group.
+	slices.SortFunc(members, func(a, b member) int {
+		switch {
+		case a.stackGlue != b.stackGlue:
+			return cmp.Compare(a.stackGlue, b.stackGlue)
+		case a.bytes != b.bytes:
+			return cmp.Compare(a.bytes, b.bytes)
+		case a.attr != b.attr:
+			return cmp.Compare(a.attr, b.attr)
+		}
+		return cmp.Compare(a.buf, b.buf)
 	})
+	runs := 0
+	for i := range members {
+		if i == 0 || members[i].stackGlue != members[i-1].stackGlue || members[i].bytes != members[i-1].bytes || members[i].attr != members[i-1].attr {
+			runs++
+		}
+	}
+	g.samples = make([]groupSample, 0, runs)
+	rankToAttr := make([]int32, len(attrRank))
+	for a, r := range attrRank {
+		rankToAttr[r] = int32(a)
+	}
+	for i, mb := range members {
+		b := &bufs[mb.buf]
+		if i == 0 || mb.stackGlue != members[i-1].stackGlue || mb.bytes != members[i-1].bytes || mb.attr != members[i-1].attr {
+			g.samples = append(g.samples, groupSample{glue: int32(glueOf(b)), attr: rankToAttr[mb.attr], first: mb.buf, bytes: b.Bytes})
+		}
+		s := &g.samples[len(g.samples)-1]
+		count := int64(max(b.Count, 1))
+		if count > math.MaxInt64-s.count {
+			return nil, fmt.Errorf("pprof: more than %d buffers allocated at %s", int64(math.MaxInt64), siteOf(b))
+		}
+		s.count += count
+		if b.Bytes > math.MaxInt64 || s.count > 0 && b.Bytes > uint64(math.MaxInt64/s.count) {
+			return nil, fmt.Errorf("pprof: %d buffers of %d bytes allocated at %s: more bytes than pprof's int64 values hold", s.count, b.Bytes, siteOf(b))
+		}
+		s.space = s.count * int64(b.Bytes)
+	}
+	members = nil
+	// Largest space first; groups of equal space stay in the order above.
+	for i := range g.samples {
+		g.samples[i].stack = int32(i)
+	}
+	slices.SortFunc(g.samples, func(a, b groupSample) int {
+		if a.space != b.space {
+			return cmp.Compare(b.space, a.space)
+		}
+		return cmp.Compare(a.stack, b.stack)
+	})
+	for i := range g.samples {
+		s := &g.samples[i]
+		s.stack = -1
+		if st := g.buffers[s.first].Stack; len(st) > 0 {
+			s.stack = stackIDs[frames{&st[0], len(st)}]
+		}
+	}
 	return g, nil
 }
 
