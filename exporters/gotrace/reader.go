@@ -171,7 +171,9 @@ func Decode(r io.Reader, dst event.Sink, o Options) error {
 type sink struct {
 	b event.Sink
 	// builder is b when b is a Builder, whose BeginTrackSlice begins a
-	// slice without the Span that the Sink interface's Span takes.
+	// slice without the Span that the Sink interface's Span takes, and
+	// whose EndSpan is called directly, not through the interface (a
+	// trace's millions of slices).
 	builder *event.Builder
 	left    int64
 	dropped int64
@@ -243,7 +245,13 @@ func (k *sink) Begin(track uint32, name string, start int64, args []event.Arg) u
 	return k.b.Span(event.Span{Name: name, Start: start, Track: track, Args: args, Unfinished: true})
 }
 
-func (k *sink) End(id uint64, end int64) { k.b.EndSpan(id, end) }
+func (k *sink) End(id uint64, end int64) {
+	if k.builder != nil {
+		k.builder.EndSpan(id, end)
+		return
+	}
+	k.b.EndSpan(id, end)
+}
 
 func (k *sink) Instant(track uint32, name string, t int64, args []event.Arg) {
 	if k.room(t) {
