@@ -53,6 +53,23 @@ func escapeHive(s string) string {
 	return b.String()
 }
 
+// skipBounds returns the options that leave out the page bounds (min and
+// max, in pages and column chunks) of every string column but name:
+// parquet-go finds a dictionary-encoded page's bounds by looking up and
+// comparing every value, which costs more than the rest of the column's
+// writing, and engines filter these columns (run, host and session are
+// the partition; args is JSON; tracks, kinds, shapes) by partition or
+// dictionary, not by ranges of strings.
+func skipBounds[T any]() []parquet.WriterOption {
+	var opts []parquet.WriterOption
+	for _, f := range parquet.SchemaOf(new(T)).Fields() {
+		if f.Type().Kind() == parquet.ByteArray && f.Name() != "name" {
+			opts = append(opts, parquet.SkipPageBounds(f.Name()))
+		}
+	}
+	return opts
+}
+
 // table is one table's file being written.
 type table[T any] struct {
 	path string // relative to the root
@@ -73,13 +90,18 @@ func openTable[T any](root, name, run, host, session string) (*table[T], error) 
 		return nil, err
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
-	w := parquet.NewGenericWriter[T](bw,
+	opts := []parquet.WriterOption{
 		parquet.Compression(&parquet.Zstd),
 		parquet.MaxRowsPerRowGroup(rowGroupRows),
 		parquet.KeyValueMetadata(MetadataSchemaVersion, strconv.Itoa(SchemaVersion)),
 		parquet.KeyValueMetadata(MetadataTable, name),
 		parquet.CreatedBy("devprof", strconv.Itoa(SchemaVersion), ""),
-	)
+		// Pages' own statistics repeat the column index's bounds, at the
+		// cost of finding them again.
+		parquet.DataPageStatistics(false),
+	}
+	opts = append(opts, skipBounds[T]()...)
+	w := parquet.NewGenericWriter[T](bw, opts...)
 	return &table[T]{path: rel, f: f, bw: bw, w: w, rows: make([]T, 0, batchRows)}, nil
 }
 

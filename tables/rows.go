@@ -47,7 +47,8 @@ type deriver struct {
 	tracks             []trackFacts
 	program            trackFacts // the program's own, for events on no track
 	set                *tableSet
-	json               []byte // scratch for args
+	json               []byte      // scratch for args
+	rest               []event.Arg // scratch: a kernel's arguments no column holds
 	counts             [numTables]int64
 }
 
@@ -140,7 +141,7 @@ func (d *deriver) add(e *ev) error {
 	if err != nil {
 		return err
 	}
-	return d.flows(e, name, table)
+	return d.flows(e, table)
 }
 
 func (d *deriver) span(e *ev, name string) error {
@@ -178,9 +179,12 @@ func (d *deriver) kernel(e *ev, name string) error {
 	if t := int(e.track); t > 0 && t <= len(d.tracks) {
 		k.Stream = d.tracks[t-1].id
 	}
+	rest := d.rest[:0]
 	for i := range e.args {
 		a := &e.args[i]
 		switch a.Key {
+		default:
+			rest = append(rest, *a)
 		case event.ArgGrid:
 			k.Grid = argString(a)
 		case event.ArgBlock:
@@ -210,7 +214,8 @@ func (d *deriver) kernel(e *ev, name string) error {
 			k.CorrelationID = int64(a.Num)
 		}
 	}
-	k.Args = d.argsJSON(e.args)
+	k.Args = d.argsJSON(rest)
+	d.rest = rest
 	d.counts[tKernels]++
 	return d.set.kernels.add(k)
 }
@@ -251,7 +256,7 @@ func (d *deriver) memory(e *ev) error {
 }
 
 // flows writes a row for each flow id among e's arguments.
-func (d *deriver) flows(e *ev, name string, table int) error {
+func (d *deriver) flows(e *ev, table int) error {
 	for i := range e.args {
 		a := &e.args[i]
 		if a.Kind != event.ArgFlow {
@@ -264,8 +269,7 @@ func (d *deriver) flows(e *ev, name string, table int) error {
 		d.counts[tFlows]++
 		if err := d.set.flows.add(Flow{
 			Run: d.run, Host: d.host, Session: d.session,
-			FlowID: int64(a.Num), EventID: id, EventTable: Tables[table], Name: name,
-			TimeNS: e.start + d.offset, Track: d.facts(e.track).name,
+			FlowID: int64(a.Num), EventID: id, EventTable: Tables[table], TimeNS: e.start + d.offset,
 		}); err != nil {
 			return err
 		}

@@ -154,8 +154,8 @@ type Kernel struct {
 	DstDevice     int32  `parquet:"dst_device"`
 	// Annotation is the host annotation the work was launched in.
 	Annotation string `parquet:"annotation,dict"`
-	// Args are all the activity's arguments as one JSON object ("" for
-	// none), those above included.
+	// Args are the activity's other arguments (those no column above
+	// holds) as one JSON object ("" for none).
 	Args string `parquet:"args,dict"`
 }
 
@@ -194,7 +194,8 @@ type Memory struct {
 
 // Flow is one row of the flows table: one event's end of a flow (the
 // events that share a FlowID are linked: a launch and its kernel, the
-// user's annotate.Flow).
+// user's annotate.Flow). Its name and track are its event's: a join on
+// EventID with the table EventTable names.
 type Flow struct {
 	Run     string `parquet:"run,dict"`
 	Host    string `parquet:"host,dict"`
@@ -204,9 +205,7 @@ type Flow struct {
 	// EventTable the table it is in (spans, instants, kernels, memory).
 	EventID    int64  `parquet:"event_id,delta"`
 	EventTable string `parquet:"event_table,dict"`
-	Name       string `parquet:"name,dict"`
 	TimeNS     int64  `parquet:"ts_ns,delta"`
-	Track      string `parquet:"track,dict"`
 }
 
 // Step is one row of the steps table: a training-loop step span (also in

@@ -76,6 +76,10 @@ func (s *spool) put(e *ev) error {
 	}
 	s.buf = b
 	s.n++
+	var n [binary.MaxVarintLen64]byte
+	if _, err := s.w.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))]); err != nil {
+		return err
+	}
 	_, err := s.w.Write(b)
 	return err
 }
@@ -97,8 +101,8 @@ func (s *spool) reset() error {
 }
 
 // replay reads every event back, in the order written, into fn. The ev
-// and its strings and arguments are valid during the call only where
-// said: strings are interned in a bounded cache, so fn may keep them.
+// and its arguments are valid during the call only; its strings may be
+// kept.
 func (s *spool) replay(fn func(*ev) error) error {
 	if err := s.w.Flush(); err != nil {
 		return err
@@ -106,10 +110,14 @@ func (s *spool) replay(fn func(*ev) error) error {
 	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	r := &spoolReader{r: bufio.NewReaderSize(s.f, 1<<20), strs: map[string]string{}}
+	r := &spoolReader{r: s.f, buf: make([]byte, 0, 1<<20), strs: map[string]string{}}
 	var e ev
 	for i := int64(0); i < s.n; i++ {
-		if err := r.next(&e); err != nil {
+		rec, err := r.record()
+		if err == nil {
+			err = decode(rec, &e, r)
+		}
+		if err != nil {
 			return fmt.Errorf("tables: reading back the spool: %w", err)
 		}
 		if err := fn(&e); err != nil {
@@ -125,11 +133,12 @@ func (s *spool) close() {
 	os.Remove(s.f.Name())
 }
 
-// spoolReader decodes spooled events.
+// spoolReader reads spooled records a window at a time.
 type spoolReader struct {
-	r    *bufio.Reader
+	r    io.Reader
+	buf  []byte // the window: buf[off:] is unread
+	off  int
 	strs map[string]string // interned strings, cleared when large
-	big  []byte
 }
 
 // maxInterned bounds the read-back string cache: names repeat, but a
@@ -138,114 +147,160 @@ const maxInterned = 1 << 16
 
 var errCorrupt = errors.New("corrupt spool")
 
-func (r *spoolReader) next(e *ev) error {
-	var hdr [2]byte
-	if _, err := io.ReadFull(r.r, hdr[:]); err != nil {
-		return err
+// record returns the next record's bytes, valid until the next call.
+func (r *spoolReader) record() ([]byte, error) {
+	n, k := binary.Uvarint(r.buf[r.off:])
+	if k <= 0 || uint64(len(r.buf)-r.off-k) < n {
+		if err := r.fill(); err != nil {
+			return nil, err
+		}
+		if n, k = binary.Uvarint(r.buf[r.off:]); k <= 0 {
+			return nil, errCorrupt
+		}
+		if uint64(len(r.buf)-r.off-k) < n {
+			if n > 1<<40 {
+				return nil, errCorrupt
+			}
+			// A record larger than the window: grow the window to fit.
+			need := r.off + k + int(n)
+			if need > cap(r.buf) {
+				r.buf = append(make([]byte, 0, need), r.buf...)
+			}
+			m, err := io.ReadFull(r.r, r.buf[len(r.buf):need])
+			r.buf = r.buf[:len(r.buf)+m]
+			if err != nil {
+				return nil, errCorrupt
+			}
+		}
+	}
+	rec := r.buf[r.off+k : r.off+k+int(n)]
+	r.off += k + int(n)
+	return rec, nil
+}
+
+// fill moves the unread bytes to the window's start and reads more.
+func (r *spoolReader) fill() error {
+	rest := copy(r.buf[:cap(r.buf)], r.buf[r.off:])
+	r.buf, r.off = r.buf[:rest], 0
+	n, err := io.ReadFull(r.r, r.buf[rest:cap(r.buf)])
+	r.buf = r.buf[:rest+n]
+	if err == io.ErrUnexpectedEOF || err == io.EOF && rest+n > 0 {
+		err = nil
+	}
+	return err
+}
+
+// decoder reads the fields of one record.
+type decoder struct {
+	b   []byte
+	err error
+	r   *spoolReader
+}
+
+func (d *decoder) u() uint64 {
+	v, k := binary.Uvarint(d.b)
+	if k <= 0 {
+		d.err, d.b = errCorrupt, nil
+		return 0
+	}
+	d.b = d.b[k:]
+	return v
+}
+
+func (d *decoder) v() int64 {
+	v, k := binary.Varint(d.b)
+	if k <= 0 {
+		d.err, d.b = errCorrupt, nil
+		return 0
+	}
+	d.b = d.b[k:]
+	return v
+}
+
+func (d *decoder) bytes(n int) []byte {
+	if n > len(d.b) {
+		d.err, d.b = errCorrupt, nil
+		return nil
+	}
+	p := d.b[:n]
+	d.b = d.b[n:]
+	return p
+}
+
+// str reads a string, interned in a bounded cache.
+func (d *decoder) str() string {
+	n := d.u()
+	if n == 0 || d.err != nil {
+		return ""
+	}
+	if n > uint64(len(d.b)) {
+		d.err, d.b = errCorrupt, nil
+		return ""
+	}
+	b := d.bytes(int(n))
+	if s, ok := d.r.strs[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(d.r.strs) >= maxInterned {
+		clear(d.r.strs)
+	}
+	if len(s) <= 256 {
+		d.r.strs[s] = s
+	}
+	return s
+}
+
+func decode(rec []byte, e *ev, r *spoolReader) error {
+	d := decoder{b: rec, r: r}
+	hdr := d.bytes(2)
+	if d.err != nil {
+		return d.err
 	}
 	e.kind = event.Kind(hdr[0] & 7)
 	e.finished = hdr[0]&spoolFinished != 0
 	e.step = hdr[0]&spoolStep != 0
 	e.activity = event.ActivityKind(hdr[1])
-	var err error
-	u := func() uint64 {
-		v, rerr := binary.ReadUvarint(r.r)
-		if err == nil {
-			err = rerr
-		}
-		return v
-	}
-	v := func() int64 {
-		x, rerr := binary.ReadVarint(r.r)
-		if err == nil {
-			err = rerr
-		}
-		return x
-	}
-	e.id = u()
-	e.parent = u()
-	e.track = uint32(u())
-	e.name, err = r.str(err)
-	e.start = v()
-	e.end = e.start + v()
+	e.id = d.u()
+	e.parent = d.u()
+	e.track = uint32(d.u())
+	e.name = d.str()
+	e.start = d.v()
+	e.end = e.start + d.v()
 	e.stepNum = 0
 	if e.step {
-		e.stepNum = v()
+		e.stepNum = d.v()
 	}
+	e.unit, e.value = "", 0
 	if e.kind == event.KindCounter {
-		e.unit, err = r.str(err)
-		var f [8]byte
-		if err == nil {
-			_, err = io.ReadFull(r.r, f[:])
+		e.unit = d.str()
+		if f := d.bytes(8); f != nil {
+			e.value = math.Float64frombits(binary.LittleEndian.Uint64(f))
 		}
-		e.value = math.Float64frombits(binary.LittleEndian.Uint64(f[:]))
 	}
-	n := u()
-	if err != nil {
-		return err
+	n := d.u()
+	if d.err != nil {
+		return d.err
 	}
-	if n > 1<<20 {
+	if n > uint64(len(d.b)) {
 		return errCorrupt
 	}
 	e.args = e.args[:0]
 	for range n {
 		var a event.Arg
-		a.Key, err = r.str(err)
-		var k byte
-		if err == nil {
-			k, err = r.r.ReadByte()
+		a.Key = d.str()
+		if k := d.bytes(1); k != nil {
+			a.Kind = event.ArgKind(k[0])
 		}
-		a.Kind = event.ArgKind(k)
 		if a.Kind == event.ArgString {
-			a.Str, err = r.str(err)
+			a.Str = d.str()
 		} else {
-			a.Num = u()
+			a.Num = d.u()
 		}
-		if err != nil {
-			return err
+		if d.err != nil {
+			return d.err
 		}
 		e.args = append(e.args, a)
 	}
-	return nil
-}
-
-// str reads a string, interned (unless err is already set).
-func (r *spoolReader) str(err error) (string, error) {
-	if err != nil {
-		return "", err
-	}
-	n, err := binary.ReadUvarint(r.r)
-	if err != nil {
-		return "", err
-	}
-	if n == 0 {
-		return "", nil
-	}
-	var b []byte
-	if n <= uint64(r.r.Size()) {
-		if b, err = r.r.Peek(int(n)); err != nil {
-			return "", err
-		}
-		defer r.r.Discard(int(n))
-	} else {
-		if n > 1<<31 {
-			return "", errCorrupt
-		}
-		r.big = append(r.big[:0], make([]byte, n)...)
-		if _, err := io.ReadFull(r.r, r.big); err != nil {
-			return "", err
-		}
-		return string(r.big), nil
-	}
-	if s, ok := r.strs[string(b)]; ok {
-		return s, nil
-	}
-	s := string(b)
-	if len(r.strs) >= maxInterned {
-		clear(r.strs)
-	}
-	if len(s) <= 256 {
-		r.strs[s] = s
-	}
-	return s, nil
+	return d.err
 }

@@ -57,7 +57,7 @@ func TestWriterStream(t *testing.T) {
 	w.Counter("heap", "bytes", 131, 1024)
 	kernel := w.ActivityOf(event.ActivityKernel, stream, "gemm", 140, 145, []event.Arg{
 		{Key: event.ArgGrid, Kind: event.ArgString, Str: "4,1,1"}, {Key: event.ArgBlock, Kind: event.ArgString, Str: "128,1,1"},
-		{Key: event.ArgRegistersPerThread, Kind: event.ArgUint, Num: 32}, {Kind: event.ArgFlow, Num: 9}})
+		{Key: event.ArgRegistersPerThread, Kind: event.ArgUint, Num: 32}, {Kind: event.ArgFlow, Num: 9}, {Key: "context", Kind: event.ArgUint, Num: 1}})
 	w.ActivityOf(event.ActivityAlloc, mem, "alloc", 141, 141, []event.Arg{
 		{Key: event.ArgAddress, Kind: event.ArgUint, Num: 0xdead}, {Key: event.ArgBytes, Kind: event.ArgUint, Num: 4096},
 		{Key: event.ArgTags, Kind: event.ArgString, Str: "weights"}, {Key: event.ArgSpan, Kind: event.ArgString, Str: "train/step"},
@@ -123,7 +123,7 @@ func TestWriterStream(t *testing.T) {
 	wantK := tables.Kernel{Run: "run/1", Host: "hostA", Session: "hostA", ID: int64(kernel), Kind: "kernel", Name: "gemm",
 		StartNS: wall0 + 40, EndNS: wall0 + 45, DurNS: 5, Device: 0, Stream: 7, Track: "Stream #7", CorrelationID: 9,
 		Grid: "4,1,1", Block: "128,1,1", RegistersPerThread: 32, SrcDevice: -1, DstDevice: -1,
-		Args: `{"grid":"4,1,1","block":"128,1,1","registers_per_thread":32}`}
+		Args: `{"context":1}`}
 	if len(kernels) != 1 || kernels[0] != wantK {
 		t.Errorf("kernels:\n got %+v\nwant %+v", kernels, wantK)
 	}

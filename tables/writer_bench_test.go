@@ -1,0 +1,160 @@
+package tables_test
+
+import (
+	"fmt"
+	"os"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/tables"
+)
+
+// peakHeap samples the heap's object bytes every 5 ms until
+// stopped, for a benchmark's peak-heap-MiB.
+type peakHeap struct {
+	peak atomic.Uint64
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func startPeakHeap() *peakHeap {
+	p := &peakHeap{stop: make(chan struct{})}
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	sample := func() {
+		metrics.Read(s)
+		if v := s[0].Value.Uint64(); v > p.peak.Load() {
+			p.peak.Store(v)
+		}
+	}
+	sample()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stop:
+				sample()
+				return
+			case <-t.C:
+				sample()
+			}
+		}
+	}()
+	return p
+}
+
+func (p *peakHeap) done() float64 {
+	close(p.stop)
+	p.wg.Wait()
+	return float64(p.peak.Load()) / (1 << 20)
+}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// streamSynthetic writes n events into sink as a reader of a GPU trace
+// does: per step, nested host spans (begun unfinished, ended later), a
+// kernel launch (an API call) and its kernel with a flow, and a counter
+// sample every few events.
+func streamSynthetic(sink event.Sink, n int) {
+	thread := sink.Track(event.Track{Kind: event.TrackHostThread, ID: 1, Name: "main"})
+	api := sink.Track(event.Track{Kind: event.TrackHostThread, ID: 2, Name: "cuda api"})
+	stream := sink.Track(event.Track{Kind: event.TrackDeviceStream, Device: 0, ID: 7, Name: "Stream #7"})
+	dev := sink.Track(event.Track{Kind: event.TrackDevice, Device: 0, DeviceName: "H200"})
+	names := make([]string, 64)
+	for i := range names {
+		names[i] = fmt.Sprintf("op_%d", i)
+	}
+	args := []event.Arg{
+		{Key: event.ArgGrid, Kind: event.ArgString, Str: "128,1,1"},
+		{Key: event.ArgBlock, Kind: event.ArgString, Str: "256,1,1"},
+		{Key: event.ArgRegistersPerThread, Kind: event.ArgUint, Num: 64},
+		{Kind: event.ArgFlow},
+	}
+	flow := []event.Arg{{Kind: event.ArgFlow}}
+	t := int64(0)
+	step := int64(0)
+	for i := 0; i < n; {
+		root := sink.Span(event.Span{Name: "train_step", Start: t, Track: thread, Unfinished: true, Step: true, StepNum: step})
+		i++
+		for j := 0; j < 16 && i < n; j++ {
+			t += 100
+			corr := uint64(i)
+			flow[0].Num = corr
+			sink.Span(event.Span{Name: names[j], Start: t, End: t + 50, Parent: root, Track: thread})
+			sink.ActivityOf(event.ActivityAPI, api, "cudaLaunchKernel", t+10, t+20, flow)
+			args[3].Num = corr
+			sink.ActivityOf(event.ActivityKernel, stream, names[j+16], t+30, t+80, args)
+			i += 3
+			if j%4 == 0 && i < n {
+				sink.TrackCounter(dev, "utilization", "%", t, float64(j))
+				i++
+			}
+		}
+		t += 100
+		sink.EndSpan(root, t)
+		step++
+	}
+	m := sink.Meta()
+	m.Host = "bench"
+	m.Start = event.ClockAnchor{Mono: 0, Wall: 1_700_000_000_000_000_000}
+	m.Stop = event.ClockAnchor{Mono: t, Wall: 1_700_000_000_000_000_000 + t}
+}
+
+// BenchmarkWriter is devprof export's own cost: a stream of events from a
+// reader into a Writer, to Parquet files on local disk (run with -cpu 1
+// for one core). It reports events/s, the files' bytes per event and the
+// peak heap.
+func BenchmarkWriter(b *testing.B) {
+	for _, n := range []int{1_000_000, 10_000_000} {
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			var peak float64
+			var size int64
+			cpu0 := cpuTime()
+			for i := 0; i < b.N; i++ {
+				dir := b.TempDir()
+				p := startPeakHeap()
+				w, err := tables.NewWriter(dir, event.Meta{}, tables.Options{Run: "r", Session: fmt.Sprint(i)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				streamSynthetic(w, n)
+				paths, err := w.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+				peak = max(peak, p.done())
+				b.StopTimer()
+				size = 0
+				for _, path := range paths {
+					st, err := os.Stat(dir + "/" + path)
+					if err != nil {
+						b.Fatal(err)
+					}
+					size += st.Size()
+				}
+				os.RemoveAll(dir)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+			// On a shared machine the wall clock also counts other
+			// programs' time; the process's CPU time does not.
+			b.ReportMetric(float64(n)*float64(b.N)/(cpuTime()-cpu0).Seconds(), "events/cpu-s")
+			b.ReportMetric(float64(size)/float64(n), "file-B/event")
+			b.ReportMetric(peak, "peak-heap-MiB")
+		})
+	}
+}
