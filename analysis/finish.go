@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"cmp"
+	"container/heap"
 	"fmt"
 	"math"
 	"slices"
@@ -75,13 +76,21 @@ func (a *Analyzer) devices(r *Report) {
 		streams := byDevice[d]
 		slices.SortFunc(streams, func(x, y *stream) int { return cmp.Compare(x.track, y.track) })
 		dev := Device{Ordinal: d, Streams: []Stream{}}
+		var busy []interval
+		if len(streams) > 1 {
+			lists := make([][]interval, len(streams))
+			for i, s := range streams {
+				lists[i] = s.merged
+			}
+			eachOfUnion(lists, func(iv interval) { busy = append(busy, iv) })
+		}
 		for _, s := range streams {
 			t := a.tracks[s.track-1].t
 			if dev.Name == "" {
 				dev.Name = t.DeviceName
 			}
 			st := Stream{ID: streamID(t), Name: t.Name, Breakdown: breakdown([]*stream{s}, r.StartNS)}
-			a.gaps(r, d, s, streams, &st.Idle, top)
+			a.gaps(r, d, s, busy, &st.Idle, top)
 			r.Idle.HostWaitNS += st.Idle.HostWaitNS
 			r.Idle.KernelWaitNS += st.Idle.KernelWaitNS
 			r.Idle.SyncNS += st.Idle.SyncNS
@@ -119,54 +128,83 @@ func streamID(t event.Track) int64 {
 // inStartOrder calls f with the work of streams (each in start order)
 // in start order over all of them.
 func inStartOrder(streams []*stream, f func(op *deviceOp)) {
-	next := make([]int, len(streams))
-	for {
-		best := -1
-		for i, s := range streams {
-			if next[i] < len(s.ops) && (best < 0 || s.ops[next[i]].start < streams[best].ops[next[best]].start) {
-				best = i
-			}
-		}
-		if best < 0 {
-			return
-		}
-		f(&streams[best].ops[next[best]])
-		next[best]++
-	}
+	kway(len(streams), func(i int) int { return len(streams[i].ops) },
+		func(i, j int) int64 { return streams[i].ops[j].start },
+		func(i, j int) { f(&streams[i].ops[j]) })
 }
 
 // eachOfUnion calls f with the intervals of the union of lists (each a
 // sorted list of disjoint intervals), in order, without making the
 // union.
 func eachOfUnion(lists [][]interval, f func(interval)) {
-	next := make([]int, len(lists))
 	var cur interval
 	have := false
-	for {
-		best := -1
-		for i, l := range lists {
-			if next[i] < len(l) && (best < 0 || l[next[i]].start < lists[best][next[best]].start) {
-				best = i
+	kway(len(lists), func(i int) int { return len(lists[i]) },
+		func(i, j int) int64 { return lists[i][j].start },
+		func(i, j int) {
+			iv := lists[i][j]
+			switch {
+			case !have:
+				cur, have = iv, true
+			case iv.start <= cur.end:
+				cur.end = max(cur.end, iv.end)
+			default:
+				f(cur)
+				cur = iv
 			}
-		}
-		if best < 0 {
-			break
-		}
-		iv := lists[best][next[best]]
-		next[best]++
-		switch {
-		case !have:
-			cur, have = iv, true
-		case iv.start <= cur.end:
-			cur.end = max(cur.end, iv.end)
-		default:
-			f(cur)
-			cur = iv
-		}
-	}
+		})
 	if have {
 		f(cur)
 	}
+}
+
+// kway visits the items of n sorted sequences in order of their keys:
+// sequence i has size(i) items, item j of it the key key(i, j). A heap
+// of the sequences' next items keeps a trace of many streams (a hostile
+// file's thousands) to n log n.
+func kway(n int, size func(i int) int, key func(i, j int) int64, visit func(i, j int)) {
+	h := kwayHeap{key: key}
+	for i := range n {
+		if size(i) > 0 {
+			h.items = append(h.items, kwayItem{i, 0, key(i, 0)})
+		}
+	}
+	heap.Init(&h)
+	for len(h.items) > 0 {
+		top := &h.items[0]
+		visit(top.seq, top.at)
+		if top.at++; top.at < size(top.seq) {
+			top.key = key(top.seq, top.at)
+			heap.Fix(&h, 0)
+		} else {
+			heap.Pop(&h)
+		}
+	}
+}
+
+type kwayItem struct {
+	seq, at int
+	key     int64
+}
+
+// kwayHeap orders the sequences by the key of their next item (ties by
+// sequence, so that the order is the same on every run).
+type kwayHeap struct {
+	items []kwayItem
+	key   func(i, j int) int64
+}
+
+func (h *kwayHeap) Len() int { return len(h.items) }
+func (h *kwayHeap) Less(a, b int) bool {
+	x, y := h.items[a], h.items[b]
+	return x.key < y.key || x.key == y.key && x.seq < y.seq
+}
+func (h *kwayHeap) Swap(a, b int) { h.items[a], h.items[b] = h.items[b], h.items[a] }
+func (h *kwayHeap) Push(x any)    { h.items = append(h.items, x.(kwayItem)) }
+func (h *kwayHeap) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return x
 }
 
 // mergeOps returns the union of ops' intervals (ops sorted by start).
@@ -265,7 +303,10 @@ func overlap(ivs []interval, lo, hi int64) int64 {
 
 // gaps finds the idle gaps of stream s of device d, with their causes,
 // into by and the report's largest.
-func (a *Analyzer) gaps(r *Report, d int, s *stream, streams []*stream, by *IdleByCause, top int) {
+//
+// deviceBusy is the union of the device's work: within a gap of s, any
+// of it is another stream's.
+func (a *Analyzer) gaps(r *Report, d int, s *stream, deviceBusy []interval, by *IdleByCause, top int) {
 	kernelWait := a.opt.kernelWait()
 	end := s.ops[0].end
 	for _, op := range s.ops[1:] {
@@ -282,7 +323,7 @@ func (a *Analyzer) gaps(r *Report, d int, s *stream, streams []*stream, by *Idle
 			cause = CauseHostWait
 		case dur < kernelWait:
 			cause = CauseKernelWait
-		case linked && a.othersBusy(s, streams, gapStart, op.start):
+		case linked && overlap(deviceBusy, gapStart, op.start) > 0:
 			cause = CauseSync
 		default:
 			cause = CauseOther
@@ -316,17 +357,6 @@ func (a *Analyzer) launchFor(link uint64) (launch, bool) {
 		return launch{}, false
 	}
 	return a.launches[link-1], true
-}
-
-// othersBusy reports whether a stream of the device other than s ran
-// work during [lo, hi).
-func (a *Analyzer) othersBusy(s *stream, streams []*stream, lo, hi int64) bool {
-	for _, o := range streams {
-		if o != s && overlap(o.merged, lo, hi) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // spanAt names what the thread that made launch l was in when a gap
