@@ -70,6 +70,20 @@ func skipBounds[T any]() []parquet.WriterOption {
 	return opts
 }
 
+// mkdirBelow makes the directories of rel under root, which must exist:
+// a caller that removes root to abandon an export (on a signal) is sure
+// no table recreates it.
+func mkdirBelow(root, rel string) error {
+	dir := root
+	for _, elem := range strings.Split(rel, string(filepath.Separator)) {
+		dir = filepath.Join(dir, elem)
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+	}
+	return nil
+}
+
 // table is one table's file being written.
 type table[T any] struct {
 	path string // relative to the root
@@ -82,7 +96,7 @@ type table[T any] struct {
 func openTable[T any](root, name, run, host, session string) (*table[T], error) {
 	rel := PartitionPath(name, run, host, session)
 	path := filepath.Join(root, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := mkdirBelow(root, filepath.Dir(filepath.FromSlash(rel))); err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)

@@ -1,6 +1,7 @@
 package tables
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -17,7 +18,7 @@ type Options struct {
 	// (a session's SessionID), shared by every host of a job.
 	Run string
 	// Host names the host; "" takes the trace's own (event.Meta.Host),
-	// and "unknown" when it has none.
+	// else Session, else "unknown".
 	Host string
 	// Session tells apart the traces of one host in one run (the trace
 	// file's name without its extension); "" is the host.
@@ -29,12 +30,7 @@ type Options struct {
 
 func (o Options) names(m *event.Meta) (run, host, session string) {
 	run, host, session = o.Run, o.Host, o.Session
-	if host == "" {
-		host = m.Host
-	}
-	if host == "" {
-		host = "unknown"
-	}
+	host = cmp.Or(host, m.Host, session, "unknown")
 	if run == "" {
 		run = "unknown"
 	}
