@@ -23,12 +23,18 @@ const topTags = 20
 func runBreakdown(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("memory breakdown", stderr)
 	kwPath := fs.String("keywords", "", "categorize with the keyword dictionary in `FILE`: JSON ({\"Parameters\": [\"weights\", \"param\"], …}) or YAML, categories in the file's order (default: Parameters, Gradients, Optimizer state, Activations, Workspace, Data)")
-	csvPath := fs.String("csv", "", "also write MXNet's CSV to `OUT`: tag,size_in_MiB, one line per allocation, no header")
+	csvPath := fs.String("csv", "", "also write MXNet's CSV to `OUT`: tag,size_in_MiB, one line per allocation, no header (-csv_columns 5: MXNet 2's storage profiler's columns)")
+	csvColumns := fs.Int("csv_columns", 2, "the CSV's columns (`N`): 2, MXNet's GPU memory profiler's tag,size_in_MiB; or 5, MXNet 2's storage profiler's \"Attribute Name\",\"Requested Size\",\"Device\",\"Actual Size\",\"Reuse?\" with a header and nvml_amend rows")
 	plotPath := fs.String("plot", "", "also draw the breakdown as stacked bars per device into `OUT`, an .svg or a .png")
 	expected := fs.String("expected_sum", "", "compute Untrackable as `BYTES` (nvidia-smi's figure: 1610612736, 1536MiB, 1.5GiB) minus what is tracked, instead of the NVML figures the profile carries")
 	asJSON := fs.Bool("json", false, "print the breakdown as one JSON object (every tag of every category) for scripts")
+	maxRows := maxRowsFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *csvColumns != 2 && *csvColumns != 5 {
+		fmt.Fprintf(stderr, "devprof memory breakdown: -csv_columns %d: want 2 (tag,size_in_MiB) or 5 (MXNet 2's storage profiler)\n", *csvColumns)
+		return errUsage
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintf(stderr, "devprof memory breakdown: want exactly one INPUT (a memory profile, or a run or log directory), got %d arguments\n", fs.NArg())
@@ -67,9 +73,22 @@ func runBreakdown(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	r := membreakdown.Categorize(m, dict, o)
+	// Every budget before any output: a refusal writes nothing at all.
+	b := rowBudget{max: *maxRows, entries: len(m.Buffers) + keywordsOf(dict)}
+	if *csvPath != "" {
+		// The CSV's lines do not depend on the dictionary.
+		b := rowBudget{max: *maxRows, entries: len(m.Buffers)}
+		if err := b.check("-csv "+*csvPath, "lines (one per allocation the profile stands for)", membreakdown.CSVRows(m)); err != nil {
+			return err
+		}
+	}
+	if err := b.check(map[bool]string{false: "the breakdown", true: "-json"}[*asJSON], "tag rows", breakdownRows(r, *asJSON)); err != nil {
+		return err
+	}
+	defer removeTemporariesOnSignal()()
 	// Files first: a failure prints nothing on stdout.
 	if *csvPath != "" {
-		if err := writeCSV(*csvPath, m); err != nil {
+		if err := writeCSV(*csvPath, m, r, *csvColumns); err != nil {
 			return err
 		}
 	}
@@ -83,7 +102,7 @@ func runBreakdown(args []string, stdout, stderr io.Writer) error {
 	}
 	writeBreakdown(stdout, path, dictName, dict, m, r)
 	if *csvPath != "" {
-		fmt.Fprintf(stdout, "\nCSV (MXNet's layout): %s\n", *csvPath)
+		fmt.Fprintf(stdout, "\nCSV (%s): %s\n", map[int]string{2: "MXNet's layout", 5: "MXNet 2's storage profiler's columns"}[*csvColumns], *csvPath)
 	}
 	if *plotPath != "" {
 		fmt.Fprintf(stdout, "plot: %s\n", *plotPath)
@@ -91,17 +110,49 @@ func runBreakdown(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// writeCSV writes m's MXNet CSV to path, whole or not at all.
-func writeCSV(path string, m *event.DeviceMemory) error {
+// writeCSV writes m's MXNet CSV to path, whole or not at all: with
+// columns 2 the two-column form, with 5 MXNet 2's storage profiler's
+// columns (its nvml_amend rows from r).
+func writeCSV(path string, m *event.DeviceMemory, r *membreakdown.Report, columns int) error {
 	f, err := atomicfile.Create(path)
 	if err != nil {
 		return err
 	}
 	defer f.Abort()
-	if err := membreakdown.WriteCSV(f, m); err != nil {
+	if columns == 5 {
+		err = membreakdown.WriteStorageCSV(f, m, r)
+	} else {
+		err = membreakdown.WriteCSV(f, m)
+	}
+	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return f.Commit()
+}
+
+// keywordsOf counts a dictionary's keywords: entries of the input, as
+// the profile's are, since each category may list every tag.
+func keywordsOf(d membreakdown.Dictionary) int {
+	n := 0
+	for _, r := range d {
+		n += 1 + len(r.Keywords)
+	}
+	return n
+}
+
+// breakdownRows is how many tag rows writeBreakdown (asJSON:
+// writeBreakdownJSON) prints: each category's tags (the top topTags in
+// the table) and the buffers counted in several.
+func breakdownRows(r *membreakdown.Report, asJSON bool) uint64 {
+	n := uint64(len(r.MultiMatches))
+	for _, c := range r.Categories {
+		if asJSON {
+			n += uint64(len(c.Tags))
+		} else {
+			n += uint64(min(len(c.Tags), topTags))
+		}
+	}
+	return n
 }
 
 var sizeRE = regexp.MustCompile(`^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]*)$`)

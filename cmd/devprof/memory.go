@@ -4,17 +4,21 @@ import (
 	"cmp"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/exporters/pprof"
+	"github.com/devprof/devprof/internal/atomicfile"
 	"github.com/devprof/devprof/internal/metatext"
 	"github.com/devprof/devprof/internal/runstore"
 	"github.com/devprof/devprof/membreakdown"
@@ -27,6 +31,7 @@ func runMemory(args []string, stdout, stderr io.Writer) error {
 	stacks := fs.Bool("stack", false, "print each row's full allocation stack under it")
 	base := fs.String("base", "", "show the growth per allocation site since the earlier profile `BEFORE` (leak hunting)")
 	asJSON := fs.Bool("json", false, "print the profile (or the growth) as one JSON object (every row, whatever -n says) for scripts")
+	maxRows := maxRowsFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -49,8 +54,15 @@ func runMemory(args []string, stdout, stderr io.Writer) error {
 	}
 	o := memOptions{rows: *n, exact: *exact, stacks: *stacks}
 	if *base == "" {
+		b := rowBudget{max: *maxRows, entries: len(m.Buffers)}
 		if *asJSON {
+			if err := b.check("-json", "buffers and stack frames", memoryJSONRows(m)); err != nil {
+				return err
+			}
 			return writeMemoryJSON(stdout, path, m)
+		}
+		if err := b.check("the table", "rows and stack lines", memoryRows(m, o)); err != nil {
+			return err
 		}
 		return writeMemory(stdout, path, m, o)
 	}
@@ -63,10 +75,117 @@ func runMemory(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	g := growthOf(before, m)
+	b := rowBudget{max: *maxRows, entries: len(before.Buffers) + len(m.Buffers)}
+	if err := b.check(map[bool]string{false: "the table", true: "-json"}[*asJSON], "sites and stack lines", growthRows(g, o, *asJSON)); err != nil {
+		return err
+	}
 	if *asJSON {
 		return writeGrowthJSON(stdout, basePath, path, before, m, g)
 	}
 	return writeGrowth(stdout, basePath, path, before, m, g, o)
+}
+
+// defaultMaxRows is -max_rows's default: four times the live buffers
+// devprof's tracker holds by default (devmem.DefaultMaxBuffers), so that
+// the CSV of every profile a program within the tracker's defaults (or
+// four times them) saves is written whole, while a 167-byte profile that
+// says it holds 10⁹ allocations is refused instead of becoming gigabytes.
+const defaultMaxRows = 1 << 22
+
+// rowsPerEntry is how many rows an output may have per entry of its
+// input whatever -max_rows says, so that a large profile is never
+// refused for its size alone: twice the deepest stack devprof's tracker
+// keeps by default (devmem.DefaultStackDepth) and its row, so that -json
+// and -stack list every profile devprof saves with its defaults.
+const rowsPerEntry = 128
+
+// maxRowsFlag defines -max_rows on a command whose outputs expand counts
+// (a CSV line per allocation of a group, a line per stack frame).
+func maxRowsFlag(fs *flag.FlagSet) *uint64 {
+	return fs.Uint64("max_rows", defaultMaxRows, fmt.Sprintf("refuse to write an output (CSV, table, JSON) of more rows than `N` or %d per entry of the input, whichever is more; 0 for no bound", rowsPerEntry))
+}
+
+// rowBudget is how many rows an output may expand its input into: the
+// larger of -max_rows and rowsPerEntry per entry, so that a tiny input
+// whose counts claim billions (a group of 10⁹ allocations, a stack of
+// 4,096 inlined frames in each of a million samples) cannot fill a disk.
+type rowBudget struct {
+	max     uint64 // -max_rows; 0: no bound
+	entries int    // the input's entries: a profile's samples, a dictionary's keywords
+}
+
+// check refuses rows rows of the output named what (of units) past the
+// budget, with one line that names the count and the flag.
+func (b rowBudget) check(what, units string, rows uint64) error {
+	if b.max == 0 {
+		return nil
+	}
+	limit := max(b.max, rowsPerEntry*uint64(b.entries))
+	if rows <= limit {
+		return nil
+	}
+	entries := "entries"
+	if b.entries == 1 {
+		entries = "entry"
+	}
+	return fmt.Errorf("%s would have %d %s, more than the %d allowed for an input of %d %s (the larger of -max_rows %d and %d per entry): -max_rows N raises the bound, -max_rows 0 lifts it",
+		what, rows, units, limit, b.entries, entries, b.max, rowsPerEntry)
+}
+
+// addRows is a + b, saturating.
+func addRows(a, b uint64) uint64 {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64
+	}
+	return a + b
+}
+
+// memoryRows is how many lines writeMemory prints below its header.
+func memoryRows(m *event.DeviceMemory, o memOptions) uint64 {
+	shown := m.Buffers
+	if o.rows > 0 && len(shown) > o.rows {
+		shown = shown[:o.rows]
+	}
+	n := uint64(len(shown))
+	if o.stacks {
+		for i := range shown {
+			n = addRows(n, uint64(max(len(shown[i].Stack), 1)))
+		}
+	}
+	return n
+}
+
+// memoryJSONRows is how many buffers and frames writeMemoryJSON prints.
+func memoryJSONRows(m *event.DeviceMemory) uint64 {
+	n := uint64(len(m.Buffers))
+	for i := range m.Buffers {
+		n = addRows(n, uint64(len(m.Buffers[i].Stack)))
+	}
+	return n
+}
+
+// growthRows is how many sites and stack lines writeGrowth (or, asJSON,
+// writeGrowthJSON) prints.
+func growthRows(g growth, o memOptions, asJSON bool) uint64 {
+	shown := g.sites
+	if !asJSON && o.rows > 0 && len(shown) > o.rows {
+		shown = shown[:o.rows]
+	}
+	n := uint64(len(shown))
+	if asJSON || o.stacks {
+		for _, s := range shown {
+			for _, st := range s.stacks {
+				n = addRows(n, uint64(max(len(st.frames), 1))+1) // and the separator
+			}
+		}
+	}
+	return n
+}
+
+// removeTemporariesOnSignal makes an interrupted command (Ctrl-C,
+// SIGTERM) leave none of its outputs' temporary files; stop ends it.
+func removeTemporariesOnSignal() (stop func()) {
+	return atomicfile.RemoveOnSignal(os.Interrupt, syscall.SIGTERM)
 }
 
 // memOptions are the flags that shape the text output.
@@ -328,6 +447,28 @@ func (g *siteGrowth) site() string {
 func growthOf(before, after *event.DeviceMemory) (g growth) {
 	index := map[event.Frame]*siteGrowth{}
 	var all []*siteGrowth
+	// The stacks already listed per site, by their frames: a site under a
+	// million distinct stacks costs a million lookups, not 10¹² compares.
+	// A profile read back shares one slice among the buffers of a stack,
+	// so each slice's key is made once.
+	listed := map[event.Frame]map[string]bool{}
+	type sliceID struct {
+		first *event.Frame
+		n     int
+	}
+	keys := map[sliceID]string{}
+	keyOf := func(st []event.Frame) string {
+		if len(st) == 0 {
+			return ""
+		}
+		id := sliceID{&st[0], len(st)}
+		k, ok := keys[id]
+		if !ok {
+			k = stackKey(st)
+			keys[id] = k
+		}
+		return k
+	}
 	add := func(m *event.DeviceMemory, later bool) {
 		for i := range m.Buffers {
 			b := &m.Buffers[i]
@@ -345,7 +486,11 @@ func growthOf(before, after *event.DeviceMemory) (g growth) {
 				s.before += b.Total()
 				s.beforeBufs += max(b.Count, 1)
 			}
-			if !slices.ContainsFunc(s.stacks, func(st glueStack) bool { return slices.Equal(st.frames, b.Stack) }) {
+			if listed[f] == nil {
+				listed[f] = map[string]bool{}
+			}
+			if k := keyOf(b.Stack); !listed[f][k] {
+				listed[f][k] = true
 				s.stacks = append(s.stacks, glueStack{b.Stack, b.Glue})
 			}
 		}
@@ -365,6 +510,24 @@ func growthOf(before, after *event.DeviceMemory) (g growth) {
 		return cmp.Or(cmp.Compare(b.growth, a.growth), cmp.Compare(b.afterBufs-b.beforeBufs, a.afterBufs-a.beforeBufs), cmp.Compare(a.site(), b.site()))
 	})
 	return g
+}
+
+// stackKey is a stack's frames as a string that only an equal stack
+// has (each name after its length, so that no byte in a name can make two
+// stacks alike).
+func stackKey(st []event.Frame) string {
+	var b []byte
+	for _, f := range st {
+		b = strconv.AppendInt(b, int64(len(f.Function)), 10)
+		b = append(b, ':')
+		b = append(b, f.Function...)
+		b = strconv.AppendInt(b, int64(len(f.File)), 10)
+		b = append(b, ':')
+		b = append(b, f.File...)
+		b = strconv.AppendInt(b, int64(f.Line), 10)
+		b = append(b, ';')
+	}
+	return string(b)
 }
 
 // growth is what -base shows.

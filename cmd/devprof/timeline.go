@@ -24,6 +24,7 @@ func runTimeline(args []string, stdout, stderr io.Writer) error {
 	top := fs.Int("top", 8, "with -tags, how many tag sets get a series of their own (`N`)")
 	plotPath := fs.String("plot", "", "draw each device's memory over time, stacked, into `OUT`, an .svg or a .png")
 	asJSON := fs.Bool("json", false, "print each device's peak and its split as one JSON object for scripts")
+	maxRows := maxRowsFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -61,6 +62,10 @@ func runTimeline(args []string, stdout, stderr io.Writer) error {
 	n := 0 // every tag set, to be put in a category
 	if *byTags {
 		n = *top
+	} else if *maxRows != 0 {
+		if sets, events, values := categoryValues(s); values > maxTimelineValues {
+			return fmt.Errorf("%s: splitting its %d memory events into categories takes a series per tag set, %d of them: %d values, more than %d; -tags stacks the -top largest tag sets instead, -max_rows 0 lifts the bound", path, events, sets, values, maxTimelineValues)
+		}
 	}
 	var tls []memplot.Timeline
 	for _, mt := range s.MemoryTimelines(n) {
@@ -80,6 +85,11 @@ func runTimeline(args []string, stdout, stderr io.Writer) error {
 	if len(tls) == 0 {
 		return fmt.Errorf("%s has no device-memory events: record the session with device-memory tracking on (trace.Options.DeviceMemory, advanced key device_memory, or devmem.Start)", path)
 	}
+	b := rowBudget{max: *maxRows, entries: eventsOf(tls)}
+	if err := b.check(map[bool]string{false: "the table", true: "-json"}[*asJSON], "rows", timelineRows(tls)); err != nil {
+		return err
+	}
+	defer removeTemporariesOnSignal()()
 	if *plotPath != "" {
 		title := "Device memory over time, by " + map[bool]string{false: "category", true: "tags"}[*byTags]
 		if err := memplot.WriteTimeline(*plotPath, title, tls); err != nil {
@@ -137,6 +147,65 @@ func categorySeries(mt event.MemoryTimeline, dict membreakdown.Dictionary) []mem
 		out = append(out, memplot.Series{Name: "before the trace", Bytes: unseen})
 	}
 	return out
+}
+
+// maxTimelineValues bounds the values (a series per tag set, a value per
+// event) that splitting a trace's memory into categories holds at once,
+// 2 GiB of them: a trace whose every allocation has tags of its own would
+// otherwise take memory as the square of its events.
+var maxTimelineValues uint64 = 1 << 28 // a variable for tests
+
+// categoryValues counts what MemoryTimelines(0) would hold: per memory
+// track its distinct tag sets and its events; values is the sum over
+// tracks of their product.
+func categoryValues(s *event.Snapshot) (sets, events int, values uint64) {
+	type track struct {
+		sets   map[string]bool
+		events int
+	}
+	tracks := map[uint32]*track{}
+	var args []event.Arg
+	for _, r := range s.Events {
+		if k := r.Activity(); k != event.ActivityAlloc && k != event.ActivityFree {
+			continue
+		}
+		if t, ok := s.TrackOf(r); !ok || t.Kind != event.TrackMemory {
+			continue
+		}
+		tr := tracks[r.Lane()]
+		if tr == nil {
+			tr = &track{sets: map[string]bool{}}
+			tracks[r.Lane()] = tr
+		}
+		tr.events++
+		if r.Activity() == event.ActivityFree {
+			continue
+		}
+		tags := event.MemoryUntagged
+		args = s.AppendArgs(args[:0], r)
+		for _, a := range args {
+			if a.Key == event.ArgTags && a.Str != "" {
+				tags = a.Str
+			}
+		}
+		tr.sets[tags] = true
+	}
+	for _, tr := range tracks {
+		sets += len(tr.sets)
+		events += tr.events
+		values = addRows(values, uint64(len(tr.sets)+2)*uint64(tr.events)) // and Unseen, InUse
+	}
+	return sets, events, values
+}
+
+// timelineRows is how many rows writeTimeline or writeTimelineJSON
+// prints: a series per device, twice in JSON.
+func timelineRows(tls []memplot.Timeline) uint64 {
+	var n uint64
+	for _, tl := range tls {
+		n += 1 + 2*uint64(len(tl.Series))
+	}
+	return n
 }
 
 // peakOf returns the index of a timeline's first largest total.
