@@ -111,18 +111,6 @@ func heapNow() uint64 {
 	return sample[0].Value.Uint64()
 }
 
-// cpuSeconds is the CPU time the Go runtime counts as spent (user code,
-// the collector and the scavenger), on every core.
-func cpuSeconds() float64 {
-	s := []metrics.Sample{
-		{Name: "/cpu/classes/user:cpu-seconds"},
-		{Name: "/cpu/classes/gc/total:cpu-seconds"},
-		{Name: "/cpu/classes/scavenge/total:cpu-seconds"},
-	}
-	metrics.Read(s)
-	return s[0].Value.Float64() + s[1].Value.Float64() + s[2].Value.Float64()
-}
-
 // BenchmarkSave is what saving the device memory live now costs: a
 // Snapshot of the tracker written as a pprof profile (as
 // trace.SaveDeviceMemoryProfile does, to io.Discard here), with 1 M
@@ -130,7 +118,7 @@ func cpuSeconds() float64 {
 // (about 15 frames) and deep (about 50: the framework stacks CUDA
 // allocations sit under). It reports the tracker's own heap
 // (tracker-MiB), the heap's peak while saving above it
-// (save-peak-MiB) and the CPU time of every core (cpu-s/op).
+// (save-peak-MiB) and the process's CPU time (cpu-s/op: user and system, every core).
 func BenchmarkSave(b *testing.B) {
 	for _, c := range []struct {
 		name    string

@@ -445,19 +445,16 @@ func group(bufs []event.Buffer) (*grouping, error) {
 		first *string
 		n     int
 	}
-	// member is one buffer by numbers, to be sorted into its group: its
-	// stack's rank and glue, its size, its attrs' rank.
-	type member struct {
-		stackGlue uint64 // stack rank << 32 | glue
-		bytes     uint64
-		attr, buf int32
-	}
 	stackIDs := map[frames]int32{}
 	byKey := map[string]int32{}
 	var keys []string // of each distinct stack
 	joined := map[tagList]string{}
 	attrIDs := map[attrs]int32{}
-	members := make([]member, len(bufs))
+	var index groupIndex
+	index.init(len(bufs))
+	// At most a group a buffer: room for them all at once, rather than
+	// copies of a growing slice.
+	g.samples = make([]groupSample, 0, len(bufs))
 	for i := range bufs {
 		b := &bufs[i]
 		stack := int32(-1) // none: stackKey(nil) is "", first
@@ -490,18 +487,29 @@ func group(bufs []event.Buffer) (*grouping, error) {
 			g.attrs = append(g.attrs, a)
 			attrIDs[a] = attr
 		}
-		members[i] = member{stackGlue: uint64(uint32(stack)), bytes: b.Bytes, attr: attr, buf: int32(i)}
+		k := groupSample{stack: stack, glue: int32(glueOf(b)), attr: attr, first: int32(i), bytes: b.Bytes}
+		s := &g.samples[index.find(&g.samples, k)]
+		count := int64(max(b.Count, 1))
+		if count > math.MaxInt64-s.count {
+			return nil, fmt.Errorf("pprof: more than %d buffers allocated at %s", int64(math.MaxInt64), siteOf(b))
+		}
+		s.count += count
+		if b.Bytes > math.MaxInt64 || s.count > 0 && b.Bytes > uint64(math.MaxInt64/s.count) {
+			return nil, fmt.Errorf("pprof: %d buffers of %d bytes allocated at %s: more bytes than pprof's int64 values hold", s.count, b.Bytes, siteOf(b))
+		}
+		s.space = s.count * int64(b.Bytes)
 	}
+	index = groupIndex{}
 	// Ranks: stacks in the order of their keys (no stack first), attrs
 	// in the order of their fields.
-	stackRank := make([]uint64, len(keys))
+	stackRank := make([]int32, len(keys)+1)
 	order := make([]int32, len(keys))
 	for i := range order {
 		order[i] = int32(i)
 	}
 	slices.SortFunc(order, func(x, y int32) int { return strings.Compare(keys[x], keys[y]) })
 	for r, i := range order {
-		stackRank[i] = uint64(r + 1)
+		stackRank[i+1] = int32(r + 1)
 	}
 	attrRank := make([]int32, len(g.attrs))
 	order = order[:0]
@@ -516,74 +524,63 @@ func group(bufs []event.Buffer) (*grouping, error) {
 	for r, i := range order {
 		attrRank[i] = int32(r)
 	}
-	for i := range members {
-		mb := &members[i]
-		rank := uint64(0)
-		if st := int32(mb.stackGlue); st >= 0 {
-			rank = stackRank[st]
-		}
-		mb.stackGlue = rank<<32 | uint64(glueOf(&bufs[mb.buf]))
-		mb.attr = attrRank[mb.attr]
-	}
-	// Sorted in the order ties are written in, equal buffers are next to
-	// each other: each run is a group.
-	slices.SortFunc(members, func(a, b member) int {
+	slices.SortFunc(g.samples, func(a, b groupSample) int {
 		switch {
-		case a.stackGlue != b.stackGlue:
-			return cmp.Compare(a.stackGlue, b.stackGlue)
+		case a.space != b.space:
+			return cmp.Compare(b.space, a.space)
+		case a.stack != b.stack:
+			return cmp.Compare(stackRank[a.stack+1], stackRank[b.stack+1])
+		case a.glue != b.glue:
+			return cmp.Compare(a.glue, b.glue)
 		case a.bytes != b.bytes:
 			return cmp.Compare(a.bytes, b.bytes)
-		case a.attr != b.attr:
-			return cmp.Compare(a.attr, b.attr)
 		}
-		return cmp.Compare(a.buf, b.buf)
+		return cmp.Compare(attrRank[a.attr], attrRank[b.attr])
 	})
-	runs := 0
-	for i := range members {
-		if i == 0 || members[i].stackGlue != members[i-1].stackGlue || members[i].bytes != members[i-1].bytes || members[i].attr != members[i-1].attr {
-			runs++
-		}
-	}
-	g.samples = make([]groupSample, 0, runs)
-	rankToAttr := make([]int32, len(attrRank))
-	for a, r := range attrRank {
-		rankToAttr[r] = int32(a)
-	}
-	for i, mb := range members {
-		b := &bufs[mb.buf]
-		if i == 0 || mb.stackGlue != members[i-1].stackGlue || mb.bytes != members[i-1].bytes || mb.attr != members[i-1].attr {
-			g.samples = append(g.samples, groupSample{glue: int32(glueOf(b)), attr: rankToAttr[mb.attr], first: mb.buf, bytes: b.Bytes})
-		}
-		s := &g.samples[len(g.samples)-1]
-		count := int64(max(b.Count, 1))
-		if count > math.MaxInt64-s.count {
-			return nil, fmt.Errorf("pprof: more than %d buffers allocated at %s", int64(math.MaxInt64), siteOf(b))
-		}
-		s.count += count
-		if b.Bytes > math.MaxInt64 || s.count > 0 && b.Bytes > uint64(math.MaxInt64/s.count) {
-			return nil, fmt.Errorf("pprof: %d buffers of %d bytes allocated at %s: more bytes than pprof's int64 values hold", s.count, b.Bytes, siteOf(b))
-		}
-		s.space = s.count * int64(b.Bytes)
-	}
-	members = nil
-	// Largest space first; groups of equal space stay in the order above.
-	for i := range g.samples {
-		g.samples[i].stack = int32(i)
-	}
-	slices.SortFunc(g.samples, func(a, b groupSample) int {
-		if a.space != b.space {
-			return cmp.Compare(b.space, a.space)
-		}
-		return cmp.Compare(a.stack, b.stack)
-	})
-	for i := range g.samples {
-		s := &g.samples[i]
-		s.stack = -1
-		if st := g.buffers[s.first].Stack; len(st) > 0 {
-			s.stack = stackIDs[frames{&st[0], len(st)}]
-		}
-	}
 	return g, nil
+}
+
+// groupIndex finds a buffer's group among the samples by its numbers
+// (stack, glue, attrs, size): an open-addressing table of sample
+// indices, which costs 8 bytes a buffer where a map of the keys would
+// cost several times that.
+type groupIndex struct {
+	slots []int32 // sample index + 1; 0: empty
+}
+
+func (x *groupIndex) init(buffers int) {
+	size := 16
+	for size < 2*buffers {
+		size *= 2
+	}
+	x.slots = make([]int32, size)
+}
+
+func (k *groupSample) hash() uint64 {
+	h := uint64(uint32(k.stack))<<32 | uint64(uint32(k.glue))
+	h ^= k.bytes * 0x9e3779b97f4a7c15
+	h ^= uint64(uint32(k.attr)) * 0xc2b2ae3d27d4eb4f
+	h ^= h >> 29
+	h *= 0xbf58476d1ce4e5b9
+	return h ^ h>>32
+}
+
+// find returns the index of k's group in samples, appending it the first
+// time.
+func (x *groupIndex) find(samples *[]groupSample, k groupSample) int {
+	mask := uint64(len(x.slots) - 1)
+	for i := k.hash() & mask; ; i = (i + 1) & mask {
+		n := x.slots[i]
+		if n == 0 {
+			*samples = append(*samples, k)
+			x.slots[i] = int32(len(*samples))
+			return len(*samples) - 1
+		}
+		s := &(*samples)[n-1]
+		if s.stack == k.stack && s.glue == k.glue && s.attr == k.attr && s.bytes == k.bytes {
+			return int(n - 1)
+		}
+	}
 }
 
 // glueOf is the glue frames a buffer's sample puts in its label: none
