@@ -340,6 +340,9 @@ func TestClassify(t *testing.T) {
 		{event.ActivityUnknown, "x", []event.Arg{{Key: event.ArgCopyKind, Kind: event.ArgString, Str: "DtoD"}}, catMemory},
 		{event.ActivityUnknown, "StreamSynchronize", []event.Arg{{Key: "sync_type", Kind: event.ArgString, Str: "StreamSynchronize"}}, catNone},
 		{event.ActivityUnknown, "MemoryAlloc", nil, catNone},
+		{event.ActivityUnknown, "Stream Sync", nil, catNone},
+		{event.ActivityUnknown, "Event Sync", []event.Arg{{Key: "wait_on_cuda_event_record_corr_id", Kind: event.ArgInt, Num: 7}}, catNone},
+		{event.ActivityUnknown, "x", []event.Arg{{Key: "wait_on_stream", Kind: event.ArgInt, Num: 7}}, catNone},
 		{event.ActivityUnknown, "ncclKernel_AllGather_RING_LL_Sum_int8_t", nil, catComm},
 		{event.ActivityUnknown, "saxpy(int, float, float const*, float*)", nil, catCompute},
 	} {

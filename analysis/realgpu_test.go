@@ -1,12 +1,15 @@
 package analysis
 
 import (
+	"cmp"
+	"compress/gzip"
 	"encoding/json"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/devprof/devprof/event"
@@ -187,15 +190,10 @@ type htaResult struct {
 	} `json:"idle"`
 }
 
-// TestHTAAgrees runs HTA 0.5.0 (holistictraceanalysis, pinned in
-// conformance/requirements.txt) on the Kineto fixture and holds devprof's
-// temporal and idle-time breakdowns to its own, within 1% of the wall
-// time. HTA's non-compute is communication plus memory; its "other" idle
-// is sync plus other (it has no sync).
-func TestHTAAgrees(t *testing.T) {
-	py := venvPython(t)
-	name := "kineto-h100-libwork.json.gz"
-	out, err := exec.Command(py, filepath.Join("..", "conformance", "hta_check.py"), fixture(name)).Output()
+// runHTA runs conformance/hta_check.py on a Kineto trace.
+func runHTA(t *testing.T, py, path string) htaResult {
+	t.Helper()
+	out, err := exec.Command(py, filepath.Join("..", "conformance", "hta_check.py"), path).Output()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {
 			t.Fatalf("hta_check.py: %v\n%s", err, ee.Stderr)
@@ -206,6 +204,21 @@ func TestHTAAgrees(t *testing.T) {
 	if err := json.Unmarshal(out, &h); err != nil {
 		t.Fatalf("hta_check.py printed %q: %v", out, err)
 	}
+	if len(h.Idle) == 0 {
+		t.Fatalf("HTA found no idle time: %s", out)
+	}
+	return h
+}
+
+// TestHTAAgrees runs HTA 0.5.0 (holistictraceanalysis, pinned in
+// conformance/requirements.txt) on the Kineto fixture and holds devprof's
+// temporal and idle-time breakdowns to its own, within 1% of the wall
+// time. HTA's non-compute is communication plus memory; its "other" idle
+// is sync plus other (it has no sync).
+func TestHTAAgrees(t *testing.T) {
+	py := venvPython(t)
+	name := "kineto-h100-libwork.json.gz"
+	h := runHTA(t, py, fixture(name))
 	r := analyzeFile(t, name, Options{})
 	d := r.Devices[0]
 	wall := float64(d.WallNS)
@@ -228,9 +241,6 @@ func TestHTAAgrees(t *testing.T) {
 			t.Errorf("HTA's stream %d: devprof has only %d", i.Stream, d.Streams[0].ID)
 		}
 		byCause[i.Category] += i.Idle
-	}
-	if len(byCause) == 0 {
-		t.Fatalf("HTA found no idle time: %s", out)
 	}
 	s := d.Streams[0].Idle
 	within("host wait", s.HostWaitNS, byCause["host_wait"])
@@ -265,4 +275,81 @@ func TestFormatsAgree(t *testing.T) {
 			t.Errorf("%s differs from %s:\n got %+v\nwant %+v", name, "session.pftrace", r, want)
 		}
 	}
+}
+
+// TestHTASyncEvents holds the one place the two differ by definition: a
+// stream's synchronization event (Kineto's cuda_sync, "Stream Sync") is
+// non-compute time to HTA's temporal breakdown, and no device work to
+// devprof. With 100µs of it put in the fixture's largest gap, HTA's
+// non-compute grows and its idle shrinks by exactly that; devprof's
+// figures, and both idle-time breakdowns, stay as they were.
+func TestHTASyncEvents(t *testing.T) {
+	py := venvPython(t)
+	f, err := os.Open(fixture("kineto-h100-libwork.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trace map[string]any
+	if err := json.NewDecoder(zr).Decode(&trace); err != nil {
+		t.Fatal(err)
+	}
+	events := trace["traceEvents"].([]any)
+	type work struct{ ts, end float64 }
+	var gpu []work
+	for _, e := range events {
+		m := e.(map[string]any)
+		switch m["cat"] {
+		case "kernel", "gpu_memcpy", "gpu_memset":
+			ts, dur := m["ts"].(float64), m["dur"].(float64)
+			gpu = append(gpu, work{ts, ts + dur})
+		}
+	}
+	slices.SortFunc(gpu, func(x, y work) int { return cmp.Compare(x.ts, y.ts) })
+	gap := 1
+	for i := range gpu[1:] {
+		if gpu[i+1].ts-gpu[i].end > gpu[gap].ts-gpu[gap-1].end {
+			gap = i + 1
+		}
+	}
+	const syncUS = 100.0
+	if gpu[gap].ts-gpu[gap-1].end < syncUS+20 {
+		t.Fatalf("the largest gap is %vµs: no room for the sync", gpu[gap].ts-gpu[gap-1].end)
+	}
+	trace["traceEvents"] = append(events, map[string]any{"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0, "tid": 13,
+		"ts": gpu[gap-1].end + 10, "dur": syncUS, "args": map[string]any{"device": 0, "context": 1, "stream": 13, "correlation": 999999}})
+	path := filepath.Join(t.TempDir(), "rank-0.json")
+	data, err := json.Marshal(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := runHTA(t, py, path)
+	base := runHTA(t, py, fixture("kineto-h100-libwork.json.gz"))
+	near := func(what string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 0.01 {
+			t.Errorf("%s: %.3fµs, want %.3fµs", what, got, want)
+		}
+	}
+	near("HTA's non-compute", h.Temporal.NonCompute, base.Temporal.NonCompute+syncUS)
+	near("HTA's idle", h.Temporal.Idle, base.Temporal.Idle-syncUS)
+
+	s, _, err := formats.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := Analyze(s, Options{}), analyzeFile(t, "kineto-h100-libwork.json.gz", Options{})
+	if got.Devices[0].Breakdown != want.Devices[0].Breakdown || got.Idle.IdleByCause != want.Idle.IdleByCause {
+		t.Errorf("with a sync event devprof says\n%+v %+v\nwithout\n%+v %+v", got.Devices[0].Breakdown, got.Idle.IdleByCause,
+			want.Devices[0].Breakdown, want.Idle.IdleByCause)
+	}
+	d := got.Devices[0]
+	near("devprof's non-compute against HTA's less the sync", float64(d.CommunicationNS+d.MemoryNS)/1000, h.Temporal.NonCompute-syncUS)
 }

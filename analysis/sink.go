@@ -528,14 +528,15 @@ func classify(kind event.ActivityKind, name string, args []event.Arg) category {
 	}
 	for i := range args {
 		switch args[i].Key {
-		case "sync_type":
+		case "sync_type", "wait_on_stream", "wait_on_cuda_event_record_corr_id":
+			// A wait (TSL's, and Kineto's cuda_sync events on a stream).
 			return catNone
 		case event.ArgCopyKind, "memcpy_details":
 			return catMemory
 		}
 	}
 	switch {
-	case strings.Contains(name, "Synchroniz"), name == "MemoryAlloc", name == "MemoryFree":
+	case strings.Contains(name, "Synchroniz"), strings.HasSuffix(name, " Sync"), name == "MemoryAlloc", name == "MemoryFree":
 		return catNone
 	case hasPrefixFold(name, "memcpy"), hasPrefixFold(name, "memset"), strings.HasPrefix(name, "dma"):
 		return catMemory
