@@ -408,3 +408,49 @@ func TestColorsStable(t *testing.T) {
 		t.Error("two default categories share a colour")
 	}
 }
+
+// TestTimelineHostPanel: host memory's timeline beside a GPU's is titled
+// "host" (not "gpu:-1"), labelled host memory, and drawn on a value axis
+// of its own: its 4 MiB fill the panel as the GPU's 4 GiB fill theirs,
+// where on the GPU's axis they were a line a pixel high.
+func TestTimelineHostPanel(t *testing.T) {
+	dir := t.TempDir()
+	tls := []Timeline{steps(0, GiB), steps(HostDevice, MiB)}
+	pngPath, svgPath := filepath.Join(dir, "t.png"), filepath.Join(dir, "t.svg")
+	for _, p := range []string{pngPath, svgPath} {
+		if err := WriteTimeline(p, "", tls); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := svgText(t, svgPath, "720pt", "468pt")
+	for _, w := range []string{"gpu:0", "host", "Device memory (GiB)", "Host memory (MiB)"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("the SVG's text lacks %q:\n%s", w, text)
+		}
+	}
+	for _, w := range []string{"gpu:-1", "Device memory (MiB)", "Host memory (GiB)"} {
+		if strings.Contains(text, w) {
+			t.Errorf("the SVG's text has %q:\n%s", w, text)
+		}
+	}
+	img := decodePNG(t, pngPath, 10*DPI, int((0.5+2*3)*DPI))
+	// Rows of Parameters' colour in each panel: the same series at the
+	// same share of each axis, so (nearly) the same height.
+	params := colorOf("Parameters")
+	half := img.Bounds().Min.Y + int((0.5+3)*DPI)
+	rows := [2]int{}
+	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y++ {
+		for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x++ {
+			if r, g, b, _ := img.At(x, y).RGBA(); uint8(r>>8) == params.R && uint8(g>>8) == params.G && uint8(b>>8) == params.B {
+				rows[min(y/half, 1)]++
+				break
+			}
+		}
+	}
+	if rows[0] < 50 || rows[1] < rows[0]*9/10 || rows[1] > rows[0]*11/10 {
+		t.Errorf("Parameters %d rows high on gpu:0, %d on the host: want the host's as high, on an axis of its own", rows[0], rows[1])
+	}
+	if err := EncodeTimeline(io.Discard, PNG, "", []Timeline{steps(HostDevice, MiB), steps(-2, MiB)}); err == nil || !strings.Contains(err.Error(), "two timelines of host") {
+		t.Errorf("two host timelines: %v", err)
+	}
+}

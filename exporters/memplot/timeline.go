@@ -16,7 +16,9 @@ import (
 // Times, each series holds Bytes until the next time (a step function, as
 // memory changes only at allocations and frees).
 type Timeline struct {
-	Device int // CUDA ordinal; titles the panel "gpu:N"
+	// Device is the CUDA ordinal, which titles the panel "gpu:N", or -1
+	// for host memory (pinned and pageable), whose panel is "host".
+	Device int
 	// Times are in nanoseconds from the start of the trace, in order
 	// (equal times are allowed: the last value wins).
 	Times []int64
@@ -39,30 +41,42 @@ const (
 	PanelHeight          = 3 * vg.Inch
 )
 
+// HostDevice is the Device of host memory's timeline, as event's memory
+// tracks have it.
+const HostDevice = -1
+
+// panelName names a timeline's device: "gpu:N", or "host".
+func panelName(dev int) string {
+	if dev < 0 {
+		return "host"
+	}
+	return "gpu:" + strconv.Itoa(dev)
+}
+
 // Validate reports the first thing that makes tl impossible to draw:
 // no time points, times out of order, a series without a name, a name
 // twice, or a series whose values do not match the times.
 func (tl *Timeline) Validate() error {
 	if len(tl.Times) == 0 {
-		return fmt.Errorf("gpu:%d: no time points", tl.Device)
+		return fmt.Errorf("%s: no time points", panelName(tl.Device))
 	}
 	for i := 1; i < len(tl.Times); i++ {
 		if tl.Times[i] < tl.Times[i-1] {
-			return fmt.Errorf("gpu:%d: time %d (%d ns) is before time %d (%d ns): want times in order", tl.Device, i, tl.Times[i], i-1, tl.Times[i-1])
+			return fmt.Errorf("%s: time %d (%d ns) is before time %d (%d ns): want times in order", panelName(tl.Device), i, tl.Times[i], i-1, tl.Times[i-1])
 		}
 	}
 	if len(tl.Series) == 0 {
-		return fmt.Errorf("gpu:%d: no series", tl.Device)
+		return fmt.Errorf("%s: no series", panelName(tl.Device))
 	}
 	seen := map[string]bool{}
 	for _, s := range tl.Series {
 		switch {
 		case s.Name == "":
-			return fmt.Errorf("gpu:%d: a series without a name", tl.Device)
+			return fmt.Errorf("%s: a series without a name", panelName(tl.Device))
 		case seen[s.Name]:
-			return fmt.Errorf("gpu:%d: series %q twice", tl.Device, s.Name)
+			return fmt.Errorf("%s: series %q twice", panelName(tl.Device), s.Name)
 		case len(s.Bytes) != len(tl.Times):
-			return fmt.Errorf("gpu:%d: series %q has %d values for %d time points", tl.Device, s.Name, len(s.Bytes), len(tl.Times))
+			return fmt.Errorf("%s: series %q has %d values for %d time points", panelName(tl.Device), s.Name, len(s.Bytes), len(tl.Times))
 		}
 		seen[s.Name] = true
 	}
@@ -78,9 +92,12 @@ func WriteTimeline(path, title string, timelines []Timeline) error {
 // EncodeTimeline draws each device's memory over time as stacked step
 // areas, one panel per timeline in the order given, and writes the
 // image in format f. The panels share their time axis (seconds from the
-// trace's start) and their value axis's unit and range, so that devices
-// compare at a glance; each series keeps its last value to the end of
-// the axis. Categories take their colours in order of first appearance
+// trace's start), and the GPUs' panels their value axis's unit and range,
+// so that devices compare at a glance; host memory's panel (HostDevice:
+// pinned and pageable memory, titled "host") has a value axis of its
+// own, since its few MiB of staging buffers beside GPUs' GiB would be a
+// flat line, and host and device memory are not one budget. Each series
+// keeps its last value to the end of the axis. Categories take their colours in order of first appearance
 // (Others grey, Untrackable light with a dashed edge), listed in one legend at the right, top
 // of the stack first. title heads the image (none when empty). The image
 // is TimelineWidth wide (960 pixels in PNG) and TimelineHeaderHeight +
@@ -91,17 +108,19 @@ func EncodeTimeline(w io.Writer, f Format, title string, timelines []Timeline) e
 		return errors.New("memplot: no timelines to plot")
 	}
 	devs := map[int]bool{}
-	tmin, tmax, top := math.Inf(1), math.Inf(-1), 0.0
+	tmin, tmax := math.Inf(1), math.Inf(-1)
+	top := map[bool]float64{} // the largest total, of the GPUs and of the host
 	var names []string
 	for i := range timelines {
 		tl := &timelines[i]
 		if err := tl.Validate(); err != nil {
 			return fmt.Errorf("memplot: %w", err)
 		}
-		if devs[tl.Device] {
-			return fmt.Errorf("memplot: two timelines of gpu:%d", tl.Device)
+		dev := max(tl.Device, HostDevice)
+		if devs[dev] {
+			return fmt.Errorf("memplot: two timelines of %s", panelName(dev))
 		}
-		devs[tl.Device] = true
+		devs[dev] = true
 		tmin = math.Min(tmin, seconds(tl.Times[0]))
 		tmax = math.Max(tmax, seconds(tl.Times[len(tl.Times)-1]))
 		for k := range tl.Times {
@@ -109,7 +128,7 @@ func EncodeTimeline(w io.Writer, f Format, title string, timelines []Timeline) e
 			for _, s := range tl.Series {
 				sum += float64(s.Bytes[k])
 			}
-			top = math.Max(top, sum)
+			top[tl.Device < 0] = math.Max(top[tl.Device < 0], sum)
 		}
 		for _, s := range tl.Series {
 			names = append(names, s.Name)
@@ -118,7 +137,7 @@ func EncodeTimeline(w io.Writer, f Format, title string, timelines []Timeline) e
 	if tmax <= tmin {
 		tmax = tmin + 1e-3 // one moment: a sliver, not an empty axis
 	}
-	u := unitFor(top)
+	units := map[bool]unit{false: unitFor(top[false]), true: unitFor(top[true])}
 	lk := looks(names, false)
 	var legendNames []string // top of the stack first: the last series seen first
 	seen := map[string]bool{}
@@ -132,17 +151,19 @@ func EncodeTimeline(w io.Writer, f Format, title string, timelines []Timeline) e
 	plots := make([][]*plot.Plot, len(timelines))
 	for i := range timelines {
 		tl := &timelines[i]
+		host := tl.Device < 0
+		u := units[host]
 		p := newPlot()
-		p.Title.Text = "gpu:" + strconv.Itoa(tl.Device)
+		p.Title.Text = panelName(tl.Device)
 		p.Title.TextStyle.Font.Size = 12
 		p.Title.Padding = vg.Points(4)
 		p.X.Label.Text = "time (s)"
-		p.Y.Label.Text = "Device memory (" + u.name + ")"
+		p.Y.Label.Text = map[bool]string{false: "Device memory", true: "Host memory"}[host] + " (" + u.name + ")"
 		p.X.Tick.Marker = plot.TickerFunc(niceTicks)
 		p.Add(grid())
 		p.Add(&stepAreas{tl: tl, looks: lk, unit: u, end: tmax})
 		p.X.Min, p.X.Max = tmin, tmax
-		p.Y.Min, p.Y.Max = 0, math.Max(top/u.bytes*1.05, 1e-9)
+		p.Y.Min, p.Y.Max = 0, math.Max(top[host]/u.bytes*1.05, 1e-9)
 		plots[i] = []*plot.Plot{p}
 	}
 	height := TimelineHeaderHeight + PanelHeight*vg.Length(len(timelines))
