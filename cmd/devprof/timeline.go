@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/devprof/devprof/event"
@@ -82,6 +84,14 @@ func runTimeline(args []string, stdout, stderr io.Writer) error {
 		}
 		tls = append(tls, tl)
 	}
+	// The GPUs first, host memory's panel (its own scale) after them.
+	hostLast := func(tl memplot.Timeline) int {
+		if tl.Device < 0 {
+			return 1
+		}
+		return 0
+	}
+	slices.SortStableFunc(tls, func(a, b memplot.Timeline) int { return cmp.Compare(hostLast(a), hostLast(b)) })
 	if len(tls) == 0 {
 		return fmt.Errorf("%s has no device-memory events: record the session with device-memory tracking on (trace.Options.DeviceMemory, advanced key device_memory, or devmem.Start)", path)
 	}
@@ -91,7 +101,11 @@ func runTimeline(args []string, stdout, stderr io.Writer) error {
 	}
 	defer removeTemporariesOnSignal()()
 	if *plotPath != "" {
-		title := "Device memory over time, by " + map[bool]string{false: "category", true: "tags"}[*byTags]
+		what := "Device memory"
+		if tls[len(tls)-1].Device < 0 {
+			what = "Device and host memory"
+		}
+		title := what + " over time, by " + map[bool]string{false: "category", true: "tags"}[*byTags]
 		if err := memplot.WriteTimeline(*plotPath, title, tls); err != nil {
 			return err
 		}

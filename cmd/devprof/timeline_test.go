@@ -175,3 +175,48 @@ func TestSummaryFlowDropsAreNotLowTotals(t *testing.T) {
 		t.Errorf("summary of the Kineto trace:\n%s", out)
 	}
 }
+
+// TestMemoryTimelineHostPanel: a trace with pinned host memory beside a
+// GPU's: the plot has the GPU's panel, then host memory's, titled and
+// labelled as such with its own MiB axis, and the tables name it host.
+func TestMemoryTimelineHostPanel(t *testing.T) {
+	logdir := t.TempDir()
+	s, err := trace.StartSession(logdir, trace.Options{DeviceTracerLevel: trace.Off, SessionID: "run",
+		DeviceMemory: &devmem.Options{CUDA: devmem.ModeOff}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	devmem.Alloc(ctx, 0x10000, 4<<20, devmem.Attrs{Device: -1, Kind: "pinned", Tags: []string{"data"}})
+	devmem.Alloc(ctx, 0x1000000, 2<<30, devmem.Attrs{Device: 0, Tags: []string{"weights"}})
+	devmem.Free(0x10000)
+	devmem.Alloc(ctx, 0x20000, 2<<20, devmem.Attrs{Device: -1, Kind: "pinned", Tags: []string{"data"}})
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	svg := filepath.Join(dir, "t.svg")
+	code, out, errOut := runCLI("memory", "timeline", "-plot", svg, logdir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "\nhost: peak 4.0 MiB") || !strings.Contains(out, "\ngpu:0: peak 2.0 GiB") || strings.Index(out, "\nhost:") < strings.Index(out, "\ngpu:0:") {
+		t.Errorf("want gpu:0, then host with its 4 MiB peak:\n%s", out)
+	}
+	data, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for _, w := range []string{">gpu:0<", ">host<", "Device memory (GiB)", "Host memory (MiB)", "Device and host memory over time, by category"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("the plot lacks %q", w)
+		}
+	}
+	if strings.Contains(text, "gpu:-1") {
+		t.Errorf("the plot names gpu:-1")
+	}
+	if os.Getenv("DEVPROF_KEEP_PLOT") != "" {
+		runCLI("memory", "timeline", "-plot", os.Getenv("DEVPROF_KEEP_PLOT"), logdir)
+	}
+}
