@@ -46,6 +46,7 @@ func runCollect(args []string, stdout, stderr io.Writer) (err error) {
 	pythonLevel := fs.Uint("python_tracer_level", 0, "Python tracer level, for JAX servers: 0 off (not sent), 1 on (a Go server ignores it)")
 	noLink := fs.Bool("no_perfetto_link", false, "write the merged Perfetto trace but serve no ui.perfetto.dev link")
 	timeout := fs.Duration("timeout", 0, "per-host limit on the whole capture (default: 2 × the duration + 60s, as TSL's client)")
+	tablesDst := fs.String("tables", "", "also export the run as Parquet tables into `DST`, a directory or a bucket URL (as devprof export RUN DST does)")
 	snapshot := fs.Bool("snapshot", false, "take each host's flight-recorder snapshot (GetSnapshot: the last seconds it kept) at once, instead of capturing DURATION_MS")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -81,6 +82,9 @@ func runCollect(args []string, stdout, stderr io.Writer) (err error) {
 		if *timeout <= 0 {
 			*timeout = 2*d + time.Minute
 		}
+	}
+	if err := checkTablesDst(*tablesDst); err != nil {
+		return err
 	}
 	// A bucket URL: the run is written to a local staging directory and
 	// uploaded at the end (publishRemote).
@@ -192,8 +196,15 @@ func runCollect(args []string, stdout, stderr io.Writer) (err error) {
 			fmt.Fprintf(stderr, "devprof collect: merged %d host(s), one process each, into %s\n", mergedHosts, merged)
 		}
 	}
+	var tablesErr error
+	if *tablesDst != "" {
+		tablesErr = exportRun(runDir, run, *tablesDst, stderr)
+	}
 	if len(errs) > 0 {
-		return fmt.Errorf("%d of %d host(s) failed", len(errs), len(addrs))
+		return errors.Join(fmt.Errorf("%d of %d host(s) failed", len(errs), len(addrs)), tablesErr)
+	}
+	if tablesErr != nil {
+		return fmt.Errorf("the run is written, but not its tables: %w", tablesErr)
 	}
 	publish() // before the link, which waits for the browser
 	if merged != "" && !*noLink {

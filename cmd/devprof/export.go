@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,37 +48,47 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	src, dst := fs.Arg(0), fs.Arg(1)
-	inputs, err := exportInputs(src)
+	start := time.Now()
+	traces, events, err := exportTables(src, dst, exportNames{run: *runName, host: *hostName},
+		readLimits{maxEvents: *maxEvents, maxGoroutines: *maxGoroutines}, stderr)
 	if err != nil {
 		return err
 	}
-	lim := readLimits{maxEvents: *maxEvents, maxGoroutines: *maxGoroutines}
+	fmt.Fprintf(stdout, "%s (%s, %s) → %s in %v\n", runstore.Display(src), plural(int64(traces), "trace"), plural(events, "event"),
+		runstore.Display(dst), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// exportNames are the run and host names the user gave ("": each
+// trace's own).
+type exportNames struct{ run, host string }
+
+// exportTables exports every trace src stands for into dst, all or
+// nothing, and returns how many traces and events it exported.
+func exportTables(src, dst string, names exportNames, lim readLimits, stderr io.Writer) (traces int, events int64, err error) {
+	inputs, err := exportInputs(src)
+	if err != nil {
+		return 0, 0, err
+	}
 	ex, err := newExport(dst)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	stop := ex.removeOnSignal(os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	defer ex.abandon()
-	start := time.Now()
-	var events int64
 	for _, in := range inputs {
-		o := tables.Options{Run: *runName, Host: *hostName, Session: in.session}
-		if o.Run == "" {
-			o.Run = in.run
-		}
+		o := tables.Options{Run: cmp.Or(names.run, in.run), Host: names.host, Session: in.session}
 		n, err := ex.add(in.loc, o, lim, stderr)
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		events += n
 	}
 	if err := ex.publish(); err != nil {
-		return err
+		return 0, 0, err
 	}
-	fmt.Fprintf(stdout, "%s (%s, %s) → %s in %v\n", runstore.Display(src), plural(int64(len(inputs)), "trace"), plural(events, "event"),
-		runstore.Display(dst), time.Since(start).Round(time.Millisecond))
-	return nil
+	return len(inputs), events, nil
 }
 
 // exportInput is one trace devprof export reads, and the run and session
@@ -164,7 +175,8 @@ func exportInputs(src string) ([]exportInput, error) {
 		for _, ext := range traceExts {
 			for _, name := range names {
 				stem, ok := strings.CutSuffix(name, ext)
-				if !ok || stem == "" || strings.HasPrefix(name, ".") || seen[stem] {
+				// devprof collect's merged trace repeats its hosts' traces.
+				if !ok || stem == "" || strings.HasPrefix(name, ".") || seen[stem] || name == collectMergedName {
 					continue
 				}
 				seen[stem] = true
@@ -221,6 +233,7 @@ func inputOf(loc, run string) exportInput {
 type export struct {
 	dst     string
 	remote  bool
+	made    bool // dst did not exist: abandon removes it if it stays empty
 	staging string
 	files   []string // written in staging, relative to it, hosts last
 
@@ -239,6 +252,9 @@ func newExport(dst string) (*export, error) {
 	} else {
 		if st, serr := os.Stat(dst); serr == nil && !st.IsDir() {
 			return nil, fmt.Errorf("%s is a file, not a directory for the tables", dst)
+		}
+		if _, serr := os.Stat(dst); errors.Is(serr, os.ErrNotExist) {
+			e.made = true
 		}
 		if err := os.MkdirAll(dst, 0o755); err != nil {
 			return nil, err
@@ -408,8 +424,14 @@ func (e *export) upload(files []string) error {
 	return nil
 }
 
-// abandon removes staging.
-func (e *export) abandon() { os.RemoveAll(e.staging) }
+// abandon removes staging, and the destination if this export made it
+// and it holds nothing.
+func (e *export) abandon() {
+	os.RemoveAll(e.staging)
+	if e.made {
+		os.Remove(e.dst)
+	}
+}
 
 // removeOnSignal makes sigs take back what the export published and
 // remove staging, then end the process as the signal would have, until
@@ -433,6 +455,9 @@ func (e *export) removeOnSignal(sigs ...os.Signal) (stop func()) {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
+			if e.made {
+				os.Remove(e.dst)
+			}
 			signal.Reset(sig)
 			if p, err := os.FindProcess(os.Getpid()); err == nil && p.Signal(sig) == nil {
 				time.Sleep(time.Second)
@@ -448,4 +473,34 @@ func (e *export) removeOnSignal(sigs ...os.Signal) (stop func()) {
 			close(done)
 		})
 	}
+}
+
+// checkTablesDst checks, before a capture, that the tables' destination
+// of devprof collect --tables can be written: a bucket is reached, a
+// local path is not a file.
+func checkTablesDst(dst string) error {
+	switch {
+	case dst == "":
+		return nil
+	case runstore.IsURL(dst):
+		if err := runstore.Check(context.Background(), dst); err != nil {
+			return fmt.Errorf("--tables: %w", err)
+		}
+	default:
+		if st, err := os.Stat(dst); err == nil && !st.IsDir() {
+			return fmt.Errorf("--tables: %s is a file, not a directory for the tables", dst)
+		}
+	}
+	return nil
+}
+
+// exportRun exports the run devprof collect wrote into runDir (its hosts'
+// traces) into dst, for collect --tables, and says so on stderr.
+func exportRun(runDir, run, dst string, stderr io.Writer) error {
+	traces, events, err := exportTables(runDir, dst, exportNames{run: run}, readLimits{}, stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "devprof collect: exported %s (%s) as tables to %s\n", plural(int64(traces), "trace"), plural(events, "event"), runstore.Display(dst))
+	return nil
 }
