@@ -456,34 +456,43 @@ func (d *decoder) sample(f *field) error {
 	if len(d.samples) >= maxSamples {
 		return &budgetError{fmt.Sprintf("more than %d samples: too big for a memory profile (devprof writes one per group of equal live buffers; its tracker keeps 1048576 buffers unless told otherwise)", maxSamples)}
 	}
+	// Loops, not eachField: a closure per sample would be allocated.
 	ids, vals, lbls := d.scratchIDs[:0], d.scratchVals[:0], d.scratchLbls[:0]
-	err := eachField(f.data, func(g *field) error {
-		var err error
+	var err error
+	for b := f.data; len(b) > 0 && err == nil; {
+		var g field
+		if g, b, err = nextField(b); err != nil {
+			break
+		}
 		switch g.num {
 		case 1:
 			ids, err = g.appendInts(ids)
 		case 2:
 			if g.typ == 0 {
 				vals = append(vals, int64(g.u))
-				return nil
+				continue
 			}
 			if g.typ != 2 {
-				return errType
+				err = errType
+				break
 			}
-			for b := g.data; len(b) > 0; {
+			for v := g.data; len(v) > 0 && err == nil; {
 				var u uint64
-				if u, b, err = varint(b); err != nil {
-					return err
+				if u, v, err = varint(v); err == nil {
+					vals = append(vals, int64(u))
 				}
-				vals = append(vals, int64(u))
 			}
 		case 3:
 			if g.typ != 2 {
-				return errType
+				err = errType
+				break
 			}
 			var l rawLabel
-			err = eachField(g.data, func(h *field) error {
-				var err error
+			for v := g.data; len(v) > 0 && err == nil; {
+				var h field
+				if h, v, err = nextField(v); err != nil {
+					break
+				}
 				switch h.num {
 				case 1:
 					l.key, err = h.int64()
@@ -494,12 +503,10 @@ func (d *decoder) sample(f *field) error {
 				case 4:
 					l.unit, err = h.int64()
 				}
-				return err
-			})
+			}
 			lbls = append(lbls, l)
 		}
-		return err
-	})
+	}
 	d.scratchIDs, d.scratchVals, d.scratchLbls = ids, vals, lbls
 	if err != nil {
 		return err
