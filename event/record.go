@@ -223,9 +223,6 @@ func (r *Record) Ended() bool {
 	return e != 0 && e != openAtStop
 }
 
-// setEnd records the end time; only the first call has an effect.
-func (r *Record) setEnd(t int64) { r.end.CompareAndSwap(0, t+1) }
-
 // committed reports whether the record was fully written.
 func (r *Record) committed() bool { return r.state.Load() == 1 }
 
