@@ -391,6 +391,17 @@ func (c *Category) DeviceBytes(dev int) uint64 {
 	return 0
 }
 
+// NamedDeviceBytes returns the bytes of the category on the named device
+// (Report.NamedDevices).
+func (c *Category) NamedDeviceBytes(name string) uint64 {
+	for _, d := range c.Devices {
+		if d.Name == name && name != "" {
+			return d.Bytes
+		}
+	}
+	return 0
+}
+
 // UntrackableOn returns the Untrackable of device dev (AllDevices for the
 // total), or nil when there is no figure for it.
 func (r *Report) UntrackableOn(dev int) *Untrackable {

@@ -313,7 +313,8 @@ func TestNamedDevices(t *testing.T) {
 		t.Fatalf("tracked %d in %d, host %v, devices %v, named %v", r.Tracked, r.Buffers, r.Host, r.Devices, r.NamedDevices)
 	}
 	c := r.Category("Parameters")
-	if c == nil || !slices.Equal(c.Devices, []DeviceBytes{{0, "", 1 * MiB}, {-1, "cpu:0", 8 * MiB}}) || c.DeviceBytes(-1) != 0 || c.DeviceBytes(0) != 1*MiB {
+	if c == nil || !slices.Equal(c.Devices, []DeviceBytes{{0, "", 1 * MiB}, {-1, "cpu:0", 8 * MiB}}) || c.DeviceBytes(-1) != 0 || c.DeviceBytes(0) != 1*MiB ||
+		c.NamedDeviceBytes("cpu:0") != 8*MiB || c.NamedDeviceBytes("tpu:0") != 0 || c.NamedDeviceBytes("") != 0 {
 		t.Errorf("Parameters %+v", c)
 	}
 }

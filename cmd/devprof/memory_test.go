@@ -449,3 +449,20 @@ func TestMemoryOfJAXCPUDevice(t *testing.T) {
 		t.Errorf("memory breakdown: exit %d\n%s%s", code, out, stderr)
 	}
 }
+
+// TestBreakdownPlotOfJAXCPUDevice: the plot of a profile whose only
+// device memory is a named device's (JAX's CPU backend) draws it, where
+// it once exited 1 with no device memory to draw.
+func TestBreakdownPlotOfJAXCPUDevice(t *testing.T) {
+	m := &event.DeviceMemory{Buffers: []event.Buffer{
+		{Bytes: 4 << 20, Count: 2, Device: -1, DeviceName: "cpu:0", Kind: "buffer", Tags: []string{"weights"}},
+		{Bytes: 1 << 20, Count: 1, Device: -1, Kind: "pinned"},
+	}}
+	path := writeMemProfile(t, m, "jax.prof")
+	svg := filepath.Join(t.TempDir(), "b.svg")
+	code, _, stderr := runCLI("memory", "breakdown", "-plot", svg, path)
+	data, err := os.ReadFile(svg)
+	if code != 0 || err != nil || !strings.Contains(string(data), ">cpu:0<") {
+		t.Errorf("exit %d, %v: %s", code, err, stderr)
+	}
+}

@@ -69,9 +69,19 @@ func barsOf(r *membreakdown.Report) (devices []bar, all *bar) {
 	for _, d := range r.Devices {
 		devices = append(devices, mk("gpu:"+strconv.Itoa(d), d, func(c *membreakdown.Category) uint64 { return c.DeviceBytes(d) }))
 	}
+	// Another backend's devices (JAX's "cpu:0") after the GPUs; no NVML
+	// figure tells their Untrackable.
+	const noFigure = math.MinInt
+	for _, name := range r.NamedDevices {
+		devices = append(devices, mk(name, noFigure, func(c *membreakdown.Category) uint64 { return c.NamedDeviceBytes(name) }))
+	}
 	onlyTotal := r.UntrackableTotal != nil && len(r.Untrackable) == 0 // an expected sum
-	if len(r.Devices) > 1 || onlyTotal {
-		b := mk("all GPUs", membreakdown.AllDevices, func(c *membreakdown.Category) uint64 { return c.Bytes })
+	if len(devices) > 1 || onlyTotal {
+		label := "all GPUs"
+		if len(r.NamedDevices) > 0 {
+			label = "all devices"
+		}
+		b := mk(label, membreakdown.AllDevices, func(c *membreakdown.Category) uint64 { return c.Bytes })
 		all = &b
 	}
 	return devices, all
@@ -145,8 +155,9 @@ func barPlot(bars []bar, lk map[string]look) *plot.Plot {
 }
 
 // EncodeBreakdown draws r as stacked bars and writes the image in format
-// f. The left panel has a bar per device: its categories' bytes there,
-// its Untrackable on top. When there are several devices, or when
+// f. The left panel has a bar per device (the GPUs, then the devices of
+// another backend by name, Report.NamedDevices): its categories' bytes
+// there, its Untrackable on top. When there are several devices, or when
 // Untrackable is known only for all of them (an expected sum), a right
 // panel with an axis of its own (so that eight devices' total does not
 // flatten each device's bar) has the bar of all devices. Each bar has its

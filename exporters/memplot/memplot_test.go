@@ -454,3 +454,39 @@ func TestTimelineHostPanel(t *testing.T) {
 		t.Errorf("two host timelines: %v", err)
 	}
 }
+
+// TestBreakdownNamedDevices: another backend's device (JAX's CPU
+// backend, "cpu:0") has a bar of its own, alone (where the plot once
+// refused a profile with no GPU memory) or after the GPUs', whose total
+// is then all devices'.
+func TestBreakdownNamedDevices(t *testing.T) {
+	dir := t.TempDir()
+	only := &event.DeviceMemory{Buffers: []event.Buffer{
+		{Bytes: 4 * MiB, Count: 2, Device: -1, DeviceName: "cpu:0", Tags: []string{"weights"}},
+		{Bytes: 1 * MiB, Count: 1, Device: -1, Kind: "pinned"},
+	}}
+	p := filepath.Join(dir, "only.svg")
+	if err := WriteBreakdown(p, report(only, membreakdown.Options{})); err != nil {
+		t.Fatal(err)
+	}
+	text := svgText(t, p, "720pt", "432pt")
+	for _, w := range []string{"cpu:0", "8.0 MiB", "Parameters"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("one named device: the SVG lacks %q:\n%s", w, text)
+		}
+	}
+	both := &event.DeviceMemory{Buffers: append(only.Buffers, event.Buffer{Bytes: 2 * GiB, Count: 1, Device: 0, Tags: []string{"weights"}})}
+	p = filepath.Join(dir, "both.svg")
+	if err := WriteBreakdown(p, report(both, membreakdown.Options{})); err != nil {
+		t.Fatal(err)
+	}
+	text = svgText(t, p, "720pt", "432pt")
+	for _, w := range []string{"gpu:0", "cpu:0", "all devices", "2.0 GiB", "8.0 MiB"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("a GPU and a named device: the SVG lacks %q:\n%s", w, text)
+		}
+	}
+	if strings.Index(text, "gpu:0") > strings.Index(text, "cpu:0") {
+		t.Errorf("cpu:0 before gpu:0:\n%s", text)
+	}
+}
