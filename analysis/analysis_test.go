@@ -216,7 +216,8 @@ func TestResetForgets(t *testing.T) {
 // kinetoLike writes a trace as the Chrome reader gives a PyTorch
 // profile: no device tracks, the streams as threads of a process
 // labelled "GPU 0", work as spans whose kind only the name tells,
-// launches linked by correlation ids, steps as ProfilerStep#N spans.
+// launches linked by correlation ids, steps as ProfilerStep#N spans, and
+// record_function ranges on the stream around its work.
 func kinetoLike(sink event.Sink, walls []int64) {
 	cpu := sink.Process(event.Process{PID: 620, Name: "python3", Labels: []string{"CPU"}})
 	gpu := sink.Process(event.Process{PID: 0, Name: "python3", Labels: []string{"GPU 0"}})
@@ -232,6 +233,9 @@ func kinetoLike(sink event.Sink, walls []int64) {
 		sink.Span(event.Span{Name: "aten::mm", Start: t + 1, End: t + 11, Track: host})
 		sink.Span(event.Span{Name: "cudaLaunchKernel", Start: t + 2, End: t + 4, Track: host, Args: corr(2 * n)})
 		sink.Span(event.Span{Name: "cudaMemcpyAsync", Start: t + 5, End: t + 7, Track: host, Args: corr(2*n + 1)})
+		// A record_function range as Kineto puts it on the stream
+		// (gpu_user_annotation): not work.
+		sink.Span(event.Span{Name: "## forward ##", Start: t + 9, End: t + 41, Track: stream})
 		sink.Span(event.Span{Name: "void gemm<float>(float*)", Start: t + 10, End: t + 30, Track: stream, Args: corr(2 * n)})
 		sink.Span(event.Span{Name: "Memcpy DtoH (Device -> Pinned)", Start: t + 30, End: t + 40, Track: stream, Args: corr(2*n + 1)})
 		t += w

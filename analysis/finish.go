@@ -33,6 +33,7 @@ func (a *Analyzer) Report() *Report {
 		if !st.sorted {
 			slices.SortStableFunc(st.ops, func(x, y deviceOp) int { return cmp.Compare(x.start, y.start) })
 		}
+		st.ops = dropAnnotations(st.ops)
 		for i := range st.ops {
 			op := &st.ops[i]
 			if op.link == 0 {
@@ -205,6 +206,24 @@ func (h *kwayHeap) Pop() any {
 	x := h.items[len(h.items)-1]
 	h.items = h.items[:len(h.items)-1]
 	return x
+}
+
+// dropAnnotations removes from a stream's work (in start order) the
+// ranges a profiler annotated on the stream: Kineto's gpu_user_annotation
+// events (record_function ranges) sit on the stream beside its kernels,
+// and the Chrome format keeps no category to tell them apart. A span of
+// unknown kind, linked to no launch, that encloses later work on its
+// stream is such a range: a stream runs its kernels one after another,
+// and a kernel always has its launch's correlation id.
+func dropAnnotations(ops []deviceOp) []deviceOp {
+	out := ops[:0]
+	for i, op := range ops {
+		if op.mayEnclose && i+1 < len(ops) && ops[i+1].start < op.end && ops[i+1].end <= op.end {
+			continue
+		}
+		out = append(out, op)
+	}
+	return out
 }
 
 // mergeOps returns the union of ops' intervals (ops sorted by start).

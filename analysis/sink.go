@@ -9,12 +9,14 @@ import (
 )
 
 // Analyzer is an event.Sink that analyzes a trace as a reader streams it.
-// It keeps what the answers need, not the events: for each piece of
-// device work its interval, name and launch link (32 bytes), by stream; for
-// each launch call its start and the host span around it (24 bytes, and
-// each enclosing span once); each host thread's root spans (24 bytes);
-// the steps; the spans still open on each host thread. A 10 M-event trace of kernels and their launches holds a
-// fraction of what the model would (BenchmarkAnalyze).
+// It keeps what the answers need, not the events: each piece of device
+// work's interval, name and launch link (32 bytes), by stream; each
+// launch call's start, name and the host span around it (24 bytes); each
+// host thread's root spans and the spans around launch calls, once each
+// (24 bytes); the steps; the spans still open on each host thread. Its
+// memory grows with the device work and launches, not with the host's
+// other spans, instants or counters: about a third of what the model of
+// the same trace holds (BenchmarkAnalyze, BenchmarkAnalyzeSnapshot).
 //
 // Report returns the analysis once the reader is done. An Analyzer is
 // not safe for concurrent use.
@@ -47,7 +49,8 @@ type Analyzer struct {
 	// collective caches isCollective by name id (0: not asked yet, 1:
 	// yes, 2: no).
 	collective []uint8
-	// nodes are the host spans that enclosed a launch call, each once.
+	// nodes are the host spans that enclosed a launch call and the host
+	// threads' root spans, each once.
 	nodes []hostNode
 
 	threads map[uint32]*thread
@@ -55,8 +58,8 @@ type Analyzer struct {
 	openSpans map[uint64]*hostSpan
 
 	steps []stepRec
-	// stepSource says which kind of step marker the trace had: markers
-	// win over ProfilerStep#N names.
+	// markerSteps and profilerSteps count the steps marked as steps and
+	// those named ProfilerStep#N: where a trace has both, markers win.
 	markerSteps, profilerSteps int
 
 	occupancy map[uint32]*occupancySum
@@ -103,6 +106,9 @@ type deviceOp struct {
 	link uint64
 	name uint32
 	cat  category
+	// mayEnclose marks work that may be a range annotated on the stream
+	// rather than work (see dropAnnotations).
+	mayEnclose bool
 }
 
 // stream is one device stream's work, in start order (a reader's order
@@ -128,7 +134,8 @@ type launch struct {
 	thread uint32 // the track of the thread that made the call
 }
 
-// hostNode is a host span that enclosed a launch call.
+// hostNode is a host span that enclosed a launch call, or a root span of
+// a host thread.
 type hostNode struct {
 	start, end int64 // end is math.MaxInt64 until known
 	name       uint32
@@ -440,6 +447,7 @@ func (a *Analyzer) deviceWork(id uint64, kind event.ActivityKind, track uint32, 
 		return
 	}
 	op := deviceOp{start: start, end: max(end, start), link: linkOf(args), name: nameID, cat: c}
+	op.mayEnclose = kind == event.ActivityUnknown && op.link == 0 && c == catCompute
 	st := a.streams[track]
 	if st == nil {
 		st = &stream{track: track, sorted: true}
