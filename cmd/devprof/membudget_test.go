@@ -3,17 +3,22 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/devprof/devprof/devmem"
 )
 
 // writeRawProfile writes p gzipped as pprof does, and returns its path
@@ -238,5 +243,30 @@ func TestInterruptedCSVLeavesNothing(t *testing.T) {
 				t.Errorf("left behind: %v", ents)
 			}
 		})
+	}
+}
+
+// TestMemorySaysCUDAWasNotHooked: a profile saved where CUDA could not be
+// hooked (here: no libcupti) says why in devprof memory's warnings and in
+// -json, so that no CUDA allocation does not read as none made.
+func TestMemorySaysCUDAWasNotHooked(t *testing.T) {
+	if err := devmem.Start(devmem.Options{Library: filepath.Join(t.TempDir(), "libcupti.so.404")}); err != nil {
+		t.Fatalf("ModeAuto with no libcupti: %v", err)
+	}
+	defer devmem.Stop()
+	devmem.Alloc(context.Background(), 0x1000, 1<<20, devmem.Attrs{Device: 0, Tags: []string{"weights"}})
+	m, err := devmem.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := writeMemProfile(t, m, "m.pb.gz")
+	code, out, stderr := runCLI("memory", path)
+	if code != 0 || !regexp.MustCompile(`(?m)^warning: .*CUDA allocations are not tracked`).MatchString(out) {
+		t.Errorf("exit %d: want a warning saying why CUDA allocations are not tracked:\n%s%s", code, out, stderr)
+	}
+	code, out, _ = runCLI("memory", "-json", path)
+	var j jsonMemory
+	if code != 0 || json.Unmarshal([]byte(out), &j) != nil || !slices.ContainsFunc(j.Warnings, func(w jsonWarning) bool { return w.Code == devmem.CodeCUDANotHooked }) {
+		t.Errorf("-json: exit %d, warnings %+v: want %s", code, j.Warnings, devmem.CodeCUDANotHooked)
 	}
 }
