@@ -454,3 +454,49 @@ func TestInterruptedExportLeavesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestCollectTablesS3: devprof collect --tables captures ten hosts into a
+// log directory in the bucket and exports the run as tables into the
+// bucket too: one partition per host, whose counts DuckDB reads equal to
+// each host's trace in the run.
+func TestCollectTablesS3(t *testing.T) {
+	srv := s3test.Start(t)
+	const hosts = 10
+	var addrs []string
+	for i := range hosts {
+		addrs = append(addrs, startCollectChild(t, fmt.Sprint("h", i)))
+	}
+	code, _, stderr := runCLI("collect", "--log_dir", srv.URL("logs"), "--tables", srv.URL("tables"), "--no_perfetto_link", strings.Join(addrs, ","), "300")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, fmt.Sprintf("exported %d traces", hosts)) {
+		t.Errorf("stderr %q", stderr)
+	}
+	runs := mustGlob(t, srv.Path("logs/plugins/profile/*"))
+	if len(runs) != 1 {
+		t.Fatalf("runs %v", runs)
+	}
+	run := filepath.Base(runs[0])
+	want := map[string]exportSums{}
+	for _, addr := range addrs {
+		host := fileHostName(addr)
+		snap, _, err := formats.Read(filepath.Join(runs[0], host+".xplane.pb"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.Meta.Host != "" {
+			host = snap.Meta.Host
+		}
+		want[run+"/"+host+"/"+fileHostName(addr)] = modelSums(snap)
+	}
+	got := duckSums(t, srv.Path("tables"))
+	if len(got) != hosts {
+		t.Errorf("DuckDB found %d sessions, want %d: %v", len(got), hosts, got)
+	}
+	for k, w := range want {
+		if g, ok := got[k]; !ok || !sameSums(g, w) || w.Spans == 0 {
+			t.Errorf("%s:\n DuckDB %+v\n model  %+v", k, g, w)
+		}
+	}
+}
