@@ -29,11 +29,12 @@ type key struct {
 	addr uint64
 }
 
-// space is one source's key space: live entries and recently freed
-// addresses. Maps keyed by the bare address hash and compare faster than
-// maps keyed by a (source, address) struct.
+// space is one source's key space: where its live entries are and
+// recently freed addresses. Maps keyed by the bare address hash and
+// compare faster than maps keyed by a (source, address) struct.
 type space struct {
-	live map[uint64]entry
+	// live finds an address's entry in table.entries.
+	live map[uint64]uint32
 	// freed and freedOld remember between freedMemory and twice as many
 	// of the last freed addresses, to tell a double free from an unknown
 	// one. Two generations, never a delete: deleting from a map churned
@@ -45,13 +46,15 @@ type space struct {
 // entries (interned), and the stack is an index into the table's stacks, so
 // an entry costs a few dozen bytes however deep its stack.
 type entry struct {
-	bytes  uint64
-	when   int64 // unix nanoseconds
+	addr   uint64
+	bytes  uint64 // 0: a free slot of table.entries
+	when   int64  // unix nanoseconds
 	stream uint64
 	step   int64 // the annotate.Step it was made in; -1: none
 	device int32
 	corr   uint32
 	stack  uint32 // index into table.stacks; 0: none
+	src    source
 	kind   string
 	api    string
 	span   string
@@ -72,8 +75,14 @@ type table struct {
 	depth    int
 	bindings []string // Options.Bindings, read without the lock
 	spaces   [len(sourceNames)]space
-	nlive    int
-	counts   event.MemoryCounts
+	// entries holds the live allocations of every space, in slots the
+	// spaces' maps point to; a freed slot (bytes 0) is reused, its
+	// index kept in freeSlots. A snapshot reads them in one pass over memory
+	// laid out in a row, not over a map's scattered slots.
+	entries   []entry
+	freeSlots []uint32
+	nlive     int
+	counts    event.MemoryCounts
 
 	// usage is what each device holds: devices -1 to denseDevices-2 at
 	// index device+1, any other in moreUsage.
@@ -150,7 +159,7 @@ func newTable(o Options) *table {
 		tagSets:  make(map[string]tagSet),
 	}
 	for i := range t.spaces {
-		t.spaces[i] = space{live: make(map[uint64]entry), freed: make(map[uint64]struct{})}
+		t.spaces[i] = space{live: make(map[uint64]uint32), freed: make(map[uint64]struct{})}
 	}
 	return t
 }
@@ -259,13 +268,12 @@ func (t *table) alloc(a *alloc, pcs []uintptr, now time.Time, buf *recorder.Buff
 		t.carryLive(buf, &out)
 	}
 	sp := &t.spaces[a.src]
-	if old, ok := sp.live[a.addr]; ok {
+	if slot, ok := sp.live[a.addr]; ok {
 		// The table still holds this address: its free was missed (made
 		// through a path devprof does not see). The old entry goes; the new
 		// one is what the address holds now.
 		t.counts.Replaced++
-		delete(sp.live, a.addr)
-		t.nlive--
+		old := t.remove(sp, a.addr, slot)
 		u := t.usageOf(old.device)
 		u.remove(old.bytes)
 		if buf != nil {
@@ -282,9 +290,10 @@ func (t *table) alloc(a *alloc, pcs []uintptr, now time.Time, buf *recorder.Buff
 		return
 	}
 	t.counts.Allocs++
-	t.nlive++
 	tags := t.internTags(a.tags)
 	e := entry{
+		addr:   a.addr,
+		src:    a.src,
 		bytes:  a.bytes,
 		when:   now.UnixNano(),
 		stream: a.stream,
@@ -298,7 +307,7 @@ func (t *table) alloc(a *alloc, pcs []uintptr, now time.Time, buf *recorder.Buff
 		tags:   tags.tags,
 		joined: tags.joined,
 	}
-	sp.live[a.addr] = e
+	t.store(sp, &e)
 	u := t.usageOf(a.device)
 	u.add(a.bytes)
 	if buf != nil {
@@ -317,9 +326,8 @@ func (t *table) free(src source, addr uint64, buf *recorder.Buffer) (out traceEv
 		t.carryLive(buf, &out)
 	}
 	sp := &t.spaces[src]
-	if e, ok := sp.live[addr]; ok {
-		delete(sp.live, addr)
-		t.nlive--
+	if slot, ok := sp.live[addr]; ok {
+		e := t.remove(sp, addr, slot)
 		t.counts.Frees++
 		sp.remember(addr)
 		u := t.usageOf(e.device)
@@ -336,6 +344,32 @@ func (t *table) free(src source, addr uint64, buf *recorder.Buffer) (out traceEv
 	}
 	t.counts.UnknownFrees++
 	return
+}
+
+// store keeps e in a free slot of entries (or a new one) and points its
+// space's map at it. Called with mu held.
+func (t *table) store(sp *space, e *entry) {
+	var slot uint32
+	if n := len(t.freeSlots); n > 0 {
+		slot, t.freeSlots = t.freeSlots[n-1], t.freeSlots[:n-1]
+		t.entries[slot] = *e
+	} else {
+		slot = uint32(len(t.entries))
+		t.entries = append(t.entries, *e)
+	}
+	sp.live[e.addr] = slot
+	t.nlive++
+}
+
+// remove takes the entry at slot (addr's, in sp) out of the table and
+// returns it. Called with mu held.
+func (t *table) remove(sp *space, addr uint64, slot uint32) entry {
+	e := t.entries[slot]
+	t.entries[slot] = entry{} // free, and holding no strings
+	t.freeSlots = append(t.freeSlots, slot)
+	delete(sp.live, addr)
+	t.nlive--
+	return e
 }
 
 // remember notes k as freed. An address freed and then allocated again
@@ -356,24 +390,26 @@ func (t *table) snapshot(now time.Time) *event.DeviceMemory {
 	t.mu.Lock()
 	m := &event.DeviceMemory{Time: now, Counts: t.counts, Buffers: make([]event.Buffer, 0, t.nlive)}
 	ids := make([]uint32, 0, t.nlive)
-	for src := range t.spaces {
-		for addr, e := range t.spaces[src].live {
-			m.Buffers = append(m.Buffers, event.Buffer{
-				Address:     addr,
-				Bytes:       e.bytes,
-				Count:       1,
-				Device:      int(e.device),
-				Kind:        e.kind,
-				Source:      sourceNames[src],
-				API:         e.api,
-				Stream:      e.stream,
-				Correlation: e.corr,
-				Time:        time.Unix(0, e.when),
-				Tags:        e.tags,
-				Span:        e.span,
-			})
-			ids = append(ids, e.stack)
+	for i := range t.entries {
+		e := &t.entries[i]
+		if e.bytes == 0 {
+			continue
 		}
+		m.Buffers = append(m.Buffers, event.Buffer{
+			Address:     e.addr,
+			Bytes:       e.bytes,
+			Count:       1,
+			Device:      int(e.device),
+			Kind:        e.kind,
+			Source:      sourceNames[e.src],
+			API:         e.api,
+			Stream:      e.stream,
+			Correlation: e.corr,
+			Time:        time.Unix(0, e.when),
+			Tags:        e.tags,
+			Span:        e.span,
+		})
+		ids = append(ids, e.stack)
 	}
 	stacks := t.stacks[:len(t.stacks):len(t.stacks)] // entries are never changed once stored
 	t.mu.Unlock()

@@ -130,9 +130,9 @@ func (t *table) carryLive(buf *recorder.Buffer, out *traceEvents) {
 		e    entry
 	}
 	var all []live
-	for src := range t.spaces {
-		for addr, e := range t.spaces[src].live {
-			all = append(all, live{source(src), addr, e})
+	for i := range t.entries {
+		if e := &t.entries[i]; e.bytes != 0 {
+			all = append(all, live{e.src, e.addr, *e})
 		}
 	}
 	// Largest first, then by address: a deterministic choice past the
