@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/pprof/profile"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/devprof/devprof/event"
 )
@@ -306,5 +307,42 @@ func TestNamedDeviceRoundTrip(t *testing.T) {
 	}
 	if len(back.Buffers) != 2 || back.Buffers[0].DeviceName != "cpu:0" || !back.Buffers[0].OnDevice() || back.Buffers[1].DeviceName != "" || back.Buffers[1].OnDevice() {
 		t.Errorf("read back %+v", back.Buffers)
+	}
+}
+
+// TestReadBombs: a few bytes that stand for much. A sample of 10⁹
+// allocations is one buffer counted 10⁹ times (nothing expands it); a
+// gzip stream of one sample repeated past MaxSamples fails as soon as it
+// passes, naming the bound, after reading no more than that.
+func TestReadBombs(t *testing.T) {
+	p := jaxProfile()
+	p.Sample = p.Sample[:1]
+	p.Sample[0].Value = []int64{1e9, 1e9 * 4096}
+	small := write(t, p, true)
+	m, err := Read(bytes.NewReader(small))
+	if err != nil || len(m.Buffers) != 1 || m.Buffers[0].Count != 1e9 {
+		t.Fatalf("a %d-byte profile of 10⁹ allocations: %v, %+v", len(small), err, m)
+	}
+
+	defer func(n int) { maxSamples = n }(maxSamples)
+	maxSamples = 1 << 16
+	plain := write(t, jaxProfile(), false)
+	// One sample field, repeated: the fields after it may come in any
+	// number, so the stream is a valid profile until the bound.
+	f, _, err := nextField(plain[bytes.IndexByte(plain, 0x12):])
+	if err != nil || f.num != 2 {
+		t.Fatalf("no sample field: %v", err)
+	}
+	one := append(protowire.AppendVarint([]byte{0x12}, uint64(len(f.data))), f.data...)
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(plain)
+	for range 4 * maxSamples {
+		zw.Write(one)
+	}
+	zw.Close()
+	_, err = Read(&buf)
+	if want := fmt.Sprintf("pprof: more than %d samples", maxSamples); err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("%d samples: %v, want an error starting %q", 4*maxSamples, err, want)
 	}
 }
