@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"unsafe"
 
 	"github.com/devprof/devprof/event"
 )
@@ -19,10 +20,25 @@ import (
 // varints and its strings, written and read back sequentially, so the
 // trace's events cost disk, not memory.
 type spool struct {
-	f   *os.File
-	w   *bufio.Writer
-	buf []byte
-	n   int64 // events written
+	f     *os.File
+	w     *bufio.Writer
+	buf   []byte
+	n     int64 // events written
+	slots [stringSlots]string
+}
+
+// stringSlots is the size of the table of recent strings that a spool
+// refers back to instead of writing them again. A reader passes the same
+// string (the same bytes in memory) for every event of one name, so a
+// slot is found by the string's address, without hashing its bytes:
+// names, keys and values cost a few bytes on disk and no lookup by
+// content when read back. The slot holds the string, which keeps its
+// bytes alive, so an equal address means an equal string.
+const stringSlots = 1 << 12
+
+func slotOf(s string) int {
+	p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	return int((p>>4 ^ p>>16 ^ uintptr(len(s))) & (stringSlots - 1))
 }
 
 func newSpool(dir string) (*spool, error) {
@@ -53,23 +69,23 @@ func (s *spool) put(e *ev) error {
 	b = binary.AppendUvarint(b, e.id)
 	b = binary.AppendUvarint(b, e.parent)
 	b = binary.AppendUvarint(b, uint64(e.track))
-	b = appendString(b, e.name)
+	b = s.appendString(b, e.name)
 	b = binary.AppendVarint(b, e.start)
 	b = binary.AppendVarint(b, e.end-e.start)
 	if e.step {
 		b = binary.AppendVarint(b, e.stepNum)
 	}
 	if e.kind == event.KindCounter {
-		b = appendString(b, e.unit)
+		b = s.appendString(b, e.unit)
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(e.value))
 	}
 	b = binary.AppendUvarint(b, uint64(len(e.args)))
 	for i := range e.args {
 		a := &e.args[i]
-		b = appendString(b, a.Key)
+		b = s.appendString(b, a.Key)
 		b = append(b, byte(a.Kind))
 		if a.Kind == event.ArgString {
-			b = appendString(b, a.Str)
+			b = s.appendString(b, a.Str)
 		} else {
 			b = binary.AppendUvarint(b, a.Num)
 		}
@@ -84,15 +100,27 @@ func (s *spool) put(e *ev) error {
 	return err
 }
 
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
+// appendString writes str: 0 for "", slot<<1|1 for the string a slot
+// holds, else len<<1, the slot it now takes and its bytes.
+func (s *spool) appendString(b []byte, str string) []byte {
+	if str == "" {
+		return append(b, 0)
+	}
+	i := slotOf(str)
+	if old := s.slots[i]; len(old) == len(str) && unsafe.StringData(old) == unsafe.StringData(str) {
+		return binary.AppendUvarint(b, uint64(i)<<1|1)
+	}
+	s.slots[i] = str
+	b = binary.AppendUvarint(b, uint64(len(str))<<1)
+	b = binary.AppendUvarint(b, uint64(i))
+	return append(b, str...)
 }
 
 // reset discards every event written.
 func (s *spool) reset() error {
 	s.w.Reset(s.f)
 	s.n = 0
+	clear(s.slots[:])
 	if err := s.f.Truncate(0); err != nil {
 		return err
 	}
@@ -135,10 +163,11 @@ func (s *spool) close() {
 
 // spoolReader reads spooled records a window at a time.
 type spoolReader struct {
-	r    io.Reader
-	buf  []byte // the window: buf[off:] is unread
-	off  int
-	strs map[string]string // interned strings, cleared when large
+	r     io.Reader
+	buf   []byte // the window: buf[off:] is unread
+	off   int
+	strs  map[string]string // interned strings, cleared when large
+	slots [stringSlots]string
 }
 
 // maxInterned bounds the read-back string cache: names repeat, but a
@@ -227,10 +256,33 @@ func (d *decoder) bytes(n int) []byte {
 	return p
 }
 
-// str reads a string, interned in a bounded cache.
+// str reads a string: one a slot holds, or one written out, interned in
+// a bounded cache and put in its slot.
 func (d *decoder) str() string {
-	n := d.u()
-	if n == 0 || d.err != nil {
+	tag := d.u()
+	if tag == 0 || d.err != nil {
+		return ""
+	}
+	if tag&1 == 1 {
+		if tag>>1 >= stringSlots {
+			d.err, d.b = errCorrupt, nil
+			return ""
+		}
+		return d.r.slots[tag>>1]
+	}
+	n, slot := tag>>1, d.u()
+	if slot >= stringSlots {
+		d.err, d.b = errCorrupt, nil
+		return ""
+	}
+	s := d.literal(n)
+	d.r.slots[slot] = s
+	return s
+}
+
+// literal reads n bytes as a string, interned in a bounded cache.
+func (d *decoder) literal(n uint64) string {
+	if d.err != nil {
 		return ""
 	}
 	if n > uint64(len(d.b)) {

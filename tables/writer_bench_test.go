@@ -3,6 +3,8 @@ package tables_test
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/tables"
 )
 
@@ -157,4 +160,60 @@ func BenchmarkWriter(b *testing.B) {
 			b.ReportMetric(peak, "peak-heap-MiB")
 		})
 	}
+}
+
+// BenchmarkExportPerfetto is devprof export end to end on one core: a
+// 1M-event GPU-shaped .pftrace streamed by the Perfetto reader into a
+// Writer. It reports events/s (wall and CPU), the Parquet files' size
+// against the .pftrace's (parquet/pftrace) and the peak heap.
+func BenchmarkExportPerfetto(b *testing.B) {
+	const n = 1_000_000
+	b.StopTimer()
+	bl := event.NewBuilder(event.Meta{})
+	streamSynthetic(bl, n)
+	path := filepath.Join(b.TempDir(), "bench.pftrace")
+	if err := formats.WriteFile(path, formats.Perfetto, bl.Snapshot()); err != nil {
+		b.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bl = nil
+	runtime.GC()
+	var peak float64
+	var size int64
+	b.StartTimer()
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		dir := b.TempDir()
+		p := startPeakHeap()
+		w, err := tables.NewWriter(dir, event.Meta{}, tables.Options{Run: "r", Session: fmt.Sprint(i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := formats.Perfetto.StreamFile(path, w, formats.ReadOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		paths, err := w.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		peak = max(peak, p.done())
+		b.StopTimer()
+		size = 0
+		for _, rel := range paths {
+			fi, err := os.Stat(filepath.Join(dir, rel))
+			if err != nil {
+				b.Fatal(err)
+			}
+			size += fi.Size()
+		}
+		os.RemoveAll(dir)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(n)*float64(b.N)/(cpuTime()-cpu0).Seconds(), "events/cpu-s")
+	b.ReportMetric(float64(size)/float64(st.Size()), "parquet/pftrace")
+	b.ReportMetric(peak, "peak-heap-MiB")
 }
