@@ -24,11 +24,6 @@ const (
 
 var sourceNames = [...]string{sourceCUDA: "cuda", sourceAPI: "api"}
 
-type key struct {
-	src  source
-	addr uint64
-}
-
 // space is one source's key space: where its live entries are and
 // recently freed addresses. Maps keyed by the bare address hash and
 // compare faster than maps keyed by a (source, address) struct.
