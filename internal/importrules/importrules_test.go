@@ -42,6 +42,7 @@ var layers = []layer{
 	{path: "internal/spanstats", what: "top-N span statistics for devprof summary"},
 	{path: "membreakdown", may: []string{"event"}, what: "an analysis over the model: device memory by keyword category (MXNet's breakdown) for devprof memory breakdown"},
 	{path: "analysis", may: []string{"event"}, what: "an analysis over the model: steps, device time by category, idle gaps with their cause, kernel and launch statistics (devprof analyze)"},
+	{path: "tables", may: []string{"event"}, what: "an exporter of tables: the model as Parquet (devprof export), never the recorder, a source or a bucket"},
 	{path: "tracediff", may: []string{"event"}, what: "an analysis over the model: two traces compared per span and kernel name (devprof diff)"},
 	{path: "internal/intern", what: "exporters' string interning"},
 	{path: "internal/xplanepb", what: "generated code of our XSpace .proto subset, for the xplane reader and tests"},
