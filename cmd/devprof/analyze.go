@@ -22,12 +22,17 @@ func runAnalyze(args []string, stdout, stderr io.Writer) error {
 	warmup := fs.Int("warmup", 0, "count the first `N` steps as warm-up, shown apart (0: decide from the step times; -1: none)")
 	tiny := fs.Duration("tiny_kernel", 10*time.Microsecond, "a kernel shorter than `D` is tiny (its launch costs about what it runs)")
 	kernelWait := fs.Duration("kernel_wait", 30*time.Microsecond, "an idle gap shorter than `D` whose work was already launched is the device's own delay between back-to-back work (HTA's consecutive_kernel_delay)")
+	host := fs.String("host", "", "with several hosts in the run, print the full report of host `NAME` (default: the slowest)")
+	straggler := fs.Float64("straggler", 100*analysis.DefaultStraggler, "with several hosts in the run, a host whose median step exceeds the median host's by more than `PCT` percent is a straggler")
 	maxEvents := maxEventsFlag(fs)
 	maxGoroutines := maxGoroutinesFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	switch {
+	case *straggler <= 0:
+		fmt.Fprintf(stderr, "devprof analyze: -straggler %v: want a percentage above 0 (10)\n", *straggler)
+		return errUsage
 	case *top < 1:
 		fmt.Fprintf(stderr, "devprof analyze: -top %d: want 1 or more\n", *top)
 		return errUsage
@@ -51,11 +56,23 @@ func runAnalyze(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	opt := analysis.Options{Top: *top, TinyKernel: *tiny, KernelWait: *kernelWait, Warmup: *warmup}
+	lim := readLimits{maxEvents: *maxEvents, maxGoroutines: *maxGoroutines}
+	run, hosts, err := hostTraces(path)
+	if err != nil {
+		return err
+	}
+	if len(hosts) > 1 {
+		return analyzeHosts(stdout, stderr, run, hosts, opt, lim, *straggler/100, *host, *asJSON)
+	}
+	if *host != "" {
+		fmt.Fprintf(stderr, "devprof analyze: -host %s: %s holds one host's trace\n", *host, path)
+		return errUsage
+	}
 	if path, err = inputFile("analyze", path, stderr); err != nil {
 		return err
 	}
-	opt := analysis.Options{Top: *top, TinyKernel: *tiny, KernelWait: *kernelWait, Warmup: *warmup}
-	a, f, err := readAnalysis(path, stderr, readLimits{maxEvents: *maxEvents, maxGoroutines: *maxGoroutines}, opt)
+	a, f, err := readAnalysis(path, stderr, lim, opt)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,8 @@
 //	devprof memory timeline [-keywords FILE] [-tags] [-top N] [-plot OUT.svg|OUT.png] [-json] INPUT
 //	devprof collect [--log_dir DIR] [--host_tracer_level N] [--device_tracer_level N] [--python_tracer_level N] [--no_perfetto_link] [--timeout D] ADDR[,ADDR…] DURATION_MS | --snapshot ADDR[,ADDR…]
 //	devprof convert [-max_events N] [-max_goroutines N] IN OUT
+//	devprof analyze [-top N] [-json] [-warmup N] [-tiny_kernel D] [-kernel_wait D] [-host NAME] [-straggler PCT] [-max_events N] [-max_goroutines N] FILE|RUN|LOGDIR
+//	devprof diff [-threshold PCT] [-alpha A] [-top N] [-json] [-max_events N] [-max_goroutines N] BASE NEW
 //	devprof export [-run NAME] [-host NAME] [-max_events N] [-max_goroutines N] SRC DST
 //	devprof version
 //
@@ -73,7 +75,7 @@ func init() {
 			"devprof collect 127.0.0.1:9999 2000 --log_dir /tmp/prof", runCollect},
 		{"convert", "[-max_events N] [-max_goroutines N] IN OUT", "convert between .xplane.pb (TensorBoard, JAX, TensorFlow), .pftrace(.gz) (Perfetto) and .json(.gz) (Chrome); a Go execution trace (go test -trace, /debug/pprof/trace) converts to any of them",
 			"devprof convert jax-host.xplane.pb jax.pftrace", runConvert},
-		{"analyze", "[-top N] [-json] [-warmup N] [-tiny_kernel D] [-kernel_wait D] [-max_events N] [-max_goroutines N] FILE|RUN|LOGDIR", "what a trace says: step times, each GPU's time as compute, communication, memory and idle, idle gaps with their cause, kernels and launches (HTA's definitions)", "devprof analyze /tmp/prof", runAnalyze},
+		{"analyze", "[-top N] [-json] [-warmup N] [-tiny_kernel D] [-kernel_wait D] [-host NAME] [-straggler PCT] [-max_events N] [-max_goroutines N] FILE|RUN|LOGDIR", "what a trace says: step times, each GPU's time as compute, communication, memory and idle, idle gaps with their cause, kernels and launches (HTA's definitions); for a run of several hosts, their steps side by side, the stragglers and the skew of step starts", "devprof analyze /tmp/prof", runAnalyze},
 		{"diff", "[-threshold PCT] [-alpha A] [-top N] [-json] [-max_events N] [-max_goroutines N] BASE NEW", "compare two traces (files, run or log directories) per span and kernel name: count and duration changes with a Mann-Whitney U test, \"~\" where the change is noise; -threshold exits 1 when something got significantly slower", "devprof diff -threshold 5 base.pftrace new.pftrace", runDiff},
 		{"export", "[-run NAME] [-host NAME] [-max_events N] [-max_goroutines N] SRC DST", "write traces (a file, a run or log directory, a bucket URL) as Parquet tables (spans, kernels, counters, memory, flows, steps, hosts) in hive partitions run=…/host=…/ of a directory or a bucket, for DuckDB, Spark and other engines (docs/tables.md)", "devprof export /tmp/prof /tmp/tables", runExport},
 		{"version", "", "print devprof's version (the module version it was built at)",
