@@ -57,7 +57,9 @@ const (
 
 // put writes e.
 func (s *spool) put(e *ev) error {
-	b := s.buf[:0]
+	// The record goes after room for its length, written in front of
+	// it at the end.
+	b := append(s.buf[:0], make([]byte, binary.MaxVarintLen64)...)
 	flags := byte(e.kind)
 	if e.finished {
 		flags |= spoolFinished
@@ -93,10 +95,10 @@ func (s *spool) put(e *ev) error {
 	s.buf = b
 	s.n++
 	var n [binary.MaxVarintLen64]byte
-	if _, err := s.w.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))]); err != nil {
-		return err
-	}
-	_, err := s.w.Write(b)
+	k := binary.PutUvarint(n[:], uint64(len(b)-binary.MaxVarintLen64))
+	start := binary.MaxVarintLen64 - k
+	copy(b[start:], n[:k])
+	_, err := s.w.Write(b[start:])
 	return err
 }
 

@@ -143,8 +143,10 @@ func (w *Writer) Span(s event.Span) uint64 {
 		e.stepNum = 0
 	}
 	if s.Unfinished {
-		e.args = slices.Clone(e.args)
-		w.open[e.id] = &e
+		open := new(ev)
+		*open = e
+		open.args = slices.Clone(e.args)
+		w.open[e.id] = open
 		return e.id
 	}
 	w.put(&e)
