@@ -33,7 +33,11 @@
 // DefaultDictionary is MXNet's dictionary adapted to the tags Go programs
 // give their buffers; ParseDictionary and ReadDictionary read one of one's
 // own from JSON or YAML, with errors that name the line. WriteCSV writes a
-// profile as MXNet's CSV, for the scripts that read it.
+// profile as MXNet's two-column CSV, and WriteStorageCSV with the columns
+// of MXNet 2's storage profiler, for the scripts that read them; both
+// write a line per allocation a group stands for, which CSVRows counts
+// beforehand, so that a caller can refuse a tiny profile claiming
+// billions.
 //
 // # Matching
 //

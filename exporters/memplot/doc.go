@@ -30,6 +30,9 @@
 // A Timeline is one device's bytes by category at each time a trace's
 // memory changed (the points of event.Snapshot.MemoryTimelines, summed by
 // category); Timeline.Validate says what is wrong with one built by hand.
+// Host memory's timeline (HostDevice) has a panel titled "host" and a
+// value axis of its own; the GPUs share theirs. In a breakdown another
+// backend's devices (JAX's "cpu:0") have bars after the GPUs'.
 //
 // # Look
 //
