@@ -16,7 +16,7 @@
 //	devprof memory [-n N] [-bytes] [-stack] [-base BEFORE] [-json] FILE
 //	devprof memory breakdown [-keywords FILE] [-csv OUT] [-plot OUT.svg|OUT.png] [-expected_sum BYTES] [-json] INPUT
 //	devprof memory timeline [-keywords FILE] [-tags] [-top N] [-plot OUT.svg|OUT.png] [-json] INPUT
-//	devprof collect [--log_dir DIR] [--host_tracer_level N] [--device_tracer_level N] [--python_tracer_level N] [--no_perfetto_link] [--timeout D] ADDR[,ADDR…] DURATION_MS | --snapshot ADDR[,ADDR…]
+//	devprof collect [--log_dir DIR] [--host_tracer_level N] [--device_tracer_level N] [--python_tracer_level N] [--no_perfetto_link] [--timeout D] [--tables DST] ADDR[,ADDR…] DURATION_MS | --snapshot ADDR[,ADDR…]
 //	devprof convert [-max_events N] [-max_goroutines N] IN OUT
 //	devprof analyze [-top N] [-json] [-warmup N] [-tiny_kernel D] [-kernel_wait D] [-host NAME] [-straggler PCT] [-max_events N] [-max_goroutines N] FILE|RUN|LOGDIR
 //	devprof diff [-threshold PCT] [-alpha A] [-top N] [-json] [-max_events N] [-max_goroutines N] BASE NEW
@@ -70,7 +70,7 @@ func init() {
 		{"memory timeline", "[-keywords FILE] [-tags] [-top N] [-plot OUT.svg|OUT.png] [-json] INPUT",
 			"device memory over a trace recorded with device-memory tracking, per device, stacked by category (or by tag set): the split at each device's peak, and with -plot the whole timeline",
 			"devprof memory timeline -plot timeline.png /tmp/prof", runTimeline},
-		{"collect", "[--log_dir DIR] [--host_tracer_level N] [--device_tracer_level N] [--python_tracer_level N] [--no_perfetto_link] [--timeout D] ADDR[,ADDR…] DURATION_MS | --snapshot ADDR[,ADDR…]",
+		{"collect", "[--log_dir DIR] [--host_tracer_level N] [--device_tracer_level N] [--python_tracer_level N] [--no_perfetto_link] [--timeout D] [--tables DST] ADDR[,ADDR…] DURATION_MS | --snapshot ADDR[,ADDR…]",
 			"capture a profile from running profile servers (package profileserver, jax.profiler.start_server) with jax.collect_profile's flags: one run directory with one <host>.xplane.pb per host; --snapshot ADDR[,ADDR…] takes their flight-recorder snapshots (the seconds they kept) instead",
 			"devprof collect 127.0.0.1:9999 2000 --log_dir /tmp/prof", runCollect},
 		{"convert", "[-max_events N] [-max_goroutines N] IN OUT", "convert between .xplane.pb (TensorBoard, JAX, TensorFlow), .pftrace(.gz) (Perfetto) and .json(.gz) (Chrome); a Go execution trace (go test -trace, /debug/pprof/trace) converts to any of them",
