@@ -82,3 +82,22 @@ func ExampleWriteCSV() {
 	// unknown train/forward,128
 	// lookup table,64
 }
+
+// WriteStorageCSV writes the same buffers with the columns of MXNet 2's
+// storage profiler, sorted by name, and what NVML counts beyond them as
+// an nvml_amend row.
+func ExampleWriteStorageCSV() {
+	m := profile()
+	r := membreakdown.Categorize(m, membreakdown.DefaultDictionary(), membreakdown.Options{})
+	if err := membreakdown.WriteStorageCSV(os.Stdout, m, r); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// "Attribute Name","Requested Size","Device","Actual Size","Reuse?"
+	// "grad","536870912","0","536870912","0"
+	// "lookup table","67108864","0","67108864","0"
+	// "unknown train/forward","134217728","0","134217728","0"
+	// "unknown train/forward","134217728","0","134217728","0"
+	// "weights","536870912","0","536870912","0"
+	// "nvml_amend","268435456","0","268435456","0"
+}
