@@ -500,3 +500,32 @@ func TestCollectTablesS3(t *testing.T) {
 		}
 	}
 }
+
+// TestExportGoTrace: a Go execution trace (read by its own bounded
+// reader) exports as any other trace: DuckDB's counts and sums are the
+// model's.
+func TestExportGoTrace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "prog.trace")
+	if err := os.WriteFile(path, goroutinesTraceFile(t, 50), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	if code, _, stderr := runCLI("export", "-run", "r", "-host", "h", path, dst); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	snap, f, err := formats.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f != formats.GoTrace {
+		t.Fatalf("read as %s", f.Name)
+	}
+	want := modelSums(snap)
+	if want.Spans == 0 || want.Counters == 0 {
+		t.Fatalf("model %+v: want spans and counters", want)
+	}
+	got := duckSums(t, dst)
+	if g := got["r/h/prog"]; len(got) != 1 || !sameSums(g, want) {
+		t.Errorf("DuckDB %+v\nmodel %+v", got, want)
+	}
+}
