@@ -102,6 +102,10 @@ const (
 	numTables
 )
 
+// tableNames are the tables by index, apart from the exported Tables,
+// which a caller could change.
+var tableNames = [numTables]string{TableSpans, TableInstants, TableCounters, TableKernels, TableMemory, TableFlows, TableSteps, TableHosts}
+
 // add writes the rows of e.
 func (d *deriver) add(e *ev) error {
 	name := validUTF8(e.name)
@@ -269,7 +273,7 @@ func (d *deriver) flows(e *ev, table int) error {
 		d.counts[tFlows]++
 		if err := d.set.flows.add(Flow{
 			Run: d.run, Host: d.host, Session: d.session,
-			FlowID: int64(a.Num), EventID: id, EventTable: Tables[table], TimeNS: e.start + d.offset,
+			FlowID: int64(a.Num), EventID: id, EventTable: tableNames[table], TimeNS: e.start + d.offset,
 		}); err != nil {
 			return err
 		}
