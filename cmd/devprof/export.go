@@ -379,7 +379,14 @@ func (e *export) link(rel string) error {
 		if errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("%s is already there: that run, host and session were exported before (remove it to export again)", to)
 		}
-		return err
+		// A file system without hard links: rename, which replaces, after
+		// looking (publish looked at every file before the first).
+		if _, serr := os.Lstat(to); !errors.Is(serr, os.ErrNotExist) {
+			return err
+		}
+		if rerr := os.Rename(from, to); rerr != nil {
+			return err
+		}
 	}
 	e.published = append(e.published, to)
 	return nil
