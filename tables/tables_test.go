@@ -1,6 +1,7 @@
 package tables_test
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -365,3 +366,125 @@ func TestSameRowsBothWays(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestRowsMatchModel checks the streamed export of each real trace row
+// for row against the model the Builder makes of the same file, derived
+// here independently of the package: each span's name, Unix times,
+// track, thread, device, process, step and parent (by its name and
+// start, since ids are numbered apart), and each kernel's columns.
+func TestRowsMatchModel(t *testing.T) {
+	for _, path := range realTraces(t) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			f, err := formats.Detect(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := f.ReadFile(path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			off := s.Meta.Start.Wall - s.Meta.Start.Mono
+			type trk struct {
+				name           string
+				thread, stream int64
+				device         int32
+				pid            int64
+			}
+			trackOf := func(r *event.Record) trk {
+				tr, ok := s.TrackOf(r)
+				if !ok {
+					return trk{device: -1, pid: int64(s.Meta.PID)}
+				}
+				out := trk{name: tr.Name, stream: tr.ID, device: -1, pid: s.ProcessOf(tr).PID}
+				switch tr.Kind {
+				case event.TrackHostThread:
+					out.thread = tr.ID
+				case event.TrackProcess:
+				default:
+					out.device, out.pid = int32(tr.Device), int64(s.Meta.PID)
+				}
+				if tr.Process == 0 {
+					out.pid = int64(s.Meta.PID)
+				}
+				return out
+			}
+			wantSpans, wantKernels := map[string]int{}, map[string]int{}
+			for _, r := range s.Events {
+				end, finished := s.EndOf(r)
+				tr := trackOf(r)
+				switch r.Kind() {
+				case event.KindSpan:
+					parent := ""
+					if p := s.Lookup(r.Parent()); p != nil {
+						parent = key(s.Name(p), p.Start()+off)
+					}
+					wantSpans[key(strings.ToValidUTF8(s.Name(r), "\ufffd"), r.Start()+off, end+off, finished, tr.name, tr.thread, tr.device, tr.pid, r.IsStep(), r.StepNum(), parent)]++
+				case event.KindActivity:
+					if k := r.Activity(); k == event.ActivityAlloc || k == event.ActivityFree {
+						continue
+					}
+					var bytes int64
+					var grid string
+					for _, a := range s.Args(r) {
+						switch a.Key {
+						case event.ArgBytes:
+							bytes = int64(a.Num)
+						case event.ArgGrid:
+							grid = a.Str
+						}
+					}
+					wantKernels[key(s.Name(r), r.Activity(), r.Start()+off, end-r.Start(), tr.device, tr.stream, tr.name, bytes, grid)]++
+				}
+			}
+			dir := t.TempDir()
+			w, err := tables.NewWriter(dir, event.Meta{}, tables.Options{Run: "r", Host: "h"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.StreamFile(path, w, formats.ReadOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			paths, err := w.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			spans := readTable[tables.Span](t, dir, paths[0])
+			byID := map[int64]tables.Span{}
+			for _, sp := range spans {
+				byID[sp.ID] = sp
+			}
+			gotSpans := map[string]int{}
+			for _, sp := range spans {
+				parent := ""
+				if p, ok := byID[sp.ParentID]; ok {
+					parent = key(p.Name, p.StartNS)
+				}
+				gotSpans[key(sp.Name, sp.StartNS, sp.EndNS, sp.Finished, sp.Track, sp.ThreadID, sp.Device, sp.PID, sp.Step, sp.StepNum, parent)]++
+			}
+			gotKernels := map[string]int{}
+			for _, k := range readTable[tables.Kernel](t, dir, paths[3]) {
+				gotKernels[key(k.Name, k.Kind, k.StartNS, k.DurNS, k.Device, k.Stream, k.Track, k.Bytes, k.Grid)]++
+			}
+			diff := func(what string, got, want map[string]int) {
+				n := 0
+				for k, c := range want {
+					if got[k] != c && n < 5 {
+						t.Errorf("%s %s: %d in the tables, %d in the model", what, k, got[k], c)
+						n++
+					}
+				}
+				for k, c := range got {
+					if want[k] == 0 && n < 5 {
+						t.Errorf("%s %s: %d in the tables, none in the model", what, k, c)
+						n++
+					}
+				}
+			}
+			diff("span", gotSpans, wantSpans)
+			diff("kernel", gotKernels, wantKernels)
+		})
+	}
+}
+
+// key joins values into a map key, each %v apart.
+func key(v ...any) string { return fmt.Sprintf("%v", v) }
