@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/devprof/devprof/analysis"
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/analysispage"
 	"github.com/devprof/devprof/exporters/formats"
+	"github.com/devprof/devprof/internal/atomicfile"
 	"github.com/devprof/devprof/internal/runstore"
 	"github.com/devprof/devprof/internal/spanstats"
 )
@@ -22,6 +25,7 @@ func runAnalyze(args []string, stdout, stderr io.Writer) error {
 	warmup := fs.Int("warmup", 0, "count the first `N` steps as warm-up, shown apart (0: decide from the step times; -1: none)")
 	tiny := fs.Duration("tiny_kernel", 10*time.Microsecond, "a kernel shorter than `D` is tiny (its launch costs about what it runs)")
 	kernelWait := fs.Duration("kernel_wait", 30*time.Microsecond, "an idle gap shorter than `D` whose work was already launched is the device's own delay between back-to-back work (HTA's consecutive_kernel_delay)")
+	htmlPath := fs.String("html", "", "also write the report as a page that opens offline at `OUT` (.html): step-time chart, each GPU's time by category, the largest idle gaps, hosts side by side")
 	host := fs.String("host", "", "with several hosts in the run, print the full report of host `NAME` (default: the slowest)")
 	straggler := fs.Float64("straggler", 100*analysis.DefaultStraggler, "with several hosts in the run, a host whose median step exceeds the median host's by more than `PCT` percent is a straggler")
 	maxEvents := maxEventsFlag(fs)
@@ -56,6 +60,10 @@ func runAnalyze(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *htmlPath != "" && !strings.EqualFold(filepath.Ext(*htmlPath), ".html") && !strings.EqualFold(filepath.Ext(*htmlPath), ".htm") {
+		fmt.Fprintf(stderr, "devprof analyze: -html %s: want a file ending in .html\n", *htmlPath)
+		return errUsage
+	}
 	opt := analysis.Options{Top: *top, TinyKernel: *tiny, KernelWait: *kernelWait, Warmup: *warmup}
 	lim := readLimits{maxEvents: *maxEvents, maxGoroutines: *maxGoroutines}
 	run, hosts, err := hostTraces(path)
@@ -63,7 +71,7 @@ func runAnalyze(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(hosts) > 1 {
-		return analyzeHosts(stdout, stderr, run, hosts, opt, lim, *straggler/100, *host, *asJSON)
+		return analyzeHosts(stdout, stderr, run, hosts, opt, lim, *straggler/100, *host, *asJSON, *htmlPath)
 	}
 	if *host != "" {
 		fmt.Fprintf(stderr, "devprof analyze: -host %s: %s holds one host's trace\n", *host, path)
@@ -78,10 +86,31 @@ func runAnalyze(args []string, stdout, stderr io.Writer) error {
 	}
 	meta := *a.Meta()
 	r := a.Report()
+	if *htmlPath != "" {
+		p := &analysispage.Page{Title: "devprof analyze: " + filepath.Base(path),
+			Trace: analysispage.Trace{Name: path, Format: f.Display, Warnings: warningLines(&meta), Report: r}}
+		if err := writeAnalysisPage(*htmlPath, p); err != nil {
+			return err
+		}
+		defer fmt.Fprintf(stderr, "devprof analyze: wrote %s\n", *htmlPath)
+	}
 	if *asJSON {
 		return writeAnalyzeJSON(stdout, path, f, &meta, r)
 	}
 	return writeAnalyze(stdout, path, f, &meta, r)
+}
+
+// writeAnalysisPage writes p to path, whole or not at all.
+func writeAnalysisPage(path string, p *analysispage.Page) error {
+	f, err := atomicfile.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	if err := analysispage.Write(f, p); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Commit()
 }
 
 // readAnalysis streams the trace at path (a file or a URL) into an

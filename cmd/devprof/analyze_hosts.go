@@ -11,6 +11,7 @@ import (
 
 	"github.com/devprof/devprof/analysis"
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/analysispage"
 	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/internal/runstore"
 )
@@ -61,7 +62,7 @@ type hostAnalysis struct {
 // analyzeHosts analyzes each host's trace of a run in turn (one trace in
 // memory at a time), compares their steps, and prints the comparison
 // with one host's full report: the one -host names, else the slowest.
-func analyzeHosts(stdout, stderr io.Writer, run string, inputs []exportInput, opt analysis.Options, lim readLimits, straggler float64, pick string, asJSON bool) error {
+func analyzeHosts(stdout, stderr io.Writer, run string, inputs []exportInput, opt analysis.Options, lim readLimits, straggler float64, pick string, asJSON bool, htmlPath string) error {
 	var hs []hostAnalysis
 	var reports []analysis.HostReport
 	for _, in := range inputs {
@@ -99,6 +100,18 @@ func analyzeHosts(stdout, stderr io.Writer, run string, inputs []exportInput, op
 			return fmt.Errorf("-host %s: run %s has no such host (it has %s)", pick, run, strings.Join(names, ", "))
 		}
 	}
+	if chosen < 0 {
+		chosen = slowestHost(cmp, hs)
+	}
+	if htmlPath != "" {
+		h := hs[chosen]
+		p := &analysispage.Page{Title: "devprof analyze: run " + run, Hosts: cmp,
+			Trace: analysispage.Trace{Name: h.Host, Format: h.display, Warnings: h.Warnings, Report: h.Report}}
+		if err := writeAnalysisPage(htmlPath, p); err != nil {
+			return err
+		}
+		defer fmt.Fprintf(stderr, "devprof analyze: wrote %s\n", htmlPath)
+	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -107,9 +120,6 @@ func analyzeHosts(stdout, stderr io.Writer, run string, inputs []exportInput, op
 			Hosts   *analysis.Hosts `json:"hosts"`
 			Reports []hostAnalysis  `json:"reports"`
 		}{run, cmp, hs})
-	}
-	if chosen < 0 {
-		chosen = slowestHost(cmp, hs)
 	}
 	var b strings.Builder
 	writeHosts(&b, run, cmp)

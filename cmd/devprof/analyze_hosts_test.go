@@ -119,3 +119,33 @@ func TestAnalyzeHostUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestAnalyzeHTML: -html writes the page beside the terminal report, for
+// one trace and for a run of hosts; a name that is not .html is a usage
+// error and writes nothing.
+func TestAnalyzeHTML(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "report.html")
+	code, stdout, stderr := runCLI("analyze", "-html", out, realGPU("devprof-h100-libwork.pftrace"))
+	if code != 0 || !strings.Contains(stderr, "wrote "+out) || !strings.Contains(stdout, "Steps (step markers): 20") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	page, err := os.ReadFile(out)
+	if err != nil || strings.Count(string(page), "<svg") != 3 {
+		t.Errorf("page: %v, %d charts", err, strings.Count(string(page), "<svg"))
+	}
+	hostsOut := filepath.Join(t.TempDir(), "run.html")
+	if code, _, stderr := runCLI("analyze", "-html", hostsOut, writeHostRun(t)); code != 0 {
+		t.Fatalf("hosts: exit %d, stderr %q", code, stderr)
+	}
+	page, err = os.ReadFile(hostsOut)
+	if err != nil || !strings.Contains(string(page), "Across hosts") || !strings.Contains(string(page), `<tr class="slow"><td class="name">host-b</td>`) {
+		t.Errorf("hosts page: %v\n%.2000s", err, page)
+	}
+	bad := filepath.Join(t.TempDir(), "report.txt")
+	if code, _, _ := runCLI("analyze", "-html", bad, realGPU("devprof-h100-libwork.pftrace")); code != 2 {
+		t.Errorf("-html report.txt: exit %d, want 2", code)
+	}
+	if _, err := os.Stat(bad); err == nil {
+		t.Error("-html report.txt wrote a file")
+	}
+}

@@ -37,6 +37,7 @@ var layers = []layer{
 	{path: "internal/cuptiwrap", what: "the cgo layer over libcupti, below the CUPTI source"},
 	{path: "exporters/", may: []string{"event", "exporters/", "internal/intern", "internal/protoenc", "internal/atomicfile", "internal/metatext", "internal/gotrace", "internal/xplanepb"}, what: "an exporter: reads the model, never the recorder or a source"},
 	{path: "internal/gotrace", may: []string{"event"}, what: "the Go execution trace's tracks, shared by the Go-runtime source and the Go-trace reader"},
+	{path: "exporters/analysispage", may: []string{"analysis"}, what: "an exporter of pages: an analysis report (and hosts side by side) as one HTML page with inline SVG charts"},
 	{path: "exporters/memplot", may: []string{"event", "membreakdown", "internal/atomicfile", "internal/metatext"}, what: "an exporter of images: device memory by category (membreakdown's report, per-device timelines) as SVG or PNG"},
 	{path: "perfettolink", what: "a server for a written file"},
 	{path: "internal/spanstats", what: "top-N span statistics for devprof summary"},
