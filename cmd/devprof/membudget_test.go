@@ -19,6 +19,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/devprof/devprof/devmem"
+	"github.com/devprof/devprof/event"
 )
 
 // writeRawProfile writes p gzipped as pprof does, and returns its path
@@ -268,5 +269,43 @@ func TestMemorySaysCUDAWasNotHooked(t *testing.T) {
 	var j jsonMemory
 	if code != 0 || json.Unmarshal([]byte(out), &j) != nil || !slices.ContainsFunc(j.Warnings, func(w jsonWarning) bool { return w.Code == devmem.CodeCUDANotHooked }) {
 		t.Errorf("-json: exit %d, warnings %+v: want %s", code, j.Warnings, devmem.CodeCUDANotHooked)
+	}
+}
+
+// TestMemoryJSONStreamedAsEncoded: -json and -base -json, written item by
+// item so that a million buffers do not sit in memory as one document,
+// are byte for byte what encoding the whole value at once gives: decoded
+// and encoded again, they come back the same, with HTML-like and
+// non-ASCII text, and with empty lists.
+func TestMemoryJSONStreamedAsEncoded(t *testing.T) {
+	m := liveMemory()
+	m.Buffers[0].Tags = []string{"<weights> & \"bias\"", "ünïcode\n"}
+	m.Warnings = []event.Warning{{Source: "devmem", Code: "x", Text: "a <b> & c"}}
+	before := liveMemory()
+	before.Buffers = before.Buffers[:1]
+	for name, write := range map[string]func(*bytes.Buffer) error{
+		"memory": func(b *bytes.Buffer) error { return writeMemoryJSON(b, "p<1>", m) },
+		"empty":  func(b *bytes.Buffer) error { return writeMemoryJSON(b, "p", &event.DeviceMemory{}) },
+		"growth": func(b *bytes.Buffer) error { return writeGrowthJSON(b, "a", "b", before, m, growthOf(before, m)) },
+		"same":   func(b *bytes.Buffer) error { return writeGrowthJSON(b, "a", "b", m, m, growthOf(m, m)) },
+	} {
+		var got bytes.Buffer
+		if err := write(&got); err != nil {
+			t.Fatal(err)
+		}
+		var again bytes.Buffer
+		var err error
+		if strings.HasPrefix(name, "memory") || name == "empty" {
+			var v jsonMemory
+			err = json.Unmarshal(got.Bytes(), &v)
+			encodeJSON(&again, v)
+		} else {
+			var v jsonGrowth
+			err = json.Unmarshal(got.Bytes(), &v)
+			encodeJSON(&again, v)
+		}
+		if err != nil || !bytes.Equal(got.Bytes(), again.Bytes()) {
+			t.Errorf("%s: %v; streamed:\n%s\nencoded at once:\n%s", name, err, got.String(), again.String())
+		}
 	}
 }

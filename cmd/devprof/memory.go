@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -682,12 +684,53 @@ func writeMemoryJSON(w io.Writer, path string, m *event.DeviceMemory) error {
 	// they are.
 	out := jsonMemory{File: path, Time: jsonTime(m.Time), LiveBytes: live, LiveBuffers: bufs,
 		Counts: jsonCountsOf(m.Counts), Warnings: jsonWarnings(m.Warnings), Buffers: []jsonBuffer{}}
-	for i := range m.Buffers {
+	return streamJSON(w, out, "buffers", len(m.Buffers), func(i int) any {
 		b := &m.Buffers[i]
-		out.Buffers = append(out.Buffers, jsonBuffer{TotalBytes: b.Total(), Count: max(b.Count, 1), Bytes: b.Bytes, Device: b.Device, DeviceName: b.DeviceName,
-			Kind: b.Kind, Tags: append([]string{}, b.Tags...), Span: b.Span, Source: b.Source, API: b.API, Site: b.Site(), Stack: jsonStack(b.Stack), Glue: b.Glue})
+		return jsonBuffer{TotalBytes: b.Total(), Count: max(b.Count, 1), Bytes: b.Bytes, Device: b.Device, DeviceName: b.DeviceName,
+			Kind: b.Kind, Tags: append([]string{}, b.Tags...), Span: b.Span, Source: b.Source, API: b.API, Site: b.Site(), Stack: jsonStack(b.Stack), Glue: b.Glue}
+	})
+}
+
+// streamJSON writes v as encodeJSON does, but with its top-level list
+// field named list (empty in v) holding item(0) … item(n-1), each
+// encoded and written in turn: the whole document of a million buffers
+// with their stacks is gigabytes, which encoding v at once held in
+// memory two or three times over.
+func streamJSON(w io.Writer, v any, list string, n int, item func(i int) any) error {
+	doc, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
 	}
-	return encodeJSON(w, out)
+	// A newline in a string value is escaped, so only the structure has
+	// a line starting with the field's name.
+	field := []byte("\n  " + strconv.Quote(list) + ": [")
+	at := bytes.Index(doc, field)
+	if at < 0 || n == 0 {
+		if at < 0 {
+			return fmt.Errorf("streamJSON: no list %q in the document", list)
+		}
+		return encodeJSON(w, v)
+	}
+	bw := bufio.NewWriterSize(w, 256<<10)
+	bw.Write(doc[:at+len(field)])
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("    ", "  ")
+	for i := range n {
+		buf.Reset()
+		if err := enc.Encode(item(i)); err != nil {
+			return err
+		}
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		bw.WriteString("\n    ")
+		bw.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	}
+	bw.WriteString("\n  ]")
+	bw.Write(doc[at+len(field)+1:]) // past the empty list's ]
+	bw.WriteByte('\n')
+	return bw.Flush()
 }
 
 // jsonGrowth is what memory -base -json prints.
@@ -725,7 +768,8 @@ func writeGrowthJSON(w io.Writer, basePath, path string, before, after *event.De
 		LiveBytes: b1, BaseLiveBytes: b0, GrowthBytes: int64(b1) - int64(b0), GrowthBuffers: n1 - n0,
 		Counts: jsonCountsOf(after.Counts), BaseCounts: jsonCountsOf(before.Counts),
 		Warnings: jsonWarnings(after.Warnings), BaseWarnings: jsonWarnings(before.Warnings), Sites: []jsonSite{}, Unchanged: g.unchanged}
-	for _, s := range g.sites {
+	return streamJSON(w, out, "sites", len(g.sites), func(i int) any {
+		s := g.sites[i]
 		js := jsonSite{GrowthBytes: s.growth, BaseBytes: s.before, Bytes: s.after, BaseBuffers: s.beforeBufs, Buffers: s.afterBufs, Stacks: [][]jsonFrame{}}
 		if s.frame != (event.Frame{}) {
 			js.Site = s.frame.String()
@@ -733,7 +777,6 @@ func writeGrowthJSON(w io.Writer, basePath, path string, before, after *event.De
 		for _, st := range s.stacks {
 			js.Stacks = append(js.Stacks, jsonStack(st.frames))
 		}
-		out.Sites = append(out.Sites, js)
-	}
-	return encodeJSON(w, out)
+		return js
+	})
 }
