@@ -1,0 +1,6 @@
+//go:build !race
+
+package pprof
+
+// raceEnabled says the race detector is on.
+const raceEnabled = false
