@@ -120,6 +120,15 @@ type Options struct {
 	// go_runtime_max_goroutines.
 	GoRuntime goruntime.Options
 
+	// Tables, when not "", makes Stop also write the session as Parquet
+	// tables (see package tables and devprof export) into this directory
+	// or bucket URL: <Tables>/<table>/run=<run>/host=<host>/<host>.parquet,
+	// the run being the session's run directory name, so every host of a
+	// job lands in one dataset that DuckDB or Spark query together. The
+	// files appear whole, hosts table last, never replacing a file.
+	// Advanced key: tables_dir.
+	Tables string
+
 	// FlightRecorder, when not nil, makes the session a flight recorder:
 	// tracing stays on in a bounded ring that keeps the newest events,
 	// and Session.FlightSnapshot (or trace.FlightSnapshot, or a remote
@@ -225,6 +234,8 @@ var advancedKeys = []advancedKey{
 			o.SessionID = v
 			return nil
 		}),
+	stringKey("tables_dir", "directory or bucket URL Stop also writes the session into as Parquet tables, partitioned by run and host (trace.Options.Tables)",
+		func(o *Options, v string) error { o.Tables = v; return nil }),
 	stringKey("program_name", "process name shown in the outputs (trace.Options.ProgramName)",
 		func(o *Options, v string) error { o.ProgramName = v; return nil }),
 	stringKey("cupti_library", "libcupti to load for GPU tracing, a path or soname (trace.Options.GPU.Library; default: $DEVPROF_CUPTI_LIB, else a search of the CUDA 13/12/11 sonames and toolkit directories)",
@@ -316,6 +327,7 @@ type config struct {
 	gpuMetrics             nvml.Options
 	goRuntime              goruntime.Options
 	deviceMemory           *devmem.Options
+	tables                 string
 	// flight is set for a flight recorder: ring holds its bound.
 	flight *FlightRecorderOptions
 }
@@ -342,6 +354,7 @@ func (o *Options) resolve() (config, error) {
 		gpu:         o.GPU,
 		gpuMetrics:  o.GPUMetrics,
 		goRuntime:   o.GoRuntime,
+		tables:      o.Tables,
 	}
 	if o.DeviceMemory != nil {
 		m := *o.DeviceMemory

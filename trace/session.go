@@ -64,6 +64,7 @@ type Outputs struct {
 	Chrome   string // <run>/<host>.trace.json.gz
 	Memory   string // <run>/<host>.memory.pb.gz: live device buffers at Stop, when device memory was tracked
 	CPU      string // <run>/<host>.cpu.pb.gz: CPU samples labelled by span, with GoRuntime.CPUProfile
+	Tables   string // with Options.Tables: that destination, once the session's Parquet tables are there
 	Events   int    // events written
 	Dropped  int64  // events the trace lost, over all sources (Meta.Dropped)
 }
@@ -325,6 +326,13 @@ func (s *Session) stop() error {
 		return nil // the caller takes the snapshot (Capture)
 	}
 	out, err := s.writeRun(snap, mem, s.cpu, s.runName)
+	if s.cfg.tables != "" {
+		terr := writeTables(s.cfg.tables, snap, s.runName, fileHost(s.meta.Host))
+		if terr == nil {
+			out.Tables = s.cfg.tables
+		}
+		err = errors.Join(err, terr)
+	}
 	out.Events, out.Dropped = s.out.Events, s.out.Dropped
 	s.out, s.runDir = out, out.RunDir
 	if err != nil {

@@ -13,12 +13,12 @@
 //	devprof demo [-log_dir DIR] [-steps N] [-workers N] [-link] [-chrome=false] [-go_runtime=false]
 //	devprof serve [-timeout D] [-max_events N] [-max_goroutines N] FILE
 //	devprof summary [-top N] [-sort KEY] [-json] [-max_events N] [-max_goroutines N] FILE
-//	devprof memory [-n N] [-bytes] [-stack] [-base BEFORE] [-json] FILE
-//	devprof memory breakdown [-keywords FILE] [-csv OUT] [-plot OUT.svg|OUT.png] [-expected_sum BYTES] [-json] INPUT
-//	devprof memory timeline [-keywords FILE] [-tags] [-top N] [-plot OUT.svg|OUT.png] [-json] INPUT
+//	devprof memory [-n N] [-bytes] [-stack] [-base BEFORE] [-json] [-max_rows N] FILE
+//	devprof memory breakdown [-keywords FILE] [-csv OUT] [-csv_columns 2|5] [-plot OUT.svg|OUT.png] [-expected_sum BYTES] [-json] [-max_rows N] INPUT
+//	devprof memory timeline [-keywords FILE] [-tags] [-top N] [-plot OUT.svg|OUT.png] [-json] [-max_rows N] INPUT
 //	devprof collect [--log_dir DIR] [--host_tracer_level N] [--device_tracer_level N] [--python_tracer_level N] [--no_perfetto_link] [--timeout D] [--tables DST] ADDR[,ADDR…] DURATION_MS | --snapshot ADDR[,ADDR…]
 //	devprof convert [-max_events N] [-max_goroutines N] IN OUT
-//	devprof analyze [-top N] [-json] [-warmup N] [-tiny_kernel D] [-kernel_wait D] [-host NAME] [-straggler PCT] [-max_events N] [-max_goroutines N] FILE|RUN|LOGDIR
+//	devprof analyze [-top N] [-json] [-warmup N] [-tiny_kernel D] [-kernel_wait D] [-html OUT] [-host NAME] [-straggler PCT] [-max_events N] [-max_goroutines N] FILE|RUN|LOGDIR
 //	devprof diff [-threshold PCT] [-alpha A] [-top N] [-json] [-max_events N] [-max_goroutines N] BASE NEW
 //	devprof export [-run NAME] [-host NAME] [-max_events N] [-max_goroutines N] SRC DST
 //	devprof version
@@ -62,12 +62,12 @@ func init() {
 			"devprof serve /tmp/prof/plugins/profile/2025_01_02_03_04_05/host.pftrace", runServe},
 		{"summary", "[-top N] [-sort KEY] [-json] [-max_events N] [-max_goroutines N] FILE", "print the top spans of a trace (.pftrace, .xplane.pb or .json) by total and self time",
 			"devprof summary /tmp/prof -top 5 -sort self", runSummary},
-		{"memory", "[-n N] [-bytes] [-stack] [-base BEFORE] [-json] FILE", "list who holds device memory in a memory profile (pprof: devprof's or jax.profiler.save_device_memory_profile's), largest first; with -base, what grew since BEFORE, by allocation site (by category: devprof memory breakdown)",
+		{"memory", "[-n N] [-bytes] [-stack] [-base BEFORE] [-json] [-max_rows N] FILE", "list who holds device memory in a memory profile (pprof: devprof's or jax.profiler.save_device_memory_profile's), largest first; with -base, what grew since BEFORE, by allocation site (by category: devprof memory breakdown)",
 			"devprof memory -base before.pb.gz after.pb.gz", runMemory},
-		{"memory breakdown", "[-keywords FILE] [-csv OUT] [-plot OUT.svg|OUT.png] [-expected_sum BYTES] [-json] INPUT",
+		{"memory breakdown", "[-keywords FILE] [-csv OUT] [-csv_columns 2|5] [-plot OUT.svg|OUT.png] [-expected_sum BYTES] [-json] [-max_rows N] INPUT",
 			"break device memory down by category (MXNet's GPU memory profiler: keyword dictionary, Others, Untrackable against NVML's figures or -expected_sum) from a memory profile, or a run or log directory's newest one",
 			"devprof memory breakdown -keywords keywords.yaml -plot memory.png /tmp/prof", runBreakdown},
-		{"memory timeline", "[-keywords FILE] [-tags] [-top N] [-plot OUT.svg|OUT.png] [-json] INPUT",
+		{"memory timeline", "[-keywords FILE] [-tags] [-top N] [-plot OUT.svg|OUT.png] [-json] [-max_rows N] INPUT",
 			"device memory over a trace recorded with device-memory tracking, per device, stacked by category (or by tag set): the split at each device's peak, and with -plot the whole timeline",
 			"devprof memory timeline -plot timeline.png /tmp/prof", runTimeline},
 		{"collect", "[--log_dir DIR] [--host_tracer_level N] [--device_tracer_level N] [--python_tracer_level N] [--no_perfetto_link] [--timeout D] [--tables DST] ADDR[,ADDR…] DURATION_MS | --snapshot ADDR[,ADDR…]",
@@ -75,7 +75,7 @@ func init() {
 			"devprof collect 127.0.0.1:9999 2000 --log_dir /tmp/prof", runCollect},
 		{"convert", "[-max_events N] [-max_goroutines N] IN OUT", "convert between .xplane.pb (TensorBoard, JAX, TensorFlow), .pftrace(.gz) (Perfetto) and .json(.gz) (Chrome); a Go execution trace (go test -trace, /debug/pprof/trace) converts to any of them",
 			"devprof convert jax-host.xplane.pb jax.pftrace", runConvert},
-		{"analyze", "[-top N] [-json] [-warmup N] [-tiny_kernel D] [-kernel_wait D] [-host NAME] [-straggler PCT] [-max_events N] [-max_goroutines N] FILE|RUN|LOGDIR", "what a trace says: step times, each GPU's time as compute, communication, memory and idle, idle gaps with their cause, kernels and launches (HTA's definitions); for a run of several hosts, their steps side by side, the stragglers and the skew of step starts", "devprof analyze /tmp/prof", runAnalyze},
+		{"analyze", "[-top N] [-json] [-warmup N] [-tiny_kernel D] [-kernel_wait D] [-html OUT] [-host NAME] [-straggler PCT] [-max_events N] [-max_goroutines N] FILE|RUN|LOGDIR", "what a trace says: step times, each GPU's time as compute, communication, memory and idle, idle gaps with their cause, kernels and launches (HTA's definitions); for a run of several hosts, their steps side by side, the stragglers and the skew of step starts", "devprof analyze /tmp/prof", runAnalyze},
 		{"diff", "[-threshold PCT] [-alpha A] [-top N] [-json] [-max_events N] [-max_goroutines N] BASE NEW", "compare two traces (files, run or log directories) per span and kernel name: count and duration changes with a Mann-Whitney U test, \"~\" where the change is noise; -threshold exits 1 when something got significantly slower", "devprof diff -threshold 5 base.pftrace new.pftrace", runDiff},
 		{"export", "[-run NAME] [-host NAME] [-max_events N] [-max_goroutines N] SRC DST", "write traces (a file, a run or log directory, a bucket URL) as Parquet tables (spans, kernels, counters, memory, flows, steps, hosts) in hive partitions run=…/host=…/ of a directory or a bucket, for DuckDB, Spark and other engines (docs/tables.md)", "devprof export /tmp/prof /tmp/tables", runExport},
 		{"version", "", "print devprof's version (the module version it was built at)",
