@@ -50,3 +50,23 @@ func WriteSnapshot(dir string, s *event.Snapshot, o Options) ([]string, error) {
 	}
 	return set.close(true)
 }
+
+// Session returns what trace.Options.Tables takes to make a session's
+// Stop also write its tables into dst, a directory or a bucket URL
+// (published there by the session, create-only, hosts last). A program
+// that never calls it links no Parquet code.
+func Session(dst string) SessionTables { return SessionTables{dst} }
+
+// SessionTables is a session's table output: its destination, and how
+// its snapshot becomes tables (trace.TableWriter).
+type SessionTables struct{ dst string }
+
+// Dest returns the destination the session publishes the tables to.
+func (t SessionTables) Dest() string { return t.dst }
+
+// WriteTables writes s's tables into the local directory dir as
+// WriteSnapshot does, the run and host columns set to the session's,
+// and returns their paths relative to dir, hosts last.
+func (t SessionTables) WriteTables(dir string, s *event.Snapshot, run, host string) ([]string, error) {
+	return WriteSnapshot(dir, s, Options{Run: run, Host: host, Session: host, SourceFormat: "session"})
+}

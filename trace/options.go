@@ -120,14 +120,14 @@ type Options struct {
 	// go_runtime_max_goroutines.
 	GoRuntime goruntime.Options
 
-	// Tables, when not "", makes Stop also write the session as Parquet
-	// tables (see package tables and devprof export) into this directory
-	// or bucket URL: <Tables>/<table>/run=<run>/host=<host>/<host>.parquet,
+	// Tables, when not nil, makes Stop also write the session as Parquet
+	// tables (package tables, as devprof export does) to Tables.Dest(), a
+	// directory or bucket URL: <dest>/<table>/run=<run>/host=<host>/<host>.parquet,
 	// the run being the session's run directory name, so every host of a
 	// job lands in one dataset that DuckDB or Spark query together. The
-	// files appear whole, hosts table last, never replacing a file.
-	// Advanced key: tables_dir.
-	Tables string
+	// files appear whole, hosts table last, never replacing a file. Use
+	// tables.Session(dest); a program that does not links no Parquet code.
+	Tables TableWriter
 
 	// FlightRecorder, when not nil, makes the session a flight recorder:
 	// tracing stays on in a bounded ring that keeps the newest events,
@@ -234,8 +234,6 @@ var advancedKeys = []advancedKey{
 			o.SessionID = v
 			return nil
 		}),
-	stringKey("tables_dir", "directory or bucket URL Stop also writes the session into as Parquet tables, partitioned by run and host (trace.Options.Tables)",
-		func(o *Options, v string) error { o.Tables = v; return nil }),
 	stringKey("program_name", "process name shown in the outputs (trace.Options.ProgramName)",
 		func(o *Options, v string) error { o.ProgramName = v; return nil }),
 	stringKey("cupti_library", "libcupti to load for GPU tracing, a path or soname (trace.Options.GPU.Library; default: $DEVPROF_CUPTI_LIB, else a search of the CUDA 13/12/11 sonames and toolkit directories)",
@@ -327,7 +325,7 @@ type config struct {
 	gpuMetrics             nvml.Options
 	goRuntime              goruntime.Options
 	deviceMemory           *devmem.Options
-	tables                 string
+	tables                 TableWriter
 	// flight is set for a flight recorder: ring holds its bound.
 	flight *FlightRecorderOptions
 }

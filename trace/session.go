@@ -326,10 +326,10 @@ func (s *Session) stop() error {
 		return nil // the caller takes the snapshot (Capture)
 	}
 	out, err := s.writeRun(snap, mem, s.cpu, s.runName)
-	if s.cfg.tables != "" {
+	if s.cfg.tables != nil {
 		terr := writeTables(s.cfg.tables, snap, s.runName, fileHost(s.meta.Host))
 		if terr == nil {
-			out.Tables = s.cfg.tables
+			out.Tables = s.cfg.tables.Dest()
 		}
 		err = errors.Join(err, terr)
 	}

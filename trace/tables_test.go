@@ -32,7 +32,7 @@ func TestSessionTables(t *testing.T) {
 		}
 		return s, s.Stop()
 	}
-	s, err := run(trace.Options{SessionID: "job-7", Hostname: "node-1", AdvancedConfig: map[string]any{"tables_dir": dst}})
+	s, err := run(trace.Options{SessionID: "job-7", Hostname: "node-1", Tables: tables.Session(dst)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,14 +59,14 @@ func TestSessionTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run(trace.Options{SessionID: "job-7", Hostname: "node-1", Tables: dst}); err == nil || !strings.Contains(err.Error(), "already there") {
+	if _, err := run(trace.Options{SessionID: "job-7", Hostname: "node-1", Tables: tables.Session(dst)}); err == nil || !strings.Contains(err.Error(), "already there") {
 		t.Errorf("the same run and host again: %v, want it refused", err)
 	}
 	after, _ := os.ReadFile(filepath.Join(dst, "spans", "run=job-7", "host=node-1", "node-1.parquet"))
 	if string(before) != string(after) {
 		t.Error("the refused session changed the first one's table")
 	}
-	if _, err := run(trace.Options{SessionID: "job-7", Hostname: "node-2", Tables: dst}); err != nil {
+	if _, err := run(trace.Options{SessionID: "job-7", Hostname: "node-2", Tables: tables.Session(dst)}); err != nil {
 		t.Errorf("another host of the same run: %v", err)
 	}
 }
