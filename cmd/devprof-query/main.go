@@ -140,6 +140,9 @@ hosts (docs/tables.md).
 	default:
 		return usageError{fmt.Sprintf("want DST and SQL, or -q NAME and DST (got %d arguments)", len(pos))}
 	}
+	if err := engineAvailable(); err != nil {
+		return err
+	}
 	root := pos[0]
 	if runstore.IsURL(root) {
 		local, err := os.MkdirTemp("", "devprof-query-")
