@@ -67,7 +67,7 @@ run_median as (
 )
 select p.run, p.host, p.session, p.steps, p.p50_ns, rm.median_ns,
        case when rm.median_ns > 0 then (p.p50_ns - rm.median_ns) / rm.median_ns end as excess,
-       rm.hosts > 1 and rm.median_ns > 0 and (p.p50_ns - rm.median_ns) / rm.median_ns > 0.10 as straggler
+       case when rm.hosts > 1 and rm.median_ns > 0 then (p.p50_ns - rm.median_ns) / rm.median_ns > 0.10 else false end as straggler
 from per_host p
 join run_median rm on p.run = rm.run
 order by p.run, excess desc, p.host, p.session
