@@ -22,6 +22,7 @@ func TestStressSnapshotWhileSpansRun(t *testing.T) {
 	for round := range 3 {
 		b := NewBuffer(1<<20, 3)
 		var stop atomic.Bool
+		var began atomic.Int32 // workers that have recorded a span
 		ends := make(chan func(), 4096)
 		var enders, workers sync.WaitGroup
 		for range 4 {
@@ -52,11 +53,19 @@ func TestStressSnapshotWhileSpansRun(t *testing.T) {
 						}
 					}
 					outer.EndNow(ctx.EndToken())
+					if i == 0 {
+						began.Add(1)
+					}
 					if i%2 == 0 {
 						outer.EndNow(ctx.EndToken()) // twice: the first end stays
 					}
 				}
 			}()
+		}
+		// On a loaded machine the workers may not have run yet when a
+		// fixed sleep ends (CI once snapshotted nothing): wait for some.
+		for deadline := time.Now().Add(10 * time.Second); began.Load() < 8 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
 		}
 		time.Sleep(time.Duration(20+30*round) * time.Millisecond)
 		s := b.Snapshot(event.Meta{Stop: event.ClockAnchor{Mono: nanotime()}})
