@@ -171,11 +171,10 @@ func (t *tableWriter) close() error {
 // jsonWriter streams a JSON array with one object per row, its keys in
 // the columns' order.
 type jsonWriter struct {
-	w     io.Writer
-	b     *bufio.Writer
-	keys  [][]byte
-	rows  int64
-	value []byte
+	w    io.Writer
+	b    *bufio.Writer
+	keys [][]byte
+	rows int64
 }
 
 func (j *jsonWriter) columns(names []string) error {
