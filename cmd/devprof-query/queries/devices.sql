@@ -48,38 +48,23 @@ device_work as (
   where not (kind = 'unknown' and what = 'kernel' and correlation_id = 0 and next_start is not null
              and next_start < end_ns and next_end <= end_ns)
 ),
-layered as (
-  -- each union's intervals: level 1 compute, 2 compute and communication, 3 all work
-  select run, host, session, device, 1 as level, start_ns, end_ns from device_work where category = 'compute'
-  union all
-  select run, host, session, device, 2 as level, start_ns, end_ns from device_work where category <> 'memory'
-  union all
-  select run, host, session, device, 3 as level, start_ns, end_ns from device_work
-),
-islands as (
-  -- an interval starting after every earlier one ended begins a new island of the union
-  select l.*,
-         max(end_ns) over (partition by run, host, session, device, level order by start_ns, end_ns
-                           rows between unbounded preceding and 1 preceding) as reach
-  from layered l
-),
-numbered as (
-  select i.*,
-         sum(case when reach is null or start_ns > reach then 1 else 0 end)
-           over (partition by run, host, session, device, level order by start_ns, end_ns rows between unbounded preceding and current row) as island
-  from islands i
-),
-island_spans as (
-  select run, host, session, device, level, max(end_ns) - min(start_ns) as len
-  from numbered
-  group by run, host, session, device, level, island
+covered as (
+  -- In start order, each interval adds to a union what it reaches past
+  -- every earlier one's end: one pass, a running max per union
+  -- (compute; compute and communication; all work).
+  select d.*,
+         max(case when category = 'compute' then end_ns end) over w as reach_compute,
+         max(case when category <> 'memory' then end_ns end) over w as reach_compute_comm,
+         max(end_ns) over w as reach_all
+  from device_work d
+  window w as (partition by run, host, session, device order by start_ns, end_ns rows between unbounded preceding and 1 preceding)
 ),
 unions as (
   select run, host, session, device,
-         sum(case when level = 1 then len else 0 end) as compute_ns,
-         sum(case when level = 2 then len else 0 end) as compute_comm_ns,
-         sum(case when level = 3 then len else 0 end) as busy_ns
-  from island_spans
+         sum(case when category = 'compute' then greatest(0, end_ns - greatest(start_ns, coalesce(reach_compute, start_ns))) else 0 end) as compute_ns,
+         sum(case when category <> 'memory' then greatest(0, end_ns - greatest(start_ns, coalesce(reach_compute_comm, start_ns))) else 0 end) as compute_comm_ns,
+         sum(greatest(0, end_ns - greatest(start_ns, coalesce(reach_all, start_ns)))) as busy_ns
+  from covered
   group by run, host, session, device
 ),
 windows as (
