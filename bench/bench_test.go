@@ -222,7 +222,7 @@ func BenchmarkDevprofSpanOnParallel(b *testing.B) {
 // the same run. Its B/op is the span contexts beside each recycled chunk
 // (the records themselves are reused).
 func BenchmarkDevprofSpanFlight(b *testing.B) {
-	s, err := devtrace.StartSession(b.TempDir(), &devtrace.Options{
+	s, err := devtrace.StartSession(b.TempDir(), devtrace.Options{
 		DeviceTracerLevel: devtrace.Off, NoPerfetto: true, NoXPlane: true,
 		FlightRecorder: &devtrace.FlightRecorderOptions{MaxEvents: 1 << 20},
 	})
@@ -430,8 +430,8 @@ func recordSpans(n int) {
 
 // sessionOptions are the options of a session with room for n spans (and
 // a margin) writing both formats.
-func sessionOptions(n int) *devtrace.Options {
-	return &devtrace.Options{
+func sessionOptions(n int) devtrace.Options {
+	return devtrace.Options{
 		// The host's spans alone: on a machine with a GPU the device
 		// tracer's defaults would add NVML's samples (seen on an H100:
 		// 29 beside 1 M spans) and make the counts inexact.
