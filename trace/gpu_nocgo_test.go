@@ -10,6 +10,7 @@ import (
 
 	"github.com/devprof/devprof/annotate"
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/trace"
 )
 
 // Built without cgo, devprof records the host and says, in the outputs,
