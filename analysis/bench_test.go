@@ -4,12 +4,10 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
-	"runtime/metrics"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/heappeak"
 )
 
 // syntheticTrace writes n events as a reader of a GPU trace would: a
@@ -57,44 +55,6 @@ func syntheticTrace(sink event.Sink, n int) {
 	}
 }
 
-// peakHeap samples the bytes of live heap objects every millisecond
-// until stopped, and returns the most it saw.
-func peakHeap() (stop func() float64) {
-	var (
-		mu   sync.Mutex
-		peak uint64
-		done = make(chan struct{})
-		wg   sync.WaitGroup
-	)
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() {
-		metrics.Read(sample)
-		mu.Lock()
-		peak = max(peak, sample[0].Value.Uint64())
-		mu.Unlock()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				read()
-			}
-		}
-	}()
-	return func() float64 {
-		close(done)
-		wg.Wait()
-		read()
-		return float64(peak) / (1 << 20)
-	}
-}
-
 // BenchmarkAnalyze streams a synthetic GPU trace into an Analyzer and
 // makes its report, as devprof analyze does behind a reader: events/s
 // and the peak heap (the Analyzer's state; no reader's buffers). The
@@ -105,13 +65,13 @@ func BenchmarkAnalyze(b *testing.B) {
 			var peak float64
 			for b.Loop() {
 				runtime.GC()
-				stop := peakHeap()
+				stop := heappeak.Start()
 				a := NewAnalyzer(event.Meta{}, Options{})
 				syntheticTrace(a, n)
 				if r := a.Report(); r.Kernels.Count == 0 || r.Steps == nil {
 					b.Fatal("no kernels or steps")
 				}
-				peak = max(peak, stop())
+				peak = max(peak, heappeak.MiB(stop()))
 			}
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 			b.ReportMetric(peak, "peak-heap-MiB")
@@ -127,13 +87,13 @@ func BenchmarkAnalyzeSnapshot(b *testing.B) {
 			var peak float64
 			for b.Loop() {
 				runtime.GC()
-				stop := peakHeap()
+				stop := heappeak.Start()
 				bl := event.NewBuilder(event.Meta{})
 				syntheticTrace(bl, n)
 				if r := Analyze(bl.Snapshot(), Options{}); r.Kernels.Count == 0 {
 					b.Fatal("no kernels")
 				}
-				peak = max(peak, stop())
+				peak = max(peak, heappeak.MiB(stop()))
 			}
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 			b.ReportMetric(peak, "peak-heap-MiB")

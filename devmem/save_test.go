@@ -5,12 +5,11 @@ import (
 	"io"
 	"runtime"
 	"runtime/metrics"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/devprof/devprof/devmem"
 	"github.com/devprof/devprof/exporters/pprof"
+	"github.com/devprof/devprof/internal/heappeak"
 )
 
 // siteBits is how many two-way choices lead to an allocation in
@@ -67,42 +66,6 @@ func fillTable(n, depth int) {
 	}
 }
 
-// heapPeak samples the heap's live objects until stop is called, which
-// returns the most it saw: a ticker's view, not every byte, but the
-// peak of a phase that lasts a second is seen.
-func heapPeak() (stop func() uint64) {
-	var (
-		peak uint64
-		wg   sync.WaitGroup
-	)
-	done := make(chan struct{})
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() {
-		metrics.Read(sample)
-		peak = max(peak, sample[0].Value.Uint64())
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				read()
-			}
-		}
-	}()
-	return func() uint64 {
-		close(done)
-		wg.Wait()
-		read()
-		return peak
-	}
-}
-
 // heapNow is the heap's live objects after a collection.
 func heapNow() uint64 {
 	runtime.GC()
@@ -149,7 +112,7 @@ func BenchmarkSave(b *testing.B) {
 			base := heapNow()
 			b.ResetTimer()
 			cpu := cpuSeconds()
-			stop := heapPeak()
+			stop := heappeak.Start()
 			for range b.N {
 				m, err := devmem.Snapshot()
 				if err != nil {

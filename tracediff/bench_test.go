@@ -5,49 +5,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"runtime/metrics"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/perfetto"
+	"github.com/devprof/devprof/internal/heappeak"
 	"github.com/devprof/devprof/tracediff"
 )
-
-// peakHeap samples the heap's live objects every millisecond until
-// stop is called, which returns the peak in MiB.
-func peakHeap() (stop func() float64) {
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() {
-		metrics.Read(sample)
-		if v := sample[0].Value.Uint64(); v > peak.Load() {
-			peak.Store(v)
-		}
-	}
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				read()
-			}
-		}
-	}()
-	return func() float64 {
-		close(done)
-		<-finished
-		read()
-		return float64(peak.Load()) / (1 << 20)
-	}
-}
 
 // benchStream writes a trace of about n events into sink: steps of a
 // step span holding 50 ops of 200 names (each a child span), each op
@@ -92,7 +56,7 @@ func BenchmarkCollector(b *testing.B) {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			runtime.GC()
-			stop := peakHeap()
+			stop := heappeak.Start()
 			for b.Loop() {
 				c := tracediff.NewCollector(event.Meta{}, tracediff.Options{})
 				benchStream(c, n)
@@ -100,7 +64,7 @@ func BenchmarkCollector(b *testing.B) {
 					b.Fatalf("%d names", len(p.Names))
 				}
 			}
-			b.ReportMetric(stop(), "peak-heap-MiB")
+			b.ReportMetric(heappeak.MiB(stop()), "peak-heap-MiB")
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 		})
 	}
@@ -121,7 +85,7 @@ func BenchmarkPerfettoSide(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(file.Len()))
 			runtime.GC()
-			stop := peakHeap()
+			stop := heappeak.Start()
 			for b.Loop() {
 				c := tracediff.NewCollector(event.Meta{}, tracediff.Options{})
 				if err := perfetto.Decode(bytes.NewReader(file.Bytes()), c); err != nil {
@@ -131,7 +95,7 @@ func BenchmarkPerfettoSide(b *testing.B) {
 					b.Fatalf("%d names", len(p.Names))
 				}
 			}
-			b.ReportMetric(stop(), "peak-heap-MiB")
+			b.ReportMetric(heappeak.MiB(stop()), "peak-heap-MiB")
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 		})
 	}

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"runtime/metrics"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/heappeak"
 )
 
 // The tracker's defaults (devmem.DefaultMaxBuffers,
@@ -128,41 +127,6 @@ func inflatedSize(t testing.TB, gz []byte) int {
 	return int(n)
 }
 
-// heapPeak samples the heap's live objects until stop is called, which
-// returns the most it saw.
-func heapPeak() (stop func() uint64) {
-	var (
-		peak uint64
-		wg   sync.WaitGroup
-	)
-	done := make(chan struct{})
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() {
-		metrics.Read(sample)
-		peak = max(peak, sample[0].Value.Uint64())
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				read()
-			}
-		}
-	}()
-	return func() uint64 {
-		close(done)
-		wg.Wait()
-		read()
-		return peak
-	}
-}
-
 // BenchmarkRead reads back a profile of 1 M live buffers (the tracker's
 // default bound), each a sample of its own, from 1024 call sites,
 // shallow (17 frames) and deep (53: a framework's stacks), as devprof
@@ -187,7 +151,7 @@ func BenchmarkRead(b *testing.B) {
 			base := ms.HeapAlloc
 			b.ResetTimer()
 			cpu := cpuSeconds()
-			stop := heapPeak()
+			stop := heappeak.Start()
 			for range b.N {
 				m, err := Read(bytes.NewReader(data))
 				if err != nil {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"sync"
 	"syscall"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/xplane"
+	"github.com/devprof/devprof/internal/heappeak"
 )
 
 // trainingSnapshot is a training loop of n events as a devprof session
@@ -75,37 +75,6 @@ func benchXSpace(b *testing.B, n int) string {
 	return path
 }
 
-// peakHeap samples the heap's live objects every millisecond from start
-// until stop is called, which returns the peak in MiB.
-func peakHeap() (stop func() float64) {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	var peak uint64
-	read := func() {
-		metrics.Read(sample)
-		peak = max(peak, sample[0].Value.Uint64())
-	}
-	done, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(finished)
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				read()
-			}
-		}
-	}()
-	return func() float64 {
-		close(done)
-		<-finished
-		read()
-		return float64(peak) / (1 << 20)
-	}
-}
-
 // BenchmarkReadXSpace reads a training loop's XSpace of 1 M and 10 M
 // events from its file: into a Builder (ReadFile, what devprof convert
 // does) and into a sink that keeps nothing (what bounds devprof summary:
@@ -149,7 +118,7 @@ func BenchmarkReadXSpace(b *testing.B) {
 func benchRead(b *testing.B, n int, read func() error) {
 	runtime.GC()
 	b.ReportAllocs()
-	stop := peakHeap()
+	stop := heappeak.Start()
 	cpu0 := cpuTime()
 	for b.Loop() {
 		if err := read(); err != nil {
@@ -157,7 +126,7 @@ func benchRead(b *testing.B, n int, read func() error) {
 		}
 	}
 	cpu := cpuTime() - cpu0
-	peak := stop()
+	peak := heappeak.MiB(stop())
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 	// On a machine shared with other work, wall time counts the waits;
 	// the process's CPU time (the collector's included) does not.

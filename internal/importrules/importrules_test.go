@@ -56,6 +56,7 @@ var layers = []layer{
 	{path: "internal/eventtest", may: []string{"event", "internal/recorder"}, what: "test helper: records snapshots for exporters' tests"},
 	{path: "internal/fakecuda", what: "test helper: the fake libcupti"},
 	{path: "internal/fakecuda/fakebind", what: "test helper: a second cgo binding of the fake libcupti's allocator, shaped differently"},
+	{path: "internal/heappeak", what: "test helper: samples the heap's live objects for benchmarks' peak-heap figures"},
 	{path: "internal/pftest", what: "test helper: encodes Perfetto traces in the forms other writers emit"},
 	{path: "internal/nvmlhook", what: "test seam: lets tests hand the NVML source a mock NVML and CUDA enumeration"},
 	{path: "internal/nvmlmock", what: "test helper: go-nvml's mock answering as a real H100"},
