@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -375,18 +376,11 @@ func (e *export) link(rel string) error {
 	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 		return err
 	}
-	if err := os.Link(from, to); err != nil {
-		if errors.Is(err, os.ErrExist) {
+	if err := runstore.Place(from, to); err != nil {
+		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("%s is already there: that run, host and session were exported before (remove it to export again)", to)
 		}
-		// A file system without hard links: rename, which replaces, after
-		// looking (publish looked at every file before the first).
-		if _, serr := os.Lstat(to); !errors.Is(serr, os.ErrNotExist) {
-			return err
-		}
-		if rerr := os.Rename(from, to); rerr != nil {
-			return err
-		}
+		return err
 	}
 	e.published = append(e.published, to)
 	return nil
@@ -400,15 +394,7 @@ func (e *export) takeBack() {
 }
 
 func (e *export) removePublished() {
-	for _, p := range e.published {
-		os.Remove(p)
-		// Directories this export made and left empty go too.
-		for dir := filepath.Dir(p); len(dir) > len(e.dst); dir = filepath.Dir(dir) {
-			if os.Remove(dir) != nil {
-				break
-			}
-		}
-	}
+	runstore.Unplace(e.dst, e.published)
 	e.published = nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,10 +51,10 @@ func Publish(ctx context.Context, staging string, files []string, dst string) ([
 		to := filepath.Join(dst, filepath.FromSlash(rel))
 		err := os.MkdirAll(filepath.Dir(to), 0o755)
 		if err == nil {
-			err = placeFile(from, to)
+			err = Place(from, to)
 		}
 		if err != nil {
-			unplace(dst, placed)
+			Unplace(dst, placed)
 			return nil, err
 		}
 		placed = append(placed, to)
@@ -61,15 +62,16 @@ func Publish(ctx context.Context, staging string, files []string, dst string) ([
 	return placed, nil
 }
 
-// placeFile links from at to, or renames it where links are not to be
-// had, never replacing a file at to.
-func placeFile(from, to string) error {
+// Place puts the local file from at to, whole: a hard link, or a rename
+// where the file system has no links. It never replaces a file at to: one
+// there is an error that wraps fs.ErrExist.
+func Place(from, to string) error {
 	err := os.Link(from, to)
 	if err == nil {
 		return nil
 	}
 	if errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("%s is already there", to)
+		return fmt.Errorf("%s is already there: %w", to, fs.ErrExist)
 	}
 	if _, serr := os.Lstat(to); !errors.Is(serr, os.ErrNotExist) {
 		return err
@@ -80,9 +82,9 @@ func placeFile(from, to string) error {
 	return nil
 }
 
-// unplace removes files Publish placed under dst, and the directories
-// below dst they leave empty.
-func unplace(dst string, placed []string) {
+// Unplace removes files placed under dst, and the directories below dst
+// they leave empty: what takes a failed or interrupted publication back.
+func Unplace(dst string, placed []string) {
 	for _, p := range placed {
 		os.Remove(p)
 		for dir := filepath.Dir(p); len(dir) > len(dst); dir = filepath.Dir(dir) {
