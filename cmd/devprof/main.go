@@ -78,6 +78,7 @@ func init() {
 		{"analyze", "[-top N] [-json] [-warmup N] [-tiny_kernel D] [-kernel_wait D] [-html OUT] [-host NAME] [-straggler PCT] [-max_events N] [-max_goroutines N] FILE|RUN|LOGDIR", "what a trace says: step times, each GPU's time as compute, communication, memory and idle, idle gaps with their cause, kernels and launches (HTA's definitions); for a run of several hosts, their steps side by side, the stragglers and the skew of step starts", "devprof analyze /tmp/prof", runAnalyze},
 		{"diff", "[-threshold PCT] [-alpha A] [-top N] [-json] [-max_events N] [-max_goroutines N] BASE NEW", "compare two traces (files, run or log directories) per span and kernel name: count and duration changes with a Mann-Whitney U test, \"~\" where the change is noise; -threshold exits 1 when something got significantly slower", "devprof diff -threshold 5 base.pftrace new.pftrace", runDiff},
 		{"export", "[-run NAME] [-host NAME] [-max_events N] [-max_goroutines N] SRC DST", "write traces (a file, a run or log directory, a bucket URL) as Parquet tables (spans, kernels, counters, memory, flows, steps, hosts) in hive partitions run=…/host=…/ of a directory or a bucket, for DuckDB, Spark and other engines (docs/tables.md)", "devprof export /tmp/prof /tmp/tables", runExport},
+		{"query", "[-q NAME] [-json | -csv] [-max_rows N] [-list] DST ['SQL']", "run SQL, or a named query (-q steps|kernels|devices|stragglers), on the tables devprof export wrote, through DuckDB: runs the devprof-query command, installed apart (docs/tables.md)", "devprof query -q kernels /tmp/tables", runQuery},
 		{"version", "", "print devprof's version (the module version it was built at)",
 			"devprof version", runVersion},
 	}
@@ -143,6 +144,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 0
 		case errors.Is(err, errUsage):
 			return 2
+		}
+		var status exitStatus
+		if errors.As(err, &status) {
+			return int(status) // reported by the command that ran
 		}
 		fmt.Fprintf(stderr, "devprof %s: %v\n", c.name, err)
 		return 1
