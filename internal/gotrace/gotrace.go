@@ -37,8 +37,14 @@ const (
 	// TrackTasks holds runtime/trace user tasks.
 	TrackTasks = "Go tasks"
 	// ProcPrefix begins the name of a P's track ("Go P0"): the goroutines
-	// that ran on it.
+	// that ran on it, each execution a slice named by the goroutine's
+	// start function ("main.worker", or RunUnnamed) with the goroutine in
+	// its ArgGoroutine argument.
 	ProcPrefix = "Go P"
+	// RunUnnamed names the execution slice of a goroutine whose start
+	// function the trace has not shown (one running when the trace began,
+	// until its stack is seen).
+	RunUnnamed = "goroutine"
 	// GoroutinePrefix begins the name of a goroutine's track ("G12
 	// main.worker"): its states, regions and logs.
 	GoroutinePrefix = "G"
@@ -230,15 +236,12 @@ type goState struct {
 	track   uint32
 	noTrack bool // over MaxGoroutines
 	seen    bool // named in a state change (Stats.Goroutines)
-	// trackName is the name its track was registered with.
+	// trackName is the start function its track was named by.
 	trackName string
-	// display is the goroutine's name on the Ps' tracks, made from name
-	// (displayOf).
-	display, displayOf string
-	p                  int64
-	stateID            uint64 // the sink's handle of the state's slice (0: none)
-	regions            []openRange
-	ranges             map[string]openRange // goroutine-scoped ranges (mark assist, STW) by name
+	p         int64
+	stateID   uint64 // the sink's handle of the state's slice (0: none)
+	regions   []openRange
+	ranges    map[string]openRange // goroutine-scoped ranges (mark assist, STW) by name
 }
 
 // openRange is a slice begun and not yet ended.
@@ -268,7 +271,7 @@ type converter struct {
 
 	gs      goTable
 	free    []*goState // states of exited goroutines, for new ones to reuse
-	nameBuf []byte     // where display builds a name
+	nameBuf []byte     // where goTrackName builds a name
 	ps      map[xtrace.ProcID]*procState
 	// psByID holds the Ps of ps with small IDs (all of them, in a real
 	// trace: IDs run from 0 to GOMAXPROCS-1), indexed by ID.
@@ -590,7 +593,7 @@ func (c *converter) goTrack(g *goState, id xtrace.GoID) uint32 {
 		g.noTrack = true
 		return 0
 	}
-	g.track = c.sink.Track(event.Track{Kind: event.TrackHostThread, Name: c.display(g, int64(id)), SortIndex: sortGoroutines + int64(id), Sorted: true})
+	g.track = c.sink.Track(event.Track{Kind: event.TrackHostThread, Name: c.goTrackName(g, int64(id)), SortIndex: sortGoroutines + int64(id), Sorted: true})
 	g.trackName = g.name
 	c.res.Tracks++
 	if c.res.GoTrack != nil {
@@ -603,7 +606,7 @@ func (c *converter) goTrack(g *goState, id xtrace.GoID) uint32 {
 // the track was registered before the name was known.
 func (c *converter) rename(g *goState, id xtrace.GoID) {
 	if rn, ok := c.sink.(Renamer); ok && g.track != 0 && g.name != g.trackName {
-		rn.RenameTrack(g.track, GoroutinePrefix+strconv.FormatInt(int64(id), 10)+" "+g.name)
+		rn.RenameTrack(g.track, c.goTrackName(g, int64(id)))
 		g.trackName = g.name
 	}
 }
@@ -733,7 +736,7 @@ func (c *converter) goTransition(ev *xtrace.Event, st *xtrace.StateTransition, t
 			}
 			ps.g, ps.start = int64(id), t
 			c.args = append(c.args[:0], intArg(ArgGoroutine, int64(id)))
-			ps.runID = c.sink.Begin(ps.track, c.display(g, int64(id)), t, c.args)
+			ps.runID = c.sink.Begin(ps.track, runName(g), t, c.args)
 			args = append(c.args[:0], intArg(ArgP, g.p))
 		}
 	}
@@ -760,24 +763,33 @@ func (c *converter) endRun(p xtrace.ProcID, t int64) {
 	}
 }
 
-// display is how a goroutine is named on the Ps' tracks ("G12
-// main.worker"), made once per goroutine (and again once it learns its
-// name).
-func (c *converter) display(g *goState, id int64) string {
-	if g.display == "" || g.displayOf != g.name {
-		// Built in a buffer kept across goroutines: one allocation, for
-		// the string, in a trace that may start millions of them. (Not
-		// one a block of names: a name a consumer keeps would keep its
-		// whole block.)
-		b := append(c.nameBuf[:0], GoroutinePrefix...)
-		b = strconv.AppendInt(b, id, 10)
-		if g.name != "" {
-			b = append(append(b, ' '), g.name...)
-		}
-		g.display, c.nameBuf = string(b), b
-		g.displayOf = g.name
+// goTrackName is the name of a goroutine's own track ("G12
+// main.worker", "G12" while its start function is unknown).
+func (c *converter) goTrackName(g *goState, id int64) string {
+	// Built in a buffer kept across goroutines: one allocation, for the
+	// string. (Not one a block of names: a name a sink keeps would keep
+	// its whole block.)
+	b := append(c.nameBuf[:0], GoroutinePrefix...)
+	b = strconv.AppendInt(b, id, 10)
+	if g.name != "" {
+		b = append(append(b, ' '), g.name...)
 	}
-	return g.display
+	c.nameBuf = b
+	return string(b)
+}
+
+// runName is the name of a goroutine's execution slice on a P's track:
+// its start function, which many goroutines share, with the goroutine's
+// ID in the slice's ArgGoroutine argument. A name of each goroutine's
+// own would be a string made and interned per goroutine (a server's
+// trace starts hundreds of thousands) and would make every goroutine a
+// name of its own to whatever compares or aggregates by name (devprof
+// diff of two runs).
+func runName(g *goState) string {
+	if g.name == "" {
+		return RunUnnamed
+	}
+	return g.name
 }
 
 // stateName is stateName with "blocked: <reason>" made once per reason:
