@@ -289,7 +289,12 @@ type converter struct {
 	// lastReason and lastBlocked are the last reason stateName looked up
 	// in blocked, and its state's name.
 	lastReason, lastBlocked string
-	first                   bool
+	// starts remembers the start function of each stack seen in this
+	// generation (startFunc), lastStack the last one looked up.
+	starts    map[xtrace.Stack]string
+	lastStack xtrace.Stack
+	lastStart string
+	first     bool
 
 	// The whole trace's figures, whatever reaches the sink (Result.Summary).
 	sum                    Summary
@@ -312,7 +317,7 @@ func convert(r io.Reader, sink Sink, o Options) (*converter, error) {
 	}
 	c := &converter{sink: sink, o: o,
 		ps: map[xtrace.ProcID]*procState{},
-		gc: map[string]openRange{}, tasks: map[xtrace.TaskID]openRange{}, blocked: map[string]string{}, first: true,
+		gc: map[string]openRange{}, tasks: map[xtrace.TaskID]openRange{}, blocked: map[string]string{}, starts: map[xtrace.Stack]string{}, first: true,
 		regionStats: map[string]*RegionStat{}, taskStats: map[string]*RegionStat{}, sum: Summary{Exact: true}}
 	if o.KeepRuns || o.KeepSamples {
 		c.res.GoTrack = map[int64]uint32{}
@@ -387,6 +392,11 @@ func (c *converter) event(ev *xtrace.Event) {
 	c.res.Last = max(c.res.Last, t)
 	switch ev.Kind() {
 	case xtrace.EventSync:
+		// A new generation: its stacks are in tables of their own, and
+		// the previous generation's, which the stacks remembered point
+		// to, may go.
+		clear(c.starts)
+		c.lastStack, c.lastStart = xtrace.NoStack, ""
 		if cs := ev.Sync().ClockSnapshot; cs != nil && c.res.Clock.Wall == 0 {
 			c.res.Clock.Trace, c.res.Clock.Mono, c.res.Clock.Wall = int64(cs.Trace), int64(cs.Mono), cs.Wall.UnixNano()
 		}
@@ -664,6 +674,30 @@ func (c *converter) procTrack(p xtrace.ProcID) *procState {
 // maxIndexedProcs bounds the Ps converter.psByID holds.
 const maxIndexedProcs = 4096
 
+// startFunc is startFunc(s), remembered per stack for the current
+// generation: a server creates its goroutines from a few places, and
+// walking a stack's frames (an iterator) for each of hundreds of
+// thousands of them was a tenth of the converter's own time.
+func (c *converter) startFunc(s xtrace.Stack) string {
+	if s == c.lastStack {
+		return c.lastStart
+	}
+	name, ok := c.starts[s]
+	if !ok {
+		name = startFunc(s)
+		if len(c.starts) >= maxStarts {
+			clear(c.starts)
+		}
+		c.starts[s] = name
+	}
+	c.lastStack, c.lastStart = s, name
+	return name
+}
+
+// maxStarts bounds converter.starts: a trace made so that every goroutine
+// starts from a stack of its own must not grow it with the file.
+const maxStarts = 4096
+
 // startFunc names a goroutine by the outermost frame of a stack (its
 // start function).
 func startFunc(s xtrace.Stack) string {
@@ -687,11 +721,11 @@ func (c *converter) goTransition(ev *xtrace.Event, st *xtrace.StateTransition, t
 	if g.name == "" {
 		switch {
 		case from == xtrace.GoNotExist || from == xtrace.GoUndetermined:
-			g.name = startFunc(st.Stack)
+			g.name = c.startFunc(st.Stack)
 		case ev.Goroutine() == id:
 			// One that existed before the trace, running: its own stack
 			// when it stops names it.
-			g.name = startFunc(ev.Stack())
+			g.name = c.startFunc(ev.Stack())
 		}
 	}
 	if from == xtrace.GoNotExist || from == xtrace.GoUndetermined {
