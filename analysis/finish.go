@@ -25,27 +25,14 @@ func (a *Analyzer) Report() *Report {
 	}
 	// Work still open when the trace ended ran to its end.
 	for _, ref := range a.openOps {
-		op := &ref.s.ops[ref.i]
-		op.end = max(op.start, a.last)
+		ref.s.setEnd(ref.i, max(ref.s.start[ref.i], a.last))
 	}
 	for _, id := range a.order {
 		st := a.streams[id]
 		if !st.sorted {
-			slices.SortStableFunc(st.ops, func(x, y deviceOp) int { return cmp.Compare(x.start, y.start) })
+			st.sortByStart()
 		}
-		st.ops = dropAnnotations(st.ops)
-		for i := range st.ops {
-			op := &st.ops[i]
-			if op.link == 0 {
-				continue
-			}
-			l, ok := a.launchOf.get(op.link)
-			op.link = 0
-			if ok {
-				op.link = uint64(l) + 1
-			}
-		}
-		st.merged = mergeOps(st.ops)
+		dropAnnotations(st)
 	}
 	r.Steps = a.steps0()
 	a.devices(r)
@@ -79,11 +66,7 @@ func (a *Analyzer) devices(r *Report) {
 		dev := Device{Ordinal: d, Streams: []Stream{}}
 		var busy []interval
 		if len(streams) > 1 {
-			lists := make([][]interval, len(streams))
-			for i, s := range streams {
-				lists[i] = s.merged
-			}
-			eachOfUnion(lists, func(iv interval) { busy = append(busy, iv) })
+			eachOfUnion(streams, func(iv interval) { busy = append(busy, iv) })
 		}
 		for _, s := range streams {
 			t := a.tracks[s.track-1].t
@@ -127,33 +110,30 @@ func streamID(t event.Track) int64 {
 }
 
 // inStartOrder calls f with the work of streams (each in start order)
-// in start order over all of them.
-func inStartOrder(streams []*stream, f func(op *deviceOp)) {
-	kway(len(streams), func(i int) int { return len(streams[i].ops) },
-		func(i, j int) int64 { return streams[i].ops[j].start },
-		func(i, j int) { f(&streams[i].ops[j]) })
+// in start order over all of them: stream s's work i.
+func inStartOrder(streams []*stream, f func(s *stream, i int)) {
+	kway(len(streams), func(i int) int { return streams[i].len() },
+		func(i, j int) int64 { return streams[i].start[j] },
+		func(i, j int) { f(streams[i], j) })
 }
 
-// eachOfUnion calls f with the intervals of the union of lists (each a
-// sorted list of disjoint intervals), in order, without making the
-// union.
-func eachOfUnion(lists [][]interval, f func(interval)) {
+// eachOfUnion calls f with the intervals of the union of the work of
+// streams, in order, without making the union.
+func eachOfUnion(streams []*stream, f func(interval)) {
 	var cur interval
 	have := false
-	kway(len(lists), func(i int) int { return len(lists[i]) },
-		func(i, j int) int64 { return lists[i][j].start },
-		func(i, j int) {
-			iv := lists[i][j]
-			switch {
-			case !have:
-				cur, have = iv, true
-			case iv.start <= cur.end:
-				cur.end = max(cur.end, iv.end)
-			default:
-				f(cur)
-				cur = iv
-			}
-		})
+	inStartOrder(streams, func(s *stream, i int) {
+		iv := interval{s.start[i], s.end(i)}
+		switch {
+		case !have:
+			cur, have = iv, true
+		case iv.start <= cur.end:
+			cur.end = max(cur.end, iv.end)
+		default:
+			f(cur)
+			cur = iv
+		}
+	})
 	if have {
 		f(cur)
 	}
@@ -215,28 +195,19 @@ func (h *kwayHeap) Pop() any {
 // unknown kind, linked to no launch, that encloses later work on its
 // stream is such a range: a stream runs its kernels one after another,
 // and a kernel always has its launch's correlation id.
-func dropAnnotations(ops []deviceOp) []deviceOp {
-	out := ops[:0]
-	for i, op := range ops {
-		if op.mayEnclose && i+1 < len(ops) && ops[i+1].start < op.end && ops[i+1].end <= op.end {
-			continue
+func dropAnnotations(s *stream) {
+	n := 0
+	for i := range s.len() {
+		// Work i+1 is read before anything is moved onto it: n <= i.
+		if s.flags[i]&flagMayEnclose != 0 && i+1 < s.len() {
+			if end := s.end(i); s.start[i+1] < end && s.end(i+1) <= end {
+				continue
+			}
 		}
-		out = append(out, op)
+		s.keep(i, n)
+		n++
 	}
-	return out
-}
-
-// mergeOps returns the union of ops' intervals (ops sorted by start).
-func mergeOps(ops []deviceOp) []interval {
-	var out []interval
-	for _, op := range ops {
-		if k := len(out); k > 0 && op.start <= out[k-1].end {
-			out[k-1].end = max(out[k-1].end, op.end)
-			continue
-		}
-		out = append(out, interval{op.start, op.end})
-	}
-	return out
+	s.truncate(n)
 }
 
 // breakdown is the temporal breakdown of the work of streams, its
@@ -244,16 +215,17 @@ func mergeOps(ops []deviceOp) []interval {
 func breakdown(streams []*stream, origin int64) Breakdown {
 	var compute, comm, busy, computeOrComm runningUnion
 	first, end := int64(math.MaxInt64), int64(math.MinInt64)
-	inStartOrder(streams, func(op *deviceOp) {
-		first, end = min(first, op.start), max(end, op.end)
-		busy.add(op.start, op.end)
-		switch op.cat {
+	inStartOrder(streams, func(s *stream, i int) {
+		start, stop := s.start[i], s.end(i)
+		first, end = min(first, start), max(end, stop)
+		busy.add(start, stop)
+		switch s.cat(i) {
 		case catCompute:
-			compute.add(op.start, op.end)
-			computeOrComm.add(op.start, op.end)
+			compute.add(start, stop)
+			computeOrComm.add(start, stop)
 		case catComm:
-			comm.add(op.start, op.end)
-			computeOrComm.add(op.start, op.end)
+			comm.add(start, stop)
+			computeOrComm.add(start, stop)
 		}
 	})
 	if !busy.any {
@@ -327,22 +299,23 @@ func overlap(ivs []interval, lo, hi int64) int64 {
 // of it is another stream's.
 func (a *Analyzer) gaps(r *Report, d int, s *stream, deviceBusy []interval, by *IdleByCause, top int) {
 	kernelWait := a.opt.kernelWait()
-	end := s.ops[0].end
-	for _, op := range s.ops[1:] {
-		if op.start <= end {
-			end = max(end, op.end)
+	end := s.end(0)
+	for i := 1; i < s.len(); i++ {
+		start, stop := s.start[i], s.end(i)
+		if start <= end {
+			end = max(end, stop)
 			continue
 		}
-		gapStart, dur := end, op.start-end
-		end = op.end
-		l, linked := a.launchFor(op.link)
+		gapStart, dur := end, start-end
+		end = stop
+		l, linked := a.launches.get(s.slot[i])
 		var cause string
 		switch {
 		case linked && l.start > gapStart:
 			cause = CauseHostWait
 		case dur < kernelWait:
 			cause = CauseKernelWait
-		case linked && overlap(deviceBusy, gapStart, op.start) > 0:
+		case linked && overlap(deviceBusy, gapStart, start) > 0:
 			cause = CauseSync
 		default:
 			cause = CauseOther
@@ -352,7 +325,7 @@ func (a *Analyzer) gaps(r *Report, d int, s *stream, deviceBusy []interval, by *
 			continue
 		}
 		g := Gap{Device: d, Stream: a.tracks[s.track-1].t.Name, StartNS: gapStart - r.StartNS, DurNS: dur, Cause: cause,
-			Next: a.names[op.name], Step: -1}
+			Next: a.names[s.name[i]], Step: -1}
 		if linked {
 			g.Launch = a.names[l.name]
 			if cause == CauseHostWait {
@@ -368,14 +341,6 @@ func (a *Analyzer) gaps(r *Report, d int, s *stream, deviceBusy []interval, by *
 			r.Idle.Largest = r.Idle.Largest[:top]
 		}
 	}
-}
-
-// launchFor returns the launch of work whose link Report resolved.
-func (a *Analyzer) launchFor(link uint64) (launch, bool) {
-	if link == 0 {
-		return launch{}, false
-	}
-	return a.launches[link-1], true
 }
 
 // spanAt names what the thread that made launch l was in when a gap
@@ -450,9 +415,9 @@ func (a *Analyzer) stepDevices(st *Steps) {
 	if st == nil {
 		return
 	}
-	lists := make([][]interval, 0, len(a.order))
+	streams := make([]*stream, 0, len(a.order))
 	for _, id := range a.order {
-		lists = append(lists, a.streams[id].merged)
+		streams = append(streams, a.streams[id])
 	}
 	times := make([]int64, 0, 2*len(st.All))
 	for _, s := range st.All {
@@ -463,7 +428,7 @@ func (a *Analyzer) stepDevices(st *Steps) {
 	before := make([]int64, len(times)) // union time before times[i]
 	var acc int64
 	q := 0
-	eachOfUnion(lists, func(iv interval) {
+	eachOfUnion(streams, func(iv interval) {
 		for ; q < len(times) && times[q] <= iv.start; q++ {
 			before[q] = acc
 		}
@@ -553,19 +518,20 @@ func (a *Analyzer) kernels(r *Report) {
 	names := map[uint32]*kernelsByName{}
 	k := &r.Kernels
 	k.Launch.TinyNS = a.opt.tiny()
-	var latency []int64
+	var latency int64s
 	launchers := map[uint32]*Launcher{}
 	for _, id := range a.order {
-		for i := range a.streams[id].ops {
-			a.kernel(&a.streams[id].ops[i], k, names, &latency, launchers)
+		s := a.streams[id]
+		for i := range s.len() {
+			a.kernel(s, i, k, names, &latency, launchers)
 		}
 	}
-	k.Launch.Latency = distribution(latency)
+	k.Launch.Latency = latency.distribution()
 	k.Top = []Kernel{}
 	for id, n := range names {
-		dist := distribution(n.durs)
-		kn := Kernel{Name: a.names[id], Category: n.cat.String(), Count: int64(len(n.durs)), TotalNS: n.total,
-			MeanNS: n.total / int64(len(n.durs)), P50NS: dist.P50, P99NS: dist.P99, Occupancy: -1}
+		dist := n.durs.distribution()
+		kn := Kernel{Name: a.names[id], Category: n.cat.String(), Count: int64(dist.Count), TotalNS: n.total,
+			MeanNS: n.total / int64(dist.Count), P50NS: dist.P50, P99NS: dist.P99, Occupancy: -1}
 		if o := a.occupancy[id]; o != nil && o.n > 0 {
 			kn.Occupancy = o.sum / float64(o.n)
 		}
@@ -586,29 +552,31 @@ func (a *Analyzer) kernels(r *Report) {
 // kernelsByName is one kernel name's instances, for the kernel section.
 type kernelsByName struct {
 	cat   category
-	durs  []int64
+	durs  int64s
 	total int64
 }
 
 // kernel adds one piece of work to the kernel section if it is a kernel.
-func (a *Analyzer) kernel(op *deviceOp, k *Kernels, names map[uint32]*kernelsByName, latency *[]int64, launchers map[uint32]*Launcher) {
-	if op.cat != catCompute && op.cat != catComm {
+func (a *Analyzer) kernel(s *stream, i int, k *Kernels, names map[uint32]*kernelsByName, latency *int64s, launchers map[uint32]*Launcher) {
+	c := s.cat(i)
+	if c != catCompute && c != catComm {
 		return
 	}
-	d := op.end - op.start
+	start := s.start[i]
+	d := s.end(i) - start
 	k.Count++
 	k.TotalNS += d
-	n := names[op.name]
+	n := names[s.name[i]]
 	if n == nil {
-		n = &kernelsByName{cat: op.cat}
-		names[op.name] = n
+		n = &kernelsByName{cat: c}
+		names[s.name[i]] = n
 	}
-	n.durs = append(n.durs, d)
+	n.durs.add(d)
 	n.total += d
-	l, linked := a.launchFor(op.link)
+	l, linked := a.launches.get(s.slot[i])
 	if linked {
 		k.Launch.Linked++
-		*latency = append(*latency, op.start-l.start)
+		latency.add(start - l.start)
 	}
 	if d >= k.Launch.TinyNS {
 		return

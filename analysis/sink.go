@@ -10,8 +10,9 @@ import (
 
 // Analyzer is an event.Sink that analyzes a trace as a reader streams it.
 // It keeps what the answers need, not the events: each piece of device
-// work's interval, name and launch link (32 bytes), by stream; each
-// launch call's start, name and the host span around it (24 bytes); each
+// work's interval, name and launch link (21 bytes), by stream; each
+// link's launch call: its start, name and the host span around it (24
+// bytes with the link's index); each
 // host thread's root spans and the spans around launch calls, once each
 // (24 bytes); the steps; the spans still open on each host thread. Its
 // memory grows with the device work and launches, not with the host's
@@ -43,9 +44,9 @@ type Analyzer struct {
 	// openOps are device work added Unfinished, by ID, until EndSpan.
 	openOps map[uint64]opRef
 
-	launches []launch
-	// launchOf finds a launch call by its link (flow or correlation id).
-	launchOf linkTable
+	// launches holds the launch call of each link (flow or correlation
+	// id).
+	launches launchSlots
 	// collective caches isCollective by name id (0: not asked yet, 1:
 	// yes, 2: no).
 	collective []uint8
@@ -97,41 +98,10 @@ func (c category) String() string {
 	return "none"
 }
 
-// deviceOp is one piece of device work.
-type deviceOp struct {
-	start, end int64
-	// link is the flow (2n) or correlation id (2n+1) that ties it to its
-	// launch call, 0 for none; Report replaces it with the launch's index
-	// in launches plus one (0: none).
-	link uint64
-	name uint32
-	cat  category
-	// mayEnclose marks work that may be a range annotated on the stream
-	// rather than work (see dropAnnotations).
-	mayEnclose bool
-}
-
-// stream is one device stream's work, in start order (a reader's order
-// contract; sorted is false when it broke it, and Report sorts).
-type stream struct {
-	track  uint32
-	ops    []deviceOp
-	sorted bool
-	merged []interval // the union of its work, made by Report
-}
-
 // opRef finds a piece of device work.
 type opRef struct {
 	s *stream
 	i int
-}
-
-// launch is a host call that launched device work.
-type launch struct {
-	start  int64
-	name   uint32
-	node   int32  // the host span around the call, in nodes; -1 for none
-	thread uint32 // the track of the thread that made the call
 }
 
 // hostNode is a host span that enclosed a launch call, or a root span of
@@ -206,7 +176,7 @@ func (a *Analyzer) Reset() {
 		nameIDs:   map[string]uint32{"": 0},
 		streams:   map[uint32]*stream{},
 		openOps:   map[uint64]opRef{},
-		launchOf:  linkTable{sparse: map[uint64]int32{}},
+		launches:  launchSlots{of: linkTable{sparse: map[uint64]int32{}}},
 		threads:   map[uint32]*thread{},
 		openSpans: map[uint64]*hostSpan{},
 		occupancy: map[uint32]*occupancySum{},
@@ -351,9 +321,10 @@ func (a *Analyzer) Span(s event.Span) uint64 {
 func (a *Analyzer) EndSpan(id uint64, end int64) {
 	if ref, ok := a.openOps[id]; ok {
 		delete(a.openOps, id)
-		op := &ref.s.ops[ref.i]
-		op.end = max(end, op.start)
-		a.seen(op.start, op.end)
+		start := ref.s.start[ref.i]
+		end = max(end, start)
+		ref.s.setEnd(ref.i, end)
+		a.seen(start, end)
 		return
 	}
 	h, ok := a.openSpans[id]
@@ -446,27 +417,30 @@ func (a *Analyzer) deviceWork(id uint64, kind event.ActivityKind, track uint32, 
 	if c == catNone {
 		return
 	}
-	op := deviceOp{start: start, end: max(end, start), link: linkOf(args), name: nameID, cat: c}
-	op.mayEnclose = kind == event.ActivityUnknown && op.link == 0 && c == catCompute
+	link := linkOf(args)
+	var slot uint32
+	if link != 0 {
+		slot = uint32(a.launches.slot(link)) + 1
+	}
 	st := a.streams[track]
 	if st == nil {
 		st = &stream{track: track, sorted: true}
 		a.streams[track] = st
 		a.order = append(a.order, track)
 	}
-	if k := len(st.ops); k > 0 && start < st.ops[k-1].start {
+	if k := st.len(); k > 0 && start < st.start[k-1] {
 		st.sorted = false
 	}
 	if end == math.MaxInt64 {
-		a.openOps[id] = opRef{st, len(st.ops)}
+		a.openOps[id] = opRef{st, st.len()}
 	}
-	st.ops = append(st.ops, op)
+	st.add(start, max(end, start), nameID, c, kind == event.ActivityUnknown && link == 0 && c == catCompute, slot)
 	if c == catCompute || c == catComm {
 		if pct, ok := occupancyOf(args); ok {
-			o := a.occupancy[op.name]
+			o := a.occupancy[nameID]
 			if o == nil {
 				o = &occupancySum{}
-				a.occupancy[op.name] = o
+				a.occupancy[nameID] = o
 			}
 			o.sum += pct
 			o.n++
@@ -661,18 +635,16 @@ func (a *Analyzer) nodeOf(th *thread) int32 {
 // a link names is the one that launched (a correlation id is the
 // launch's own).
 func (a *Analyzer) addLaunch(link uint64, name uint32, start int64, node int32, thread uint32) {
-	if a.launchOf.add(link, int32(len(a.launches))) {
-		a.launches = append(a.launches, launch{start: start, name: name, node: node, thread: thread})
-	}
+	a.launches.add(link, launch{start: start, name: name, node: node, thread: thread})
 }
 
-// linkTable maps links to launches. Readers number flows and
+// linkTable maps links to their launch slots. Readers number flows and
 // correlation ids mostly in sequence from some base (devprof's flows
 // from 2^62), so a link near the first one seen is an index into dense,
 // without hashing; the rest go to sparse.
 type linkTable struct {
 	base   uint64
-	dense  []int32 // launch index + 1; 0: none
+	dense  []int32 // slot + 1; 0: none
 	sparse map[uint64]int32
 	used   bool
 }
@@ -681,8 +653,8 @@ type linkTable struct {
 // for a few times as many links as it holds, plus a fixed margin.
 const denseSlack = 1 << 16
 
-// add records that link is launch i, unless link has a launch already;
-// it reports whether it recorded it.
+// add records that link is slot i, unless link has a slot already; it
+// reports whether it recorded it.
 func (t *linkTable) add(link uint64, i int32) bool {
 	if !t.used {
 		t.used = true
@@ -706,7 +678,7 @@ func (t *linkTable) add(link uint64, i int32) bool {
 	return true
 }
 
-// get returns the launch of link.
+// get returns the slot of link.
 func (t *linkTable) get(link uint64) (int32, bool) {
 	if d := link - t.base; t.used && link >= t.base && d < uint64(len(t.dense)) {
 		if i := t.dense[d]; i != 0 {
