@@ -3,6 +3,7 @@ package tracediff
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/devprof/devprof/event"
 )
@@ -74,6 +75,9 @@ type Collector struct {
 	// device holds the ids of the device tracks (stream or device),
 	// whose spans are device work.
 	device map[uint32]bool
+	// goTracks holds the ids of a Go execution trace's P and goroutine
+	// tracks, whose slices are compared by function (goFunction).
+	goTracks map[uint32]bool
 	// live holds the spans that may still end (Unfinished) or still get
 	// children, by ID; stacks holds them per track, innermost last.
 	live   map[uint64]*liveSpan
@@ -127,13 +131,14 @@ var _ event.Sink = (*Collector)(nil)
 // Reset implements event.Sink.
 func (c *Collector) Reset() {
 	*c = Collector{
-		opts:    c.opts,
-		initial: c.initial,
-		meta:    c.initial,
-		names:   map[string]*Durations{},
-		live:    map[uint64]*liveSpan{},
-		stacks:  map[uint32]*trackStack{},
-		device:  map[uint32]bool{},
+		opts:     c.opts,
+		initial:  c.initial,
+		meta:     c.initial,
+		names:    map[string]*Durations{},
+		live:     map[uint64]*liveSpan{},
+		stacks:   map[uint32]*trackStack{},
+		device:   map[uint32]bool{},
+		goTracks: map[uint32]bool{},
 	}
 }
 
@@ -141,18 +146,83 @@ func (c *Collector) Reset() {
 func (c *Collector) Meta() *event.Meta { return &c.meta }
 
 // Track implements event.Sink. Of a track only whether it is a
-// device's is kept: rows are names.
+// device's, and whether it is a Go execution trace's P or goroutine, is
+// kept: rows are names.
 func (c *Collector) Track(t event.Track) uint32 {
 	c.nextID++
 	id := uint32(c.nextID)
-	if t.Kind == event.TrackDeviceStream || t.Kind == event.TrackDevice {
+	switch {
+	case t.Kind == event.TrackDeviceStream || t.Kind == event.TrackDevice:
 		c.device[id] = true
+	case isGoTrack(t.Name):
+		c.goTracks[id] = true
 	}
 	return id
 }
 
-// SetTrackName implements event.Sink.
-func (c *Collector) SetTrackName(uint32, string) {}
+// SetTrackName implements event.Sink: a goroutine's track is renamed
+// once its start function is known, and a reader may name any track
+// late.
+func (c *Collector) SetTrackName(id uint32, name string) {
+	if c.device[id] {
+		return
+	}
+	if isGoTrack(name) {
+		c.goTracks[id] = true
+	} else {
+		delete(c.goTracks, id)
+	}
+}
+
+// unnamedGoroutine is the row of the executions of goroutines whose
+// start function the trace does not give: the name devprof's Go trace
+// reader gives their slices on a P's track.
+const unnamedGoroutine = "goroutine"
+
+// isGoTrack reports whether a track's name is one devprof gives a Go
+// execution trace's P ("Go P3") or goroutine ("G12 main.worker", "G12"),
+// in a session's trace or a Go trace read, in any format written since.
+func isGoTrack(name string) bool {
+	if rest, ok := strings.CutPrefix(name, "Go P"); ok {
+		return rest != "" && strings.Trim(rest, "0123456789") == ""
+	}
+	_, ok := goroutineFunction(name)
+	return ok
+}
+
+// goFunction is the name a Go trace's P or goroutine track slice is
+// compared by: a goroutine's execution named "G24 main.worker" (its
+// goroutine and start function, as devprof's Go trace reader named them
+// before it named them by the function alone) counts as "main.worker",
+// and a bare "G24" as unnamedGoroutine, so that the rows of two runs are
+// the functions they ran rather than goroutine ids that differ from
+// run to run. Other names are left alone.
+func goFunction(name string) string {
+	if fn, ok := goroutineFunction(name); ok {
+		return fn
+	}
+	return name
+}
+
+// goroutineFunction reads "G<digits> <function>" or "G<digits>": the
+// function, or unnamedGoroutine.
+func goroutineFunction(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, "G")
+	if !ok {
+		return "", false
+	}
+	id, fn, named := strings.Cut(rest, " ")
+	if id == "" || strings.Trim(id, "0123456789") != "" {
+		return "", false
+	}
+	switch {
+	case !named:
+		return unnamedGoroutine, true
+	case fn == "":
+		return "", false
+	}
+	return fn, true
+}
 
 // Process implements event.Sink.
 func (c *Collector) Process(event.Process) int { c.nextID++; return int(c.nextID) }
@@ -191,6 +261,9 @@ func (c *Collector) TrackSlice(track uint32, name string, start, end int64, _ []
 func (c *Collector) span(track uint32, name string, start, end int64, parent uint64, known bool) uint64 {
 	c.events++
 	c.nextID++
+	if c.goTracks[track] {
+		name = goFunction(name)
+	}
 	sp := c.newSpan()
 	*sp = liveSpan{id: c.nextID, d: c.durations(name), start: start, end: max(end, start), known: known}
 	if c.device[track] {
