@@ -13,9 +13,10 @@
 // It shares its converter (internal/gotrace, over golang.org/x/exp/trace)
 // with the Go-runtime source of a session (package sources/goruntime), so
 // a file and a session show the same tracks: GC cycles and stop-the-world
-// pauses, which goroutine ran on each P, each goroutine's states (named by
-// its start function) with its user regions and logs, user tasks, CPU
-// samples, and heap, goroutine and GOMAXPROCS counters.
+// pauses, which goroutine ran on each P (each execution named by the
+// goroutine's start function), each goroutine's states (its track named
+// by its id and start function) with its user regions and logs, user
+// tasks, CPU samples, and heap, goroutine and GOMAXPROCS counters.
 //
 // # Reading
 //
