@@ -253,9 +253,12 @@ func hostRows(d *deriver, m *event.Meta, tracks []event.Track, format string) []
 	}
 	rows := []Host{base}
 	index := map[int]int{}
-	for _, t := range tracks {
-		switch t.Kind {
-		case event.TrackDeviceStream, event.TrackDevice, event.TrackMemory:
+	for i, t := range tracks {
+		switch {
+		case t.Kind == event.TrackDeviceStream, t.Kind == event.TrackDevice, t.Kind == event.TrackMemory:
+		case i < len(d.tracks) && d.tracks[i].stream:
+			// A Chrome file's stream: a device it saw, with no facts.
+			t.Device = int(d.tracks[i].device)
 		default:
 			continue
 		}

@@ -2,7 +2,9 @@ package tables
 
 import (
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/devprof/devprof/event"
@@ -17,26 +19,43 @@ type ev struct {
 	activity event.ActivityKind
 	finished bool
 	step     bool
-	id       uint64
-	parent   uint64
-	track    uint32 // the Track's id, 0 for none
-	name     string
-	unit     string // a counter's
-	start    int64
-	end      int64
-	stepNum  int64
-	value    float64 // a counter's
-	args     []event.Arg
+	// annotation marks a span on a device's stream that is a range a
+	// profiler annotated there, not work (see mayAnnotate): a row of
+	// spans, where the stream's other spans are rows of kernels.
+	annotation bool
+	id         uint64
+	parent     uint64
+	track      uint32 // the Track's id, 0 for none
+	name       string
+	unit       string // a counter's
+	start      int64
+	end        int64
+	stepNum    int64
+	value      float64 // a counter's
+	args       []event.Arg
 }
 
 // trackFacts are the columns a row gets from the track it sits on.
 type trackFacts struct {
 	name    string
 	thread  int64
-	id      int64 // Track.ID: a device track's stream
+	id      int64 // a device stream's stream (event.StreamOf), else Track.ID
 	device  int32
 	pid     int64
 	process string
+	// stream marks a device's stream (event.StreamOf): its spans are
+	// device work, rows of kernels. replan: its annotated ranges are
+	// those in deriver.annotated rather than those the spool marks.
+	stream, replan bool
+}
+
+// streamClass is a track's reading as a device stream (event.StreamOf),
+// as the Writer fixed it when its first event came.
+type streamClass struct {
+	device int
+	stream int64
+	ok     bool
+	replan bool
 }
 
 // deriver turns evs into rows of the tables: it resolves tracks and
@@ -50,10 +69,18 @@ type deriver struct {
 	json               []byte      // scratch for args
 	rest               []event.Arg // scratch: a kernel's arguments no column holds
 	counts             [numTables]int64
+	// annotated are the annotated ranges of the streams whose work came
+	// out of order (trackFacts.replan).
+	annotated map[uint64]bool
+	// profilerSteps: the trace marks no step, so its ProfilerStep#N
+	// spans are its steps.
+	profilerSteps bool
 }
 
 // newDeriver resolves the tracks and processes of a finished trace.
-func newDeriver(run, host, session string, m *event.Meta, tracks []event.Track, procs []event.Process, set *tableSet) *deriver {
+// streams are the tracks' readings as device streams; nil reads them
+// from tracks as they are now.
+func newDeriver(run, host, session string, m *event.Meta, tracks []event.Track, procs []event.Process, streams []streamClass, set *tableSet) *deriver {
 	d := &deriver{run: run, host: host, session: session, set: set}
 	d.offset = m.Start.Wall - m.Start.Mono
 	d.program = trackFacts{device: -1, pid: int64(m.PID), process: validUTF8(m.Program)}
@@ -75,6 +102,16 @@ func newDeriver(run, host, session string, m *event.Meta, tracks []event.Track, 
 			}
 		default:
 			f.device = int32(t.Device)
+		}
+		c := streamClass{}
+		if streams != nil {
+			c = streams[i]
+		} else {
+			c.device, c.stream, c.ok = event.StreamOf(t, procs)
+		}
+		if c.ok {
+			f.stream, f.replan = true, c.replan
+			f.device, f.id, f.thread = int32(c.device), c.stream, 0
 		}
 		d.tracks[i] = f
 	}
@@ -114,6 +151,13 @@ func (d *deriver) add(e *ev) error {
 	switch e.kind {
 	case event.KindSpan:
 		table = tSpans
+		if f := d.facts(e.track); f.stream && !d.isAnnotation(e, f) {
+			// Work on a device's stream that a file kept as a slice.
+			table = tKernels
+			kind, _ := workKind(event.ActivityUnknown, e.name, e.args)
+			err = d.kernel(e, name, kind)
+			break
+		}
 		err = d.span(e, name)
 	case event.KindInstant:
 		table = tInstants
@@ -139,7 +183,7 @@ func (d *deriver) add(e *ev) error {
 			err = d.memory(e)
 		} else {
 			table = tKernels
-			err = d.kernel(e, name)
+			err = d.kernel(e, name, e.activity)
 		}
 	}
 	if err != nil {
@@ -148,41 +192,64 @@ func (d *deriver) add(e *ev) error {
 	return d.flows(e, table)
 }
 
+// isAnnotation reports whether span e on stream f is a range annotated on
+// the stream rather than work.
+func (d *deriver) isAnnotation(e *ev, f *trackFacts) bool {
+	if f.replan {
+		return d.annotated[e.id]
+	}
+	return e.annotation
+}
+
 func (d *deriver) span(e *ev, name string) error {
 	f := d.facts(e.track)
 	start, end := e.start+d.offset, e.end+d.offset
+	step, stepNum := e.step, e.stepNum
+	if !step && d.profilerSteps && !f.stream {
+		stepNum, step = profilerStep(e.name)
+	}
 	d.counts[tSpans]++
 	if err := d.set.spans.add(Span{
 		Run: d.run, Host: d.host, Session: d.session,
 		ID: int64(e.id), ParentID: int64(e.parent), Name: name,
 		StartNS: start, EndNS: end, DurNS: e.end - e.start, Finished: e.finished,
 		Track: f.name, ThreadID: f.thread, Device: f.device, PID: f.pid, Process: f.process,
-		Step: e.step, StepNum: e.stepNum, Args: d.argsJSON(e.args),
+		Step: step, StepNum: stepNum, Args: d.argsJSON(e.args),
 	}); err != nil {
 		return err
 	}
-	if !e.step {
+	if !step {
 		return nil
 	}
 	d.counts[tSteps]++
 	return d.set.steps.add(Step{
 		Run: d.run, Host: d.host, Session: d.session,
-		StepNum: e.stepNum, SpanID: int64(e.id), Name: name,
+		StepNum: stepNum, SpanID: int64(e.id), Name: name,
 		StartNS: start, EndNS: end, DurNS: e.end - e.start, Finished: e.finished, Track: f.name,
 	})
 }
 
-func (d *deriver) kernel(e *ev, name string) error {
+// kernel writes device activity of kind as a row of kernels. Besides
+// the model's own arguments, it reads the launch shape and resources a
+// file's slice carries in its tool's words where the model's are absent:
+// Kineto's "grid" and "block" arrays and "registers per thread", xprof's
+// kernel_details ("regs:16 static_shared:0 dynamic_shared:8
+// grid:1,1,1 block:64,1,1 ..."), and a copy's direction and memories in
+// its name ("Memcpy HtoD (Pinned -> Device)").
+func (d *deriver) kernel(e *ev, name string, kind event.ActivityKind) error {
 	f := d.facts(e.track)
 	k := Kernel{
 		Run: d.run, Host: d.host, Session: d.session,
-		ID: int64(e.id), Kind: e.activity.String(), Name: name,
+		ID: int64(e.id), Kind: kind.String(), Name: name,
 		StartNS: e.start + d.offset, EndNS: e.end + d.offset, DurNS: e.end - e.start,
 		Device: f.device, Track: f.name, SrcDevice: -1, DstDevice: -1,
 	}
 	if t := int(e.track); t > 0 && t <= len(d.tracks) {
 		k.Stream = d.tracks[t-1].id
 	}
+	k.CorrelationID, _ = correlationOf(e.args)
+	var details string
+	registers := int64(-1)
 	rest := d.rest[:0]
 	for i := range e.args {
 		a := &e.args[i]
@@ -190,9 +257,9 @@ func (d *deriver) kernel(e *ev, name string) error {
 		default:
 			rest = append(rest, *a)
 		case event.ArgGrid:
-			k.Grid = argString(a)
+			k.Grid = launchShape(argString(a))
 		case event.ArgBlock:
-			k.Block = argString(a)
+			k.Block = launchShape(argString(a))
 		case event.ArgRegistersPerThread:
 			k.RegistersPerThread = argInt(a)
 		case event.ArgStaticSharedMemory:
@@ -213,15 +280,96 @@ func (d *deriver) kernel(e *ev, name string) error {
 			k.DstDevice = int32(argInt(a))
 		case event.ArgAnnotation:
 			k.Annotation = argString(a)
+		case "registers per thread":
+			registers = argInt(a)
+		case "kernel_details":
+			if a.Kind == event.ArgString {
+				details = a.Str
+			}
+			rest = append(rest, *a) // it also holds what no column does (occ_pct)
 		}
-		if a.Kind == event.ArgFlow && k.CorrelationID == 0 {
-			k.CorrelationID = int64(a.Num)
-		}
+	}
+	if registers >= 0 && k.RegistersPerThread == 0 {
+		k.RegistersPerThread = registers
+	}
+	if details != "" {
+		fromKernelDetails(&k, details)
+	}
+	if kind == event.ActivityMemcpy && k.CopyKind == "" {
+		fromCopyName(&k, name)
 	}
 	k.Args = d.argsJSON(rest)
 	d.rest = rest
 	d.counts[tKernels]++
 	return d.set.kernels.add(k)
+}
+
+// launchShape returns a launch dimension as the column holds it,
+// "x,y,z": Kineto writes it as a JSON array ("[256,1,1]").
+func launchShape(s string) string {
+	if len(s) >= 2 && s[0] == '[' && s[len(s)-1] == ']' {
+		return strings.ReplaceAll(s[1:len(s)-1], " ", "")
+	}
+	return s
+}
+
+// fromKernelDetails fills the columns that the model's arguments left
+// empty from xprof's kernel_details summary.
+func fromKernelDetails(k *Kernel, details string) {
+	for field := range strings.FieldsSeq(details) {
+		key, v, ok := strings.Cut(field, ":")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		switch key {
+		case "grid":
+			if k.Grid == "" {
+				k.Grid = validUTF8(v)
+			}
+		case "block":
+			if k.Block == "" {
+				k.Block = validUTF8(v)
+			}
+		case "regs":
+			if k.RegistersPerThread == 0 && err == nil {
+				k.RegistersPerThread = n
+			}
+		case "static_shared":
+			if k.StaticSharedMemory == 0 && err == nil {
+				k.StaticSharedMemory = n
+			}
+		case "dynamic_shared":
+			if k.DynamicSharedMemory == 0 && err == nil {
+				k.DynamicSharedMemory = n
+			}
+		}
+	}
+}
+
+// copyKinds are the directions CUPTI names a copy by.
+var copyKinds = []string{"HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA"}
+
+// fromCopyName reads a copy's direction and memories from a name such as
+// Kineto's "Memcpy HtoD (Pinned -> Device)".
+func fromCopyName(k *Kernel, name string) {
+	rest, ok := strings.CutPrefix(name, "Memcpy ")
+	if !ok {
+		return
+	}
+	dir, rest, _ := strings.Cut(rest, " ")
+	if !slices.Contains(copyKinds, dir) {
+		return
+	}
+	k.CopyKind = dir
+	inner, open := strings.CutPrefix(rest, "(")
+	inner, closed := strings.CutSuffix(inner, ")")
+	if !open || !closed {
+		return
+	}
+	if src, dst, ok := strings.Cut(inner, " -> "); ok && k.SrcMemoryKind == "" && k.DstMemoryKind == "" {
+		k.SrcMemoryKind, k.DstMemoryKind = validUTF8(strings.ToLower(src)), validUTF8(strings.ToLower(dst))
+	}
 }
 
 func (d *deriver) memory(e *ev) error {

@@ -22,7 +22,8 @@ func WriteSnapshot(dir string, s *event.Snapshot, o Options) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := newDeriver(run, host, session, m, s.Tracks, s.Processes, set)
+	d := newDeriver(run, host, session, m, s.Tracks, s.Processes, nil, set)
+	d.annotated, d.profilerSteps = snapshotStreams(s, d)
 	var e ev
 	for _, r := range s.Events {
 		e = ev{kind: r.Kind(), activity: r.Activity(), id: r.ID(), parent: r.Parent(), name: s.Name(r), start: r.Start(), args: s.AppendArgs(e.args[:0], r)}
@@ -49,6 +50,60 @@ func WriteSnapshot(dir string, s *event.Snapshot, o Options) ([]string, error) {
 		return nil, err
 	}
 	return set.close(true)
+}
+
+// snapshotStreams applies the rules a Writer applies as events come to a
+// snapshot's: it returns the annotated ranges of its devices' streams
+// (each stream's work in start order, ties in id order) and whether it
+// marks no step (so that its ProfilerStep#N spans are its steps).
+func snapshotStreams(s *event.Snapshot, d *deriver) (map[uint64]bool, bool) {
+	trackOf := func(r *event.Record) uint32 {
+		if r.Kind() == event.KindActivity || r.OnTrack() {
+			return r.Lane()
+		}
+		return 0
+	}
+	// Only a stream with spans can hold an annotated range.
+	spans := map[uint32]bool{}
+	markers := false
+	for _, r := range s.Events {
+		if r.Kind() != event.KindSpan {
+			continue
+		}
+		if t := trackOf(r); d.facts(t).stream {
+			spans[t] = true
+		} else if r.IsStep() {
+			markers = true
+		}
+	}
+	annotated := map[uint64]bool{}
+	if len(spans) == 0 {
+		return annotated, !markers
+	}
+	ops := map[uint32][]streamOp{}
+	var args []event.Arg
+	for _, r := range s.Events {
+		t := trackOf(r)
+		span := r.Kind() == event.KindSpan
+		if !spans[t] || !span && r.Kind() != event.KindActivity {
+			continue
+		}
+		kind := r.Activity()
+		if span {
+			kind = event.ActivityUnknown
+		}
+		name := s.Name(r)
+		args = s.AppendArgs(args[:0], r)
+		if _, work := workKind(kind, name, args); work {
+			end, _ := s.EndOf(r)
+			ops[t] = append(ops[t], streamOp{id: r.ID(), start: r.Start(), end: end, candidate: span && mayAnnotate(name, args)})
+		}
+	}
+	for t, o := range ops {
+		d.tracks[t-1].replan = true
+		annotations(o, annotated)
+	}
+	return annotated, !markers
 }
 
 // Session returns what trace.Options.Tables takes to make a session's

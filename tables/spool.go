@@ -51,8 +51,9 @@ func newSpool(dir string) (*spool, error) {
 
 // Event flags in a spooled event's first byte, above its kind.
 const (
-	spoolFinished = 1 << 3
-	spoolStep     = 1 << 4
+	spoolFinished   = 1 << 3
+	spoolStep       = 1 << 4
+	spoolAnnotation = 1 << 5
 )
 
 // put writes e.
@@ -66,6 +67,9 @@ func (s *spool) put(e *ev) error {
 	}
 	if e.step {
 		flags |= spoolStep
+	}
+	if e.annotation {
+		flags |= spoolAnnotation
 	}
 	b = append(b, flags, byte(e.activity))
 	b = binary.AppendUvarint(b, e.id)
@@ -314,6 +318,7 @@ func decode(rec []byte, e *ev, r *spoolReader) error {
 	e.kind = event.Kind(hdr[0] & 7)
 	e.finished = hdr[0]&spoolFinished != 0
 	e.step = hdr[0]&spoolStep != 0
+	e.annotation = hdr[0]&spoolAnnotation != 0
 	e.activity = event.ActivityKind(hdr[1])
 	e.id = d.u()
 	e.parent = d.u()

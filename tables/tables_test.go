@@ -38,6 +38,16 @@ func modelTotals(s *event.Snapshot) totals {
 	off := s.Meta.Start.Wall - s.Meta.Start.Mono
 	t.SpanStartMin = math.MaxInt64
 	var args []event.Arg
+	// A Chrome file's streams are threads of its devices' processes:
+	// their spans are kernels (these traces annotate no range there).
+	onStream := func(r *event.Record) bool {
+		tr, ok := s.TrackOf(r)
+		if !ok || tr.Kind != event.TrackHostThread {
+			return false
+		}
+		_, _, ok = event.StreamOf(tr, s.Processes)
+		return ok
+	}
 	for _, r := range s.Events {
 		args = s.AppendArgs(args[:0], r)
 		end, finished := s.EndOf(r)
@@ -49,13 +59,23 @@ func modelTotals(s *event.Snapshot) totals {
 				flows++
 			}
 		}
-		switch r.Kind() {
+		kind := r.Kind()
+		if kind == event.KindSpan && onStream(r) {
+			kind = event.KindActivity
+		}
+		switch kind {
 		case event.KindSpan:
 			t.Spans++
 			t.SpanDur += end - r.Start()
 			t.SpanStartMin = min(t.SpanStartMin, r.Start()+off)
 			if !finished {
 				t.Unfinished++
+			}
+			if n, ok := strings.CutPrefix(s.Name(r), "ProfilerStep#"); ok && !r.IsStep() && !marked(s) {
+				num, _ := strconv.ParseInt(n, 10, 64)
+				t.Steps++
+				t.StepDur += end - r.Start()
+				t.StepNumSum += num
 			}
 			if r.IsStep() {
 				t.Steps++
@@ -94,6 +114,9 @@ func modelTotals(s *event.Snapshot) totals {
 	}
 	devs := map[int]bool{}
 	for _, tr := range s.Tracks {
+		if d, _, ok := event.StreamOf(tr, s.Processes); ok {
+			devs[d] = true
+		}
 		switch tr.Kind {
 		case event.TrackDeviceStream, event.TrackDevice, event.TrackMemory:
 			if tr.Device >= 0 {
@@ -106,6 +129,16 @@ func modelTotals(s *event.Snapshot) totals {
 		t.SpanStartMin = 0
 	}
 	return t
+}
+
+// marked reports whether s marks any step.
+func marked(s *event.Snapshot) bool {
+	for _, r := range s.Events {
+		if r.IsStep() {
+			return true
+		}
+	}
+	return false
 }
 
 func readTable[T any](t *testing.T, root, rel string) []T {
@@ -396,6 +429,11 @@ func TestRowsMatchModel(t *testing.T) {
 					return trk{device: -1, pid: int64(s.Meta.PID)}
 				}
 				out := trk{name: tr.Name, stream: tr.ID, device: -1, pid: s.ProcessOf(tr).PID}
+				if d, st, ok := event.StreamOf(tr, s.Processes); ok && tr.Kind == event.TrackHostThread {
+					// A Chrome file's stream, a thread of its device's process.
+					out.device, out.stream = int32(d), st
+					return out
+				}
 				switch tr.Kind {
 				case event.TrackHostThread:
 					out.thread = tr.ID
@@ -408,31 +446,63 @@ func TestRowsMatchModel(t *testing.T) {
 				}
 				return out
 			}
+			// kernelCols are the columns compared of a kernel: its grid
+			// as the model's argument, Kineto's array or xprof's summary
+			// give it.
+			kernelCols := func(r *event.Record) (bytes int64, grid string) {
+				for _, a := range s.Args(r) {
+					switch a.Key {
+					case event.ArgBytes:
+						bytes = int64(a.Num)
+					case event.ArgGrid:
+						grid = strings.Trim(a.Str, "[]")
+					case "kernel_details":
+						if _, g, ok := strings.Cut(a.Str, "grid:"); ok && grid == "" {
+							grid, _, _ = strings.Cut(g, " ")
+						}
+					}
+				}
+				return bytes, grid
+			}
+			markers := false
+			for _, r := range s.Events {
+				markers = markers || r.IsStep()
+			}
 			wantSpans, wantKernels := map[string]int{}, map[string]int{}
 			for _, r := range s.Events {
 				end, finished := s.EndOf(r)
 				tr := trackOf(r)
 				switch r.Kind() {
 				case event.KindSpan:
+					if tr.device >= 0 {
+						// Work on a Chrome file's stream (these fixtures
+						// annotate no range there): a kernel, a copy or a
+						// memset by its name.
+						kind := event.ActivityKernel
+						switch {
+						case strings.HasPrefix(s.Name(r), "Memcpy"):
+							kind = event.ActivityMemcpy
+						case strings.HasPrefix(s.Name(r), "Memset"):
+							kind = event.ActivityMemset
+						}
+						bytes, grid := kernelCols(r)
+						wantKernels[key(s.Name(r), kind, r.Start()+off, end-r.Start(), tr.device, tr.stream, tr.name, bytes, grid)]++
+						continue
+					}
+					step, stepNum := r.IsStep(), r.StepNum()
+					if n, err := strconv.ParseInt(strings.TrimPrefix(s.Name(r), "ProfilerStep#"), 10, 64); !markers && err == nil && strings.HasPrefix(s.Name(r), "ProfilerStep#") {
+						step, stepNum = true, n
+					}
 					parent := ""
 					if p := s.Lookup(r.Parent()); p != nil {
 						parent = key(s.Name(p), p.Start()+off)
 					}
-					wantSpans[key(strings.ToValidUTF8(s.Name(r), "\ufffd"), r.Start()+off, end+off, finished, tr.name, tr.thread, tr.device, tr.pid, r.IsStep(), r.StepNum(), parent)]++
+					wantSpans[key(strings.ToValidUTF8(s.Name(r), "\ufffd"), r.Start()+off, end+off, finished, tr.name, tr.thread, tr.device, tr.pid, step, stepNum, parent)]++
 				case event.KindActivity:
 					if k := r.Activity(); k == event.ActivityAlloc || k == event.ActivityFree {
 						continue
 					}
-					var bytes int64
-					var grid string
-					for _, a := range s.Args(r) {
-						switch a.Key {
-						case event.ArgBytes:
-							bytes = int64(a.Num)
-						case event.ArgGrid:
-							grid = a.Str
-						}
-					}
+					bytes, grid := kernelCols(r)
 					wantKernels[key(s.Name(r), r.Activity(), r.Start()+off, end-r.Start(), tr.device, tr.stream, tr.name, bytes, grid)]++
 				}
 			}

@@ -68,6 +68,38 @@ type Writer struct {
 	spool  *spool
 	err    error // the first write error; Close returns it
 	closed bool
+
+	// streams are the tracks' readings as device streams, by track id
+	// less one (see onStream).
+	streams []streamState
+	// replan is set once a stream's work came out of start order: Close
+	// then finds its annotated ranges from the spool.
+	replan bool
+	// markerSteps counts the host spans marked as steps: where there are
+	// none, PyTorch's ProfilerStep#N spans are the steps.
+	markerSteps int64
+	// collective caches isCollective by name.
+	collective map[string]bool
+}
+
+// streamState is what the Writer knows of a track as a device's stream:
+// which device and stream it is (fixed by its first event, as analyze
+// fixes it), and what the annotation rule needs of its work so far.
+type streamState struct {
+	device int
+	stream int64
+	ok     bool // the track is a device's stream
+	used   bool // it has had an event: its reading no longer changes
+
+	lastStart  int64
+	started    bool
+	disordered bool // an event began before an earlier one
+	// held is a span that may be an annotated range, kept back until
+	// the next work on the stream says whether it encloses it.
+	held *ev
+	// replan: the work came out of start order, or a span of work began
+	// unfinished; its annotated ranges are found at Close from the spool.
+	replan bool
 }
 
 var _ event.Sink = (*Writer)(nil)
@@ -101,14 +133,102 @@ func (w *Writer) newID() uint64 {
 // Track registers a track.
 func (w *Writer) Track(t event.Track) uint32 {
 	w.tracks = append(w.tracks, t)
+	d, s, ok := event.StreamOf(t, w.procs)
+	w.streams = append(w.streams, streamState{device: d, stream: s, ok: ok})
 	return uint32(len(w.tracks))
 }
 
-// SetTrackName renames a registered track.
+// SetTrackName renames a registered track. A track that had no event
+// yet is read again as a device stream (or not) by its new name.
 func (w *Writer) SetTrackName(id uint32, name string) {
 	if id > 0 && int(id) <= len(w.tracks) {
 		w.tracks[id-1].Name = name
+		if st := &w.streams[id-1]; !st.used {
+			st.device, st.stream, st.ok = event.StreamOf(w.tracks[id-1], w.procs)
+		}
 	}
+}
+
+// stream returns the state of track id when it is a device's stream,
+// nil otherwise; the track's reading is fixed from now on.
+func (w *Writer) stream(id uint32) *streamState {
+	if id == 0 || int(id) > len(w.streams) {
+		return nil
+	}
+	st := &w.streams[id-1]
+	st.used = true
+	if !st.ok {
+		return nil
+	}
+	return st
+}
+
+// onStream applies the annotation rule to an event on a device's stream
+// as it comes: a span that may be an annotated range is held back (and
+// onStream returns true) until the next work on the stream decides it,
+// then spooled marked or not. Work that comes out of start order, or a
+// span of work that begins unfinished, leaves the stream to Close
+// (replan), which reads its work back from the spool and sorts it: only
+// then does the rule cost memory.
+func (w *Writer) onStream(st *streamState, e *ev, span, unfinished bool) bool {
+	if st.started && e.start < st.lastStart {
+		st.disordered = true
+	}
+	st.started, st.lastStart = true, max(st.lastStart, e.start)
+	if st.replan {
+		return false
+	}
+	if !span && st.held == nil {
+		return false // no span to decide: the kind is not needed
+	}
+	kind := e.activity
+	if span {
+		kind = event.ActivityUnknown
+	}
+	if _, work := workKind(kind, e.name, e.args); !work {
+		return false
+	}
+	if st.disordered || unfinished {
+		st.replan, w.replan = true, true
+		if c := st.held; c != nil {
+			st.held = nil
+			w.put(c)
+		}
+		return false
+	}
+	if c := st.held; c != nil {
+		st.held = nil
+		c.annotation = encloses(c.end, e.start, e.end)
+		w.put(c)
+	}
+	if !span || !w.mayAnnotate(e.name, e.args) {
+		return false
+	}
+	held := new(ev)
+	*held = *e
+	held.args = slices.Clone(e.args)
+	st.held = held
+	return true
+}
+
+// mayAnnotate is the package's mayAnnotate, its collective test cached
+// by name.
+func (w *Writer) mayAnnotate(name string, args []event.Arg) bool {
+	if k, _ := workKind(event.ActivityUnknown, name, args); k != event.ActivityKernel {
+		return false
+	}
+	if _, linked := correlationOf(args); linked {
+		return false
+	}
+	c, ok := w.collective[name]
+	if !ok {
+		if w.collective == nil || len(w.collective) >= maxInterned {
+			w.collective = map[string]bool{}
+		}
+		c = isCollective(name)
+		w.collective[name] = c
+	}
+	return !c
 }
 
 // Process registers a process.
@@ -142,6 +262,13 @@ func (w *Writer) Span(s event.Span) uint64 {
 	if !s.Step {
 		e.stepNum = 0
 	}
+	if st := w.stream(s.Track); st != nil {
+		if w.onStream(st, &e, true, s.Unfinished) {
+			return e.id
+		}
+	} else if s.Step {
+		w.markerSteps++
+	}
 	if s.Unfinished {
 		open := new(ev)
 		*open = e
@@ -167,12 +294,16 @@ func (w *Writer) EndSpan(id uint64, end int64) {
 // TrackSlice adds a root span on a track.
 func (w *Writer) TrackSlice(track uint32, name string, start, end int64, args []event.Arg) uint64 {
 	e := ev{kind: event.KindSpan, id: w.newID(), track: track, name: name, start: start, end: max(end, start), finished: true, args: args}
+	if st := w.stream(track); st != nil && w.onStream(st, &e, true, false) {
+		return e.id
+	}
 	w.put(&e)
 	return e.id
 }
 
 // Instant adds a point event.
 func (w *Writer) Instant(name string, t int64, track uint32, parent uint64, args []event.Arg) {
+	w.stream(track)
 	e := ev{kind: event.KindInstant, track: track, parent: parent, name: name, start: t, end: t, finished: true, args: args}
 	w.put(&e)
 }
@@ -184,6 +315,7 @@ func (w *Writer) Counter(name, unit string, t int64, v float64) {
 
 // TrackCounter adds a sample of a track's counter.
 func (w *Writer) TrackCounter(track uint32, name, unit string, t int64, v float64) {
+	w.stream(track)
 	e := ev{kind: event.KindCounter, track: track, name: name, unit: unit, start: t, end: t, finished: true, value: v}
 	w.put(&e)
 }
@@ -192,6 +324,9 @@ func (w *Writer) TrackCounter(track uint32, name, unit string, t int64, v float6
 // memory, anything else one of kernels.
 func (w *Writer) ActivityOf(kind event.ActivityKind, track uint32, name string, start, end int64, args []event.Arg) uint64 {
 	e := ev{kind: event.KindActivity, activity: kind, id: w.newID(), track: track, name: name, start: start, end: max(end, start), finished: true, args: args}
+	if st := w.stream(track); st != nil {
+		w.onStream(st, &e, false, false)
+	}
 	w.put(&e)
 	return e.id
 }
@@ -203,6 +338,7 @@ func (w *Writer) Meta() *event.Meta { return &w.meta }
 func (w *Writer) Reset() {
 	w.meta = w.initial
 	w.tracks, w.procs, w.procTracks = nil, nil, nil
+	w.streams, w.replan, w.markerSteps = nil, false, 0
 	w.nextID = 0
 	clear(w.open)
 	if w.err == nil {
@@ -233,12 +369,34 @@ func (w *Writer) Close() ([]string, error) {
 		}
 	}
 	clear(w.open)
+	// A range still held has no work after it: not an annotation.
+	for i := range w.streams {
+		if c := w.streams[i].held; c != nil {
+			w.streams[i].held = nil
+			if err := w.spool.put(c); err != nil {
+				return nil, fmt.Errorf("tables: spooling events: %w", err)
+			}
+		}
+	}
+	var annotated map[uint64]bool
+	if w.replan {
+		var err error
+		if annotated, err = w.annotationsOfReplanned(); err != nil {
+			return nil, err
+		}
+	}
 	run, host, session := w.o.names(&w.meta)
 	set, err := openTables(w.dir, run, host, session)
 	if err != nil {
 		return nil, err
 	}
-	d := newDeriver(run, host, session, &w.meta, w.tracks, w.procs, set)
+	streams := make([]streamClass, len(w.streams))
+	for i, st := range w.streams {
+		streams[i] = streamClass{device: st.device, stream: st.stream, ok: st.ok, replan: st.replan}
+	}
+	d := newDeriver(run, host, session, &w.meta, w.tracks, w.procs, streams, set)
+	d.annotated = annotated
+	d.profilerSteps = w.markerSteps == 0
 	err = w.spool.replay(d.add)
 	if err == nil {
 		err = writeHosts(d, &w.meta, w.tracks, w.o.SourceFormat)
@@ -248,6 +406,41 @@ func (w *Writer) Close() ([]string, error) {
 		return nil, err
 	}
 	return set.close(true)
+}
+
+// annotationsOfReplanned reads the spool back for the work of the streams
+// whose events came out of start order, and returns the ids of their
+// annotated ranges.
+func (w *Writer) annotationsOfReplanned() (map[uint64]bool, error) {
+	ops := map[uint32][]streamOp{}
+	err := w.spool.replay(func(e *ev) error {
+		if e.track == 0 || int(e.track) > len(w.streams) || !w.streams[e.track-1].replan {
+			return nil
+		}
+		span := e.kind == event.KindSpan
+		if !span && e.kind != event.KindActivity {
+			return nil
+		}
+		kind := e.activity
+		if span {
+			kind = event.ActivityUnknown
+		}
+		if _, work := workKind(kind, e.name, e.args); work {
+			ops[e.track] = append(ops[e.track], streamOp{id: e.id, start: e.start, end: e.end, candidate: span && w.mayAnnotate(e.name, e.args)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	set := map[uint64]bool{}
+	for _, o := range ops {
+		// The spool holds events as they ended; analyze sorts them as
+		// they came (by id) where they began together.
+		slices.SortFunc(o, func(x, y streamOp) int { return cmp.Compare(x.id, y.id) })
+		annotations(o, set)
+	}
+	return set, nil
 }
 
 // Abort discards the export: the spool, and nothing else is written.

@@ -167,10 +167,8 @@ func checkSteps(t *testing.T, rows []map[string]any, reports map[string]*analysi
 }
 
 // checkKernels holds the kernels query's top names of each session to
-// the analysis's kernel section. Sessions in noKernels keep their GPU
-// work as host slices (Chrome JSON: Kineto's, JAX's), which the
-// kernels table does not hold: the query must find nothing there.
-func checkKernels(t *testing.T, rows []map[string]any, reports map[string]*analysis.Report, noKernels map[string]bool) {
+// the analysis's kernel section.
+func checkKernels(t *testing.T, rows []map[string]any, reports map[string]*analysis.Report) {
 	t.Helper()
 	got := map[string][]map[string]any{}
 	for _, r := range rows {
@@ -178,12 +176,6 @@ func checkKernels(t *testing.T, rows []map[string]any, reports map[string]*analy
 	}
 	for k, rep := range reports {
 		g := got[k]
-		if noKernels[k] {
-			if len(g) != 0 {
-				t.Errorf("%s: kernels rows %v where the table holds no device work", k, g)
-			}
-			continue
-		}
 		if len(g) != len(rep.Kernels.Top) {
 			t.Errorf("%s: %d kernel names, analysis %d", k, len(g), len(rep.Kernels.Top))
 			continue
@@ -201,7 +193,7 @@ func checkKernels(t *testing.T, rows []map[string]any, reports map[string]*analy
 
 // checkDevices holds the devices query's rows to each device's temporal
 // breakdown.
-func checkDevices(t *testing.T, rows []map[string]any, reports map[string]*analysis.Report, noKernels map[string]bool) {
+func checkDevices(t *testing.T, rows []map[string]any, reports map[string]*analysis.Report) {
 	t.Helper()
 	got := map[string]map[string]any{}
 	for _, r := range rows {
@@ -209,9 +201,6 @@ func checkDevices(t *testing.T, rows []map[string]any, reports map[string]*analy
 	}
 	n := 0
 	for k, rep := range reports {
-		if noKernels[k] {
-			continue
-		}
 		for _, d := range rep.Devices {
 			n++
 			r, ok := got[fmt.Sprintf("%s#%d", k, d.Ordinal)]
@@ -242,7 +231,7 @@ func checkDevices(t *testing.T, rows []map[string]any, reports map[string]*analy
 func TestNamedQueriesMatchAnalysisOnRealTraces(t *testing.T) {
 	dir := t.TempDir()
 	reports := map[string]*analysis.Report{}
-	noKernels := map[string]bool{}
+	chrome := map[string]bool{}
 	for _, f := range realTraces(t) {
 		run := strings.ReplaceAll(strings.TrimPrefix(f, filepath.Join("..", "..", "testdata", "real-gpu")+"/"), ".", "_")
 		run = strings.ReplaceAll(run, "/", "_")
@@ -250,25 +239,30 @@ func TestNamedQueriesMatchAnalysisOnRealTraces(t *testing.T) {
 		k := run + "/gpu-host/s"
 		reports[k] = analysis.Analyze(snap, analysis.Options{})
 		if fm, _ := formats.Detect(f); fm == formats.Chrome {
-			noKernels[k] = true
+			chrome[k] = true
 		}
 	}
 	// The comparison must cover something on every front.
-	var steps, kernels int
+	// Chrome JSON (Kineto's, JAX's) keeps its GPU work as the slices of
+	// threads of its devices' processes: those have kernels too.
+	var steps, kernels, chromeKernels int
 	for k, r := range reports {
 		if r.Steps != nil && r.Steps.Wall.Count > 0 {
 			steps++
 		}
-		if !noKernels[k] && r.Kernels.Count > 0 {
+		if r.Kernels.Count > 0 {
 			kernels++
+			if chrome[k] {
+				chromeKernels++
+			}
 		}
 	}
-	if steps < 5 || kernels < 8 || len(noKernels) != 2 {
-		t.Fatalf("the fixtures give %d traces with steps, %d with kernels, %d Chrome JSON", steps, kernels, len(noKernels))
+	if steps < 5 || kernels < 10 || len(chrome) != 2 || chromeKernels != 2 {
+		t.Fatalf("the fixtures give %d traces with steps, %d with kernels, %d Chrome JSON (%d with kernels)", steps, kernels, len(chrome), chromeKernels)
 	}
 	checkSteps(t, queryRows(t, dir, namedSQL(t, "steps")), reports)
-	checkKernels(t, queryRows(t, dir, namedSQL(t, "kernels")), reports, noKernels)
-	checkDevices(t, queryRows(t, dir, namedSQL(t, "devices")), reports, noKernels)
+	checkKernels(t, queryRows(t, dir, namedSQL(t, "kernels")), reports)
+	checkDevices(t, queryRows(t, dir, namedSQL(t, "devices")), reports)
 	// Each trace is a run of one host here: no stragglers.
 	for _, r := range queryRows(t, dir, namedSQL(t, "stragglers")) {
 		if r["straggler"] != false || num(t, r["p50_ns"]) != reports[key(r)].Steps.Wall.P50 {
@@ -333,8 +327,8 @@ func TestNamedQueriesMatchAnalysisAcrossHosts(t *testing.T) {
 		hosts = append(hosts, analysis.HostReport{Host: h, Report: rep, WallOffsetNS: snap.Meta.Start.Wall - snap.Meta.Start.Mono})
 	}
 	checkSteps(t, queryRows(t, dir, namedSQL(t, "steps")), reports)
-	checkKernels(t, queryRows(t, dir, namedSQL(t, "kernels")), reports, nil)
-	checkDevices(t, queryRows(t, dir, namedSQL(t, "devices")), reports, nil)
+	checkKernels(t, queryRows(t, dir, namedSQL(t, "kernels")), reports)
+	checkDevices(t, queryRows(t, dir, namedSQL(t, "devices")), reports)
 	for _, rep := range reports {
 		if d := rep.Devices[0]; d.CommunicationNS == 0 || d.MemoryNS == 0 || d.OverlapNS == 0 || d.IdleNS == 0 {
 			t.Fatalf("the synthetic trace does not exercise every category: %+v", d.Breakdown)
@@ -476,5 +470,125 @@ func TestCLIErrors(t *testing.T) {
 	}
 	if code, _, stderr := runQuery(f, "select 1"); code != 1 || !strings.Contains(stderr, "not a directory") {
 		t.Errorf("a file: exit %d, %q", code, stderr)
+	}
+}
+
+// kinetoShaped writes a Chrome JSON trace shaped as Kineto writes one
+// (the GPU's streams as threads of a process labelled "GPU n") and
+// returns its path. Each of its steps is a ProfilerStep#N span on the
+// host thread (its step markers too where marked), launches with
+// correlation ids and flows, and on the device: the step's
+// record_function range (gpu_user_annotation) around its work, a GEMM
+// and a copy on stream 7, a wait (cuda_sync) there, an all-reduce on
+// stream 8 under the GEMM, and on stream 9 a range that encloses
+// nothing (so it is work, as analyze reads it). A first step five times
+// longer is the warm-up.
+func kinetoShaped(t *testing.T, dir, name string, marked bool) string {
+	t.Helper()
+	var ev []string
+	add := func(format string, a ...any) { ev = append(ev, fmt.Sprintf(format, a...)) }
+	add(`{"name":"process_name","ph":"M","pid":100,"tid":0,"args":{"name":"python3"}}`)
+	add(`{"name":"process_labels","ph":"M","pid":100,"tid":0,"args":{"labels":"CPU"}}`)
+	add(`{"name":"process_name","ph":"M","pid":0,"tid":0,"args":{"name":"python3"}}`)
+	add(`{"name":"process_labels","ph":"M","pid":0,"tid":0,"args":{"labels":"GPU 0"}}`)
+	for _, s := range []int{7, 8, 9} {
+		add(`{"name":"thread_name","ph":"M","pid":0,"tid":%d,"args":{"name":"stream %d "}}`, s, s)
+	}
+	ts := 1000.0
+	corr := 0
+	for i := range 8 {
+		d := 900.0 + float64(i%3)*10
+		if i == 0 {
+			d *= 5
+		}
+		args := ""
+		if marked {
+			add(`{"ph":"X","cat":"user_annotation","name":"train_step","pid":100,"tid":100,"ts":%.3f,"dur":%.3f,"args":{"step_num":%d}}`, ts-1, d+2, i)
+		}
+		add(`{"ph":"X","cat":"user_annotation","name":"ProfilerStep#%d","pid":100,"tid":100,"ts":%.3f,"dur":%.3f%s}`, i+10, ts, d, args)
+		launch := func(at float64, api string, stream int, kname, cat string, start, dur float64, extra string) {
+			corr++
+			add(`{"ph":"X","cat":"cuda_runtime","name":"%s","pid":100,"tid":100,"ts":%.3f,"dur":4,"args":{"correlation":%d}}`, api, at, corr)
+			add(`{"ph":"s","id":%d,"pid":100,"tid":100,"ts":%.3f,"cat":"ac2g","name":"ac2g"}`, corr, at)
+			add(`{"ph":"X","cat":"%s","name":"%s","pid":0,"tid":%d,"ts":%.3f,"dur":%.3f,"args":{"device":0,"stream":%d,"correlation":%d%s}}`, cat, kname, stream, start, dur, stream, corr, extra)
+			add(`{"ph":"f","id":%d,"pid":0,"tid":%d,"ts":%.3f,"cat":"ac2g","name":"ac2g","bp":"e"}`, corr, stream, start)
+		}
+		add(`{"ph":"X","cat":"gpu_user_annotation","name":"ProfilerStep#%d","pid":0,"tid":7,"ts":%.3f,"dur":%.3f,"args":{"External id":%d}}`, i+10, ts+10, d-20, 1000+i)
+		launch(ts+5, "cudaLaunchKernel", 7, "ampere_sgemm_128x64_nn", "kernel", ts+20, d/3, `,"grid":[128,2,1],"block":[256,1,1],"registers per thread":90`)
+		launch(ts+8, "cudaLaunchKernel", 8, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "kernel", ts+30, d/2, `,"grid":[8,1,1],"block":[512,1,1]`)
+		add(`{"ph":"X","cat":"cuda_sync","name":"Stream Sync","pid":0,"tid":7,"ts":%.3f,"dur":5,"args":{"wait_on_stream":8}}`, ts+d/3+25)
+		launch(ts+12, "cudaMemcpyAsync", 7, "Memcpy DtoH (Device -> Pinned)", "gpu_memcpy", ts+d/2+40, d/8, `,"bytes":1048576`)
+		add(`{"ph":"X","cat":"gpu_user_annotation","name":"optimizer","pid":0,"tid":9,"ts":%.3f,"dur":30,"args":{"External id":%d}}`, ts+d-60, 2000+i)
+		ts += d + 50
+	}
+	b := []byte(`{"traceEvents":[` + strings.Join(ev, ",\n") + `]}`)
+	path := filepath.Join(dir, name+".json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestNamedQueriesMatchAnalysisOnKinetoShapedJSON holds the named
+// queries to analyze on Chrome JSON whose device work is the slices of
+// a GPU process's threads: the record_function ranges on a stream are
+// not kernels, a wait is not work, and PyTorch's ProfilerStep#N are the
+// steps unless the trace marks its own.
+func TestNamedQueriesMatchAnalysisOnKinetoShapedJSON(t *testing.T) {
+	src, dir := t.TempDir(), t.TempDir()
+	reports := map[string]*analysis.Report{}
+	for _, marked := range []bool{false, true} {
+		name := fmt.Sprintf("kineto-marked-%v", marked)
+		path := kinetoShaped(t, src, name, marked)
+		snap := exportStreamed(t, dir, path, tables.Options{Run: name, Host: "h", Session: "s"})
+		rep := analysis.Analyze(snap, analysis.Options{})
+		reports[name+"/h/s"] = rep
+		want := "ProfilerStep#N"
+		if marked {
+			want = "step markers"
+		}
+		if rep.Steps == nil || rep.Steps.Source != want || len(rep.Steps.All) != 8 || rep.Steps.Warmup != 1 ||
+			len(rep.Kernels.Top) != 3 || len(rep.Devices) != 1 || rep.Devices[0].CommunicationNS == 0 || rep.Devices[0].MemoryNS == 0 {
+			t.Fatalf("%s: analyze does not read the trace as this test expects: %+v %+v", name, rep.Steps, rep.Kernels.Top)
+		}
+	}
+	checkSteps(t, queryRows(t, dir, namedSQL(t, "steps")), reports)
+	checkKernels(t, queryRows(t, dir, namedSQL(t, "kernels")), reports)
+	checkDevices(t, queryRows(t, dir, namedSQL(t, "devices")), reports)
+
+	// The rows themselves: kinds, streams, launch shapes, correlations,
+	// the ranges left in spans on their device, the steps.
+	rows := queryRows(t, dir, `select kind, name, device, stream, track, grid, block, registers_per_thread, copy_kind, src_memory_kind, dst_memory_kind, bytes,
+		count(*) as n, min(correlation_id) as corr from kernels where run = 'kineto-marked-false' group by all order by kind, name`)
+	got := make([]string, len(rows))
+	for i, r := range rows {
+		got[i] = fmt.Sprintf("%v %v dev%v s%v %q %v %v r%v %v %v>%v %vB x%v corr>0:%v", r["kind"], r["name"], r["device"], r["stream"], r["track"], r["grid"], r["block"],
+			r["registers_per_thread"], r["copy_kind"], r["src_memory_kind"], r["dst_memory_kind"], r["bytes"], r["n"], num(t, r["corr"]) > 0)
+	}
+	want := []string{
+		`kernel ampere_sgemm_128x64_nn dev0 s7 "stream 7 " 128,2,1 256,1,1 r90  > 0B x8 corr>0:true`,
+		`kernel ncclDevKernel_AllReduce_Sum_f32_RING_LL dev0 s8 "stream 8 " 8,1,1 512,1,1 r0  > 0B x8 corr>0:true`,
+		`kernel optimizer dev0 s9 "stream 9 "   r0  > 0B x8 corr>0:false`,
+		`memcpy Memcpy DtoH (Device -> Pinned) dev0 s7 "stream 7 "   r0 DtoH device>pinned 1048576B x8 corr>0:true`,
+		`sync Stream Sync dev0 s7 "stream 7 "   r0  > 0B x8 corr>0:false`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("kernels rows:\n got %q\nwant %q", got, want)
+	}
+	// The steps' ranges on stream 7 enclose its work: spans of the
+	// device, not steps (those are the host's).
+	rows = queryRows(t, dir, `select count(*) as n, count(distinct name) as names, min(name) as first, max(track) as track,
+		sum(case when step then 1 else 0 end) as steps from spans where run = 'kineto-marked-false' and device = 0 and thread_id = 0`)
+	if r := rows[0]; num(t, r["n"]) != 8 || num(t, r["names"]) != 8 || r["first"] != "ProfilerStep#10" || r["track"] != "stream 7 " || num(t, r["steps"]) != 0 {
+		t.Errorf("the ranges on the streams in spans: %v", rows)
+	}
+	rows = queryRows(t, dir, `select run, count(*) as n, sum(case when name like 'ProfilerStep#%' then 1 else 0 end) as profiler, min(step_num) as first from steps group by run order by run`)
+	if len(rows) != 2 || num(t, rows[0]["n"]) != 8 || num(t, rows[0]["profiler"]) != 8 || num(t, rows[0]["first"]) != 10 ||
+		num(t, rows[1]["n"]) != 8 || num(t, rows[1]["profiler"]) != 0 || num(t, rows[1]["first"]) != 0 {
+		t.Errorf("steps: %v", rows)
+	}
+	rows = queryRows(t, dir, `select count(*) as n from hosts where run = 'kineto-marked-false' and device = 0`)
+	if num(t, rows[0]["n"]) != 1 {
+		t.Errorf("hosts: no row for the GPU the trace saw")
 	}
 }
