@@ -36,7 +36,10 @@ type exportSums struct {
 	HostSpans, HostFlows int64 // the hosts row's counts
 }
 
-// modelSums computes exportSums from the model a reader builds.
+// modelSums computes exportSums from the model a reader builds. A
+// Chrome file's GPU streams are threads of its devices' processes
+// (event.StreamOf): their slices are kernels (the fixtures annotate no
+// range on a stream, which would stay a span).
 func modelSums(s *event.Snapshot) exportSums {
 	var x exportSums
 	var args []event.Arg
@@ -48,7 +51,13 @@ func modelSums(s *event.Snapshot) exportSums {
 				x.Flows++
 			}
 		}
-		switch r.Kind() {
+		kind := r.Kind()
+		if tr, ok := s.TrackOf(r); ok && kind == event.KindSpan && tr.Kind == event.TrackHostThread {
+			if _, _, stream := event.StreamOf(tr, s.Processes); stream {
+				kind = event.KindActivity
+			}
+		}
+		switch kind {
 		case event.KindSpan:
 			x.Spans++
 			x.SpanDur += end - r.Start()
