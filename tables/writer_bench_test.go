@@ -5,59 +5,15 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
+	"github.com/devprof/devprof/internal/heappeak"
 	"github.com/devprof/devprof/tables"
 )
-
-// peakHeap samples the heap's object bytes every 5 ms until
-// stopped, for a benchmark's peak-heap-MiB.
-type peakHeap struct {
-	peak atomic.Uint64
-	stop chan struct{}
-	wg   sync.WaitGroup
-}
-
-func startPeakHeap() *peakHeap {
-	p := &peakHeap{stop: make(chan struct{})}
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	sample := func() {
-		metrics.Read(s)
-		if v := s[0].Value.Uint64(); v > p.peak.Load() {
-			p.peak.Store(v)
-		}
-	}
-	sample()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		t := time.NewTicker(5 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.stop:
-				sample()
-				return
-			case <-t.C:
-				sample()
-			}
-		}
-	}()
-	return p
-}
-
-func (p *peakHeap) done() float64 {
-	close(p.stop)
-	p.wg.Wait()
-	return float64(p.peak.Load()) / (1 << 20)
-}
 
 // cpuTime is the CPU time the process has used, user and system.
 func cpuTime() time.Duration {
@@ -129,7 +85,7 @@ func BenchmarkWriter(b *testing.B) {
 			cpu0 := cpuTime()
 			for i := 0; i < b.N; i++ {
 				dir := b.TempDir()
-				p := startPeakHeap()
+				stop := heappeak.Start()
 				w, err := tables.NewWriter(dir, event.Meta{}, tables.Options{Run: "r", Session: fmt.Sprint(i)})
 				if err != nil {
 					b.Fatal(err)
@@ -139,7 +95,7 @@ func BenchmarkWriter(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				peak = max(peak, p.done())
+				peak = max(peak, heappeak.MiB(stop()))
 				b.StopTimer()
 				size = 0
 				for _, path := range paths {
@@ -162,58 +118,62 @@ func BenchmarkWriter(b *testing.B) {
 	}
 }
 
-// BenchmarkExportPerfetto is devprof export end to end on one core: a
-// 1M-event GPU-shaped .pftrace streamed by the Perfetto reader into a
-// Writer. It reports events/s (wall and CPU), the Parquet files' size
-// against the .pftrace's (parquet/pftrace) and the peak heap.
+// BenchmarkExportPerfetto is devprof export end to end (run with -cpu 1
+// for one core): a GPU-shaped .pftrace of 1 M or 10 M events streamed by
+// the Perfetto reader into a Writer, to Parquet files on local disk. It
+// reports events/s (wall and CPU), the Parquet files' size against the
+// .pftrace's (parquet/pftrace) and the peak heap.
 func BenchmarkExportPerfetto(b *testing.B) {
-	const n = 1_000_000
-	b.StopTimer()
-	bl := event.NewBuilder(event.Meta{})
-	streamSynthetic(bl, n)
-	path := filepath.Join(b.TempDir(), "bench.pftrace")
-	if err := formats.WriteFile(path, formats.Perfetto, bl.Snapshot()); err != nil {
-		b.Fatal(err)
-	}
-	st, err := os.Stat(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	bl = nil
-	runtime.GC()
-	var peak float64
-	var size int64
-	b.StartTimer()
-	cpu0 := cpuTime()
-	for i := 0; i < b.N; i++ {
-		dir := b.TempDir()
-		p := startPeakHeap()
-		w, err := tables.NewWriter(dir, event.Meta{}, tables.Options{Run: "r", Session: fmt.Sprint(i)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := formats.Perfetto.StreamFile(path, w, formats.ReadOptions{}); err != nil {
-			b.Fatal(err)
-		}
-		paths, err := w.Close()
-		if err != nil {
-			b.Fatal(err)
-		}
-		peak = max(peak, p.done())
-		b.StopTimer()
-		size = 0
-		for _, rel := range paths {
-			fi, err := os.Stat(filepath.Join(dir, rel))
+	for _, n := range []int{1_000_000, 10_000_000} {
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			b.StopTimer()
+			bl := event.NewBuilder(event.Meta{})
+			streamSynthetic(bl, n)
+			path := filepath.Join(b.TempDir(), "bench.pftrace")
+			if err := formats.WriteFile(path, formats.Perfetto, bl.Snapshot()); err != nil {
+				b.Fatal(err)
+			}
+			st, err := os.Stat(path)
 			if err != nil {
 				b.Fatal(err)
 			}
-			size += fi.Size()
-		}
-		os.RemoveAll(dir)
-		b.StartTimer()
+			bl = nil
+			runtime.GC()
+			var peak uint64
+			var size int64
+			b.StartTimer()
+			cpu0 := cpuTime()
+			for i := 0; i < b.N; i++ {
+				dir := b.TempDir()
+				stop := heappeak.Start()
+				w, err := tables.NewWriter(dir, event.Meta{}, tables.Options{Run: "r", Session: fmt.Sprint(i)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := formats.Perfetto.StreamFile(path, w, formats.ReadOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				paths, err := w.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+				peak = max(peak, stop())
+				b.StopTimer()
+				size = 0
+				for _, rel := range paths {
+					fi, err := os.Stat(filepath.Join(dir, rel))
+					if err != nil {
+						b.Fatal(err)
+					}
+					size += fi.Size()
+				}
+				os.RemoveAll(dir)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric(float64(n)*float64(b.N)/(cpuTime()-cpu0).Seconds(), "events/cpu-s")
+			b.ReportMetric(float64(size)/float64(st.Size()), "parquet/pftrace")
+			b.ReportMetric(heappeak.MiB(peak), "peak-heap-MiB")
+		})
 	}
-	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
-	b.ReportMetric(float64(n)*float64(b.N)/(cpuTime()-cpu0).Seconds(), "events/cpu-s")
-	b.ReportMetric(float64(size)/float64(st.Size()), "parquet/pftrace")
-	b.ReportMetric(peak, "peak-heap-MiB")
 }
