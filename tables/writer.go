@@ -64,7 +64,13 @@ type Writer struct {
 	procTracks map[int]uint32
 
 	nextID uint64
-	open   map[uint64]*ev
+	// open finds the spans added Unfinished, by id, in openEvs: slots
+	// reused (with their arguments' storage) once a span ends, so that a
+	// reader that pairs every begin with its end (Perfetto's) costs no
+	// allocation per span.
+	open     map[uint64]int32
+	openEvs  []ev
+	openFree []int32
 	spool  *spool
 	err    error // the first write error; Close returns it
 	closed bool
@@ -116,7 +122,7 @@ func NewWriter(dir string, meta event.Meta, o Options) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{dir: dir, o: o, meta: meta, initial: meta, open: map[uint64]*ev{}, spool: s}, nil
+	return &Writer{dir: dir, o: o, meta: meta, initial: meta, open: map[uint64]int32{}, spool: s}, nil
 }
 
 func (w *Writer) put(e *ev) {
@@ -270,10 +276,18 @@ func (w *Writer) Span(s event.Span) uint64 {
 		w.markerSteps++
 	}
 	if s.Unfinished {
-		open := new(ev)
-		*open = e
-		open.args = slices.Clone(e.args)
-		w.open[e.id] = open
+		var i int32
+		if k := len(w.openFree); k > 0 {
+			i, w.openFree = w.openFree[k-1], w.openFree[:k-1]
+		} else {
+			i = int32(len(w.openEvs))
+			w.openEvs = append(w.openEvs, ev{})
+		}
+		o := &w.openEvs[i]
+		args := o.args[:0]
+		*o = e
+		o.args = append(args, e.args...)
+		w.open[e.id] = i
 		return e.id
 	}
 	w.put(&e)
@@ -282,13 +296,15 @@ func (w *Writer) Span(s event.Span) uint64 {
 
 // EndSpan ends a span added Unfinished; it does nothing to any other ID.
 func (w *Writer) EndSpan(id uint64, end int64) {
-	e, ok := w.open[id]
+	i, ok := w.open[id]
 	if !ok {
 		return
 	}
 	delete(w.open, id)
+	e := &w.openEvs[i]
 	e.end, e.finished = max(end, e.start), true
 	w.put(e)
+	w.openFree = append(w.openFree, i)
 }
 
 // TrackSlice adds a root span on a track.
@@ -341,6 +357,7 @@ func (w *Writer) Reset() {
 	w.streams, w.replan, w.markerSteps = nil, false, 0
 	w.nextID = 0
 	clear(w.open)
+	w.openEvs, w.openFree = w.openEvs[:0], w.openFree[:0]
 	if w.err == nil {
 		w.err = w.spool.reset()
 	}
@@ -362,7 +379,7 @@ func (w *Writer) Close() ([]string, error) {
 	// Spans still open end when the trace stopped, unfinished.
 	ids := slices.Sorted(maps.Keys(w.open))
 	for _, id := range ids {
-		e := w.open[id]
+		e := &w.openEvs[w.open[id]]
 		e.end = max(w.meta.Stop.Mono, e.start)
 		if err := w.spool.put(e); err != nil {
 			return nil, fmt.Errorf("tables: spooling events: %w", err)
