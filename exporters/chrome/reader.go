@@ -1153,7 +1153,12 @@ func (p *parser) metadata(f *evFields) error {
 	switch f.e.name {
 	case "process_name":
 		p.thread(f.pid, f.tid)
-		p.procs[f.pid].name = name
+		pi := p.procs[f.pid]
+		was := foldedDevice(pi)
+		pi.name = name
+		if p.stream != nil && foldedDevice(pi) != was {
+			return p.stream.deviceRenamed(f.pid)
+		}
 	case "process_labels":
 		// As the Chrome trace viewer does: split at commas, each label
 		// once.
@@ -2020,6 +2025,26 @@ func (b *builder) fillMeta(meta *event.Meta) {
 	meta.Stop = event.ClockAnchor{Mono: b.stop, Boot: satAdd(start, b.stop), Wall: satAdd(start, b.stop)}
 }
 
+// foldedDevice returns the device a process of the program stands for
+// in a file devprof wrote: its writer gives each device's streams as
+// threads of a process named "GPU <n>" or "GPU <n> (<device name>)",
+// which the reader folds into the program's. The ordinal goes on the
+// threads' tracks (Track.Device), so that the streams of two GPUs stay
+// two devices' (event.StreamOf). 0 for any other process, as on any
+// host thread.
+func foldedDevice(pi *procInfo) int {
+	rest, ok := strings.CutPrefix(pi.name, "GPU ")
+	if !ok {
+		return 0
+	}
+	rest, _, _ = strings.Cut(rest, " ")
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
 // emitProcesses adds the file's processes, in the order they first
 // appear. A file devprof wrote keeps the recording program's threads (its
 // own and its devices') in the program's process, Meta; any other file has
@@ -2073,7 +2098,11 @@ func (b *builder) emitSpans(bl event.Sink) {
 	}
 	for _, li := range order {
 		if l := &b.lanes[li]; len(l.spans) > 0 || used[li] {
-			tk := event.Track{Kind: event.TrackHostThread, ID: l.tid, Name: l.name, Process: b.p.proc(l.pid).num}
+			pi := b.p.proc(l.pid)
+			tk := event.Track{Kind: event.TrackHostThread, ID: l.tid, Name: l.name, Process: pi.num}
+			if pi.num == 0 {
+				tk.Device = foldedDevice(pi)
+			}
 			if l.thread >= 0 {
 				t := &b.p.threads[l.thread]
 				tk.SortIndex, tk.Sorted = t.sort, t.sorted

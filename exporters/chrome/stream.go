@@ -178,7 +178,8 @@ func (s *streamer) track(ti int32) (uint32, error) {
 		return 0, errRestart // a string tid is numbered past every numeric id of the file
 	}
 	s.lastFirst = t.first
-	return s.sink.Track(event.Track{Kind: event.TrackHostThread, ID: t.tid.n, Name: laneName(t), SortIndex: t.sort, Sorted: t.sorted}), nil
+	return s.sink.Track(event.Track{Kind: event.TrackHostThread, ID: t.tid.n, Name: laneName(t), SortIndex: t.sort, Sorted: t.sorted,
+		Device: foldedDevice(s.p.proc(t.pid))}), nil
 }
 
 // threadMeta applies thread metadata that arrives after the thread's
@@ -191,6 +192,18 @@ func (s *streamer) threadMeta(ti int32, sortIndex bool) error {
 		return errRestart
 	}
 	s.sink.SetTrackName(s.threads[ti].track, laneName(&s.p.threads[ti]))
+	return nil
+}
+
+// deviceRenamed is a process_name that changes the device a pid's
+// threads stand for (foldedDevice): a track already made with the old
+// one would differ from the batch path's, which names it from the last.
+func (s *streamer) deviceRenamed(pid procID) error {
+	for ti := range s.threads {
+		if s.threads[ti].track != 0 && s.p.threads[ti].pid == pid {
+			return errRestart
+		}
+	}
 	return nil
 }
 
