@@ -71,9 +71,9 @@ type Writer struct {
 	open     map[uint64]int32
 	openEvs  []ev
 	openFree []int32
-	spool  *spool
-	err    error // the first write error; Close returns it
-	closed bool
+	spool    *spool
+	err      error // the first write error; Close returns it
+	closed   bool
 
 	// streams are the tracks' readings as device streams, by track id
 	// less one (see onStream).
