@@ -25,8 +25,9 @@ import (
 //     "GPU <n>" or begins with "GPU <n> " (Kineto's labels, devprof's
 //     process names: "GPU 0 (NVIDIA H100 80GB HBM3)"): device n;
 //   - otherwise a TrackHostThread named as TSL and devprof name streams,
-//     "Stream #<id>..." ("Stream #14(Compute)"): its Device field, which
-//     readers leave 0 on a host thread.
+//     "Stream #<id>..." ("Stream #14(Compute)"): its Device field (the
+//     Chrome reader sets it on the threads of the "GPU <n>" processes it
+//     folds into the program's in a file devprof wrote; 0 elsewhere).
 //
 // The stream of a host thread is the number its name gives after
 // "Stream #" where it has one (a Chrome thread's id is not always its
