@@ -46,6 +46,7 @@
 package analysis
 
 import (
+	"math"
 	"time"
 )
 
@@ -66,6 +67,29 @@ type Options struct {
 	// distribution; 0 decides (see Steps.Warmup), and a negative number
 	// means none.
 	Warmup int
+	// MemoryBudget is how many bytes of device work and launch calls an
+	// Analyzer holds before it spills them to a temporary file, and
+	// about what Report holds as it reads them back; 0 means
+	// DefaultMemoryBudget, a negative number never to spill.
+	MemoryBudget int
+	// TempDir is where the temporary file goes; "" means os.TempDir.
+	TempDir string
+}
+
+func (o Options) memoryBudget() int {
+	if o.MemoryBudget == 0 {
+		return DefaultMemoryBudget
+	}
+	return o.MemoryBudget
+}
+
+// sortBudget is the memory budget Report's sorts divide: unbounded when
+// the analysis never spills.
+func (o Options) sortBudget() int {
+	if b := o.memoryBudget(); b > 0 {
+		return b
+	}
+	return math.MaxInt / 8
 }
 
 func (o Options) top() int {

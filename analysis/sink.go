@@ -10,14 +10,13 @@ import (
 
 // Analyzer is an event.Sink that analyzes a trace as a reader streams it.
 // It keeps what the answers need, not the events: each piece of device
-// work's interval, name and launch link (21 bytes), by stream; each
-// link's launch call: its start, name and the host span around it (24
-// bytes with the link's index); each
-// host thread's root spans and the spans around launch calls, once each
-// (24 bytes); the steps; the spans still open on each host thread. Its
-// memory grows with the device work and launches, not with the host's
-// other spans, instants or counters: about a third of what the model of
-// the same trace holds (BenchmarkAnalyze, BenchmarkAnalyzeSnapshot).
+// work's interval, name and launch link, by stream; each launch call's
+// link, start, name and the host span around it; each host thread's
+// root spans and the spans around launch calls, once each (24 bytes);
+// the steps; the spans still open on each host thread. The device work
+// and launch calls, which grow with the trace, are held in memory up to
+// Options.MemoryBudget and spilled past it to a temporary file, read
+// back in chunks by Report (BenchmarkAnalyze).
 //
 // Report returns the analysis once the reader is done. An Analyzer is
 // not safe for concurrent use.
@@ -44,9 +43,16 @@ type Analyzer struct {
 	// openOps are device work added Unfinished, by ID, until EndSpan.
 	openOps map[uint64]opRef
 
-	// launches holds the launch call of each link (flow or correlation
-	// id).
-	launches launchSlots
+	// launches are the launch calls, as they came; launchesSorted says
+	// their links never went down (readers number flows and correlation
+	// ids in order), so that Report need not sort them.
+	launches       spool[launchRec]
+	launchesSorted bool
+	lastLaunch     uint64
+	// mem is the bytes of work and launch calls held in memory; past the
+	// budget they go to spill.
+	mem   int
+	spill spillFile
 	// collective caches isCollective by name id (0: not asked yet, 1:
 	// yes, 2: no).
 	collective []uint8
@@ -68,6 +74,12 @@ type Analyzer struct {
 	// thread: the enclosing-span bookkeeping assumes start order.
 	outOfOrder int64
 }
+
+// The bytes a record takes in memory, for the budget.
+const (
+	workMem   = 32
+	launchMem = 40
+)
 
 // trackInfo is what the analysis needs of a registered track.
 type trackInfo struct {
@@ -98,10 +110,11 @@ func (c category) String() string {
 	return "none"
 }
 
-// opRef finds a piece of device work.
+// opRef finds a piece of device work: its stream, index and start.
 type opRef struct {
-	s *stream
-	i int
+	s     *stream
+	i     int
+	start int64
 }
 
 // hostNode is a host span that enclosed a launch call, or a root span of
@@ -168,6 +181,7 @@ func NewAnalyzer(meta event.Meta, opt Options) *Analyzer {
 
 // Reset implements event.Sink.
 func (a *Analyzer) Reset() {
+	a.spill.close()
 	*a = Analyzer{
 		opt:       a.opt,
 		meta:      a.initial,
@@ -176,12 +190,14 @@ func (a *Analyzer) Reset() {
 		nameIDs:   map[string]uint32{"": 0},
 		streams:   map[uint32]*stream{},
 		openOps:   map[uint64]opRef{},
-		launches:  launchSlots{of: linkTable{sparse: map[uint64]int32{}}},
 		threads:   map[uint32]*thread{},
 		openSpans: map[uint64]*hostSpan{},
 		occupancy: map[uint32]*occupancySum{},
 		first:     math.MaxInt64,
 		last:      math.MinInt64,
+		spill:     spillFile{dir: a.opt.TempDir},
+
+		launchesSorted: true,
 	}
 }
 
@@ -321,10 +337,9 @@ func (a *Analyzer) Span(s event.Span) uint64 {
 func (a *Analyzer) EndSpan(id uint64, end int64) {
 	if ref, ok := a.openOps[id]; ok {
 		delete(a.openOps, id)
-		start := ref.s.start[ref.i]
-		end = max(end, start)
+		end = max(end, ref.start)
 		ref.s.setEnd(ref.i, end)
-		a.seen(start, end)
+		a.seen(ref.start, end)
 		return
 	}
 	h, ok := a.openSpans[id]
@@ -418,23 +433,25 @@ func (a *Analyzer) deviceWork(id uint64, kind event.ActivityKind, track uint32, 
 		return
 	}
 	link := linkOf(args)
-	var slot uint32
-	if link != 0 {
-		slot = uint32(a.launches.slot(link)) + 1
-	}
 	st := a.streams[track]
 	if st == nil {
 		st = &stream{track: track, sorted: true}
 		a.streams[track] = st
 		a.order = append(a.order, track)
 	}
-	if k := st.len(); k > 0 && start < st.start[k-1] {
+	if st.work.len() > 0 && start < st.lastStart {
 		st.sorted = false
 	}
+	st.lastStart = start
 	if end == math.MaxInt64 {
-		a.openOps[id] = opRef{st, st.len()}
+		a.openOps[id] = opRef{st, st.work.len(), start}
 	}
-	st.add(start, max(end, start), nameID, c, kind == event.ActivityUnknown && link == 0 && c == catCompute, slot)
+	w := workRec{start: start, end: max(end, start), link: link, name: nameID, flags: uint8(c)}
+	if kind == event.ActivityUnknown && link == 0 && c == catCompute {
+		w.flags |= flagMayEnclose
+	}
+	st.work.tail = append(st.work.tail, w)
+	a.grew(workMem)
 	if c == catCompute || c == catComm {
 		if pct, ok := occupancyOf(args); ok {
 			o := a.occupancy[nameID]
@@ -633,60 +650,44 @@ func (a *Analyzer) nodeOf(th *thread) int32 {
 
 // addLaunch records a launch call. One link, one launch: the first call
 // a link names is the one that launched (a correlation id is the
-// launch's own).
+// launch's own); Report keeps the first.
 func (a *Analyzer) addLaunch(link uint64, name uint32, start int64, node int32, thread uint32) {
-	a.launches.add(link, launch{start: start, name: name, node: node, thread: thread})
+	who := name
+	if node >= 0 {
+		who = a.nodes[node].name
+	}
+	if a.launches.len() > 0 && link < a.lastLaunch {
+		a.launchesSorted = false
+	}
+	a.lastLaunch = link
+	a.launches.tail = append(a.launches.tail, launchRec{link: link, start: start, name: name, who: who, node: node, thread: thread,
+		seq: uint64(a.launches.len())})
+	a.grew(launchMem)
 }
 
-// linkTable maps links to their launch slots. Readers number flows and
-// correlation ids mostly in sequence from some base (devprof's flows
-// from 2^62), so a link near the first one seen is an index into dense,
-// without hashing; the rest go to sparse.
-type linkTable struct {
-	base   uint64
-	dense  []int32 // slot + 1; 0: none
-	sparse map[uint64]int32
-	used   bool
+// grew counts n more bytes held of work and launch calls, and spills
+// them all once they pass the budget.
+func (a *Analyzer) grew(n int) {
+	a.mem += n
+	if b := a.opt.memoryBudget(); b > 0 && a.mem > b {
+		for _, id := range a.order {
+			a.streams[id].work.flush(&a.spill, workCodec, 0)
+		}
+		a.launches.flush(&a.spill, launchCodec, 0)
+		a.mem = 0
+	}
 }
 
-// denseSlack bounds how far past the links seen dense may grow: room
-// for a few times as many links as it holds, plus a fixed margin.
-const denseSlack = 1 << 16
-
-// add records that link is slot i, unless link has a slot already; it
-// reports whether it recorded it.
-func (t *linkTable) add(link uint64, i int32) bool {
-	if !t.used {
-		t.used = true
-		t.base = link - min(link, 1024)
+// setEnd sets the end of work i, spilled or not.
+func (s *stream) setEnd(i int, end int64) {
+	if w := s.work.at(i); w != nil {
+		w.end = end
+		return
 	}
-	if d := link - t.base; link >= t.base && d < uint64(4*len(t.dense)+denseSlack) {
-		if d >= uint64(len(t.dense)) {
-			t.dense = append(t.dense, make([]int32, int(d)+1-len(t.dense))...)
-			t.dense = t.dense[:cap(t.dense)]
-		}
-		if t.dense[d] != 0 {
-			return false
-		}
-		t.dense[d] = i + 1
-		return true
+	if s.ends == nil {
+		s.ends = map[int]int64{}
 	}
-	if _, ok := t.sparse[link]; ok {
-		return false
-	}
-	t.sparse[link] = i
-	return true
-}
-
-// get returns the slot of link.
-func (t *linkTable) get(link uint64) (int32, bool) {
-	if d := link - t.base; t.used && link >= t.base && d < uint64(len(t.dense)) {
-		if i := t.dense[d]; i != 0 {
-			return i - 1, true
-		}
-	}
-	i, ok := t.sparse[link]
-	return i, ok
+	s.ends[i] = end
 }
 
 // closeStep ends the step in progress on th: its host busy time is the

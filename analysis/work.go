@@ -1,244 +1,135 @@
 package analysis
 
-import (
-	"cmp"
-	"math"
-	"slices"
-)
+import "encoding/binary"
 
-// The analysis keeps one entry per piece of device work and per launch
-// call: at ten million events they are most of its memory, so each is
-// kept in columns of the narrowest type that holds the common case, with
-// the rare value that does not fit kept aside.
+// The records the analysis keeps per piece of device work and per launch
+// call, and those Report sorts: in memory up to the budget, past it in
+// the spill file (spill.go), each in a fixed number of bytes.
 
-// stream is one device stream's work in start order (a reader's order
-// contract; sorted is false when it broke it, and Report sorts), one
-// column per field: 21 bytes a piece of work.
-type stream struct {
-	track  uint32
-	sorted bool
+var le = binary.LittleEndian
 
-	start []int64
-	// dur is the work's duration; durLong marks one that does not fit,
-	// whose end is in long.
-	dur  []uint32
-	name []uint32
-	// flags holds the category and whether the work may be a range
-	// annotated on the stream rather than work (see dropAnnotations).
-	flags []uint8
-	// slot is the launch slot of the work's link plus one (0: none).
-	slot []uint32
-	// long holds the ends of work whose duration does not fit in dur, by
-	// index: work over 4.29s, or still open (math.MaxInt64).
-	long map[int32]int64
+// workRec is one piece of device work.
+type workRec struct {
+	start, end int64 // end is math.MaxInt64 while unknown
+	// link is the flow (2n) or correlation id (2n+1) that ties it to its
+	// launch call, 0 for none.
+	link  uint64
+	name  uint32
+	flags uint8 // the category, and flagMayEnclose
 }
 
-// durLong marks a duration kept in stream.long.
-const durLong = math.MaxUint32
-
 const (
-	flagCat        = 3 // the category, in the low bits
+	flagCat = 3 // the category, in the low bits
+	// flagMayEnclose marks work that may be a range annotated on the
+	// stream rather than work (see dropAnnotations).
 	flagMayEnclose = 4
 )
 
-func (s *stream) len() int { return len(s.start) }
+func (w *workRec) cat() category { return category(w.flags & flagCat) }
 
-func (s *stream) add(start, end int64, name uint32, c category, mayEnclose bool, slot uint32) {
-	f := uint8(c)
-	if mayEnclose {
-		f |= flagMayEnclose
-	}
-	s.start = append(s.start, start)
-	s.dur = append(s.dur, 0)
-	s.name = append(s.name, name)
-	s.flags = append(s.flags, f)
-	s.slot = append(s.slot, slot)
-	s.setEnd(s.len()-1, end)
+var workCodec = &codec[workRec]{size: 29,
+	put: func(b []byte, w *workRec) {
+		le.PutUint64(b, uint64(w.start))
+		le.PutUint64(b[8:], uint64(w.end))
+		le.PutUint64(b[16:], w.link)
+		le.PutUint32(b[24:], w.name)
+		b[28] = w.flags
+	},
+	get: func(b []byte, w *workRec) {
+		*w = workRec{start: int64(le.Uint64(b)), end: int64(le.Uint64(b[8:])), link: le.Uint64(b[16:]), name: le.Uint32(b[24:]), flags: b[28]}
+	}}
+
+// stream is one device stream's work, in the order it came: start order
+// (a reader's order contract; sorted is false when it broke it, and
+// Report sorts).
+type stream struct {
+	track  uint32
+	sorted bool
+	work   spool[workRec]
+	// lastStart is the start of the last work added.
+	lastStart int64
+	// ends holds the ends learned (EndSpan) of work spilled while open,
+	// by index in work.
+	ends map[int]int64
 }
 
-// end returns the end of work i.
-func (s *stream) end(i int) int64 {
-	if d := s.dur[i]; d != durLong {
-		return s.start[i] + int64(d)
-	}
-	return s.long[int32(i)]
-}
-
-// setEnd sets the end of work i (not before its start).
-func (s *stream) setEnd(i int, end int64) {
-	// The duration as the unsigned difference: it wraps exactly as
-	// end-start does, so that start+dur is end again.
-	if d := uint64(end) - uint64(s.start[i]); d < durLong {
-		s.dur[i] = uint32(d)
-		if s.long != nil {
-			delete(s.long, int32(i))
-		}
-		return
-	}
-	if s.long == nil {
-		s.long = map[int32]int64{}
-	}
-	s.dur[i] = durLong
-	s.long[int32(i)] = end
-}
-
-func (s *stream) cat(i int) category { return category(s.flags[i] & flagCat) }
-
-// sortByStart puts the work in start order, keeping the order of work
-// that starts at once.
-func (s *stream) sortByStart() {
-	perm := make([]int32, s.len())
-	for i := range perm {
-		perm[i] = int32(i)
-	}
-	slices.SortStableFunc(perm, func(x, y int32) int { return cmp.Compare(s.start[x], s.start[y]) })
-	ends := make(map[int32]int64, len(s.long))
-	for i, p := range perm {
-		if s.dur[p] == durLong {
-			ends[int32(i)] = s.long[p]
-		}
-	}
-	s.start = permute(s.start, perm)
-	s.dur = permute(s.dur, perm)
-	s.name = permute(s.name, perm)
-	s.flags = permute(s.flags, perm)
-	s.slot = permute(s.slot, perm)
-	s.long = ends
-	s.sorted = true
-}
-
-func permute[T any](v []T, perm []int32) []T {
-	out := make([]T, len(v))
-	for i, p := range perm {
-		out[i] = v[p]
-	}
-	return out
-}
-
-// keep moves work i to position j (j <= i), for a pass that drops work
-// in place.
-func (s *stream) keep(i, j int) {
-	if i == j {
-		return
-	}
-	s.start[j], s.dur[j], s.name[j], s.flags[j], s.slot[j] = s.start[i], s.dur[i], s.name[i], s.flags[i], s.slot[i]
-	switch {
-	case s.dur[i] == durLong:
-		s.long[int32(j)] = s.long[int32(i)]
-		delete(s.long, int32(i))
-	case s.long != nil:
-		delete(s.long, int32(j))
-	}
-}
-
-// truncate keeps the first n pieces of work.
-func (s *stream) truncate(n int) {
-	for i := n; i < s.len(); i++ {
-		if s.dur[i] == durLong {
-			delete(s.long, int32(i))
-		}
-	}
-	s.start, s.dur, s.name, s.flags, s.slot = s.start[:n], s.dur[:n], s.name[:n], s.flags[:n], s.slot[:n]
-}
-
-// launch is a host call that launched device work.
-type launch struct {
-	start  int64
-	name   uint32
+// launchRec is a host call that launched device work.
+type launchRec struct {
+	link  uint64
+	start int64
+	name  uint32
+	// who is the span the call was made in (the innermost around it),
+	// else the call itself: what launched a tiny kernel.
+	who    uint32
 	node   int32  // the host span around the call, in nodes; -1 for none
 	thread uint32 // the track of the thread that made the call
+	// seq is the call's order among the launch calls: the first of a
+	// link's is the one that launched.
+	seq uint64
 }
 
-// launchSlots holds, per link (flow or correlation id) the trace named,
-// the launch call it names, in columns: 20 bytes a link. A slot is made
-// when its link is first seen, on the launch or on the work: in an
-// XSpace the device's work comes before the host's launches.
-type launchSlots struct {
-	start  []int64
-	name   []uint32
-	node   []int32 // noLaunch while no launch call named the link
-	thread []uint32
-	// of finds a link's slot.
-	of linkTable
+var launchCodec = &codec[launchRec]{size: 40,
+	put: func(b []byte, l *launchRec) {
+		le.PutUint64(b, l.link)
+		le.PutUint64(b[8:], uint64(l.start))
+		le.PutUint32(b[16:], l.name)
+		le.PutUint32(b[20:], l.who)
+		le.PutUint32(b[24:], uint32(l.node))
+		le.PutUint32(b[28:], l.thread)
+		le.PutUint64(b[32:], l.seq)
+	},
+	get: func(b []byte, l *launchRec) {
+		*l = launchRec{link: le.Uint64(b), start: int64(le.Uint64(b[8:])), name: le.Uint32(b[16:]), who: le.Uint32(b[20:]),
+			node: int32(le.Uint32(b[24:])), thread: le.Uint32(b[28:]), seq: le.Uint64(b[32:])}
+	}}
+
+// probe is what Report needs the launch call of a piece of linked work
+// for: the idle gap it ended (whose cause turns on when the launch call
+// began) and, for a kernel, its launch latency and launcher.
+type probe struct {
+	link       uint64
+	start, dur int64 // the work's
+	// gapStart and gapDur are the gap the work ended (probeGap).
+	gapStart, gapDur int64
+	stream           uint32 // the stream's index in Report's order
+	flags            uint8
 }
 
-// noLaunch marks a slot whose link no launch call named (yet).
-const noLaunch = -2
+const (
+	probeGap     = 1 // the work ended an idle gap
+	probeOverlap = 2 // another stream of the device ran work during it
+	probeKernel  = 4 // the work is a kernel
+)
 
-// slot returns link's slot, making it if it is new.
-func (l *launchSlots) slot(link uint64) int32 {
-	if i, ok := l.of.get(link); ok {
-		return i
-	}
-	i := int32(len(l.start))
-	l.of.add(link, i)
-	l.start = append(l.start, 0)
-	l.name = append(l.name, 0)
-	l.node = append(l.node, noLaunch)
-	l.thread = append(l.thread, 0)
-	return i
+var probeCodec = &codec[probe]{size: 45,
+	put: func(b []byte, p *probe) {
+		le.PutUint64(b, p.link)
+		le.PutUint64(b[8:], uint64(p.start))
+		le.PutUint64(b[16:], uint64(p.dur))
+		le.PutUint64(b[24:], uint64(p.gapStart))
+		le.PutUint64(b[32:], uint64(p.gapDur))
+		le.PutUint32(b[40:], p.stream)
+		b[44] = p.flags
+	},
+	get: func(b []byte, p *probe) {
+		*p = probe{link: le.Uint64(b), start: int64(le.Uint64(b[8:])), dur: int64(le.Uint64(b[16:])),
+			gapStart: int64(le.Uint64(b[24:])), gapDur: int64(le.Uint64(b[32:])), stream: le.Uint32(b[40:]), flags: b[44]}
+	}}
+
+// nameDur is one kernel's duration, sorted by name for each name's
+// percentiles.
+type nameDur struct {
+	name uint32
+	dur  int64
 }
 
-// add records the launch call of link, unless one named it already:
-// the first call a link names is the one that launched (a correlation
-// id is the launch's own).
-func (l *launchSlots) add(link uint64, c launch) {
-	i := l.slot(link)
-	if l.node[i] != noLaunch {
-		return
-	}
-	l.start[i], l.name[i], l.node[i], l.thread[i] = c.start, c.name, c.node, c.thread
-}
+var nameDurCodec = &codec[nameDur]{size: 12,
+	put: func(b []byte, n *nameDur) {
+		le.PutUint32(b, n.name)
+		le.PutUint64(b[4:], uint64(n.dur))
+	},
+	get: func(b []byte, n *nameDur) { *n = nameDur{name: le.Uint32(b), dur: int64(le.Uint64(b[4:]))} }}
 
-// get returns the launch call of a work's slot (stream.slot), if any.
-func (l *launchSlots) get(slot uint32) (launch, bool) {
-	if slot == 0 || l.node[slot-1] == noLaunch {
-		return launch{}, false
-	}
-	i := slot - 1
-	return launch{start: l.start[i], name: l.name[i], node: l.node[i], thread: l.thread[i]}, true
-}
-
-// int64s collects values for a Distribution in 4 bytes each where they
-// fit in an int32 (kernel durations under 2.1s, launch latencies), the
-// rest in 8.
-type int64s struct {
-	short []int32
-	long  []int64
-	sum   int64
-}
-
-func (v *int64s) add(x int64) {
-	v.sum += x
-	if x >= math.MinInt32 && x <= math.MaxInt32 {
-		v.short = append(v.short, int32(x))
-		return
-	}
-	v.long = append(v.long, x)
-}
-
-func (v *int64s) len() int { return len(v.short) + len(v.long) }
-
-// distribution summarizes the values, as distribution does.
-func (v *int64s) distribution() Distribution {
-	n := v.len()
-	if n == 0 {
-		return Distribution{}
-	}
-	slices.Sort(v.short)
-	slices.Sort(v.long)
-	// In order: the long values below the int32 range, the short ones,
-	// the long values above.
-	below, _ := slices.BinarySearch(v.long, 0)
-	at := func(i int) int64 {
-		switch {
-		case i < below:
-			return v.long[i]
-		case i-below < len(v.short):
-			return int64(v.short[i-below])
-		}
-		return v.long[i-len(v.short)]
-	}
-	rank := func(p int) int64 { return at(max((p*n+99)/100, 1) - 1) }
-	return Distribution{Count: n, Mean: v.sum / int64(n), Min: at(0), P50: rank(50), P90: rank(90), P99: rank(99), Max: at(n - 1)}
-}
+var int64Codec = &codec[int64]{size: 8,
+	put: func(b []byte, v *int64) { le.PutUint64(b, uint64(*v)) },
+	get: func(b []byte, v *int64) { *v = int64(le.Uint64(b)) }}
