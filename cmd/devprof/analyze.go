@@ -85,7 +85,10 @@ func runAnalyze(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	meta := *a.Meta()
-	r := a.Report()
+	r, err := a.Finish()
+	if err != nil {
+		return err
+	}
 	if *htmlPath != "" {
 		p := &analysispage.Page{Title: "devprof analyze: " + filepath.Base(path),
 			Trace: analysispage.Trace{Name: path, Format: f.Display, Warnings: warningLines(&meta), Report: r}}
@@ -142,6 +145,7 @@ func readAnalysis(path string, stderr io.Writer, lim readLimits, opt analysis.Op
 		err = f.StreamFile(path, a, o)
 	}
 	if err != nil {
+		a.Reset() // lets go of its temporary file
 		return nil, nil, err
 	}
 	if isTerminal(stderr) {

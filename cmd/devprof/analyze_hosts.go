@@ -75,7 +75,11 @@ func analyzeHosts(stdout, stderr io.Writer, run string, inputs []exportInput, op
 		if meta.Host != "" {
 			name = meta.Host
 		}
-		h := hostAnalysis{Host: name, File: in.loc, Format: f.Name, display: f.Display, Warnings: warningLines(&meta), Report: a.Report(), meta: meta}
+		r, err := a.Finish()
+		if err != nil {
+			return fmt.Errorf("%s: %w", runstore.Display(in.loc), err)
+		}
+		h := hostAnalysis{Host: name, File: in.loc, Format: f.Name, display: f.Display, Warnings: warningLines(&meta), Report: r, meta: meta}
 		var offset int64
 		if meta.Start.Wall != 0 {
 			offset = meta.Start.Wall - meta.Start.Mono
