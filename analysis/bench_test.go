@@ -1,12 +1,19 @@
 package analysis
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/internal/heappeak"
 )
 
@@ -57,10 +64,11 @@ func syntheticTrace(sink event.Sink, n int) {
 
 // BenchmarkAnalyze streams a synthetic GPU trace into an Analyzer and
 // makes its report, as devprof analyze does behind a reader: events/s
-// and the peak heap (the Analyzer's state; no reader's buffers). The
-// 10 M-event run: go test -bench 'Analyze/events=10M' -benchmem -cpu 1.
+// and the peak heap (the Analyzer's state; no reader's buffers), which
+// the memory budget bounds whatever the length. The 10 M-event run: go
+// test -bench 'Analyze/events=10M' -benchmem -cpu 1.
 func BenchmarkAnalyze(b *testing.B) {
-	for _, n := range []int{100_000, 1_000_000, 10_000_000} {
+	for _, n := range []int{100_000, 1_000_000, 10_000_000, 30_000_000} {
 		b.Run(fmt.Sprintf("events=%s", count(n)), func(b *testing.B) {
 			var peak float64
 			for b.Loop() {
@@ -126,4 +134,174 @@ func TestSyntheticTraceStreams(t *testing.T) {
 	if r.Kernels.Count != 10_000-10_000/8 || len(r.Devices) != 2 || len(r.Steps.All) != 10 || r.Kernels.Launch.Linked != r.Kernels.Count {
 		t.Errorf("report: %d kernels, %d devices, %d steps, %d linked", r.Kernels.Count, len(r.Devices), len(r.Steps.All), r.Kernels.Launch.Linked)
 	}
+}
+
+// BenchmarkAnalyzeFile is BenchmarkAnalyze from files, as devprof
+// analyze reads them: the synthetic trace written as XSpace with its
+// device planes before the host's (as JAX and TensorFlow write them:
+// every kernel comes before its launch call) and as Perfetto, streamed
+// by its reader into an Analyzer. The peak heap is the reader's and the
+// analysis's together; making the files is not measured.
+func BenchmarkAnalyzeFile(b *testing.B) {
+	for _, f := range []*formats.Format{formats.XPlane, formats.Perfetto} {
+		for _, n := range []int{1_000_000, 10_000_000} {
+			b.Run(fmt.Sprintf("%s/events=%s", f.Name, count(n)), func(b *testing.B) {
+				path := syntheticFile(b, f, n)
+				var peak float64
+				var events int64
+				for b.Loop() {
+					runtime.GC()
+					stop := heappeak.Start()
+					a := NewAnalyzer(event.Meta{}, Options{})
+					if err := f.StreamFile(path, a, formats.ReadOptions{}); err != nil {
+						b.Fatal(err)
+					}
+					events = a.Events()
+					if r, err := a.Finish(); err != nil || r.Kernels.Count == 0 {
+						b.Fatalf("%v, or no kernels", err)
+					}
+					peak = max(peak, heappeak.MiB(stop()))
+				}
+				b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+				b.ReportMetric(peak, "peak-heap-MiB")
+			})
+		}
+	}
+}
+
+// benchFiles holds the files syntheticFile made, made once per run of
+// the package's benchmarks (TestMain removes them).
+var benchFiles struct {
+	dir   string
+	paths map[string]string
+}
+
+// syntheticFile returns a file holding syntheticTrace(n) in format f
+// (XSpace with its device planes first).
+func syntheticFile(b *testing.B, f *formats.Format, n int) string {
+	key := fmt.Sprintf("%s-%d", f.Name, n)
+	if p, ok := benchFiles.paths[key]; ok {
+		return p
+	}
+	if benchFiles.dir == "" {
+		dir, err := os.MkdirTemp("", "devprof-analysis-bench-*")
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchFiles.dir, benchFiles.paths = dir, map[string]string{}
+	}
+	bl := event.NewBuilder(event.Meta{})
+	syntheticTrace(bl, n)
+	var buf bytes.Buffer
+	if err := f.Write(&buf, bl.Snapshot(), false); err != nil {
+		b.Fatal(err)
+	}
+	data := buf.Bytes()
+	if f == formats.XPlane {
+		var err error
+		if data, err = devicePlanesFirst(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	path := filepath.Join(benchFiles.dir, key+f.Extensions[0])
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	benchFiles.paths[key] = path
+	return path
+}
+
+// devicePlanesFirst rewrites an XSpace so that its device planes
+// ("/device:...") come before the others, as TSL's profiler writes them
+// (devprof's writer puts the host's first).
+func devicePlanesFirst(space []byte) ([]byte, error) {
+	var device, rest []byte
+	for b := space; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return nil, protowire.ParseError(m)
+		}
+		field := b[:n+m]
+		b = b[n+m:]
+		if num == 1 && typ == protowire.BytesType {
+			plane, _ := protowire.ConsumeBytes(field[n:])
+			if strings.HasPrefix(planeName(plane), "/device:") {
+				device = append(device, field...)
+				continue
+			}
+		}
+		rest = append(rest, field...)
+	}
+	return append(device, rest...), nil
+}
+
+// planeName returns an XPlane's name (field 2).
+func planeName(plane []byte) string {
+	for len(plane) > 0 {
+		num, typ, n := protowire.ConsumeTag(plane)
+		if n < 0 {
+			return ""
+		}
+		if num == 2 && typ == protowire.BytesType {
+			v, _ := protowire.ConsumeBytes(plane[n:])
+			return string(v)
+		}
+		m := protowire.ConsumeFieldValue(num, typ, plane[n:])
+		if m < 0 {
+			return ""
+		}
+		plane = plane[n+m:]
+	}
+	return ""
+}
+
+// TestDevicePlanesFirst: the XSpace the file benchmark reads has its
+// device planes first and reads back as the same trace, so that the
+// benchmark measures the order it claims to.
+func TestDevicePlanesFirst(t *testing.T) {
+	bl := event.NewBuilder(event.Meta{})
+	syntheticTrace(bl, 2000)
+	var buf bytes.Buffer
+	if err := formats.XPlane.Write(&buf, bl.Snapshot(), false); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := devicePlanesFirst(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for b := moved; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if num == 1 {
+			plane, _ := protowire.ConsumeBytes(b[n:])
+			names = append(names, planeName(plane))
+		}
+		b = b[n+m:]
+	}
+	if len(names) < 3 || !strings.HasPrefix(names[0], "/device:") || !strings.HasPrefix(names[1], "/device:") || strings.HasPrefix(names[len(names)-1], "/device:") {
+		t.Fatalf("planes in order: %q", names)
+	}
+	analyze := func(data []byte) *Report {
+		a := NewAnalyzer(event.Meta{}, Options{})
+		if err := formats.XPlane.Stream(bytes.NewReader(data), "x.xplane.pb", a); err != nil {
+			t.Fatal(err)
+		}
+		return a.Report()
+	}
+	if got, want := analyze(moved), analyze(buf.Bytes()); !reflect.DeepEqual(got, want) {
+		t.Errorf("device planes first\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchFiles.dir != "" {
+		os.RemoveAll(benchFiles.dir)
+	}
+	os.Exit(code)
 }

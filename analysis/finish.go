@@ -326,10 +326,8 @@ func (p *pass) sweep() {
 		kway.add(&tagged{src: a.workOf(sp.s, p.chunk), sp: sp})
 	}
 	heap.Init(kway)
-	for len(kway.srcs) > 0 {
-		sp := kway.srcs[0].src.(*tagged).sp
-		w, _ := kway.next()
-		p.work(sp, &w)
+	for w, src, ok := kway.nextFrom(); ok; w, src, ok = kway.nextFrom() {
+		p.work(src.(*tagged).sp, &w)
 	}
 	if p.inUnion {
 		p.island(p.union)
@@ -425,7 +423,7 @@ func (p *pass) probe(sp *streamPass, pr probe) {
 	p.probeCount++
 	if p.probeMem += probeMem; p.probeMem > p.probeBudget {
 		for _, sp := range p.streams {
-			sp.probes.flush(&p.a.spill, probeCodec, 0)
+			sp.probes.flush(&p.a.spill, probeCodec)
 		}
 		p.probeMem = 0
 	}

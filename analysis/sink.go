@@ -671,9 +671,9 @@ func (a *Analyzer) grew(n int) {
 	a.mem += n
 	if b := a.opt.memoryBudget(); b > 0 && a.mem > b {
 		for _, id := range a.order {
-			a.streams[id].work.flush(&a.spill, workCodec, 0)
+			a.streams[id].work.flush(&a.spill, workCodec)
 		}
-		a.launches.flush(&a.spill, launchCodec, 0)
+		a.launches.flush(&a.spill, launchCodec)
 		a.mem = 0
 	}
 }

@@ -33,7 +33,13 @@ type spillFile struct {
 	path string
 	// err is the first error: writes stop there, and Report returns it.
 	err error
+	// buf is where records are encoded before they are written.
+	buf []byte
 }
+
+// spillChunk is how many bytes of records are encoded and written at
+// once.
+const spillChunk = 1 << 20
 
 func (s *spillFile) fail(err error) {
 	if s.err == nil {
@@ -124,19 +130,33 @@ type spool[T any] struct {
 
 func (s *spool[T]) len() int { return s.spilled + len(s.tail) }
 
-// flush writes the tail to f as one block. Past keep records of
-// capacity the tail is let go rather than kept for reuse.
-func (s *spool[T]) flush(f *spillFile, c *codec[T], keep int) {
+// flush writes the tail to f as one block. The tail's memory is kept
+// for the records to come while the tail filled at least half of it:
+// tails that fill again as they did keep their memory, and what a tail
+// no longer needs is let go.
+func (s *spool[T]) flush(f *spillFile, c *codec[T]) {
 	if len(s.tail) == 0 {
 		return
 	}
-	buf := make([]byte, len(s.tail)*c.size)
-	for i := range s.tail {
-		c.put(buf[i*c.size:], &s.tail[i])
+	per := max(spillChunk/c.size, 1)
+	if len(f.buf) < per*c.size {
+		f.buf = make([]byte, per*c.size)
 	}
-	s.blocks = append(s.blocks, block{f.write(buf), len(s.tail)})
+	off := int64(-1)
+	for i := 0; i < len(s.tail); i += per {
+		n := min(per, len(s.tail)-i)
+		buf := f.buf[:n*c.size]
+		for j := range n {
+			c.put(buf[j*c.size:], &s.tail[i+j])
+		}
+		// One writer appends: the pieces of a block are contiguous.
+		if o := f.write(buf); off < 0 {
+			off = o
+		}
+	}
+	s.blocks = append(s.blocks, block{off, len(s.tail)})
 	s.spilled += len(s.tail)
-	if cap(s.tail) > keep {
+	if 2*len(s.tail) < cap(s.tail) {
 		s.tail = nil
 	} else {
 		s.tail = s.tail[:0]
@@ -265,9 +285,9 @@ func (e *extSort[T]) sort() {
 
 func (e *extSort[T]) spill() {
 	e.sort()
-	var run spool[T]
-	run.tail = e.buf
-	run.flush(e.f, e.c, 0)
+	run := spool[T]{tail: e.buf}
+	run.flush(e.f, e.c)
+	run.tail = nil
 	e.runs = append(e.runs, run)
 	e.buf = e.buf[:0]
 }
@@ -310,20 +330,44 @@ func (m *mergeSource[T]) add(s source[T]) {
 	}
 }
 
+// fewSources is how many sources a merge scans for the least rather
+// than keeping them in a heap.
+const fewSources = 8
+
 func (m *mergeSource[T]) next() (T, bool) {
+	v, _, ok := m.nextFrom()
+	return v, ok
+}
+
+// nextFrom is next, with the source the record came from.
+func (m *mergeSource[T]) nextFrom() (T, source[T], bool) {
 	if len(m.srcs) == 0 {
 		var zero T
-		return zero, false
+		return zero, nil, false
 	}
-	top := &m.srcs[0]
-	v := top.v
-	if nv, ok := top.src.next(); ok {
-		top.v = nv
-		heap.Fix(m, 0)
-	} else {
+	least := 0
+	if len(m.srcs) <= fewSources {
+		for i := 1; i < len(m.srcs); i++ {
+			if c := m.cmp(m.srcs[i].v, m.srcs[least].v); c < 0 || c == 0 && m.srcs[i].seq < m.srcs[least].seq {
+				least = i
+			}
+		}
+	}
+	h := &m.srcs[least]
+	v, src := h.v, h.src
+	nv, ok := src.next()
+	switch {
+	case ok:
+		h.v = nv
+		if len(m.srcs) > fewSources {
+			heap.Fix(m, 0)
+		}
+	case len(m.srcs) > fewSources:
 		heap.Pop(m)
+	default:
+		m.srcs = slices.Delete(m.srcs, least, least+1)
 	}
-	return v, true
+	return v, src, true
 }
 
 func (m *mergeSource[T]) Len() int { return len(m.srcs) }
