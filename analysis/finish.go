@@ -754,18 +754,21 @@ func unionWithin(ivs []interval, lo, hi int64) int64 {
 // began at t: the innermost span around the call that had begun by then,
 // else the root span of the thread that ran across t; "" when none did.
 func (a *Analyzer) spanAt(l *launchRec, t int64) string {
-	for node := l.node; node >= 0; node = a.nodes[node].parent {
-		if n := &a.nodes[node]; n.start <= t && n.end > t {
+	for node := l.node; node >= 0; {
+		n := a.node(node)
+		if n.start <= t && n.end > t {
 			return a.names[n.name]
 		}
+		node = n.parent
 	}
 	th := a.threads[l.thread]
 	if th == nil {
 		return ""
 	}
-	i := sort.Search(len(th.roots), func(i int) bool { return a.nodes[th.roots[i]].start > t }) - 1
+	root := func(i int) hostNode { return a.node(th.roots.get(&a.spill, int32Codec, i)) }
+	i := sort.Search(th.roots.len(), func(i int) bool { return root(i).start > t }) - 1
 	if i >= 0 {
-		if n := &a.nodes[th.roots[i]]; n.end > t {
+		if n := root(i); n.end > t {
 			return a.names[n.name]
 		}
 	}

@@ -57,8 +57,10 @@ type Analyzer struct {
 	// yes, 2: no).
 	collective []uint8
 	// nodes are the host spans that enclosed a launch call and the host
-	// threads' root spans, each once.
-	nodes []hostNode
+	// threads' root spans, each once, spilled with the work; nodeEnds
+	// holds the ends learned of nodes spilled while open.
+	nodes    spool[hostNode]
+	nodeEnds map[int32]int64
 
 	threads map[uint32]*thread
 	// openSpans are host spans added Unfinished, by ID, until EndSpan.
@@ -79,6 +81,8 @@ type Analyzer struct {
 const (
 	workMem   = 32
 	launchMem = 40
+	nodeMem   = 24
+	rootMem   = 4
 )
 
 // trackInfo is what the analysis needs of a registered track.
@@ -145,7 +149,7 @@ type thread struct {
 	// roots are the thread's spans that began with no other open, in
 	// nodes, in start order: what the thread was doing when a gap began
 	// that no span around the launch call covers.
-	roots []int32
+	roots spool[int32]
 	// step is the step whose host busy time the thread's spans add to
 	// (-1: none); busy holds their intervals until the step closes (an
 	// open span's end is patched in by EndSpan).
@@ -350,7 +354,14 @@ func (a *Analyzer) EndSpan(id uint64, end int64) {
 	h.end = max(end, h.start)
 	a.seen(h.start, h.end)
 	if h.node >= 0 {
-		a.nodes[h.node].end = h.end
+		if n := a.nodes.at(int(h.node)); n != nil {
+			n.end = h.end
+		} else {
+			if a.nodeEnds == nil {
+				a.nodeEnds = map[int32]int64{}
+			}
+			a.nodeEnds[h.node] = h.end
+		}
 	}
 	if h.step >= 0 {
 		a.steps[h.step].end = h.end
@@ -401,7 +412,8 @@ func (a *Analyzer) ActivityOf(kind event.ActivityKind, track uint32, name string
 		// A driver call recorded as activity on a host thread (CUPTI's
 		// API records): a launch when it is linked to device work.
 		if link := linkOf(args); link != 0 {
-			a.addLaunch(link, a.intern(name), start, -1, track)
+			id := a.intern(name)
+			a.addLaunch(link, id, id, start, -1, track)
 		}
 	}
 	return id
@@ -624,12 +636,16 @@ func (a *Analyzer) hostSpan(id uint64, track uint32, name string, start, end int
 		a.openSpans[id] = h
 	}
 	if link := linkOf(args); link != 0 {
-		a.addLaunch(link, nameID, start, a.nodeOf(th), track)
+		who, node := nameID, a.nodeOf(th)
+		if node >= 0 {
+			who = th.stack[len(th.stack)-1].name
+		}
+		a.addLaunch(link, nameID, who, start, node, track)
 	}
 	if len(th.stack) == 0 {
-		h.node = int32(len(a.nodes))
-		a.nodes = append(a.nodes, hostNode{start: start, end: end, name: nameID, parent: -1})
-		th.roots = append(th.roots, h.node)
+		h.node = a.addNode(hostNode{start: start, end: end, name: nameID, parent: -1})
+		th.roots.tail = append(th.roots.tail, h.node)
+		a.grew(rootMem)
 	}
 	th.stack = append(th.stack, h)
 }
@@ -640,8 +656,7 @@ func (a *Analyzer) nodeOf(th *thread) int32 {
 	parent := int32(-1)
 	for _, h := range th.stack {
 		if h.node < 0 {
-			h.node = int32(len(a.nodes))
-			a.nodes = append(a.nodes, hostNode{start: h.start, end: h.end, name: h.name, parent: parent})
+			h.node = a.addNode(hostNode{start: h.start, end: h.end, name: h.name, parent: parent})
 		}
 		parent = h.node
 	}
@@ -651,11 +666,7 @@ func (a *Analyzer) nodeOf(th *thread) int32 {
 // addLaunch records a launch call. One link, one launch: the first call
 // a link names is the one that launched (a correlation id is the
 // launch's own); Report keeps the first.
-func (a *Analyzer) addLaunch(link uint64, name uint32, start int64, node int32, thread uint32) {
-	who := name
-	if node >= 0 {
-		who = a.nodes[node].name
-	}
+func (a *Analyzer) addLaunch(link uint64, name, who uint32, start int64, node int32, thread uint32) {
 	if a.launches.len() > 0 && link < a.lastLaunch {
 		a.launchesSorted = false
 	}
@@ -663,6 +674,22 @@ func (a *Analyzer) addLaunch(link uint64, name uint32, start int64, node int32, 
 	a.launches.tail = append(a.launches.tail, launchRec{link: link, start: start, name: name, who: who, node: node, thread: thread,
 		seq: uint64(a.launches.len())})
 	a.grew(launchMem)
+}
+
+// addNode adds a host span to nodes and returns its index.
+func (a *Analyzer) addNode(n hostNode) int32 {
+	a.nodes.tail = append(a.nodes.tail, n)
+	a.grew(nodeMem)
+	return int32(a.nodes.len() - 1)
+}
+
+// node returns node i, spilled or not.
+func (a *Analyzer) node(i int32) hostNode {
+	n := a.nodes.get(&a.spill, nodeCodec, int(i))
+	if end, ok := a.nodeEnds[i]; ok {
+		n.end = end
+	}
+	return n
 }
 
 // grew counts n more bytes held of work and launch calls, and spills
@@ -674,6 +701,10 @@ func (a *Analyzer) grew(n int) {
 			a.streams[id].work.flush(&a.spill, workCodec)
 		}
 		a.launches.flush(&a.spill, launchCodec)
+		a.nodes.flush(&a.spill, nodeCodec)
+		for _, th := range a.threads {
+			th.roots.flush(&a.spill, int32Codec)
+		}
 		a.mem = 0
 	}
 }

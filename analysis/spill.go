@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sort"
 )
 
 // What the analysis keeps per piece of device work and per launch call
@@ -114,10 +115,12 @@ type codec[T any] struct {
 	get  func(b []byte, v *T)
 }
 
-// block is a run of records in the spill file.
+// block is a run of records in the spill file: n records from offset
+// off, the first of them record first of its spool.
 type block struct {
-	off int64
-	n   int
+	off   int64
+	n     int
+	first int
 }
 
 // spool is a sequence of records, appended and read back in order: the
@@ -154,7 +157,7 @@ func (s *spool[T]) flush(f *spillFile, c *codec[T]) {
 			off = o
 		}
 	}
-	s.blocks = append(s.blocks, block{off, len(s.tail)})
+	s.blocks = append(s.blocks, block{off, len(s.tail), s.spilled})
 	s.spilled += len(s.tail)
 	if 2*len(s.tail) < cap(s.tail) {
 		s.tail = nil
@@ -169,6 +172,22 @@ func (s *spool[T]) at(i int) *T {
 		return nil
 	}
 	return &s.tail[i-s.spilled]
+}
+
+// get returns record i, reading it from the file if it was spilled.
+func (s *spool[T]) get(f *spillFile, c *codec[T], i int) T {
+	var v T
+	if p := s.at(i); p != nil {
+		return *p
+	}
+	k := sort.Search(len(s.blocks), func(k int) bool { return s.blocks[k].first > i }) - 1
+	if k < 0 || i < 0 || i >= s.spilled {
+		return v
+	}
+	b := make([]byte, c.size)
+	f.read(b, s.blocks[k].off+int64((i-s.blocks[k].first)*c.size))
+	c.get(b, &v)
+	return v
 }
 
 // source is a sequence of records read in order.

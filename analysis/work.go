@@ -133,3 +133,18 @@ var nameDurCodec = &codec[nameDur]{size: 12,
 var int64Codec = &codec[int64]{size: 8,
 	put: func(b []byte, v *int64) { le.PutUint64(b, uint64(*v)) },
 	get: func(b []byte, v *int64) { *v = int64(le.Uint64(b)) }}
+
+var nodeCodec = &codec[hostNode]{size: 24,
+	put: func(b []byte, n *hostNode) {
+		le.PutUint64(b, uint64(n.start))
+		le.PutUint64(b[8:], uint64(n.end))
+		le.PutUint32(b[16:], n.name)
+		le.PutUint32(b[20:], uint32(n.parent))
+	},
+	get: func(b []byte, n *hostNode) {
+		*n = hostNode{start: int64(le.Uint64(b)), end: int64(le.Uint64(b[8:])), name: le.Uint32(b[16:]), parent: int32(le.Uint32(b[20:]))}
+	}}
+
+var int32Codec = &codec[int32]{size: 4,
+	put: func(b []byte, v *int32) { le.PutUint32(b, uint32(*v)) },
+	get: func(b []byte, v *int32) { *v = int32(le.Uint32(b)) }}
