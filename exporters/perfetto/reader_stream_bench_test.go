@@ -4,14 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/heappeak"
 )
 
 // discard is a sink that keeps nothing: what Decode costs by itself.
@@ -45,44 +42,6 @@ func (d *discard) ActivityOf(event.ActivityKind, uint32, string, int64, int64, [
 func (d *discard) Meta() *event.Meta { return &d.meta }
 func (d *discard) Reset()            { *d = discard{} }
 
-// peakHeap samples the heap's live objects while it runs, for a
-// peak-heap metric.
-type peakHeap struct {
-	stop chan struct{}
-	wg   sync.WaitGroup
-	peak atomic.Uint64
-}
-
-func startPeakHeap() *peakHeap {
-	runtime.GC()
-	p := &peakHeap{stop: make(chan struct{})}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		t := time.NewTicker(2 * time.Millisecond)
-		defer t.Stop()
-		for {
-			metrics.Read(s)
-			if v := s[0].Value.Uint64(); v > p.peak.Load() {
-				p.peak.Store(v)
-			}
-			select {
-			case <-p.stop:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return p
-}
-
-func (p *peakHeap) done() float64 {
-	close(p.stop)
-	p.wg.Wait()
-	return float64(p.peak.Load()) / (1 << 20)
-}
-
 // sessionTrace writes, once per size, a trace shaped like a training
 // session's (steps of nested spans with an argument, on one thread) to
 // a file, as devprof's writer writes it (compressed packets).
@@ -102,15 +61,98 @@ func sessionTrace(b *testing.B, n int) string {
 	return path
 }
 
-// BenchmarkDecode reads a 1 M and a 10 M-event trace from a file with
+// gpuTrace writes, once per size, a trace shaped like a GPU session's
+// (nested host spans begun unfinished, launch calls with flows, kernels
+// with grid, block and registers as arguments, counter samples: the
+// tables package's streamSynthetic) to a file, as devprof's writer
+// writes it.
+func gpuTrace(b *testing.B, n int) string {
+	b.Helper()
+	path := filepath.Join(os.TempDir(), "devprof-perfetto-gpu-bench-"+strconv.Itoa(n)+".pftrace")
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	bl := event.NewBuilder(event.Meta{})
+	gpuShaped(bl, n)
+	f, err := os.Create(path + ".tmp")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := Write(f, bl.Snapshot(), WriteOptions{}); err != nil {
+		f.Close()
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// gpuShaped writes n events into sink as a reader of a GPU trace does:
+// per step, nested host spans (begun unfinished, ended later), a kernel
+// launch (an API call) and its kernel with a flow, and a counter sample
+// every few events. It is tables' streamSynthetic, which measures the
+// export of this trace end to end.
+func gpuShaped(sink event.Sink, n int) {
+	thread := sink.Track(event.Track{Kind: event.TrackHostThread, ID: 1, Name: "main"})
+	api := sink.Track(event.Track{Kind: event.TrackHostThread, ID: 2, Name: "cuda api"})
+	stream := sink.Track(event.Track{Kind: event.TrackDeviceStream, Device: 0, ID: 7, Name: "Stream #7"})
+	dev := sink.Track(event.Track{Kind: event.TrackDevice, Device: 0, DeviceName: "H200"})
+	names := make([]string, 64)
+	for i := range names {
+		names[i] = "op_" + strconv.Itoa(i)
+	}
+	args := []event.Arg{
+		{Key: event.ArgGrid, Kind: event.ArgString, Str: "128,1,1"},
+		{Key: event.ArgBlock, Kind: event.ArgString, Str: "256,1,1"},
+		{Key: event.ArgRegistersPerThread, Kind: event.ArgUint, Num: 64},
+		{Kind: event.ArgFlow},
+	}
+	flow := []event.Arg{{Kind: event.ArgFlow}}
+	t := int64(0)
+	step := int64(0)
+	for i := 0; i < n; {
+		root := sink.Span(event.Span{Name: "train_step", Start: t, Track: thread, Unfinished: true, Step: true, StepNum: step})
+		i++
+		for j := 0; j < 16 && i < n; j++ {
+			t += 100
+			corr := uint64(i)
+			flow[0].Num = corr
+			sink.Span(event.Span{Name: names[j], Start: t, End: t + 50, Parent: root, Track: thread})
+			sink.ActivityOf(event.ActivityAPI, api, "cudaLaunchKernel", t+10, t+20, flow)
+			args[3].Num = corr
+			sink.ActivityOf(event.ActivityKernel, stream, names[j+16], t+30, t+80, args)
+			i += 3
+			if j%4 == 0 && i < n {
+				sink.TrackCounter(dev, "utilization", "%", t, float64(j))
+				i++
+			}
+		}
+		t += 100
+		sink.EndSpan(root, t)
+		step++
+	}
+	m := sink.Meta()
+	m.Host = "bench"
+	m.Start = event.ClockAnchor{Mono: 0, Wall: 1_700_000_000_000_000_000}
+	m.Stop = event.ClockAnchor{Mono: t, Wall: 1_700_000_000_000_000_000 + t}
+}
+
+// BenchmarkDecode reads traces of 1 M and 10 M events from a file with
 // Decode: into a sink that keeps nothing (the reader's own cost, and its
 // own memory, which must not grow with the trace), and into a Builder
-// (devprof convert). events/s counts the events the sink received.
+// (devprof convert). The session traces (1M, 10M) are a devprof
+// session's host spans; the gpu ones are GPU-shaped (gpuShaped):
+// arguments on most events, flows, counters. events/s counts the events
+// the sink received.
 //
 // DEVPROF_BENCH_PFTRACE names a trace file of your own to read as well
 // (sub-benchmark "file").
 func BenchmarkDecode(b *testing.B) {
-	sizes := []string{"1M", "10M"}
+	sizes := []string{"1M", "10M", "gpu-1M", "gpu-10M"}
 	if os.Getenv("DEVPROF_BENCH_PFTRACE") != "" {
 		sizes = append(sizes, "file")
 	}
@@ -123,6 +165,10 @@ func BenchmarkDecode(b *testing.B) {
 					path = sessionTrace(b, 1_000_000)
 				case "10M":
 					path = sessionTrace(b, 10_000_000)
+				case "gpu-1M":
+					path = gpuTrace(b, 1_000_000)
+				case "gpu-10M":
+					path = gpuTrace(b, 10_000_000)
 				default:
 					path = os.Getenv("DEVPROF_BENCH_PFTRACE")
 				}
@@ -135,7 +181,8 @@ func BenchmarkDecode(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					ph := startPeakHeap()
+					runtime.GC() // the last run's garbage is not this one's peak
+					stop := heappeak.Start()
 					if into == "discard" {
 						d := &discard{}
 						err = Decode(f, d)
@@ -146,7 +193,7 @@ func BenchmarkDecode(b *testing.B) {
 						s := bl.Snapshot()
 						events = len(s.Events)
 					}
-					peak = max(peak, ph.done())
+					peak = max(peak, heappeak.MiB(stop()))
 					f.Close()
 					if err != nil {
 						b.Fatal(err)
