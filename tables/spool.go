@@ -34,11 +34,18 @@ type spool struct {
 // names, keys and values cost a few bytes on disk and no lookup by
 // content when read back. The slot holds the string, which keeps its
 // bytes alive, so an equal address means an equal string.
-const stringSlots = 1 << 12
+const stringSlots = 1 << stringSlotBits
 
+const stringSlotBits = 12
+
+// slotOf hashes every bit of the string's address: short strings share
+// 16-byte blocks (Go's tiny allocator packs them), so names of one length
+// allocated together ("op_1", "op_2") differ only in their low 4 bits,
+// and a hash that dropped them sent them to one slot to evict each other
+// on every event.
 func slotOf(s string) int {
-	p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
-	return int((p>>4 ^ p>>16 ^ uintptr(len(s))) & (stringSlots - 1))
+	p := uint64(uintptr(unsafe.Pointer(unsafe.StringData(s)))) ^ uint64(len(s))<<48
+	return int(p * 0x9e3779b97f4a7c15 >> (64 - stringSlotBits))
 }
 
 func newSpool(dir string) (*spool, error) {
