@@ -140,33 +140,72 @@ func TestSyntheticTraceStreams(t *testing.T) {
 // analyze reads them: the synthetic trace written as XSpace with its
 // device planes before the host's (as JAX and TensorFlow write them:
 // every kernel comes before its launch call) and as Perfetto, streamed
-// by its reader into an Analyzer. The peak heap is the reader's and the
-// analysis's together; making the files is not measured.
+// by its reader into an Analyzer (into=analysis), or into a sink that
+// keeps nothing (into=nothing: what the reader alone takes). The peak
+// heap is the reader's and the sink's together; making the files is not
+// measured.
 func BenchmarkAnalyzeFile(b *testing.B) {
 	for _, f := range []*formats.Format{formats.XPlane, formats.Perfetto} {
 		for _, n := range []int{1_000_000, 10_000_000} {
-			b.Run(fmt.Sprintf("%s/events=%s", f.Name, count(n)), func(b *testing.B) {
-				path := syntheticFile(b, f, n)
-				var peak float64
-				var events int64
-				for b.Loop() {
-					runtime.GC()
-					stop := heappeak.Start()
-					a := NewAnalyzer(event.Meta{}, Options{})
-					if err := f.StreamFile(path, a, formats.ReadOptions{}); err != nil {
-						b.Fatal(err)
+			for _, into := range []string{"analysis", "nothing"} {
+				b.Run(fmt.Sprintf("%s/events=%s/into=%s", f.Name, count(n), into), func(b *testing.B) {
+					path := syntheticFile(b, f, n)
+					var peak float64
+					var events int64
+					for b.Loop() {
+						runtime.GC()
+						stop := heappeak.Start()
+						var sink event.Sink = &discard{}
+						if into == "analysis" {
+							sink = NewAnalyzer(event.Meta{}, Options{})
+						}
+						if err := f.StreamFile(path, sink, formats.ReadOptions{}); err != nil {
+							b.Fatal(err)
+						}
+						switch s := sink.(type) {
+						case *Analyzer:
+							events = s.Events()
+							if r, err := s.Finish(); err != nil || r.Kernels.Count == 0 {
+								b.Fatalf("%v, or no kernels", err)
+							}
+						case *discard:
+							events = s.events
+						}
+						peak = max(peak, heappeak.MiB(stop()))
 					}
-					events = a.Events()
-					if r, err := a.Finish(); err != nil || r.Kernels.Count == 0 {
-						b.Fatalf("%v, or no kernels", err)
-					}
-					peak = max(peak, heappeak.MiB(stop()))
-				}
-				b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
-				b.ReportMetric(peak, "peak-heap-MiB")
-			})
+					b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+					b.ReportMetric(peak, "peak-heap-MiB")
+				})
+			}
 		}
 	}
+}
+
+// discard is a sink that keeps nothing but a count of events.
+type discard struct {
+	ids, events int64
+	meta        event.Meta
+}
+
+func (d *discard) id() uint64                                          { d.ids++; return uint64(d.ids) }
+func (d *discard) Track(event.Track) uint32                            { return uint32(d.id()) }
+func (d *discard) SetTrackName(uint32, string)                         {}
+func (d *discard) Process(event.Process) int                           { return int(d.id()) }
+func (d *discard) ProcessTrack(int) uint32                             { return uint32(d.id()) }
+func (d *discard) Span(event.Span) uint64                              { d.events++; return d.id() }
+func (d *discard) EndSpan(uint64, int64)                               {}
+func (d *discard) Instant(string, int64, uint32, uint64, []event.Arg)  { d.events++ }
+func (d *discard) Counter(string, string, int64, float64)              { d.events++ }
+func (d *discard) TrackCounter(uint32, string, string, int64, float64) { d.events++ }
+func (d *discard) Meta() *event.Meta                                   { return &d.meta }
+func (d *discard) Reset()                                              { *d = discard{} }
+func (d *discard) TrackSlice(uint32, string, int64, int64, []event.Arg) uint64 {
+	d.events++
+	return d.id()
+}
+func (d *discard) ActivityOf(event.ActivityKind, uint32, string, int64, int64, []event.Arg) uint64 {
+	d.events++
+	return d.id()
 }
 
 // benchFiles holds the files syntheticFile made, made once per run of

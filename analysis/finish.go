@@ -205,14 +205,16 @@ func (a *Analyzer) newPass(r *Report) *pass {
 	budget := a.opt.sortBudget()
 	p := &pass{a: a, r: r, top: a.opt.top(), names: map[uint32]*kernelName{}, launchers: map[uint32]*Launcher{},
 		want: map[uint64]bool{}, found: map[uint64]launchRec{}}
-	// A quarter of the budget to each sort that runs at once, an eighth
-	// to the readers of the spilled sequences.
-	p.probeBudget = budget / 4
+	// An eighth of the budget to each sort and to the probes, a
+	// sixteenth to the latencies and to the readers of the spilled
+	// sequences: with the work still in memory (half the budget at most),
+	// about the budget in all.
+	p.probeBudget = budget / 8
 	p.kernelDurs = newExtSort(&a.spill, nameDurCodec, func(x, y nameDur) int {
 		return cmp.Or(cmp.Compare(x.name, y.name), cmp.Compare(x.dur, y.dur))
-	}, budget/4)
-	p.latency = newExtSort(&a.spill, int64Codec, cmp.Compare[int64], budget/8)
-	p.chunk = min(max(budget/8/(len(a.order)+2)/launchMem, 16), 8192)
+	}, budget/8)
+	p.latency = newExtSort(&a.spill, int64Codec, cmp.Compare[int64], budget/16)
+	p.chunk = min(max(budget/16/(len(a.order)+2)/launchMem, 16), 8192)
 	work := 0
 	for _, id := range a.order {
 		work += a.streams[id].work.len()
@@ -273,6 +275,7 @@ func (a *Analyzer) workOf(s *stream, chunk int) source[workRec] {
 			// Spilling already: the sorted work waits in the file, not
 			// in memory, while the other streams are read.
 			sorter.spill()
+			sorter.buf = nil
 		}
 		src = sorter.sorted(chunk)
 	}
@@ -446,6 +449,7 @@ func (p *pass) probeSource() source[probe] {
 			}
 			if p.a.spill.f != nil && len(sorter.buf) > 0 {
 				sorter.spill()
+				sorter.buf = nil
 			}
 			src = sorter.sorted(p.chunk)
 		}
@@ -597,7 +601,7 @@ func (p *pass) join() {
 	if !a.launchesSorted {
 		launches := newExtSort(&a.spill, launchCodec, func(x, y launchRec) int {
 			return cmp.Or(cmp.Compare(x.link, y.link), cmp.Compare(x.seq, y.seq))
-		}, a.opt.sortBudget()/4)
+		}, a.opt.sortBudget()/8)
 		launches.reserve(a.launches.len())
 		for l, ok := ls.next(); ok; l, ok = ls.next() {
 			launches.add(l)

@@ -692,11 +692,12 @@ func (a *Analyzer) node(i int32) hostNode {
 	return n
 }
 
-// grew counts n more bytes held of work and launch calls, and spills
-// them all once they pass the budget.
+// grew counts n more bytes held of work, launch calls and host spans,
+// and spills them all once they pass half the budget: with the room
+// their slices keep to grow, they hold about the budget.
 func (a *Analyzer) grew(n int) {
 	a.mem += n
-	if b := a.opt.memoryBudget(); b > 0 && a.mem > b {
+	if b := a.opt.memoryBudget(); b > 0 && a.mem > b/2 {
 		for _, id := range a.order {
 			a.streams[id].work.flush(&a.spill, workCodec)
 		}
