@@ -120,11 +120,24 @@ func openTable[T any](root, name, run, host, session string) (*table[T], error) 
 }
 
 func (t *table[T]) add(r T) error {
-	t.rows = append(t.rows, r)
-	if len(t.rows) < cap(t.rows) {
-		return nil
+	p, err := t.row()
+	if err == nil {
+		*p = r
 	}
-	return t.flush()
+	return err
+}
+
+// row returns the next row to fill in, zero: rows are built in place,
+// not copied in (a kernel's is a few hundred bytes). The rows past len
+// are always zero (flush clears those it wrote).
+func (t *table[T]) row() (*T, error) {
+	if len(t.rows) == cap(t.rows) {
+		if err := t.flush(); err != nil {
+			return nil, err
+		}
+	}
+	t.rows = t.rows[:len(t.rows)+1]
+	return &t.rows[len(t.rows)-1], nil
 }
 
 func (t *table[T]) flush() error {

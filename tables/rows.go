@@ -163,20 +163,27 @@ func (d *deriver) add(e *ev) error {
 		table = tInstants
 		f := d.facts(e.track)
 		d.counts[tInstants]++
-		err = d.set.instants.add(Instant{
-			Run: d.run, Host: d.host, Session: d.session,
-			Name: name, TimeNS: e.start + d.offset, ParentID: int64(e.parent),
-			Track: f.name, ThreadID: f.thread, Device: f.device, PID: f.pid, Process: f.process,
-			Args: d.argsJSON(e.args),
-		})
+		var r *Instant
+		if r, err = d.set.instants.row(); err == nil {
+			*r = Instant{
+				Run: d.run, Host: d.host, Session: d.session,
+				Name: name, TimeNS: e.start + d.offset, ParentID: int64(e.parent),
+				Track: f.name, ThreadID: f.thread, Device: f.device, PID: f.pid, Process: f.process,
+				Args: d.argsJSON(e.args),
+			}
+		}
 	case event.KindCounter:
 		f := d.facts(e.track)
 		d.counts[tCounters]++
-		return d.set.counters.add(Counter{
-			Run: d.run, Host: d.host, Session: d.session,
-			Name: name, Unit: validUTF8(e.unit), TimeNS: e.start + d.offset, Value: e.value,
-			Track: f.name, ThreadID: f.thread, Device: f.device, PID: f.pid, Process: f.process,
-		})
+		r, err := d.set.counters.row()
+		if err == nil {
+			*r = Counter{
+				Run: d.run, Host: d.host, Session: d.session,
+				Name: name, Unit: validUTF8(e.unit), TimeNS: e.start + d.offset, Value: e.value,
+				Track: f.name, ThreadID: f.thread, Device: f.device, PID: f.pid, Process: f.process,
+			}
+		}
+		return err
 	case event.KindActivity:
 		if e.activity == event.ActivityAlloc || e.activity == event.ActivityFree {
 			table = tMemory
@@ -209,14 +216,16 @@ func (d *deriver) span(e *ev, name string) error {
 		stepNum, step = profilerStep(e.name)
 	}
 	d.counts[tSpans]++
-	if err := d.set.spans.add(Span{
+	r, err := d.set.spans.row()
+	if err != nil {
+		return err
+	}
+	*r = Span{
 		Run: d.run, Host: d.host, Session: d.session,
 		ID: int64(e.id), ParentID: int64(e.parent), Name: name,
 		StartNS: start, EndNS: end, DurNS: e.end - e.start, Finished: e.finished,
 		Track: f.name, ThreadID: f.thread, Device: f.device, PID: f.pid, Process: f.process,
 		Step: step, StepNum: stepNum, Args: d.argsJSON(e.args),
-	}); err != nil {
-		return err
 	}
 	if !step {
 		return nil
@@ -238,7 +247,11 @@ func (d *deriver) span(e *ev, name string) error {
 // its name ("Memcpy HtoD (Pinned -> Device)").
 func (d *deriver) kernel(e *ev, name string, kind event.ActivityKind) error {
 	f := d.facts(e.track)
-	k := Kernel{
+	k, err := d.set.kernels.row()
+	if err != nil {
+		return err
+	}
+	*k = Kernel{
 		Run: d.run, Host: d.host, Session: d.session,
 		ID: int64(e.id), Kind: kind.String(), Name: name,
 		StartNS: e.start + d.offset, EndNS: e.end + d.offset, DurNS: e.end - e.start,
@@ -293,15 +306,15 @@ func (d *deriver) kernel(e *ev, name string, kind event.ActivityKind) error {
 		k.RegistersPerThread = registers
 	}
 	if details != "" {
-		fromKernelDetails(&k, details)
+		fromKernelDetails(k, details)
 	}
 	if kind == event.ActivityMemcpy && k.CopyKind == "" {
-		fromCopyName(&k, name)
+		fromCopyName(k, name)
 	}
 	k.Args = d.argsJSON(rest)
 	d.rest = rest
 	d.counts[tKernels]++
-	return d.set.kernels.add(k)
+	return nil
 }
 
 // launchShape returns a launch dimension as the column holds it,
@@ -419,11 +432,13 @@ func (d *deriver) flows(e *ev, table int) error {
 			id = 0
 		}
 		d.counts[tFlows]++
-		if err := d.set.flows.add(Flow{
+		r, err := d.set.flows.row()
+		if err != nil {
+			return err
+		}
+		*r = Flow{
 			Run: d.run, Host: d.host, Session: d.session,
 			FlowID: int64(a.Num), EventID: id, EventTable: tableNames[table], TimeNS: e.start + d.offset,
-		}); err != nil {
-			return err
 		}
 	}
 	return nil
