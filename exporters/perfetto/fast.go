@@ -7,13 +7,15 @@ import (
 
 // fastPacket applies the commonest packet of a large trace without the
 // general path's bookkeeping: a packet of timestamp, sequence id and one
-// TrackEvent of type, name iid, track uuid and a few debug annotations
-// with an interned name and a scalar or interned string value, on a
+// TrackEvent of type, name iid, track uuid, a few debug annotations with
+// an interned name and a scalar or interned string value, and flow ids
+// (fixed64, unpacked), or a counter event of a track and a value, on a
 // sequence whose incremental state is valid (what devprof's writer and
-// the Perfetto SDK write for nearly every slice). It reports false,
-// having changed nothing, for any packet with another field or form, and
-// then the general path (packet) applies it: the two must agree on every
-// packet fastPacket takes (TestFastPacketMatchesGeneral).
+// the Perfetto SDK write for nearly every slice, launch, kernel and
+// counter sample). It reports false, having changed nothing, for any
+// packet with another field or form, and then the general path (packet)
+// applies it: the two must agree on every packet fastPacket takes
+// (TestFastPacketMatchesGeneral).
 func (r *reader) fastPacket(b []byte) (bool, error) {
 	var ts uint64
 	var seqID uint32
@@ -62,8 +64,14 @@ func (r *reader) fastPacket(b []byte) (bool, error) {
 	// incremental clock advances when read).
 	var typ, nameIID, track uint64
 	hasTrack := false
-	var annots [4][]byte
+	var annots [4]Arg
 	nannots := 0
+	// Flow ids are few an event (a launch's and its kernel's one): more
+	// than fit here take the general path.
+	var flows, terms [4]uint64
+	nflows, nterms := 0, 0
+	var value float64
+	hasValue := false
 	for len(te) > 0 {
 		switch te[0] {
 		case teType<<3 | wireVarint:
@@ -89,14 +97,68 @@ func (r *reader) fastPacket(b []byte) (bool, error) {
 			if n == 0 || nannots == len(annots) || l > uint64(len(te)-1-n) {
 				return false, nil
 			}
-			annots[nannots] = te[1+n : 1+n+int(l)]
+			a, ok := fastAnnotation(g, te[1+n:1+n+int(l)])
+			if !ok {
+				return false, nil
+			}
+			annots[nannots] = a
 			nannots++
 			te = te[1+n+int(l):]
 		default:
-			return false, nil
+			// The fields numbered past 15 have two-byte tags.
+			tag, n := consumeVarint(te)
+			if n == 0 {
+				return false, nil
+			}
+			switch tag {
+			case teFlowIDs<<3 | wireI64, teTerminatingFlowIDs<<3 | wireI64:
+				if len(te) < n+8 {
+					return false, nil
+				}
+				v := le64(te[n:])
+				if tag == teFlowIDs<<3|wireI64 {
+					if nflows == len(flows) {
+						return false, nil
+					}
+					flows[nflows] = v
+					nflows++
+				} else {
+					if nterms == len(terms) {
+						return false, nil
+					}
+					terms[nterms] = v
+					nterms++
+				}
+				te = te[n+8:]
+			case teDoubleCounterValue<<3 | wireI64:
+				if len(te) < n+8 {
+					return false, nil
+				}
+				value, hasValue, te = math.Float64frombits(le64(te[n:])), true, te[n+8:]
+			case teCounterValue<<3 | wireVarint:
+				v, m := consumeVarint(te[n:])
+				if m == 0 {
+					return false, nil
+				}
+				value, hasValue, te = float64(int64(v)), true, te[n+m:]
+			default:
+				return false, nil
+			}
 		}
 	}
-	if typ != typeSliceBegin && typ != typeSliceEnd && typ != typeInstant {
+	switch typ {
+	case typeSliceBegin, typeSliceEnd, typeInstant:
+		if hasValue {
+			return false, nil
+		}
+	case typeCounter:
+		// A counter's name, arguments and flows are read (and checked)
+		// by the general path alone.
+		if !hasValue || nameIID != 0 || nannots > 0 || nflows > 0 || nterms > 0 {
+			return false, nil
+		}
+		return r.fastCounter(g, seqID, ts, track, hasTrack, value)
+	default:
 		return false, nil
 	}
 	var name string
@@ -123,11 +185,6 @@ func (r *reader) fastPacket(b []byte) (bool, error) {
 	if track == 0 {
 		return false, nil
 	}
-	for i := range nannots {
-		if !fastAnnotation(g, annots[i]) {
-			return false, nil
-		}
-	}
 
 	at, err := r.clocks.resolve(ts, g.clockID, seqID)
 	if err != nil {
@@ -141,26 +198,45 @@ func (r *reader) fastPacket(b []byte) (bool, error) {
 			r.argBlock = make([]Arg, 0, 1024)
 		}
 		start := len(r.argBlock)
-		for i := range nannots {
-			r.argBlock = appendFastAnnotation(g, annots[i], r.argBlock)
+		for _, a := range annots[:nannots] {
+			if a.Value != nil { // an annotation with no value makes no argument
+				r.argBlock = append(r.argBlock, a)
+			}
 		}
 		if len(r.argBlock) > start {
 			args = r.argBlock[start:len(r.argBlock):len(r.argBlock)]
 		}
 	}
+	var fl, tm []uint64
+	if nflows+nterms > 0 {
+		// Flow ids are carved out of blocks, as arguments are.
+		if cap(r.flowBlock)-len(r.flowBlock) < nflows+nterms {
+			r.flowBlock = make([]uint64, 0, 1024)
+		}
+		start := len(r.flowBlock)
+		r.flowBlock = append(r.flowBlock, flows[:nflows]...)
+		mid := len(r.flowBlock)
+		r.flowBlock = append(r.flowBlock, terms[:nterms]...)
+		if nflows > 0 {
+			fl = r.flowBlock[start:mid:mid]
+		}
+		if nterms > 0 {
+			tm = r.flowBlock[mid:len(r.flowBlock):len(r.flowBlock)]
+		}
+	}
 	if r.fastHook != nil {
 		r.fastHook()
 	}
-	if err := r.queueSlice(typ, hasName, track, name, args, at); err != nil {
+	if err := r.queueSlice(typ, hasName, track, name, args, fl, tm, at); err != nil {
 		return true, asDrop("track_event_parser_errors", fmt.Errorf("track_event: %w", err))
 	}
 	return true, nil
 }
 
 // queueSlice is sliceEvent for an event of fastPacket's form: a type, a
-// name and arguments, and none of the fields (flows, a duration, a bind
+// name, arguments and flows, and none of the fields (a duration, a bind
 // id) that only the general path reads, so that no trackEvent is made.
-func (r *reader) queueSlice(typ uint64, hasName bool, track uint64, name string, args []Arg, at timestamp) error {
+func (r *reader) queueSlice(typ uint64, hasName bool, track uint64, name string, args []Arg, flows, terms []uint64, at timestamp) error {
 	// A run of events is on one track: sliceTrack's last, which it would
 	// return unchanged, is not looked up again.
 	if typ != typeSliceEnd && (r.lastSliced == nil || r.lastSlicedUUID != track) {
@@ -170,78 +246,112 @@ func (r *reader) queueSlice(typ uint64, hasName bool, track uint64, name string,
 	}
 	r.events = append(r.events, pendingEvent{
 		kind: uint8(typ), track: track, at: at, order: r.nextOrder(),
-		name: name, hasName: hasName && name != "", args: args, pkt: r.pkt, off: r.off,
+		name: name, hasName: hasName && name != "", args: args, flows: flows, terms: terms, pkt: r.pkt, off: r.off,
 	})
 	return nil
 }
 
-// fastAnnotation reports whether a debug annotation is one fastPacket
-// takes: an interned name the sequence defines and at most scalar or
-// interned string values it defines.
-func fastAnnotation(g *generation, b []byte) bool {
+// fastCounter applies a counter event of fastPacket's form (a track and
+// a value) as the general path's trackEvent does, for a track that an
+// earlier descriptor describes as a counter track; any other is left to
+// the general path, which drops it.
+func (r *reader) fastCounter(g *generation, seqID uint32, ts, track uint64, hasTrack bool, value float64) (bool, error) {
+	if !hasTrack {
+		if !g.hasTrack {
+			return false, nil
+		}
+		track = g.track
+	}
+	if track == 0 {
+		return false, nil
+	}
+	ti, err := r.counterTrack(track)
+	if err != nil {
+		return false, nil
+	}
+	at, err := r.clocks.resolve(ts, g.clockID, seqID)
+	if err != nil {
+		return true, asDrop("clock_sync_failure_unknown_source_clock", err)
+	}
+	if r.fastHook != nil {
+		r.fastHook()
+	}
+	r.queueCounter(track, at, r.counterValue(g, ti, track, value))
+	return true, nil
+}
+
+// le64 decodes a fixed64 field's 8 little-endian bytes.
+func le64(b []byte) uint64 {
+	_ = b[7]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// daStringValueIIDTag is the tag of DebugAnnotation.string_value_iid,
+// the one field fastAnnotation reads whose tag takes two bytes.
+const daStringValueIIDTag = daStringValueIID<<3 | wireVarint
+
+// fastAnnotation decodes a debug annotation of fastPacket's form, an
+// interned name the sequence defines with at most scalar or interned
+// string values it defines, into the argument annotation would make of
+// it; it reports false for any other. An interned string's value is
+// boxed once for its sequence, not once an event.
+func fastAnnotation(g *generation, b []byte) (Arg, bool) {
+	var a Arg
 	hasName := false
 	for len(b) > 0 {
 		tag := b[0]
-		switch tag {
-		case daNameIID<<3 | wireVarint, daBoolValue<<3 | wireVarint, daUintValue<<3 | wireVarint,
-			daIntValue<<3 | wireVarint, daStringValueIID<<3 | wireVarint:
-			v, n := consumeVarint(b[1:])
-			if n == 0 {
-				return false
-			}
-			switch tag {
-			case daNameIID<<3 | wireVarint:
-				if _, ok := g.argNames[v]; !ok {
-					return false
-				}
-				hasName = true
-			case daStringValueIID<<3 | wireVarint:
-				if _, ok := g.strs[v]; !ok {
-					return false
-				}
-			}
-			b = b[1+n:]
-		case daDoubleValue<<3 | wireI64:
-			if len(b) < 9 {
-				return false
-			}
-			b = b[9:]
-		default:
-			return false
-		}
-	}
-	return hasName
-}
-
-// appendFastAnnotation appends the argument of a debug annotation
-// fastAnnotation took, as annotation would.
-func appendFastAnnotation(g *generation, b []byte, out []Arg) []Arg {
-	var a Arg
-	for len(b) > 0 {
-		tag := b[0]
 		if tag == daDoubleValue<<3|wireI64 {
-			a.Value = math.Float64frombits(uint64(b[1]) | uint64(b[2])<<8 | uint64(b[3])<<16 | uint64(b[4])<<24 |
-				uint64(b[5])<<32 | uint64(b[6])<<40 | uint64(b[7])<<48 | uint64(b[8])<<56)
-			b = b[9:]
+			if len(b) < 9 {
+				return a, false
+			}
+			a.Value, b = math.Float64frombits(le64(b[1:])), b[9:]
+			continue
+		}
+		if tag == daStringValueIIDTag&0x7f|0x80 && len(b) > 1 && b[1] == daStringValueIIDTag>>7 {
+			v, n := consumeVarint(b[2:])
+			if n == 0 || v == 0 {
+				return a, false
+			}
+			c := &g.strCache[v%uint64(len(g.strCache))]
+			if c.iid != v {
+				s, ok := g.strs[v]
+				if !ok {
+					return a, false
+				}
+				c.iid, c.v = v, s
+			}
+			a.Value, b = c.v, b[2+n:]
 			continue
 		}
 		v, n := consumeVarint(b[1:])
-		b = b[1+n:]
+		if n == 0 {
+			return a, false
+		}
 		switch tag {
 		case daNameIID<<3 | wireVarint:
-			a.Name = g.argNames[v]
+			if v == 0 {
+				return a, false
+			}
+			c := &g.argNameCache[v%uint64(len(g.argNameCache))]
+			if c.iid != v {
+				s, ok := g.argNames[v]
+				if !ok {
+					return a, false
+				}
+				c.iid, c.name = v, s
+			}
+			a.Name, hasName = c.name, true
 		case daBoolValue<<3 | wireVarint:
 			a.Value = v != 0
 		case daUintValue<<3 | wireVarint:
 			a.Value = v
 		case daIntValue<<3 | wireVarint:
 			a.Value = int64(v)
-		case daStringValueIID<<3 | wireVarint:
-			a.Value = g.strs[v]
+		default:
+			return a, false
 		}
+		b = b[1+n:]
 	}
-	if a.Value != nil {
-		out = append(out, a)
-	}
-	return out
+	return a, hasName
 }

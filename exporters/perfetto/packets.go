@@ -26,8 +26,9 @@ type reader struct {
 	te        trackEvent        // the TrackEvent of the packet being applied
 	lastSeq   *seqState         // fastPacket's last sequence, and its id
 	lastSeqID uint32
-	fastHook  func() // for tests: called for each packet fastPacket applies
-	argBlock  []Arg  // fastPacket's arguments are carved out of it
+	fastHook  func()   // for tests: called for each packet fastPacket applies
+	argBlock  []Arg    // fastPacket's arguments are carved out of it
+	flowBlock []uint64 // and its flow ids out of this
 	// sliceTrack's last track, and its uuid.
 	lastSliced     *trackInfo
 	lastSlicedUUID uint64
@@ -59,6 +60,17 @@ type generation struct {
 	nameCache [64]struct {
 		iid  uint64
 		name string
+	}
+	// argNameCache and strCache do the same for debug annotations' names
+	// and interned string values, the latter boxed: an argument's value
+	// is an any, and boxing a string allocates.
+	argNameCache [64]struct {
+		iid  uint64
+		name string
+	}
+	strCache [64]struct {
+		iid uint64
+		v   any
 	}
 
 	clockID         uint32 // TracePacketDefaults.timestamp_clock_id (0 none)
@@ -604,11 +616,13 @@ func parseInterned(g *generation, b []byte) error {
 		}
 		if iid != 0 { // iid 0 means "not set"
 			table[iid] = name
-			if f.num == idEventNames {
-				g.nameCache = [len(g.nameCache)]struct {
-					iid  uint64
-					name string
-				}{}
+			switch f.num {
+			case idEventNames:
+				clear(g.nameCache[:])
+			case idDebugAnnotNames:
+				clear(g.argNameCache[:])
+			case idDebugAnnotStrs:
+				clear(g.strCache[:])
 			}
 		}
 		return nil

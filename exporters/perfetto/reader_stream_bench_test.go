@@ -1,6 +1,7 @@
 package perfetto
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -72,23 +73,26 @@ func gpuTrace(b *testing.B, n int) string {
 	if _, err := os.Stat(path); err == nil {
 		return path
 	}
-	bl := event.NewBuilder(event.Meta{})
-	gpuShaped(bl, n)
-	f, err := os.Create(path + ".tmp")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := Write(f, bl.Snapshot(), WriteOptions{}); err != nil {
-		f.Close()
-		b.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
+	if err := os.WriteFile(path+".tmp", gpuLikeTrace(b, n), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	if err := os.Rename(path+".tmp", path); err != nil {
 		b.Fatal(err)
 	}
 	return path
+}
+
+// gpuLikeTrace encodes gpuShaped's trace of n events as devprof's writer
+// writes it.
+func gpuLikeTrace(tb testing.TB, n int) []byte {
+	tb.Helper()
+	bl := event.NewBuilder(event.Meta{})
+	gpuShaped(bl, n)
+	var buf bytes.Buffer
+	if err := Write(&buf, bl.Snapshot(), WriteOptions{}); err != nil {
+		tb.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 // gpuShaped writes n events into sink as a reader of a GPU trace does:

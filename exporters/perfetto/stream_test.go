@@ -90,7 +90,8 @@ func streamInputs(t *testing.T) map[string][]byte {
 		}
 		in[f] = []byte(v)
 	}
-	for _, f := range []string{"../../testdata/golden/session.pftrace", "../../testdata/real-gpu/devprof-h100-libwork.pftrace"} {
+	real, _ := filepath.Glob("../../testdata/real-gpu/h200/*.pftrace")
+	for _, f := range append([]string{"../../testdata/golden/session.pftrace", "../../testdata/real-gpu/devprof-h100-libwork.pftrace"}, real...) {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -105,6 +106,7 @@ func streamInputs(t *testing.T) map[string][]byte {
 		in["random "+strconv.FormatUint(seed, 10)] = buf.Bytes()
 	}
 	in["jax-like"] = jaxLikeTrace(t, 5000)
+	in["gpu-like"] = gpuLikeTrace(t, 5000)
 	return in
 }
 
@@ -211,6 +213,31 @@ func TestFastPacketTakesDevprofSlices(t *testing.T) {
 	}
 	if taken < 1800 {
 		t.Errorf("the fast path took %d packets of a trace of 2000 slices", taken)
+	}
+}
+
+// TestFastPacketTakesGPUEvents checks that the fast path reads nearly
+// every event of a GPU-shaped trace too: kernels with arguments, launches
+// with flows, counter samples.
+func TestFastPacketTakesGPUEvents(t *testing.T) {
+	const n = 5000
+	data := gpuLikeTrace(t, n)
+	r := newReader()
+	taken := 0
+	fastPackets = true
+	src, gz, closeFn, err := openStream(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	r.fastHook = func() { taken++ }
+	if err := r.stream(src, gz); err != nil {
+		t.Fatal(err)
+	}
+	// With nothing to pass them on, the events (BEGINs, ENDs) and counter
+	// samples stay queued.
+	if queued := len(r.events) + len(r.counters); taken < queued*98/100 {
+		t.Errorf("the fast path took %d packets of the %d events and samples of a trace of %d events", taken, queued, n)
 	}
 }
 
