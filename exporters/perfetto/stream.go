@@ -771,16 +771,18 @@ func (st *streamer) begin(ts *trackStream, e *pendingEvent) error {
 	// The sink copies what it keeps of the arguments: one buffer serves
 	// every event.
 	sp.Args, sp.Step, sp.StepNum = appendArgs(st.args[:0], e.args, &s.unfinished)
-	st.args = sp.Args[:0]
 	for _, f := range e.flows {
 		if f&ParentFlowBit == 0 {
 			sp.Args = append(sp.Args, event.Arg{Kind: event.ArgFlow, Num: f})
 		}
 	}
+	st.args = sp.Args[:0] // with the flows' room, which every launch needs
 	sp.Track = track
 	s.track = track
 	if ts.device {
-		s.device, s.args = true, slices.Clone(sp.Args) // goes out at its END
+		// It goes out at its END: its arguments wait in storage of its
+		// own, which the slice keeps when it is made again.
+		s.device, s.args = true, append(s.args[:0], sp.Args...)
 		if s.complete {
 			st.deviceActivity(s)
 		}
@@ -806,7 +808,8 @@ func (st *streamer) begin(ts *trackStream, e *pendingEvent) error {
 func (st *streamer) deviceActivity(s *openSlice) {
 	end := s.start + max(s.dur, 0)
 	s.id = st.c.b.ActivityOf(event.ActivityUnknown, s.track, s.name, s.start, end, s.args)
-	s.args = nil
+	clear(s.args) // the sink copied what it keeps
+	s.args = s.args[:0]
 	st.see(s.start, end)
 }
 
@@ -847,8 +850,9 @@ func (st *streamer) end(ts *trackStream, e *pendingEvent) {
 	st.see(s.start, s.start+max(s.dur, 0))
 }
 
-// newSlice returns a zeroed openSlice to fill in: one released (which
-// release zeroed), else one of a block made at a time.
+// newSlice returns a zeroed openSlice to fill in (but for the storage of
+// its arguments, empty): one released (which release zeroed), else one
+// of a block made at a time.
 func (st *streamer) newSlice() *openSlice {
 	if n := len(st.free); n > 0 {
 		s := st.free[n-1]
@@ -868,7 +872,8 @@ func (st *streamer) newSlice() *openSlice {
 // none holds it any more it is made again for another slice.
 func (st *streamer) release(s *openSlice) {
 	if s.refs--; s.refs == 0 {
-		*s = openSlice{}
+		clear(s.args)
+		*s = openSlice{args: s.args[:0]} // the arguments' storage is kept
 		st.free = append(st.free, s)
 	}
 }
@@ -919,12 +924,14 @@ func (st *streamer) instant(ts *trackStream, e *pendingEvent) error {
 	if st.marks.Take(e.name, args) {
 		return nil
 	}
-	flows := append(e.flows, e.terms...)
-	for _, f := range flows {
-		if f&ParentFlowBit == 0 {
-			args = append(args, event.Arg{Kind: event.ArgFlow, Num: f})
+	for _, flows := range [2][]uint64{e.flows, e.terms} {
+		for _, f := range flows {
+			if f&ParentFlowBit == 0 {
+				args = append(args, event.Arg{Kind: event.ArgFlow, Num: f})
+			}
 		}
 	}
+	st.args = args[:0]
 	st.pin(tr.UUID)
 	st.r.inheritID(ts.idx)
 	procs := len(c.procNum)
