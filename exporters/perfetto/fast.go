@@ -195,7 +195,7 @@ func (r *reader) fastPacket(b []byte) (bool, error) {
 		// Arguments are carved out of blocks, not made an event at a
 		// time; a block lives as long as an event that uses it.
 		if cap(r.argBlock)-len(r.argBlock) < nannots {
-			r.argBlock = make([]Arg, 0, 1024)
+			r.argBlock = make([]Arg, 0, argBlockLen)
 		}
 		start := len(r.argBlock)
 		for _, a := range annots[:nannots] {
@@ -207,23 +207,7 @@ func (r *reader) fastPacket(b []byte) (bool, error) {
 			args = r.argBlock[start:len(r.argBlock):len(r.argBlock)]
 		}
 	}
-	var fl, tm []uint64
-	if nflows+nterms > 0 {
-		// Flow ids are carved out of blocks, as arguments are.
-		if cap(r.flowBlock)-len(r.flowBlock) < nflows+nterms {
-			r.flowBlock = make([]uint64, 0, 1024)
-		}
-		start := len(r.flowBlock)
-		r.flowBlock = append(r.flowBlock, flows[:nflows]...)
-		mid := len(r.flowBlock)
-		r.flowBlock = append(r.flowBlock, terms[:nterms]...)
-		if nflows > 0 {
-			fl = r.flowBlock[start:mid:mid]
-		}
-		if nterms > 0 {
-			tm = r.flowBlock[mid:len(r.flowBlock):len(r.flowBlock)]
-		}
-	}
+	fl, tm := r.keepFlows(flows[:nflows], terms[:nterms])
 	if r.fastHook != nil {
 		r.fastHook()
 	}
@@ -287,6 +271,24 @@ func le64(b []byte) uint64 {
 		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
 
+// boxedStr returns interned debug annotation string iid as an argument's
+// value, boxed once through the sequence's cache, and whether the
+// sequence defines it.
+func (g *generation) boxedStr(iid uint64) (any, bool) {
+	if iid == 0 { // never defined: the cache's empty entries hold iid 0
+		return nil, false
+	}
+	c := &g.strCache[iid%uint64(len(g.strCache))]
+	if c.iid != iid {
+		s, ok := g.strs[iid]
+		if !ok {
+			return nil, false
+		}
+		c.iid, c.v = iid, s
+	}
+	return c.v, true
+}
+
 // daStringValueIIDTag is the tag of DebugAnnotation.string_value_iid,
 // the one field fastAnnotation reads whose tag takes two bytes.
 const daStringValueIIDTag = daStringValueIID<<3 | wireVarint
@@ -313,15 +315,11 @@ func fastAnnotation(g *generation, b []byte) (Arg, bool) {
 			if n == 0 || v == 0 {
 				return a, false
 			}
-			c := &g.strCache[v%uint64(len(g.strCache))]
-			if c.iid != v {
-				s, ok := g.strs[v]
-				if !ok {
-					return a, false
-				}
-				c.iid, c.v = v, s
+			s, ok := g.boxedStr(v)
+			if !ok {
+				return a, false
 			}
-			a.Value, b = c.v, b[2+n:]
+			a.Value, b = s, b[2+n:]
 			continue
 		}
 		v, n := consumeVarint(b[1:])

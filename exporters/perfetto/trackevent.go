@@ -25,7 +25,9 @@ type trackEvent struct {
 	extra, extraDbl []uint64
 	extraVals       []uint64
 	extraDblVals    []uint64
-	flows, terms    []uint64 // flow_ids, terminating_flow_ids
+	flows, terms    []uint64 // flow_ids, terminating_flow_ids (or the old forms')
+	newFlows        []uint64 // the storage of flow_ids
+	newTerms        []uint64 // and of terminating_flow_ids
 	complete        bool     // a legacy X: a BEGIN with its duration
 	dur             int64
 	oldFlows        []uint64 // the deprecated varint forms, read when the
@@ -96,12 +98,14 @@ func (l *legacyEvent) field(f field) error {
 }
 
 // decodeTrackEvent collects into e the fields of a TrackEvent the reader
-// uses; the parts of a repeated singular message merge. The lists that
-// only live while the event is applied keep their memory from one event
-// to the next; flows, which pending events keep, are made anew.
+// uses; the parts of a repeated singular message merge. Its lists only
+// live while the event is applied (what a pending event keeps of them is
+// copied, see sliceEvent): they keep their memory from one event to the
+// next.
 func decodeTrackEvent(parts [][]byte, e *trackEvent) error {
 	*e = trackEvent{cats: e.cats[:0], annotations: e.annotations[:0], extra: e.extra[:0], extraDbl: e.extraDbl[:0],
-		extraVals: e.extraVals[:0], extraDblVals: e.extraDblVals[:0], catNames: e.catNames[:0]}
+		extraVals: e.extraVals[:0], extraDblVals: e.extraDblVals[:0], catNames: e.catNames[:0],
+		newFlows: e.newFlows[:0], newTerms: e.newTerms[:0], oldFlows: e.oldFlows[:0], oldTerms: e.oldTerms[:0]}
 	for _, b := range parts {
 		for len(b) > 0 {
 			f, n, err := readField(b)
@@ -114,6 +118,7 @@ func decodeTrackEvent(parts [][]byte, e *trackEvent) error {
 			b = b[n:]
 		}
 	}
+	e.flows, e.terms = e.newFlows, e.newTerms
 	if len(e.flows) == 0 {
 		e.flows = e.oldFlows
 	}
@@ -171,9 +176,9 @@ func (e *trackEvent) listField(f field) error {
 	case key(rTeExtraDblVals, wireI64), key(rTeExtraDblVals, wireBytes):
 		e.extraDblVals, err = appendFixed64s(e.extraDblVals, &f)
 	case key(teFlowIDs, wireI64), key(teFlowIDs, wireBytes):
-		e.flows, err = appendFixed64s(e.flows, &f)
+		e.newFlows, err = appendFixed64s(e.newFlows, &f)
 	case key(teTerminatingFlowIDs, wireI64), key(teTerminatingFlowIDs, wireBytes):
-		e.terms, err = appendFixed64s(e.terms, &f)
+		e.newTerms, err = appendFixed64s(e.newTerms, &f)
 	case key(rTeFlowIDsOld, wireVarint), key(rTeFlowIDsOld, wireBytes):
 		e.oldFlows, err = appendVarints(e.oldFlows, &f)
 	case key(rTeTermFlowIDsOld, wireVarint), key(rTeTermFlowIDsOld, wireBytes):
@@ -188,11 +193,9 @@ func (r *reader) trackEvent(g *generation, e *trackEvent, at timestamp) error {
 	if err != nil {
 		return err
 	}
-	var args []Arg
-	for _, a := range e.annotations {
-		if args, err = annotation(g, a, "", 0, args, &r.nameBudget); err != nil {
-			return fmt.Errorf("debug annotation: %w", err)
-		}
+	args, err := r.annotations(g, e.annotations)
+	if err != nil {
+		return err
 	}
 	track := e.track
 	if !e.hasTrack && g.hasTrack {
@@ -472,13 +475,70 @@ func (r *reader) sliceEvent(e *trackEvent, track uint64, name string, args []Arg
 			return err
 		}
 	}
+	flows, terms := r.keepFlows(e.flows, e.terms)
 	r.events = append(r.events, pendingEvent{
 		kind: uint8(e.typ), track: track, at: at, order: r.nextOrder(),
 		name: name, hasName: e.hasName && name != "",
-		args: args, flows: e.flows, terms: e.terms, bind: e.bind, bindDir: e.bindDir, complete: e.complete, dur: e.dur, pkt: r.pkt, off: r.off,
+		args: args, flows: flows, terms: terms, bind: e.bind, bindDir: e.bindDir, complete: e.complete, dur: e.dur, pkt: r.pkt, off: r.off,
 	})
 	return nil
 }
+
+// annotations flattens an event's debug annotations into arguments,
+// carved out of the reader's blocks of them, as fastPacket's are.
+func (r *reader) annotations(g *generation, annots [][]byte) ([]Arg, error) {
+	if len(annots) == 0 {
+		return nil, nil
+	}
+	if cap(r.argBlock)-len(r.argBlock) < 2*len(annots) {
+		r.argBlock = make([]Arg, 0, max(argBlockLen, 2*len(annots)))
+	}
+	start := len(r.argBlock)
+	out := r.argBlock
+	for _, a := range annots {
+		var err error
+		if out, err = annotation(g, a, "", 0, out, &r.nameBudget); err != nil {
+			return nil, fmt.Errorf("debug annotation: %w", err)
+		}
+	}
+	// Nested annotations may have outgrown the block: out is then a
+	// larger copy of it, where the next events go.
+	r.argBlock = out
+	if len(out) == start {
+		return nil, nil
+	}
+	return out[start:len(out):len(out)], nil
+}
+
+// keepFlows copies an event's flow ids into the reader's blocks of them,
+// for its pending event: the event's own lists are reused.
+func (r *reader) keepFlows(flows, terms []uint64) ([]uint64, []uint64) {
+	if len(flows)+len(terms) == 0 {
+		return nil, nil
+	}
+	if cap(r.flowBlock)-len(r.flowBlock) < len(flows)+len(terms) {
+		r.flowBlock = make([]uint64, 0, max(flowBlockLen, len(flows)+len(terms)))
+	}
+	start := len(r.flowBlock)
+	r.flowBlock = append(r.flowBlock, flows...)
+	mid := len(r.flowBlock)
+	r.flowBlock = append(r.flowBlock, terms...)
+	var fl, tm []uint64
+	if mid > start {
+		fl = r.flowBlock[start:mid:mid]
+	}
+	if len(r.flowBlock) > mid {
+		tm = r.flowBlock[mid:len(r.flowBlock):len(r.flowBlock)]
+	}
+	return fl, tm
+}
+
+// argBlockLen and flowBlockLen are how many arguments and flow ids a
+// block of them holds.
+const (
+	argBlockLen  = 1024
+	flowBlockLen = 1024
+)
 
 // maxExtraCounters is how many extra counter values one event may carry,
 // int and double ones together (trace_processor's kMaxNumExtraCounters).
@@ -613,11 +673,11 @@ func (a *debugAnnotation) field(f field) error {
 	case key(daStringValue, wireBytes), key(rDaLegacyJSON, wireBytes):
 		a.value = string(f.b)
 	case key(daStringValueIID, wireVarint):
-		s, ok := a.g.strs[f.u]
+		v, ok := a.g.boxedStr(f.u)
 		if !ok {
 			return dropf("interned_data_tokenizer_errors", "string value iid %d is not defined on this sequence", f.u)
 		}
-		a.value = s
+		a.value = v
 	case key(rDaDictEntries, wireBytes), key(rDaArrayValues, wireBytes):
 		c := f // only this branch moves a field to the heap
 		a.children = append(a.children, &c)
