@@ -67,10 +67,12 @@ type Options struct {
 	// distribution; 0 decides (see Steps.Warmup), and a negative number
 	// means none.
 	Warmup int
-	// MemoryBudget is how many bytes of device work and launch calls an
-	// Analyzer holds before it spills them to a temporary file, and
-	// about what Report holds as it reads them back; 0 means
-	// DefaultMemoryBudget, a negative number never to spill.
+	// MemoryBudget is about how many bytes an Analyzer holds of the
+	// device work, launch calls and host spans that launch, with the
+	// room its slices keep to grow, before it spills them to a
+	// temporary file, and about what Report holds as it reads them back
+	// (see Analyzer); 0 means DefaultMemoryBudget, a negative number
+	// never to spill.
 	MemoryBudget int
 	// TempDir is where the temporary file goes; "" means os.TempDir.
 	TempDir string

@@ -13,10 +13,12 @@ import (
 // work's interval, name and launch link, by stream; each launch call's
 // link, start, name and the host span around it; each host thread's
 // root spans and the spans around launch calls, once each (24 bytes);
-// the steps; the spans still open on each host thread. The device work
-// and launch calls, which grow with the trace, are held in memory up to
-// Options.MemoryBudget and spilled past it to a temporary file, read
-// back in chunks by Report (BenchmarkAnalyze).
+// the steps; the spans still open on each host thread. The device
+// work, launch calls and host spans, which grow with the trace, are held
+// in memory within Options.MemoryBudget and spilled past it to a
+// temporary file, read back in chunks by Report: the analysis of a trace
+// of any length holds about the budget (BenchmarkAnalyze,
+// BenchmarkAnalyzeFile).
 //
 // Report returns the analysis once the reader is done. An Analyzer is
 // not safe for concurrent use.
