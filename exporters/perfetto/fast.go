@@ -193,19 +193,15 @@ func (r *reader) fastPacket(b []byte) (bool, error) {
 	var args []Arg
 	if nannots > 0 {
 		// Arguments are carved out of blocks, not made an event at a
-		// time; a block lives as long as an event that uses it.
-		if cap(r.argBlock)-len(r.argBlock) < nannots {
-			r.argBlock = make([]Arg, 0, argBlockLen)
-		}
-		start := len(r.argBlock)
+		// time.
+		block := r.argBlocks.room(nannots)
+		start := len(block)
 		for _, a := range annots[:nannots] {
 			if a.Value != nil { // an annotation with no value makes no argument
-				r.argBlock = append(r.argBlock, a)
+				block = append(block, a)
 			}
 		}
-		if len(r.argBlock) > start {
-			args = r.argBlock[start:len(r.argBlock):len(r.argBlock)]
-		}
+		args = r.argBlocks.keep(block, start)
 	}
 	fl, tm := r.keepFlows(flows[:nflows], terms[:nterms])
 	if r.fastHook != nil {

@@ -17,18 +17,18 @@ type reader struct {
 	events   []pendingEvent
 	counters []pendingCounter
 
-	pkt, off  int               // top-level packet being read, for errors found at the end
-	inner     int               // compressed packet being read within packet pkt (0: none), for drops
-	innerOff  int               // its offset in the decompressed bytes
-	synthetic map[string]uint64 // tracks the reader made, by key
-	v1        []v1Flow          // the flow v1 events (pendingEvent.v1)
-	pkts      [2]packet         // the packet being applied, and one inside its compressed_packets
-	te        trackEvent        // the TrackEvent of the packet being applied
-	lastSeq   *seqState         // fastPacket's last sequence, and its id
-	lastSeqID uint32
-	fastHook  func()   // for tests: called for each packet fastPacket applies
-	argBlock  []Arg    // fastPacket's arguments are carved out of it
-	flowBlock []uint64 // and its flow ids out of this
+	pkt, off   int               // top-level packet being read, for errors found at the end
+	inner      int               // compressed packet being read within packet pkt (0: none), for drops
+	innerOff   int               // its offset in the decompressed bytes
+	synthetic  map[string]uint64 // tracks the reader made, by key
+	v1         []v1Flow          // the flow v1 events (pendingEvent.v1)
+	pkts       [2]packet         // the packet being applied, and one inside its compressed_packets
+	te         trackEvent        // the TrackEvent of the packet being applied
+	lastSeq    *seqState         // fastPacket's last sequence, and its id
+	lastSeqID  uint32
+	fastHook   func()         // for tests: called for each packet fastPacket applies
+	argBlocks  blocks[Arg]    // pending events' arguments are carved out of these
+	flowBlocks blocks[uint64] // and their flow ids out of these
 	// sliceTrack's last track, and its uuid.
 	lastSliced     *trackInfo
 	lastSlicedUUID uint64
@@ -44,6 +44,55 @@ type reader struct {
 	// descChanged, when set, is told of each track a descriptor adds
 	// (added) or changes; an error it returns ends the read.
 	descChanged func(uuid uint64, added bool) error
+}
+
+// blocks holds the storage of pending events' arguments or flow ids,
+// handed out a block at a time so that an event does not allocate. The
+// buffered reader keeps every block; the streaming decoder, once every
+// queued event has gone out, takes them all back (reuse) and fills them
+// again, so that reading makes no garbage of them.
+type blocks[T any] struct {
+	cur  []T   // the block being filled
+	made [][]T // the blocks made, in the order they are filled
+	next int   // made[next] is the next to fill
+}
+
+// blockLen is how many items a block holds.
+const blockLen = 1024
+
+// room returns the block being filled, with room for n more items: the
+// caller appends them and hands it back to keep.
+func (b *blocks[T]) room(n int) []T {
+	if cap(b.cur)-len(b.cur) >= n {
+		return b.cur
+	}
+	if b.next == len(b.made) {
+		b.made = append(b.made, nil)
+	}
+	if cap(b.made[b.next]) < n {
+		b.made[b.next] = make([]T, 0, max(blockLen, n))
+	}
+	b.cur = b.made[b.next][:0]
+	b.next++
+	return b.cur
+}
+
+// keep takes back the block room returned, with items appended from
+// start (it may have been outgrown: the larger copy is filled from then
+// on), and returns those items, nil if none, capped so that appending
+// to them copies.
+func (b *blocks[T]) keep(block []T, start int) []T {
+	b.cur = block
+	if len(block) == start {
+		return nil
+	}
+	return block[start:len(block):len(block)]
+}
+
+// reuse takes every block back: nothing may use what was carved out of
+// them any more.
+func (b *blocks[T]) reuse() {
+	b.cur, b.next = nil, 0
 }
 
 // seqState is the incremental state of one packet sequence.

@@ -148,18 +148,22 @@ type streamer struct {
 
 // trackStream is a track's state between windows.
 type trackStream struct {
-	idx       int
-	last      int64 // the time of the last event passed on, when passed
-	passed    bool
-	held      []pendingEvent  // events at the track's latest time, kept for the next window
-	heldNext  []pendingEvent  // the other of two buffers held events alternate between
-	queue     []*pendingEvent // the track's events of the window being passed on
-	open      []*openSlice    // the pairing stack
-	encl      []*openSlice    // slices in start order that may still enclose an instant (see enclosing)
-	byInstant bool            // a plain unnamed track got its name from an instant, which a later slice's would override
-	sinkTrack uint32          // the sink's track for its slices, once sinkKnown
-	sinkKnown bool
-	device    bool // its slices go out as device activity
+	idx      int
+	last     int64 // the time of the last event passed on, when passed
+	passed   bool
+	held     []pendingEvent // events at the track's latest time, kept for the next window
+	heldNext []pendingEvent // the other of two buffers held events alternate between
+	// The arguments and flow ids of held events, copied out of the
+	// reader's blocks (which it fills again), in two buffers too.
+	heldArgs, heldArgsNext   []Arg
+	heldFlows, heldFlowsNext []uint64
+	queue                    []*pendingEvent // the track's events of the window being passed on
+	open                     []*openSlice    // the pairing stack
+	encl                     []*openSlice    // slices in start order that may still enclose an instant (see enclosing)
+	byInstant                bool            // a plain unnamed track got its name from an instant, which a later slice's would override
+	sinkTrack                uint32          // the sink's track for its slices, once sinkKnown
+	sinkKnown                bool
+	device                   bool // its slices go out as device activity
 }
 
 // openSlice is a slice the sink has, or a device slice waiting for its
@@ -488,7 +492,14 @@ func (st *streamer) flush(final bool) error {
 	// it keeps alive no more than one window's names and arguments.
 	// Clearing it cost a write barrier a pointer while a collection ran.
 	st.evs = evs[:0]
-	return st.counters()
+	if err := st.counters(); err != nil {
+		return err
+	}
+	// Every queued event has gone out or is held with copies of its
+	// arguments: the reader fills its blocks again.
+	r.argBlocks.reuse()
+	r.flowBlocks.reuse()
+	return nil
 }
 
 // inTimeOrder reports whether a track's events are in byTime's order, as
@@ -630,6 +641,8 @@ func (st *streamer) pass(ts *trackStream, evs []*pendingEvent, final bool) error
 		}
 		// ts.held is read through seq below and refilled only after.
 		ts.heldNext, ts.held = ts.held, ts.heldNext[:0]
+		ts.heldArgsNext, ts.heldArgs = ts.heldArgs, ts.heldArgsNext[:0]
+		ts.heldFlowsNext, ts.heldFlows = ts.heldFlows, ts.heldFlowsNext[:0]
 	}
 	if len(evs) == 0 {
 		return nil
@@ -643,7 +656,7 @@ func (st *streamer) pass(ts *trackStream, evs []*pendingEvent, final bool) error
 			n--
 		}
 		for _, e := range evs[n:] {
-			ts.held = append(ts.held, *e)
+			ts.hold(e)
 		}
 		if n == 0 {
 			return nil
@@ -675,6 +688,31 @@ func (st *streamer) pass(ts *trackStream, evs []*pendingEvent, final bool) error
 		i = j
 	}
 	return nil
+}
+
+// hold keeps event e for the next window, with copies of its arguments
+// and flow ids: the reader fills its blocks again once a window is out.
+func (ts *trackStream) hold(e *pendingEvent) {
+	h := *e
+	if len(e.args) > 0 {
+		start := len(ts.heldArgs)
+		ts.heldArgs = append(ts.heldArgs, e.args...)
+		h.args = ts.heldArgs[start:len(ts.heldArgs):len(ts.heldArgs)]
+	}
+	if len(e.flows)+len(e.terms) > 0 {
+		start := len(ts.heldFlows)
+		ts.heldFlows = append(ts.heldFlows, e.flows...)
+		mid := len(ts.heldFlows)
+		ts.heldFlows = append(ts.heldFlows, e.terms...)
+		h.flows, h.terms = nil, nil
+		if mid > start {
+			h.flows = ts.heldFlows[start:mid:mid]
+		}
+		if len(ts.heldFlows) > mid {
+			h.terms = ts.heldFlows[mid:len(ts.heldFlows):len(ts.heldFlows)]
+		}
+	}
+	ts.held = append(ts.held, h)
 }
 
 // pair applies a BEGIN or END to its track's stack, as pairSlices does.

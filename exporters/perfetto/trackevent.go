@@ -490,24 +490,15 @@ func (r *reader) annotations(g *generation, annots [][]byte) ([]Arg, error) {
 	if len(annots) == 0 {
 		return nil, nil
 	}
-	if cap(r.argBlock)-len(r.argBlock) < 2*len(annots) {
-		r.argBlock = make([]Arg, 0, max(argBlockLen, 2*len(annots)))
-	}
-	start := len(r.argBlock)
-	out := r.argBlock
+	out := r.argBlocks.room(2 * len(annots))
+	start := len(out)
 	for _, a := range annots {
 		var err error
 		if out, err = annotation(g, a, "", 0, out, &r.nameBudget); err != nil {
 			return nil, fmt.Errorf("debug annotation: %w", err)
 		}
 	}
-	// Nested annotations may have outgrown the block: out is then a
-	// larger copy of it, where the next events go.
-	r.argBlock = out
-	if len(out) == start {
-		return nil, nil
-	}
-	return out[start:len(out):len(out)], nil
+	return r.argBlocks.keep(out, start), nil
 }
 
 // keepFlows copies an event's flow ids into the reader's blocks of them,
@@ -516,29 +507,12 @@ func (r *reader) keepFlows(flows, terms []uint64) ([]uint64, []uint64) {
 	if len(flows)+len(terms) == 0 {
 		return nil, nil
 	}
-	if cap(r.flowBlock)-len(r.flowBlock) < len(flows)+len(terms) {
-		r.flowBlock = make([]uint64, 0, max(flowBlockLen, len(flows)+len(terms)))
-	}
-	start := len(r.flowBlock)
-	r.flowBlock = append(r.flowBlock, flows...)
-	mid := len(r.flowBlock)
-	r.flowBlock = append(r.flowBlock, terms...)
-	var fl, tm []uint64
-	if mid > start {
-		fl = r.flowBlock[start:mid:mid]
-	}
-	if len(r.flowBlock) > mid {
-		tm = r.flowBlock[mid:len(r.flowBlock):len(r.flowBlock)]
-	}
-	return fl, tm
+	block := r.flowBlocks.room(len(flows) + len(terms))
+	start := len(block)
+	block = append(block, flows...)
+	fl := r.flowBlocks.keep(block, start)
+	return fl, r.flowBlocks.keep(append(block, terms...), start+len(flows))
 }
-
-// argBlockLen and flowBlockLen are how many arguments and flow ids a
-// block of them holds.
-const (
-	argBlockLen  = 1024
-	flowBlockLen = 1024
-)
 
 // maxExtraCounters is how many extra counter values one event may carry,
 // int and double ones together (trace_processor's kMaxNumExtraCounters).
