@@ -59,6 +59,8 @@ func fuzzSeeds(t testing.TB) [][]byte {
 		foreignTrace(),
 		foreignForms(),
 		legacyTimestampsTrace(),
+		fastFormsTrace(),
+		gpuLikeTrace(t, 300),
 		plain[:len(plain)-1],
 		plain[:len(plain)/2],
 	}
@@ -87,6 +89,18 @@ func FuzzRead(f *testing.F) {
 	f.Add(encode(f, eventtest.OwnedSnapshot(), false))        // counters under threads and processes, process instants
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tr, err := ReadTrace(bytes.NewReader(data))
+		// The general path alone reads what the fast path takes as the
+		// fast path reads it, drops and errors included.
+		fastPackets = false
+		general, gerr := ReadTrace(bytes.NewReader(data))
+		fastPackets = true
+		if (err == nil) != (gerr == nil) || err != nil && err.Error() != gerr.Error() {
+			t.Fatalf("error %v, the general path's %v", err, gerr)
+		}
+		if err == nil && fmt.Sprintf("%#v", general) != fmt.Sprintf("%#v", tr) {
+			t.Fatalf("the fast path reads %d slices, %d instants, %d counters, drops %v; the general path %d, %d, %d, %v",
+				len(tr.Slices), len(tr.Instants), len(tr.Counters), tr.Drops, len(general.Slices), len(general.Instants), len(general.Counters), general.Drops)
+		}
 		if err != nil {
 			if tr != nil {
 				t.Fatal("a trace and an error")

@@ -2,6 +2,7 @@ package perfetto
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -12,8 +13,11 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/internal/eventtest"
+	pf "github.com/devprof/devprof/internal/pftest"
 	"github.com/devprof/devprof/internal/protoenc"
 )
 
@@ -371,4 +375,77 @@ func TestShortPacketMatchesReadField(t *testing.T) {
 	if taken < 1000 {
 		t.Errorf("shortPacket took only %d fields", taken)
 	}
+}
+
+// fastFormsTrace has the forms fastPacket reads besides plain slices
+// (interned argument strings, flow ids, counter values) and the near
+// misses it must leave to the general path: undefined or zero iids, more
+// flow ids than it holds, packed flow ids, counter events with names,
+// arguments or flows, values on slices, counters on tracks that are not
+// counter tracks, and interned names and strings defined again.
+func fastFormsTrace() []byte {
+	t := &pf.Trace{}
+	name := func(iid uint64) pf.Field { return pf.Varint(10, iid) }
+	annot := func(fs ...pf.Field) pf.Field { return pf.Msg(4, fs...) }
+	argName := func(iid uint64) pf.Field { return pf.Varint(1, iid) }
+	strIID := func(iid uint64) pf.Field { return pf.Varint(17, iid) }
+	interned := func(field protowire.Number, iid uint64, s string) pf.Field {
+		return pf.Msg(field, pf.Varint(1, iid), pf.String(2, s))
+	}
+	t.Packet(pf.Seq(1), pf.Cleared(), pf.Track(1, 0, "t"), pf.Track(40, 0, "c40", pf.Counter(0, false)),
+		pf.Track(41, 0, "inc", pf.Counter(1000, true)))
+	at(t, 100, pf.Interned(pf.EventName(1, "kernel"), interned(3, 1, "grid"), interned(3, 2, "regs"), interned(29, 1, "128,1,1")))
+	at(t, 110, pf.Event(pf.Begin, 1, "", name(1), annot(argName(1), strIID(1)), annot(argName(2), pf.Varint(3, 64)),
+		pf.FlowID(5), pf.FlowID(6), pf.TerminatingFlowID(7)))
+	at(t, 120, pf.Event(pf.End, 1, ""))
+	at(t, 130, pf.Event(pf.Instant, 1, "", name(1), annot(argName(1), strIID(9))))       // string iid undefined: dropped
+	at(t, 131, pf.Event(pf.Instant, 1, "", name(1), annot(argName(1), strIID(0))))       // string iid 0: dropped
+	at(t, 132, pf.Event(pf.Instant, 1, "", name(1), annot(argName(0), pf.Varint(3, 1)))) // name iid 0: dropped
+	at(t, 133, pf.Event(pf.Instant, 1, "", name(1), annot(argName(1), pf.Double(5, 2.5)), annot(argName(2), pf.Int(4, -3)), annot(argName(2), pf.Varint(2, 1))))
+	at(t, 140, pf.Event(pf.Instant, 1, "", name(1), pf.FlowID(1), pf.FlowID(2), pf.FlowID(3), pf.FlowID(4), pf.FlowID(5)))
+	at(t, 141, pf.Event(pf.Instant, 1, "", name(1), pf.String(47, string(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 8), 9)))))
+	at(t, 150, pf.Event(pf.CounterType, 40, "", pf.DoubleCounterValue(1.5)))
+	at(t, 151, pf.Event(pf.CounterType, 41, "", pf.CounterValue(2)))
+	at(t, 152, pf.Event(pf.CounterType, 41, "", pf.DoubleCounterValue(0.5), pf.CounterValue(3))) // the last value wins
+	at(t, 153, pf.Event(pf.CounterType, 40, "", name(1), pf.CounterValue(4)))
+	at(t, 154, pf.Event(pf.CounterType, 40, "", name(7), pf.CounterValue(4))) // name iid undefined: dropped
+	at(t, 155, pf.Event(pf.CounterType, 40, "", pf.FlowID(3), pf.CounterValue(5)))
+	at(t, 156, pf.Event(pf.CounterType, 1, "", pf.CounterValue(6)))  // not a counter track: dropped
+	at(t, 157, pf.Event(pf.CounterType, 99, "", pf.CounterValue(6))) // no track: dropped
+	at(t, 158, pf.Event(pf.CounterType, 40, ""))                     // no value: dropped
+	at(t, 160, pf.Event(pf.Begin, 1, "", name(1), pf.CounterValue(9)))
+	at(t, 170, pf.Event(pf.End, 1, ""))
+	// Defined again: the caches must not keep the old strings.
+	at(t, 180, pf.Interned(pf.EventName(1, "kernel2"), interned(3, 1, "block"), interned(29, 1, "256,1,1")))
+	at(t, 190, pf.Event(pf.Instant, 1, "", name(1), annot(argName(1), strIID(1))))
+	return t.Bytes()
+}
+
+// TestFastFormsRead reads fastFormsTrace's fast forms as the rules say
+// (TestFastPacketMatchesGeneral holds the rest to the general path).
+func TestFastFormsRead(t *testing.T) {
+	tr := mustRead(t, fastFormsTrace())
+	if len(tr.Slices) != 2 {
+		t.Fatalf("%d slices, want 2", len(tr.Slices))
+	}
+	s := tr.Slices[0]
+	if s.Name != "kernel" || fmt.Sprint(s.Args) != "[{grid 128,1,1} {regs 64}]" || !slices.Equal(s.FlowIDs, []uint64{5, 6}) {
+		t.Errorf("kernel slice %+v", s)
+	}
+	var last Instant
+	for _, in := range tr.Instants {
+		last = in
+	}
+	if last.Name != "kernel2" || fmt.Sprint(last.Args) != "[{block 256,1,1}]" {
+		t.Errorf("instant after the names were defined again: %+v", last)
+	}
+	var values []string
+	for _, c := range tr.Counters {
+		values = append(values, fmt.Sprintf("%d:%g", c.Track, c.Value))
+	}
+	// 41 is incremental with a multiplier of 1000: 2000, then 2000+3000.
+	if got, want := strings.Join(values, " "), "40:1.5 41:2000 41:5000 40:4 40:5"; got != want {
+		t.Errorf("counters %s, want %s", got, want)
+	}
+	checkDrops(t, tr, map[string]int64{"interned_data_tokenizer_errors": 4, "track_event_counter_invalid_track_uuid": 2, "track_event_counter_missing_value": 1})
 }
