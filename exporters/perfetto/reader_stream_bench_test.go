@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -220,6 +221,51 @@ func BenchmarkDecode(b *testing.B) {
 				// programs' time; the process's CPU time does not.
 				b.ReportMetric(float64(events)*float64(b.N)/(cpuTime()-cpu0).Seconds(), "events/cpu-s")
 				b.ReportMetric(peak, "peak-heap-MiB")
+			})
+		}
+	}
+}
+
+// BenchmarkDecodeRealGPU reads the traces devprof recorded on real GPUs
+// (testdata/real-gpu) from memory with Decode, into a sink that keeps
+// nothing and into a Builder. They are small (hundreds to a few thousand
+// events): their figures include what a read costs once, whatever the
+// trace's length.
+func BenchmarkDecodeRealGPU(b *testing.B) {
+	paths, _ := filepath.Glob("../../testdata/real-gpu/*.pftrace")
+	more, _ := filepath.Glob("../../testdata/real-gpu/*/*.pftrace")
+	paths = append(paths, more...)
+	if len(paths) == 0 {
+		b.Fatal("no traces in ../../testdata/real-gpu")
+	}
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(path, "../../testdata/real-gpu/"), ".pftrace")
+		for _, into := range []string{"discard", "builder"} {
+			b.Run(name+"/"+into, func(b *testing.B) {
+				b.SetBytes(int64(len(data)))
+				b.ReportAllocs()
+				events := 0
+				for b.Loop() {
+					var err error
+					if into == "discard" {
+						d := &discard{}
+						err = Decode(bytes.NewReader(data), d)
+						events = d.events
+					} else {
+						bl := event.NewBuilder(event.Meta{})
+						err = Decode(bytes.NewReader(data), bl)
+						events = len(bl.Snapshot().Events)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+				b.ReportMetric(float64(events), "events")
 			})
 		}
 	}
