@@ -7,8 +7,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/devprof/devprof/event"
 )
@@ -663,7 +661,7 @@ func (p *pass) finish() {
 			if dev.Name == "" {
 				dev.Name = t.DeviceName
 			}
-			dev.Streams = append(dev.Streams, Stream{ID: streamID(t), Name: t.Name, Breakdown: sp.acc.breakdown(r.StartNS), Idle: sp.idle})
+			dev.Streams = append(dev.Streams, Stream{ID: streamID(t, a.procs), Name: t.Name, Breakdown: sp.acc.breakdown(r.StartNS), Idle: sp.idle})
 			r.Idle.HostWaitNS += sp.idle.HostWaitNS
 			r.Idle.KernelWaitNS += sp.idle.KernelWaitNS
 			r.Idle.SyncNS += sp.idle.SyncNS
@@ -695,20 +693,12 @@ func (p *pass) finish() {
 	p.kernels()
 }
 
-// streamID returns the id of the stream t is: its ID on a device track,
-// else the number a name such as "Stream #7(Compute)" gives (Chrome JSON
-// keeps the thread's id, not the stream's), else the thread's id.
-func streamID(t event.Track) int64 {
-	if t.Kind != event.TrackDeviceStream {
-		if rest, ok := strings.CutPrefix(t.Name, "Stream #"); ok {
-			end := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
-			if end < 0 {
-				end = len(rest)
-			}
-			if n, err := strconv.ParseInt(rest[:end], 10, 64); err == nil {
-				return n
-			}
-		}
+// streamID returns the id of the stream t is, as event.StreamOf reads
+// it (Chrome JSON keeps a thread's id, not its stream's), else the
+// track's id.
+func streamID(t event.Track, procs []event.Process) int64 {
+	if _, s, ok := event.StreamOf(t, procs); ok {
+		return s
 	}
 	return t.ID
 }

@@ -220,46 +220,12 @@ func (a *Analyzer) Track(t event.Track) uint32 {
 }
 
 // deviceOf returns the device whose stream t is, -1 for a track of the
-// host. A file without device tracks (Chrome JSON: Kineto's, devprof's)
-// has its streams as threads of a process named or labelled "GPU <n>",
-// or named as TSL and devprof name streams ("Stream #7(Compute)").
+// host, as event.StreamOf reads it (the tables read it alike).
 func (a *Analyzer) deviceOf(t event.Track) int {
-	switch t.Kind {
-	case event.TrackDeviceStream:
-		return t.Device
-	case event.TrackHostThread:
-		if t.Process <= 0 || t.Process > len(a.procs) {
-			if strings.HasPrefix(t.Name, "Stream #") {
-				return t.Device
-			}
-			return -1
-		}
-		p := &a.procs[t.Process-1]
-		if n, ok := gpuOrdinal(p.Name); ok {
-			return n
-		}
-		for _, l := range p.Labels {
-			if n, ok := gpuOrdinal(l); ok {
-				return n
-			}
-		}
-		if strings.HasPrefix(t.Name, "Stream #") {
-			return t.Device
-		}
+	if d, _, ok := event.StreamOf(t, a.procs); ok {
+		return d
 	}
 	return -1
-}
-
-// gpuOrdinal reads "GPU <n>", the name (or label) Kineto and devprof's
-// Chrome writer give a device's process ("GPU 0 (NVIDIA H100 80GB HBM3)").
-func gpuOrdinal(s string) (int, bool) {
-	rest, ok := strings.CutPrefix(s, "GPU ")
-	if !ok {
-		return 0, false
-	}
-	rest, _, _ = strings.Cut(rest, " ")
-	n, err := strconv.Atoi(rest)
-	return n, err == nil && n >= 0
 }
 
 // SetTrackName implements event.Sink.
