@@ -53,23 +53,6 @@ func escapeHive(s string) string {
 	return b.String()
 }
 
-// skipBounds returns the options that leave out the page bounds (min and
-// max, in pages and column chunks) of every string column but name:
-// parquet-go finds a dictionary-encoded page's bounds by looking up and
-// comparing every value, which costs more than the rest of the column's
-// writing, and engines filter these columns (run, host and session are
-// the partition; args is JSON; tracks, kinds, shapes) by partition or
-// dictionary, not by ranges of strings.
-func skipBounds[T any]() []parquet.WriterOption {
-	var opts []parquet.WriterOption
-	for _, f := range parquet.SchemaOf(new(T)).Fields() {
-		if f.Type().Kind() == parquet.ByteArray && f.Name() != "name" {
-			opts = append(opts, parquet.SkipPageBounds(f.Name()))
-		}
-	}
-	return opts
-}
-
 // mkdirBelow makes the directories of rel under root, which must exist:
 // a caller that removes root to abandon an export (on a signal) is sure
 // no table recreates it.
@@ -89,7 +72,7 @@ type table[T any] struct {
 	path string // relative to the root
 	f    *os.File
 	bw   *bufio.Writer
-	w    *parquet.GenericWriter[T]
+	w    *columnFile[T]
 	rows []T
 }
 
@@ -104,19 +87,26 @@ func openTable[T any](root, name, run, host, session string) (*table[T], error) 
 		return nil, err
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
-	opts := []parquet.WriterOption{
+	w, err := newColumnFile[T](bw, &parquet.Zstd, writerOptions(name))
+	if err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, err
+	}
+	return &table[T]{path: rel, f: f, bw: bw, w: w, rows: make([]T, 0, batchRows)}, nil
+}
+
+// writerOptions are parquet-go's writer options for table name: its
+// files' compression, row groups and metadata, which columnFile takes
+// from an empty file parquet-go writes with them.
+func writerOptions(name string) []parquet.WriterOption {
+	return []parquet.WriterOption{
 		parquet.Compression(&parquet.Zstd),
 		parquet.MaxRowsPerRowGroup(rowGroupRows),
 		parquet.KeyValueMetadata(MetadataSchemaVersion, strconv.Itoa(SchemaVersion)),
 		parquet.KeyValueMetadata(MetadataTable, name),
 		parquet.CreatedBy("devprof", strconv.Itoa(SchemaVersion), ""),
-		// Pages' own statistics repeat the column index's bounds, at the
-		// cost of finding them again.
-		parquet.DataPageStatistics(false),
 	}
-	opts = append(opts, skipBounds[T]()...)
-	w := parquet.NewGenericWriter[T](bw, opts...)
-	return &table[T]{path: rel, f: f, bw: bw, w: w, rows: make([]T, 0, batchRows)}, nil
 }
 
 func (t *table[T]) add(r T) error {
@@ -144,7 +134,7 @@ func (t *table[T]) flush() error {
 	if len(t.rows) == 0 {
 		return nil
 	}
-	_, err := t.w.Write(t.rows)
+	err := t.w.write(t.rows)
 	clear(t.rows) // let go of the strings
 	t.rows = t.rows[:0]
 	return err
@@ -156,7 +146,7 @@ func (t *table[T]) close(ok bool) error {
 	if ok {
 		err = t.flush()
 		if err == nil {
-			err = t.w.Close()
+			err = t.w.close()
 		}
 		if err == nil {
 			err = t.bw.Flush()
