@@ -1,0 +1,286 @@
+package sinkpipe
+
+import (
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sync/atomic"
+
+	"github.com/devprof/devprof/event"
+)
+
+// Pipe is an event.Sink that applies every call, in order, to another
+// sink on a goroutine of its own. A reader writes into it from one
+// goroutine; Close waits for the sink to catch up and must be called
+// before the sink is read (and before its goroutine can end).
+//
+// Each call's arguments are copied into the batch that carries it (a
+// reader reuses its argument slices once a call returns); strings are
+// passed as they are. The sink sees each call's Args only for the call,
+// as the Sink contract says.
+//
+// The IDs the Pipe returns are its own, handed out in sequence: tracks,
+// processes, and spans (Span, TrackSlice and ActivityOf share one
+// sequence). The consumer's side translates those a call passes back
+// (a track, a process, a parent, EndSpan's id) into the sink's own.
+// Spans are mapped as runs of consecutive IDs, so a sink whose IDs go up
+// one at a time (analysis.Analyzer, event.Builder) costs one entry; one
+// that returns arbitrary IDs costs an entry a span. An ID the Pipe never
+// handed out passes through unchanged, as the sink would have seen it
+// without the Pipe.
+//
+// Meta is the Pipe's: a copy of the sink's metadata when the Pipe was
+// made (or when the reader last called Reset), which the reader fills
+// in, and which Close writes into the sink's. A sink therefore sees the
+// metadata only once the Pipe is closed; analysis.Analyzer and the
+// other sinks in devprof read theirs only when asked for a result.
+type Pipe struct {
+	sink  event.Sink
+	meta  event.Meta
+	batch *batch
+	full  chan *batch // batches for the consumer, in order
+	free  chan *batch // batches it has applied, to fill again
+	done  chan struct{}
+	// failed is set by the consumer once the sink panicked: the reader's
+	// calls are dropped from then on (their IDs still handed out), and
+	// Close returns failure.
+	failed  atomic.Bool
+	failure error
+	closed  bool
+
+	// The IDs handed out so far, and the track each process's
+	// ProcessTrack got.
+	tracks     uint32
+	procs      int
+	spans      uint64
+	procTracks map[int]uint32
+
+	// The consumer's side: the sink's IDs of the Pipe's.
+	ids idMap
+}
+
+// Batches are a few thousand calls, enough that handing one over costs
+// nothing per call and few enough to stay in cache; depth batches wait
+// at most, so a reader ahead of its sink holds about depth × batchOps
+// calls before it waits.
+const (
+	batchOps = 4096
+	depth    = 4
+)
+
+// New starts a Pipe in front of sink. The Pipe owns sink until Close
+// returns: nothing else may call it, or read its metadata, meanwhile.
+func New(sink event.Sink) *Pipe { return newPipe(sink, batchOps, depth) }
+
+func newPipe(sink event.Sink, ops, depth int) *Pipe {
+	p := &Pipe{sink: sink, meta: *sink.Meta(), free: make(chan *batch, depth+2), procTracks: map[int]uint32{}}
+	for range depth + 2 {
+		p.free <- &batch{ops: make([]op, 0, ops)}
+	}
+	p.start(depth)
+	return p
+}
+
+// start takes a batch to fill and starts the consumer.
+func (p *Pipe) start(depth int) {
+	p.batch = <-p.free
+	p.full = make(chan *batch, depth)
+	p.done = make(chan struct{})
+	go p.consume()
+}
+
+// consume applies the batches as they come until the Pipe closes,
+// handing each back to be filled again. Once the sink has panicked it
+// only hands them back, so that the reader never waits on it.
+func (p *Pipe) consume() {
+	defer close(p.done)
+	for b := range p.full {
+		if !p.failed.Load() {
+			p.applyGuarded(b)
+		}
+		b.clear()
+		p.free <- b
+	}
+}
+
+// PanicError is what Close returns when the sink panicked: the value it
+// panicked with and the consumer's stack at the panic.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("the sink panicked: %v", e.Value) }
+
+func (p *Pipe) applyGuarded(b *batch) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.failure = &PanicError{Value: v, Stack: debug.Stack()}
+			p.failed.Store(true)
+		}
+	}()
+	p.apply(b)
+}
+
+// put queues o, handing the batch over once it is full.
+func (p *Pipe) put(o op) {
+	b := p.batch
+	b.ops = append(b.ops, o)
+	if len(b.ops) == cap(b.ops) {
+		p.handOver()
+	}
+}
+
+// handOver sends the batch being filled to the consumer and takes
+// another; once the sink has failed, the calls are dropped instead.
+func (p *Pipe) handOver() {
+	if p.failed.Load() {
+		p.batch.clear()
+		return
+	}
+	p.full <- p.batch
+	p.batch = <-p.free
+}
+
+// stop hands over what is queued and waits for the consumer to apply it
+// and end.
+func (p *Pipe) stop() {
+	p.full <- p.batch
+	p.batch = nil
+	close(p.full)
+	<-p.done
+}
+
+// Close applies every call queued, ends the consumer's goroutine and
+// writes the Pipe's metadata into the sink's, which may be read once it
+// returns. It returns a *PanicError when the sink panicked (the sink is
+// then left as the panic left it, its metadata untouched). Calls after
+// Close are a bug; Close itself may be called again, returning the same.
+func (p *Pipe) Close() error {
+	if p.closed {
+		return p.failure
+	}
+	p.closed = true
+	p.stop()
+	if p.failure == nil {
+		*p.sink.Meta() = p.meta
+	}
+	p.procTracks = nil
+	p.ids = idMap{}
+	return p.failure
+}
+
+// Reset implements event.Sink: what is queued is applied, the sink is
+// Reset on the reader's goroutine while the consumer is stopped, and the
+// Pipe starts over with the sink's metadata and fresh IDs. A sink that
+// has panicked is not touched again: Close reports the panic.
+func (p *Pipe) Reset() {
+	p.stop()
+	if p.failure == nil {
+		p.sink.Reset()
+		p.meta = *p.sink.Meta()
+	}
+	p.tracks, p.procs, p.spans = 0, 0, 0
+	clear(p.procTracks)
+	p.ids.reset()
+	p.start(cap(p.full))
+}
+
+// Meta implements event.Sink: the Pipe's metadata, which Close hands to
+// the sink.
+func (p *Pipe) Meta() *event.Meta { return &p.meta }
+
+// Track implements event.Sink.
+func (p *Pipe) Track(t event.Track) uint32 {
+	b := p.batch
+	b.tracks = append(b.tracks, t)
+	p.put(op{kind: opTrack, id: uint64(len(b.tracks) - 1)})
+	p.tracks++
+	return p.tracks
+}
+
+// SetTrackName implements event.Sink.
+func (p *Pipe) SetTrackName(id uint32, name string) {
+	p.put(op{kind: opSetTrackName, track: id, name: name})
+}
+
+// Process implements event.Sink.
+func (p *Pipe) Process(pr event.Process) int {
+	b := p.batch
+	pr.Labels = slices.Clone(pr.Labels)
+	b.procs = append(b.procs, pr)
+	p.put(op{kind: opProcess, id: uint64(len(b.procs) - 1)})
+	p.procs++
+	return p.procs
+}
+
+// ProcessTrack implements event.Sink: a process's track takes a Pipe ID
+// on first use, as the sink registers it then; every call is passed on.
+func (p *Pipe) ProcessTrack(process int) uint32 {
+	if id, ok := p.procTracks[process]; ok {
+		p.put(op{kind: opProcessTrack, flags: flagKnown, id: uint64(process)})
+		return id
+	}
+	p.put(op{kind: opProcessTrack, id: uint64(process)})
+	p.tracks++
+	p.procTracks[process] = p.tracks
+	return p.tracks
+}
+
+// Span implements event.Sink.
+func (p *Pipe) Span(s event.Span) uint64 {
+	o := op{kind: opSpan, track: s.Track, id: s.Parent, start: s.Start, end: s.End, name: s.Name}
+	if s.Unfinished {
+		o.flags |= flagUnfinished
+	}
+	if s.Step {
+		o.flags |= flagStep
+		o.num = uint64(s.StepNum)
+	}
+	p.batch.args(&o, s.Args)
+	p.put(o)
+	p.spans++
+	return p.spans
+}
+
+// EndSpan implements event.Sink.
+func (p *Pipe) EndSpan(id uint64, end int64) {
+	p.put(op{kind: opEndSpan, id: id, end: end})
+}
+
+// TrackSlice implements event.Sink.
+func (p *Pipe) TrackSlice(track uint32, name string, start, end int64, args []event.Arg) uint64 {
+	o := op{kind: opTrackSlice, track: track, start: start, end: end, name: name}
+	p.batch.args(&o, args)
+	p.put(o)
+	p.spans++
+	return p.spans
+}
+
+// Instant implements event.Sink.
+func (p *Pipe) Instant(name string, t int64, track uint32, parent uint64, args []event.Arg) {
+	o := op{kind: opInstant, track: track, id: parent, start: t, name: name}
+	p.batch.args(&o, args)
+	p.put(o)
+}
+
+// Counter implements event.Sink.
+func (p *Pipe) Counter(name, unit string, t int64, v float64) {
+	p.put(op{kind: opCounter, start: t, num: floatBits(v), name: name, unit: unit})
+}
+
+// TrackCounter implements event.Sink.
+func (p *Pipe) TrackCounter(track uint32, name, unit string, t int64, v float64) {
+	p.put(op{kind: opTrackCounter, track: track, start: t, num: floatBits(v), name: name, unit: unit})
+}
+
+// ActivityOf implements event.Sink.
+func (p *Pipe) ActivityOf(kind event.ActivityKind, track uint32, name string, start, end int64, args []event.Arg) uint64 {
+	o := op{kind: opActivity, activity: kind, track: track, start: start, end: end, name: name}
+	p.batch.args(&o, args)
+	p.put(o)
+	p.spans++
+	return p.spans
+}
+
+var _ event.Sink = (*Pipe)(nil)
