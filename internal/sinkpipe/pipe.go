@@ -165,8 +165,6 @@ func (p *Pipe) Close() error {
 	if p.failure == nil {
 		*p.sink.Meta() = p.meta
 	}
-	p.procTracks = nil
-	p.ids = idMap{}
 	return p.failure
 }
 
