@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/internal/atomicfile"
 	"github.com/devprof/devprof/internal/runstore"
+	"github.com/devprof/devprof/internal/sinkpipe"
 	"github.com/devprof/devprof/internal/spanstats"
 )
 
@@ -116,8 +118,14 @@ func writeAnalysisPage(path string, p *analysispage.Page) error {
 	return f.Commit()
 }
 
+// analyzeOnTwoCores reports whether readAnalysis runs the Analyzer on a
+// goroutine of its own, apart from the reader's: when there is a second
+// core for it to run on.
+var analyzeOnTwoCores = func() bool { return runtime.GOMAXPROCS(0) > 1 }
+
 // readAnalysis streams the trace at path (a file or a URL) into an
-// analysis.Analyzer, showing progress on a terminal.
+// analysis.Analyzer, showing progress on a terminal; the Analyzer runs
+// behind a sinkpipe.Pipe when there are two cores to share.
 func readAnalysis(path string, stderr io.Writer, lim readLimits, opt analysis.Options) (*analysis.Analyzer, *formats.Format, error) {
 	if runstore.IsURL(path) {
 		var f *formats.Format
@@ -132,6 +140,15 @@ func readAnalysis(path string, stderr io.Writer, lim readLimits, opt analysis.Op
 		return nil, nil, err
 	}
 	a := analysis.NewAnalyzer(event.Meta{}, opt)
+	var sink event.Sink = a
+	var pipe *sinkpipe.Pipe
+	if analyzeOnTwoCores() {
+		// The reader and the analysis each take about half the time of
+		// reading and analyzing: overlapped, analyze runs at about the
+		// reader's rate.
+		pipe = sinkpipe.New(a)
+		sink = pipe
+	}
 	o := formats.ReadOptions{MaxEvents: lim.maxEvents}
 	start := time.Now()
 	if isTerminal(stderr) {
@@ -140,9 +157,14 @@ func readAnalysis(path string, stderr io.Writer, lim readLimits, opt analysis.Op
 		o.Progress = m.update
 	}
 	if f == formats.GoTrace {
-		err = decodeGoTrace(path, a, lim, o.Progress)
+		err = decodeGoTrace(path, sink, lim, o.Progress)
 	} else {
-		err = f.StreamFile(path, a, o)
+		err = f.StreamFile(path, sink, o)
+	}
+	if pipe != nil {
+		if perr := pipe.Close(); err == nil {
+			err = perr
+		}
 	}
 	if err != nil {
 		a.Reset() // lets go of its temporary file

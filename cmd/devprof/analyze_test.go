@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/devprof/devprof/analysis"
+	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/exporters/perfetto"
 )
 
 func realGPU(name string) string { return filepath.Join("..", "..", "testdata", "real-gpu", name) }
@@ -131,5 +134,116 @@ func TestAnalyzeBadInput(t *testing.T) {
 		if code != 1 || stdout != "" || strings.Contains(line, "\n") || !strings.HasPrefix(line, "devprof analyze: ") || !strings.Contains(line, in) || !strings.Contains(line, want) {
 			t.Errorf("analyze %s: exit %d, stdout %q, stderr %q; want exit 1 and one line saying %q", in, code, stdout, stderr, want)
 		}
+	}
+}
+
+// withAnalyzeOnTwoCores runs f with readAnalysis's Analyzer behind a
+// pipe (piped) or on the reader's goroutine.
+func withAnalyzeOnTwoCores(piped bool, f func()) {
+	was := analyzeOnTwoCores
+	defer func() { analyzeOnTwoCores = was }()
+	analyzeOnTwoCores = func() bool { return piped }
+	f()
+}
+
+// gpuTraceFile writes a GPU-shaped trace of about n events as a
+// .pftrace: steps of launch calls on a host thread, each linked by a
+// flow to a kernel, a copy or a collective on one of three streams.
+func gpuTraceFile(t *testing.T, n int) string {
+	t.Helper()
+	b := event.NewBuilder(event.Meta{Host: "gpu-host", Program: "train"})
+	host := b.Track(event.Track{Kind: event.TrackHostThread, ID: 1, Name: "main"})
+	var streams [3]uint32
+	for i := range streams {
+		streams[i] = b.Track(event.Track{Kind: event.TrackDeviceStream, Device: i / 2, ID: int64(7 + i), Name: fmt.Sprintf("Stream #%d", 7+i)})
+	}
+	kernels := []string{"gemm", "softmax", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "layer_norm"}
+	var ends [3]int64
+	var step uint64
+	t0 := int64(0)
+	for i := range n / 2 {
+		if i%200 == 0 {
+			if step != 0 {
+				b.EndSpan(step, t0)
+			}
+			step = b.Span(event.Span{Name: "train", Start: t0, Track: host, Step: true, StepNum: int64(i / 200), Unfinished: true})
+			t0++
+		}
+		args := []event.Arg{{Kind: event.ArgFlow, Num: uint64(i + 1)}}
+		b.Span(event.Span{Name: "cudaLaunchKernel", Start: t0, End: t0 + 2000, Track: host, Args: args})
+		s := i % 3
+		start := max(ends[s]+int64(i%5)*3000, t0+4000)
+		dur := int64(1000 + (i%9)*2500)
+		if i%7 == 0 {
+			b.ActivityOf(event.ActivityMemcpy, streams[s], "Memcpy HtoD", start, start+dur, args)
+		} else {
+			b.ActivityOf(event.ActivityKernel, streams[s], kernels[i%len(kernels)], start, start+dur, args)
+		}
+		ends[s] = start + dur
+		t0 += 3000 + int64(i%11)*400
+	}
+	b.EndSpan(step, t0)
+	path := filepath.Join(t.TempDir(), "gpu.pftrace")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := perfetto.Write(f, b.Snapshot(), perfetto.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestAnalyzePipedSameAsDirect: devprof analyze prints the same bytes,
+// text and -json, with exit code and stderr, whether the Analyzer runs
+// behind a pipe (two cores) or on the reader's goroutine: every trace
+// file of testdata and the shared fixtures, the bad inputs, a synthetic
+// GPU trace, a Go execution trace, a -max_events read (the whole-file
+// path), and a run directory of three hosts.
+func TestAnalyzePipedSameAsDirect(t *testing.T) {
+	var inputs []string
+	for _, pattern := range []string{"../../testdata/*.pb", "../../testdata/golden/*", "../../testdata/real-gpu/*", "../../testdata/real-gpu/h200/*",
+		"../../../shared/fixtures/real-gpu/*", "testdata/bad/*"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, m...)
+	}
+	goTrace := filepath.Join(t.TempDir(), "go.trace")
+	if err := os.WriteFile(goTrace, goroutinesTraceFile(t, 20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inputs = append(inputs, gpuTraceFile(t, 20_000), goTrace)
+	var runs [][]string
+	for _, in := range inputs {
+		if st, err := os.Stat(in); err != nil || st.IsDir() {
+			continue
+		}
+		runs = append(runs, []string{"analyze", in}, []string{"analyze", "-json", "-top", "3", in})
+	}
+	logdir := writeHostRun(t)
+	runs = append(runs, []string{"analyze", logdir}, []string{"analyze", "-json", logdir}, []string{"analyze", "-host", "host-a", logdir},
+		[]string{"analyze", "-json", "-max_events", "500", realGPU("devprof-h100-libwork.pftrace")})
+	reports := 0
+	for _, args := range runs {
+		type result struct {
+			code           int
+			stdout, stderr string
+		}
+		var direct, piped result
+		withAnalyzeOnTwoCores(false, func() { direct.code, direct.stdout, direct.stderr = runCLI(args...) })
+		withAnalyzeOnTwoCores(true, func() { piped.code, piped.stdout, piped.stderr = runCLI(args...) })
+		if piped != direct {
+			t.Errorf("%q piped: exit %d, stderr %q, stdout:\n%s\ndirectly: exit %d, stderr %q, stdout:\n%s",
+				args, piped.code, piped.stderr, piped.stdout, direct.code, direct.stderr, direct.stdout)
+		}
+		if direct.code == 0 {
+			reports++
+		}
+	}
+	if reports < 40 {
+		t.Errorf("%d of %d runs made a report: where are the fixtures?", reports, len(runs))
 	}
 }
