@@ -122,13 +122,20 @@ func (p *Pipe) applyGuarded(b *batch) {
 	p.apply(b)
 }
 
-// put queues o, handing the batch over once it is full.
-func (p *Pipe) put(o op) {
+// next returns the next call's place in the batch being filled, zero
+// but for its kind, handing the batch over first if it is full. Calls
+// are written where they stay rather than built and copied in: the
+// reader's side of the Pipe is what it adds to the reader's time.
+func (p *Pipe) next(kind opKind) *op {
 	b := p.batch
-	b.ops = append(b.ops, o)
 	if len(b.ops) == cap(b.ops) {
 		p.handOver()
+		b = p.batch
 	}
+	b.ops = b.ops[:len(b.ops)+1]
+	o := &b.ops[len(b.ops)-1]
+	o.kind = kind
+	return o
 }
 
 // handOver sends the batch being filled to the consumer and takes
@@ -190,24 +197,27 @@ func (p *Pipe) Meta() *event.Meta { return &p.meta }
 
 // Track implements event.Sink.
 func (p *Pipe) Track(t event.Track) uint32 {
+	o := p.next(opTrack)
 	b := p.batch
+	o.id = uint64(len(b.tracks))
 	b.tracks = append(b.tracks, t)
-	p.put(op{kind: opTrack, id: uint64(len(b.tracks) - 1)})
 	p.tracks++
 	return p.tracks
 }
 
 // SetTrackName implements event.Sink.
 func (p *Pipe) SetTrackName(id uint32, name string) {
-	p.put(op{kind: opSetTrackName, track: id, name: name})
+	o := p.next(opSetTrackName)
+	o.track, o.name = id, name
 }
 
 // Process implements event.Sink.
 func (p *Pipe) Process(pr event.Process) int {
+	o := p.next(opProcess)
 	b := p.batch
+	o.id = uint64(len(b.procs))
 	pr.Labels = slices.Clone(pr.Labels)
 	b.procs = append(b.procs, pr)
-	p.put(op{kind: opProcess, id: uint64(len(b.procs) - 1)})
 	p.procs++
 	return p.procs
 }
@@ -215,11 +225,12 @@ func (p *Pipe) Process(pr event.Process) int {
 // ProcessTrack implements event.Sink: a process's track takes a Pipe ID
 // on first use, as the sink registers it then; every call is passed on.
 func (p *Pipe) ProcessTrack(process int) uint32 {
+	o := p.next(opProcessTrack)
+	o.id = uint64(process)
 	if id, ok := p.procTracks[process]; ok {
-		p.put(op{kind: opProcessTrack, flags: flagKnown, id: uint64(process)})
+		o.flags = flagKnown
 		return id
 	}
-	p.put(op{kind: opProcessTrack, id: uint64(process)})
 	p.tracks++
 	p.procTracks[process] = p.tracks
 	return p.tracks
@@ -227,7 +238,8 @@ func (p *Pipe) ProcessTrack(process int) uint32 {
 
 // Span implements event.Sink.
 func (p *Pipe) Span(s event.Span) uint64 {
-	o := op{kind: opSpan, track: s.Track, id: s.Parent, start: s.Start, end: s.End, name: s.Name}
+	o := p.next(opSpan)
+	o.track, o.id, o.start, o.end, o.name = s.Track, s.Parent, s.Start, s.End, s.Name
 	if s.Unfinished {
 		o.flags |= flagUnfinished
 	}
@@ -235,48 +247,50 @@ func (p *Pipe) Span(s event.Span) uint64 {
 		o.flags |= flagStep
 		o.num = uint64(s.StepNum)
 	}
-	p.batch.args(&o, s.Args)
-	p.put(o)
+	p.batch.args(o, s.Args)
 	p.spans++
 	return p.spans
 }
 
 // EndSpan implements event.Sink.
 func (p *Pipe) EndSpan(id uint64, end int64) {
-	p.put(op{kind: opEndSpan, id: id, end: end})
+	o := p.next(opEndSpan)
+	o.id, o.end = id, end
 }
 
 // TrackSlice implements event.Sink.
 func (p *Pipe) TrackSlice(track uint32, name string, start, end int64, args []event.Arg) uint64 {
-	o := op{kind: opTrackSlice, track: track, start: start, end: end, name: name}
-	p.batch.args(&o, args)
-	p.put(o)
+	o := p.next(opTrackSlice)
+	o.track, o.start, o.end, o.name = track, start, end, name
+	p.batch.args(o, args)
 	p.spans++
 	return p.spans
 }
 
 // Instant implements event.Sink.
 func (p *Pipe) Instant(name string, t int64, track uint32, parent uint64, args []event.Arg) {
-	o := op{kind: opInstant, track: track, id: parent, start: t, name: name}
-	p.batch.args(&o, args)
-	p.put(o)
+	o := p.next(opInstant)
+	o.track, o.id, o.start, o.name = track, parent, t, name
+	p.batch.args(o, args)
 }
 
 // Counter implements event.Sink.
 func (p *Pipe) Counter(name, unit string, t int64, v float64) {
-	p.put(op{kind: opCounter, start: t, num: floatBits(v), name: name, unit: unit})
+	o := p.next(opCounter)
+	o.start, o.num, o.name, o.unit = t, floatBits(v), name, unit
 }
 
 // TrackCounter implements event.Sink.
 func (p *Pipe) TrackCounter(track uint32, name, unit string, t int64, v float64) {
-	p.put(op{kind: opTrackCounter, track: track, start: t, num: floatBits(v), name: name, unit: unit})
+	o := p.next(opTrackCounter)
+	o.track, o.start, o.num, o.name, o.unit = track, t, floatBits(v), name, unit
 }
 
 // ActivityOf implements event.Sink.
 func (p *Pipe) ActivityOf(kind event.ActivityKind, track uint32, name string, start, end int64, args []event.Arg) uint64 {
-	o := op{kind: opActivity, activity: kind, track: track, start: start, end: end, name: name}
-	p.batch.args(&o, args)
-	p.put(o)
+	o := p.next(opActivity)
+	o.activity, o.track, o.start, o.end, o.name = kind, track, start, end, name
+	p.batch.args(o, args)
 	p.spans++
 	return p.spans
 }
