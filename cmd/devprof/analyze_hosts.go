@@ -59,33 +59,68 @@ type hostAnalysis struct {
 	meta    event.Meta
 }
 
-// analyzeHosts analyzes each host's trace of a run in turn (one trace in
-// memory at a time), compares their steps, and prints the comparison
-// with one host's full report: the one -host names, else the slowest.
+// analyzeHosts analyzes each host's trace of a run in turn, compares
+// their steps, and prints the comparison with one host's full report:
+// the one -host names, else the slowest. With two cores, a host's
+// analysis is finished (Analyzer.Finish: its sorts and the read-back of
+// what it spilled, a good part of its time) while the next host's trace
+// is read: two analyses are held at a time, each within its memory
+// budget, instead of one.
 func analyzeHosts(stdout, stderr io.Writer, run string, inputs []exportInput, opt analysis.Options, lim readLimits, straggler float64, pick string, asJSON bool, htmlPath string) error {
 	var hs []hostAnalysis
 	var reports []analysis.HostReport
+	// done takes a host whose Finish was started, waits for it, and adds
+	// its report.
+	done := func(h *hostFinish) error {
+		<-h.done
+		if h.err != nil {
+			return fmt.Errorf("%s: %w", runstore.Display(h.in.loc), h.err)
+		}
+		name := h.in.session
+		if h.meta.Host != "" {
+			name = h.meta.Host
+		}
+		var offset int64
+		if h.meta.Start.Wall != 0 {
+			offset = h.meta.Start.Wall - h.meta.Start.Mono
+		}
+		hs = append(hs, hostAnalysis{Host: name, File: h.in.loc, Format: h.f.Name, display: h.f.Display, Warnings: warningLines(&h.meta), Report: h.r, meta: h.meta})
+		reports = append(reports, analysis.HostReport{Host: name, Report: h.r, WallOffsetNS: offset})
+		return nil
+	}
+	var finishing *hostFinish
 	for _, in := range inputs {
 		a, f, err := readAnalysis(in.loc, stderr, lim, opt)
+		if finishing != nil {
+			// The previous host comes first, as it would have without
+			// the overlap: its error wins over this host's.
+			ferr := done(finishing)
+			finishing = nil
+			if ferr != nil {
+				if err == nil {
+					a.Reset() // lets go of its temporary file
+				}
+				return ferr
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", runstore.Display(in.loc), err)
 		}
-		meta := *a.Meta()
-		name := in.session
-		if meta.Host != "" {
-			name = meta.Host
+		h := &hostFinish{in: in, f: f, meta: *a.Meta(), done: make(chan struct{})}
+		if analyzeOnTwoCores() {
+			h.start(a, true)
+			finishing = h
+			continue
 		}
-		r, err := a.Finish()
-		if err != nil {
-			return fmt.Errorf("%s: %w", runstore.Display(in.loc), err)
+		h.start(a, false)
+		if err := done(h); err != nil {
+			return err
 		}
-		h := hostAnalysis{Host: name, File: in.loc, Format: f.Name, display: f.Display, Warnings: warningLines(&meta), Report: r, meta: meta}
-		var offset int64
-		if meta.Start.Wall != 0 {
-			offset = meta.Start.Wall - meta.Start.Mono
+	}
+	if finishing != nil {
+		if err := done(finishing); err != nil {
+			return err
 		}
-		hs = append(hs, h)
-		reports = append(reports, analysis.HostReport{Host: name, Report: h.Report, WallOffsetNS: offset})
 	}
 	cmp := analysis.CompareHosts(reports, straggler)
 	sort.SliceStable(hs, func(i, j int) bool { return hs[i].Host < hs[j].Host })
@@ -137,6 +172,30 @@ func analyzeHosts(stdout, stderr io.Writer, run string, inputs []exportInput, op
 	}
 	h := hs[chosen]
 	return writeAnalyze(stdout, runstore.Display(h.File), &formats.Format{Display: h.display}, &h.meta, h.Report)
+}
+
+// hostFinish is one host's analysis being finished.
+type hostFinish struct {
+	in   exportInput
+	f    *formats.Format
+	meta event.Meta
+	done chan struct{} // closed once r and err are set
+	r    *analysis.Report
+	err  error
+}
+
+// start finishes a's analysis, on a goroutine of its own when
+// overlapped.
+func (h *hostFinish) start(a *analysis.Analyzer, overlapped bool) {
+	finish := func() {
+		defer close(h.done)
+		h.r, h.err = a.Finish()
+	}
+	if overlapped {
+		go finish()
+		return
+	}
+	finish()
 }
 
 // slowestHost is the index in hs of the host with the slowest median

@@ -200,7 +200,8 @@ func gpuTraceFile(t *testing.T, n int) string {
 // behind a pipe (two cores) or on the reader's goroutine: every trace
 // file of testdata and the shared fixtures, the bad inputs, a synthetic
 // GPU trace, a Go execution trace, a -max_events read (the whole-file
-// path), and a run directory of three hosts.
+// path), and a run directory of three hosts (each host's analysis
+// finished while the next is read), whole or with one host damaged.
 func TestAnalyzePipedSameAsDirect(t *testing.T) {
 	var inputs []string
 	for _, pattern := range []string{"../../testdata/*.pb", "../../testdata/golden/*", "../../testdata/real-gpu/*", "../../testdata/real-gpu/h200/*",
@@ -224,7 +225,25 @@ func TestAnalyzePipedSameAsDirect(t *testing.T) {
 		runs = append(runs, []string{"analyze", in}, []string{"analyze", "-json", "-top", "3", in})
 	}
 	logdir := writeHostRun(t)
-	runs = append(runs, []string{"analyze", logdir}, []string{"analyze", "-json", logdir}, []string{"analyze", "-host", "host-a", logdir},
+	runs = append(runs, []string{"analyze", logdir}, []string{"analyze", "-json", logdir}, []string{"analyze", "-host", "host-a", logdir})
+	// Runs whose first, middle or last host's trace is damaged: the same
+	// error, whatever was read or finished beside it.
+	damaged := map[string]string{}
+	for _, host := range []string{"host-a", "host-b", "host-c"} {
+		dir := writeHostRun(t)
+		path := filepath.Join(dir, "plugins", "profile", "2026_01_02_00_00_00", host+".pftrace")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Half the file, then a packet longer than what is left.
+		if err := os.WriteFile(path, append(data[:len(data)/2:len(data)/2], 0x0a, 0xff, 0xff, 0x03), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, []string{"analyze", dir})
+		damaged[dir] = host
+	}
+	runs = append(runs,
 		[]string{"analyze", "-json", "-max_events", "500", realGPU("devprof-h100-libwork.pftrace")})
 	reports := 0
 	for _, args := range runs {
@@ -241,6 +260,9 @@ func TestAnalyzePipedSameAsDirect(t *testing.T) {
 		}
 		if direct.code == 0 {
 			reports++
+		}
+		if host, ok := damaged[args[len(args)-1]]; ok && (direct.code != 1 || !strings.Contains(direct.stderr, host+".pftrace")) {
+			t.Errorf("%q (%s damaged): exit %d, stderr %q", args, host, direct.code, direct.stderr)
 		}
 	}
 	if reports < 40 {
