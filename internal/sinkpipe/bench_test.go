@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/devprof/devprof/analysis"
 	"github.com/devprof/devprof/event"
@@ -14,30 +15,34 @@ import (
 	"github.com/devprof/devprof/internal/heappeak"
 )
 
-// counting is a sink that keeps nothing but a count of its calls: what
-// the Pipe costs a reader, with no sink's work behind it.
+// counting is a sink that keeps nothing but counts of its calls and of
+// the events among them: what the Pipe costs a reader, with no sink's
+// work behind it, and what a reader costs alone.
 type counting struct {
-	ids, calls uint64
-	meta       event.Meta
+	ids, calls, events uint64
+	meta               event.Meta
 }
 
-func (c *counting) id() uint64                                          { c.calls++; c.ids++; return c.ids }
-func (c *counting) Track(event.Track) uint32                            { return uint32(c.id()) }
-func (c *counting) SetTrackName(uint32, string)                         { c.calls++ }
-func (c *counting) Process(event.Process) int                           { return int(c.id()) }
-func (c *counting) ProcessTrack(int) uint32                             { return uint32(c.id()) }
-func (c *counting) Span(event.Span) uint64                              { return c.id() }
-func (c *counting) EndSpan(uint64, int64)                               { c.calls++ }
-func (c *counting) Instant(string, int64, uint32, uint64, []event.Arg)  { c.calls++ }
-func (c *counting) Counter(string, string, int64, float64)              { c.calls++ }
-func (c *counting) TrackCounter(uint32, string, string, int64, float64) { c.calls++ }
+func (c *counting) id() uint64                  { c.calls++; c.ids++; return c.ids }
+func (c *counting) event() uint64               { c.events++; return c.id() }
+func (c *counting) Track(event.Track) uint32    { return uint32(c.id()) }
+func (c *counting) SetTrackName(uint32, string) { c.calls++ }
+func (c *counting) Process(event.Process) int   { return int(c.id()) }
+func (c *counting) ProcessTrack(int) uint32     { return uint32(c.id()) }
+func (c *counting) Span(event.Span) uint64      { return c.event() }
+func (c *counting) EndSpan(uint64, int64)       { c.calls++ }
+func (c *counting) Instant(string, int64, uint32, uint64, []event.Arg) {
+	c.event()
+}
+func (c *counting) Counter(string, string, int64, float64)              { c.event() }
+func (c *counting) TrackCounter(uint32, string, string, int64, float64) { c.event() }
 func (c *counting) Meta() *event.Meta                                   { return &c.meta }
 func (c *counting) Reset()                                              { *c = counting{} }
 func (c *counting) TrackSlice(uint32, string, int64, int64, []event.Arg) uint64 {
-	return c.id()
+	return c.event()
 }
 func (c *counting) ActivityOf(event.ActivityKind, uint32, string, int64, int64, []event.Arg) uint64 {
-	return c.id()
+	return c.event()
 }
 
 // BenchmarkPipe is the GPU-shaped trace of 1 M events written straight
@@ -69,21 +74,38 @@ func BenchmarkPipe(b *testing.B) {
 
 // BenchmarkAnalyzeFile reads the GPU-shaped trace from a file and
 // analyzes it, as devprof analyze does: the Analyzer on the reader's
-// goroutine (direct) or behind a Pipe (pipe); events/s and the peak heap
-// of the reader, the Pipe and the Analyzer together. The 10 M-event
-// figures: go test -bench 'AnalyzeFile/.*/events=10M' -benchmem -cpu 2
-// ./internal/sinkpipe. Making the files (once per run) is not measured.
+// goroutine (direct) or behind a Pipe (pipe), and the reader alone into
+// a sink that only counts (nothing: the rate a pipe can come close to
+// while reading). Besides events/s and the peak heap of the reader, the
+// Pipe and the Analyzer together, it reports the seconds of each phase:
+// stream-s, reading until the sink has every event (the Pipe closed),
+// which the Pipe overlaps, and finish-s, Analyzer.Finish, which comes
+// after. The 10 M-event figures: go test -bench
+// 'AnalyzeFile/.*/events=10M' -benchmem -cpu 2 ./internal/sinkpipe.
+// Making the files (once per run) is not measured.
 func BenchmarkAnalyzeFile(b *testing.B) {
 	for _, f := range []*formats.Format{formats.Perfetto, formats.XPlane} {
 		for _, n := range []int{1_000_000, 10_000_000} {
-			for _, into := range []string{"direct", "pipe"} {
+			for _, into := range []string{"nothing", "direct", "pipe"} {
 				b.Run(fmt.Sprintf("%s/events=%dM/%s", f.Name, n/1_000_000, into), func(b *testing.B) {
 					path := benchFile(b, f, n)
 					var peak float64
 					var events int64
+					var streaming, finishing time.Duration
 					for b.Loop() {
 						runtime.GC()
 						stop := heappeak.Start()
+						start := time.Now()
+						if into == "nothing" {
+							c := &counting{}
+							if err := f.StreamFile(path, c, formats.ReadOptions{}); err != nil {
+								b.Fatal(err)
+							}
+							events = int64(c.events)
+							streaming += time.Since(start)
+							peak = max(peak, heappeak.MiB(stop()))
+							continue
+						}
 						a := analysis.NewAnalyzer(event.Meta{}, analysis.Options{})
 						var sink event.Sink = a
 						var p *Pipe
@@ -100,13 +122,18 @@ func BenchmarkAnalyzeFile(b *testing.B) {
 						if err != nil {
 							b.Fatal(err)
 						}
+						streamed := time.Now()
+						streaming += streamed.Sub(start)
 						events = a.Events()
 						if r, err := a.Finish(); err != nil || r.Kernels.Count == 0 {
 							b.Fatalf("%v, or no kernels", err)
 						}
+						finishing += time.Since(streamed)
 						peak = max(peak, heappeak.MiB(stop()))
 					}
 					b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+					b.ReportMetric(streaming.Seconds()/float64(b.N), "stream-s/op")
+					b.ReportMetric(finishing.Seconds()/float64(b.N), "finish-s/op")
 					b.ReportMetric(peak, "peak-heap-MiB")
 				})
 			}
