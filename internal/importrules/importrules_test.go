@@ -51,6 +51,7 @@ var layers = []layer{
 	{path: "internal/atomicfile", what: "atomic file writes for outputs"},
 	{path: "internal/runstore", may: []string{"internal/atomicfile"}, what: "where a run lives: a local directory or a bucket URL (uploads and downloads of finished files)"},
 	{path: "internal/s3test", what: "test helper: runs a real S3 server (versitygw) on 127.0.0.1"},
+	{path: "internal/sinkpipe", may: []string{"event"}, what: "runs a sink (the analysis) on a goroutine of its own behind a reader, so reading and consuming use two cores"},
 	{path: "internal/metatext", may: []string{"event"}, what: "exporters' shared wording of warnings, notes and drops"},
 	{path: "internal/mlpdemo", may: []string{"annotate"}, what: "the demo workload: a user of annotate"},
 	{path: "internal/eventtest", may: []string{"event", "internal/recorder"}, what: "test helper: records snapshots for exporters' tests"},
