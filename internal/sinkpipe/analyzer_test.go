@@ -384,3 +384,34 @@ func TestPipeReaderFails(t *testing.T) {
 	}
 	a.Reset()
 }
+
+// TestBuilderThroughPipe: the model an event.Builder builds through the
+// Pipe is the one it builds directly, value for value. The Builder gives
+// instants and counter samples IDs too, so its span IDs keep one run per
+// stretch between them, no more.
+func TestBuilderThroughPipe(t *testing.T) {
+	direct := event.NewBuilder(event.Meta{Host: "b"})
+	gpuTrace(direct, 20_000)
+	piped := event.NewBuilder(event.Meta{Host: "b"})
+	p := newPipe(piped, 100, 3)
+	gpuTrace(p, 20_000)
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want, got := direct.Snapshot(), piped.Snapshot()
+	points := 0
+	for _, r := range want.Events {
+		if r.Kind() == event.KindInstant || r.Kind() == event.KindCounter {
+			points++
+		}
+	}
+	if len(p.ids.runs) > points+1 || points == 0 {
+		t.Errorf("%d runs of span IDs for the Builder's, with %d instants and samples between its spans", len(p.ids.runs), points)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the snapshots differ: %d events, %d tracks; want %d, %d", len(got.Events), len(got.Tracks), len(want.Events), len(want.Tracks))
+	}
+	if len(want.Events) < 20_000 {
+		t.Errorf("the trace has %d events", len(want.Events))
+	}
+}

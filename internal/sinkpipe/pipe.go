@@ -23,9 +23,11 @@ import (
 // processes, and spans (Span, TrackSlice and ActivityOf share one
 // sequence). The consumer's side translates those a call passes back
 // (a track, a process, a parent, EndSpan's id) into the sink's own.
-// Spans are mapped as runs of consecutive IDs, so a sink whose IDs go up
-// one at a time (analysis.Analyzer, event.Builder) costs one entry; one
-// that returns arbitrary IDs costs an entry a span. An ID the Pipe never
+// Spans are mapped as runs of consecutive IDs, so a sink whose span IDs
+// go up one at a time (analysis.Analyzer) costs one entry, event.Builder
+// (whose instants and counter samples take IDs too) one per stretch of
+// spans between them, and a sink that returns arbitrary IDs an entry a
+// span. An ID the Pipe never
 // handed out passes through unchanged, as the sink would have seen it
 // without the Pipe.
 //
