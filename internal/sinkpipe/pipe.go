@@ -116,6 +116,8 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error says what the sink panicked with, in one line (the stack is in
+// Stack, for who wants it).
 func (e *PanicError) Error() string { return fmt.Sprintf("the sink panicked: %v", e.Value) }
 
 func (p *Pipe) applyGuarded(b *batch) {
