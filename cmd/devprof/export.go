@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -20,7 +19,6 @@ import (
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/internal/runstore"
-	"github.com/devprof/devprof/internal/sinkpipe"
 	"github.com/devprof/devprof/tables"
 )
 
@@ -269,11 +267,6 @@ func newExport(dst string) (*export, error) {
 	return e, err
 }
 
-// exportOnTwoCores reports whether an export runs its tables.Writer on a
-// goroutine of its own, behind a sinkpipe.Pipe (a variable: tests take
-// both paths).
-var exportOnTwoCores = func() bool { return runtime.GOMAXPROCS(0) > 1 }
-
 // add exports the trace at loc into staging and returns its events.
 func (e *export) add(loc string, o tables.Options, lim readLimits, stderr io.Writer) (int64, error) {
 	if runstore.IsURL(loc) {
@@ -294,23 +287,10 @@ func (e *export) add(loc string, o tables.Options, lim readLimits, stderr io.Wri
 		defer m.clear()
 		ro.Progress = m.update
 	}
-	var sink event.Sink = w
-	var pipe *sinkpipe.Pipe
-	if exportOnTwoCores() {
-		// Reading and writing Parquet take about the same time an event:
-		// overlapped, an export runs at about the slower one's rate.
-		pipe = sinkpipe.New(w)
-		sink = pipe
-	}
 	if f == formats.GoTrace {
-		err = decodeGoTrace(loc, sink, lim, ro.Progress)
+		err = decodeGoTrace(loc, w, lim, ro.Progress)
 	} else {
-		err = f.StreamFile(loc, sink, ro)
-	}
-	if pipe != nil {
-		if perr := pipe.Close(); err == nil {
-			err = perr
-		}
+		err = f.StreamFile(loc, w, ro)
 	}
 	if err != nil {
 		w.Abort()
