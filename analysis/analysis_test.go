@@ -351,7 +351,7 @@ func TestClassify(t *testing.T) {
 		{event.ActivityUnknown, "saxpy(int, float, float const*, float*)", nil, catCompute},
 	} {
 		got := classify(c.kind, c.name, c.args)
-		if got == catComm && !isCollective(c.name) {
+		if got == catComm && !event.IsCollective(c.name) {
 			got = catCompute
 		}
 		if got != c.want {

@@ -484,7 +484,7 @@ func (a *Analyzer) isCollective(name uint32) bool {
 	}
 	if a.collective[name] == 0 {
 		a.collective[name] = 2
-		if isCollective(a.names[name]) {
+		if event.IsCollective(a.names[name]) {
 			a.collective[name] = 1
 		}
 	}
@@ -496,54 +496,14 @@ func (a *Analyzer) isCollective(name uint32) bool {
 // the caller decides between communication and compute by its name
 // (Analyzer.isCollective, which asks each name once).
 func classify(kind event.ActivityKind, name string, args []event.Arg) category {
-	switch kind {
-	case event.ActivityKernel:
-		return catComm
-	case event.ActivityMemcpy, event.ActivityMemset:
-		return catMemory
-	case event.ActivityUnknown:
-	default:
-		return catNone
-	}
-	for i := range args {
-		switch args[i].Key {
-		case "sync_type", "wait_on_stream", "wait_on_cuda_event_record_corr_id":
-			// A wait (TSL's, and Kineto's cuda_sync events on a stream).
-			return catNone
-		case event.ArgCopyKind, "memcpy_details":
-			return catMemory
-		}
-	}
+	k, work := event.WorkKind(kind, name, args)
 	switch {
-	case strings.Contains(name, "Synchroniz"), strings.HasSuffix(name, " Sync"), name == "MemoryAlloc", name == "MemoryFree":
+	case !work:
 		return catNone
-	case hasPrefixFold(name, "memcpy"), hasPrefixFold(name, "memset"), strings.HasPrefix(name, "dma"):
-		return catMemory
+	case k == event.ActivityKernel:
+		return catComm
 	}
-	return catComm
-}
-
-func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
-}
-
-// collectives are what a kernel's name contains (in lower case) when it
-// is a collective: NCCL's and RCCL's kernels, XLA's collective ops.
-var collectives = []string{"all-reduce", "allreduce", "all_reduce", "all-gather", "allgather", "all_gather",
-	"reduce-scatter", "reducescatter", "reduce_scatter", "all-to-all", "alltoall", "all_to_all", "collective-permute", "sendrecv"}
-
-// isCollective reports whether a kernel is communication, by its name.
-func isCollective(name string) bool {
-	if hasPrefixFold(name, "nccl") || hasPrefixFold(name, "rccl") {
-		return true
-	}
-	lower := strings.ToLower(name)
-	for _, c := range collectives {
-		if strings.Contains(lower, c) {
-			return true
-		}
-	}
-	return false
+	return catMemory
 }
 
 // hostSpan adds a span of the host: to its thread's stack, to its step's

@@ -12,70 +12,11 @@ import (
 // The tables read device work as devprof analyze does, so that the named
 // queries over them reproduce its figures: which tracks are a device's
 // streams is event.StreamOf; what an event on a stream is, and which
-// events there are not work at all, is workKind and the annotation rule
+// events there are not work at all, is event.WorkKind and the annotation rule
 // below. A Chrome file keeps a stream's work as a thread's slices with
 // no kind (Kineto's and JAX's category is not in the model): those
 // become rows of kernels, of the kind their name and arguments say, but
 // for a profiler's annotated ranges, which stay rows of spans.
-
-// workKind says what an event of kind on a device's stream is, and
-// whether it is device work (what a device's busy time is made of): a
-// kernel, a copy or a memset. A wait (TSL's sync_type, Kineto's
-// cuda_sync on a stream, "...Synchronize"), an allocation noted on a
-// stream (xprof's MemoryAlloc) or any other kind is not work. An event
-// of no known kind (a file's slice) is read from its arguments and name;
-// what is left is a kernel.
-func workKind(kind event.ActivityKind, name string, args []event.Arg) (event.ActivityKind, bool) {
-	switch kind {
-	case event.ActivityKernel, event.ActivityMemcpy, event.ActivityMemset:
-		return kind, true
-	case event.ActivityUnknown:
-	default:
-		return kind, false
-	}
-	for i := range args {
-		switch args[i].Key {
-		case "sync_type", "wait_on_stream", "wait_on_cuda_event_record_corr_id":
-			return event.ActivitySync, false
-		case event.ArgCopyKind, "memcpy_details":
-			return event.ActivityMemcpy, true
-		}
-	}
-	switch {
-	case strings.Contains(name, "Synchroniz"), strings.HasSuffix(name, " Sync"):
-		return event.ActivitySync, false
-	case name == "MemoryAlloc", name == "MemoryFree":
-		return event.ActivityUnknown, false
-	case hasPrefixFold(name, "memcpy"), strings.HasPrefix(name, "dma"):
-		return event.ActivityMemcpy, true
-	case hasPrefixFold(name, "memset"):
-		return event.ActivityMemset, true
-	}
-	return event.ActivityKernel, true
-}
-
-func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
-}
-
-// collectives are what a kernel's name holds (in lower case) when it is
-// communication: NCCL's and RCCL's kernels, XLA's collective ops.
-var collectives = []string{"all-reduce", "allreduce", "all_reduce", "all-gather", "allgather", "all_gather",
-	"reduce-scatter", "reducescatter", "reduce_scatter", "all-to-all", "alltoall", "all_to_all", "collective-permute", "sendrecv"}
-
-// isCollective reports whether a kernel is communication, by its name.
-func isCollective(name string) bool {
-	if hasPrefixFold(name, "nccl") || hasPrefixFold(name, "rccl") {
-		return true
-	}
-	lower := strings.ToLower(name)
-	for _, c := range collectives {
-		if strings.Contains(lower, c) {
-			return true
-		}
-	}
-	return false
-}
 
 // correlationOf returns what ties device work to the host call that
 // launched it: its first flow id, else a numeric "correlation" or
@@ -103,13 +44,13 @@ func correlationOf(args []event.Arg) (id int64, linked bool) {
 // (by start), since a stream runs its work one piece after another and a
 // kernel always has its launch's correlation.
 func mayAnnotate(name string, args []event.Arg) bool {
-	if k, _ := workKind(event.ActivityUnknown, name, args); k != event.ActivityKernel {
+	if k, _ := event.WorkKind(event.ActivityUnknown, name, args); k != event.ActivityKernel {
 		return false
 	}
 	if _, linked := correlationOf(args); linked {
 		return false
 	}
-	return !isCollective(name)
+	return !event.IsCollective(name)
 }
 
 // encloses reports whether work that began at start and ended at end

@@ -154,7 +154,7 @@ func (d *deriver) add(e *ev) error {
 		if f := d.facts(e.track); f.stream && !d.isAnnotation(e, f) {
 			// Work on a device's stream that a file kept as a slice.
 			table = tKernels
-			kind, _ := workKind(event.ActivityUnknown, e.name, e.args)
+			kind, _ := event.WorkKind(event.ActivityUnknown, e.name, e.args)
 			err = d.kernel(e, name, kind)
 			break
 		}

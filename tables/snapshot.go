@@ -94,7 +94,7 @@ func snapshotStreams(s *event.Snapshot, d *deriver) (map[uint64]bool, bool) {
 		}
 		name := s.Name(r)
 		args = s.AppendArgs(args[:0], r)
-		if _, work := workKind(kind, name, args); work {
+		if _, work := event.WorkKind(kind, name, args); work {
 			end, _ := s.EndOf(r)
 			ops[t] = append(ops[t], streamOp{id: r.ID(), start: r.Start(), end: end, candidate: span && mayAnnotate(name, args)})
 		}

@@ -84,7 +84,7 @@ type Writer struct {
 	// markerSteps counts the host spans marked as steps: where there are
 	// none, PyTorch's ProfilerStep#N spans are the steps.
 	markerSteps int64
-	// collective caches isCollective by name.
+	// collective caches event.IsCollective by name.
 	collective map[string]bool
 }
 
@@ -191,7 +191,7 @@ func (w *Writer) onStream(st *streamState, e *ev, span, unfinished bool) bool {
 	if span {
 		kind = event.ActivityUnknown
 	}
-	if _, work := workKind(kind, e.name, e.args); !work {
+	if _, work := event.WorkKind(kind, e.name, e.args); !work {
 		return false
 	}
 	if st.disordered || unfinished {
@@ -220,7 +220,7 @@ func (w *Writer) onStream(st *streamState, e *ev, span, unfinished bool) bool {
 // mayAnnotate is the package's mayAnnotate, its collective test cached
 // by name.
 func (w *Writer) mayAnnotate(name string, args []event.Arg) bool {
-	if k, _ := workKind(event.ActivityUnknown, name, args); k != event.ActivityKernel {
+	if k, _ := event.WorkKind(event.ActivityUnknown, name, args); k != event.ActivityKernel {
 		return false
 	}
 	if _, linked := correlationOf(args); linked {
@@ -231,7 +231,7 @@ func (w *Writer) mayAnnotate(name string, args []event.Arg) bool {
 		if w.collective == nil || len(w.collective) >= maxInterned {
 			w.collective = map[string]bool{}
 		}
-		c = isCollective(name)
+		c = event.IsCollective(name)
 		w.collective[name] = c
 	}
 	return !c
@@ -442,7 +442,7 @@ func (w *Writer) annotationsOfReplanned() (map[uint64]bool, error) {
 		if span {
 			kind = event.ActivityUnknown
 		}
-		if _, work := workKind(kind, e.name, e.args); work {
+		if _, work := event.WorkKind(kind, e.name, e.args); work {
 			ops[e.track] = append(ops[e.track], streamOp{id: e.id, start: e.start, end: e.end, candidate: span && w.mayAnnotate(e.name, e.args)})
 		}
 		return nil
