@@ -11,6 +11,7 @@ import (
 
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
+	"github.com/devprof/devprof/internal/eventtest"
 	"github.com/devprof/devprof/internal/heappeak"
 	"github.com/devprof/devprof/tables"
 )
@@ -22,55 +23,6 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// streamSynthetic writes n events into sink as a reader of a GPU trace
-// does: per step, nested host spans (begun unfinished, ended later), a
-// kernel launch (an API call) and its kernel with a flow, and a counter
-// sample every few events.
-func streamSynthetic(sink event.Sink, n int) {
-	thread := sink.Track(event.Track{Kind: event.TrackHostThread, ID: 1, Name: "main"})
-	api := sink.Track(event.Track{Kind: event.TrackHostThread, ID: 2, Name: "cuda api"})
-	stream := sink.Track(event.Track{Kind: event.TrackDeviceStream, Device: 0, ID: 7, Name: "Stream #7"})
-	dev := sink.Track(event.Track{Kind: event.TrackDevice, Device: 0, DeviceName: "H200"})
-	names := make([]string, 64)
-	for i := range names {
-		names[i] = fmt.Sprintf("op_%d", i)
-	}
-	args := []event.Arg{
-		{Key: event.ArgGrid, Kind: event.ArgString, Str: "128,1,1"},
-		{Key: event.ArgBlock, Kind: event.ArgString, Str: "256,1,1"},
-		{Key: event.ArgRegistersPerThread, Kind: event.ArgUint, Num: 64},
-		{Kind: event.ArgFlow},
-	}
-	flow := []event.Arg{{Kind: event.ArgFlow}}
-	t := int64(0)
-	step := int64(0)
-	for i := 0; i < n; {
-		root := sink.Span(event.Span{Name: "train_step", Start: t, Track: thread, Unfinished: true, Step: true, StepNum: step})
-		i++
-		for j := 0; j < 16 && i < n; j++ {
-			t += 100
-			corr := uint64(i)
-			flow[0].Num = corr
-			sink.Span(event.Span{Name: names[j], Start: t, End: t + 50, Parent: root, Track: thread})
-			sink.ActivityOf(event.ActivityAPI, api, "cudaLaunchKernel", t+10, t+20, flow)
-			args[3].Num = corr
-			sink.ActivityOf(event.ActivityKernel, stream, names[j+16], t+30, t+80, args)
-			i += 3
-			if j%4 == 0 && i < n {
-				sink.TrackCounter(dev, "utilization", "%", t, float64(j))
-				i++
-			}
-		}
-		t += 100
-		sink.EndSpan(root, t)
-		step++
-	}
-	m := sink.Meta()
-	m.Host = "bench"
-	m.Start = event.ClockAnchor{Mono: 0, Wall: 1_700_000_000_000_000_000}
-	m.Stop = event.ClockAnchor{Mono: t, Wall: 1_700_000_000_000_000_000 + t}
 }
 
 // BenchmarkWriter is devprof export's own cost: a stream of events from a
@@ -90,7 +42,7 @@ func BenchmarkWriter(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				streamSynthetic(w, n)
+				eventtest.GPUShaped(w, n)
 				paths, err := w.Close()
 				if err != nil {
 					b.Fatal(err)
@@ -128,7 +80,7 @@ func BenchmarkExportPerfetto(b *testing.B) {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
 			b.StopTimer()
 			bl := event.NewBuilder(event.Meta{})
-			streamSynthetic(bl, n)
+			eventtest.GPUShaped(bl, n)
 			path := filepath.Join(b.TempDir(), "bench.pftrace")
 			if err := formats.WriteFile(path, formats.Perfetto, bl.Snapshot()); err != nil {
 				b.Fatal(err)

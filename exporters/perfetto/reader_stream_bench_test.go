@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/eventtest"
 	"github.com/devprof/devprof/internal/heappeak"
 )
 
@@ -76,8 +77,8 @@ func sessionTrace(b *testing.B, n int) string {
 
 // gpuTrace writes, once per size, a trace shaped like a GPU session's
 // (nested host spans begun unfinished, launch calls with flows, kernels
-// with grid, block and registers as arguments, counter samples: the
-// tables package's streamSynthetic) to a file, as devprof's writer
+// with grid, block and registers as arguments, counter samples:
+// eventtest.GPUShaped) to a file, as devprof's writer
 // writes it.
 func gpuTrace(b *testing.B, n int) string {
 	b.Helper()
@@ -94,12 +95,12 @@ func gpuTrace(b *testing.B, n int) string {
 	return path
 }
 
-// gpuLikeTrace encodes gpuShaped's trace of n events as devprof's writer
+// gpuLikeTrace encodes eventtest.GPUShaped's trace of n events as devprof's writer
 // writes it.
 func gpuLikeTrace(tb testing.TB, n int) []byte {
 	tb.Helper()
 	bl := event.NewBuilder(event.Meta{})
-	gpuShaped(bl, n)
+	eventtest.GPUShaped(bl, n)
 	var buf bytes.Buffer
 	if err := Write(&buf, bl.Snapshot(), WriteOptions{}); err != nil {
 		tb.Fatal(err)
@@ -107,61 +108,11 @@ func gpuLikeTrace(tb testing.TB, n int) []byte {
 	return buf.Bytes()
 }
 
-// gpuShaped writes n events into sink as a reader of a GPU trace does:
-// per step, nested host spans (begun unfinished, ended later), a kernel
-// launch (an API call) and its kernel with a flow, and a counter sample
-// every few events. It is tables' streamSynthetic, which measures the
-// export of this trace end to end.
-func gpuShaped(sink event.Sink, n int) {
-	thread := sink.Track(event.Track{Kind: event.TrackHostThread, ID: 1, Name: "main"})
-	api := sink.Track(event.Track{Kind: event.TrackHostThread, ID: 2, Name: "cuda api"})
-	stream := sink.Track(event.Track{Kind: event.TrackDeviceStream, Device: 0, ID: 7, Name: "Stream #7"})
-	dev := sink.Track(event.Track{Kind: event.TrackDevice, Device: 0, DeviceName: "H200"})
-	names := make([]string, 64)
-	for i := range names {
-		names[i] = "op_" + strconv.Itoa(i)
-	}
-	args := []event.Arg{
-		{Key: event.ArgGrid, Kind: event.ArgString, Str: "128,1,1"},
-		{Key: event.ArgBlock, Kind: event.ArgString, Str: "256,1,1"},
-		{Key: event.ArgRegistersPerThread, Kind: event.ArgUint, Num: 64},
-		{Kind: event.ArgFlow},
-	}
-	flow := []event.Arg{{Kind: event.ArgFlow}}
-	t := int64(0)
-	step := int64(0)
-	for i := 0; i < n; {
-		root := sink.Span(event.Span{Name: "train_step", Start: t, Track: thread, Unfinished: true, Step: true, StepNum: step})
-		i++
-		for j := 0; j < 16 && i < n; j++ {
-			t += 100
-			corr := uint64(i)
-			flow[0].Num = corr
-			sink.Span(event.Span{Name: names[j], Start: t, End: t + 50, Parent: root, Track: thread})
-			sink.ActivityOf(event.ActivityAPI, api, "cudaLaunchKernel", t+10, t+20, flow)
-			args[3].Num = corr
-			sink.ActivityOf(event.ActivityKernel, stream, names[j+16], t+30, t+80, args)
-			i += 3
-			if j%4 == 0 && i < n {
-				sink.TrackCounter(dev, "utilization", "%", t, float64(j))
-				i++
-			}
-		}
-		t += 100
-		sink.EndSpan(root, t)
-		step++
-	}
-	m := sink.Meta()
-	m.Host = "bench"
-	m.Start = event.ClockAnchor{Mono: 0, Wall: 1_700_000_000_000_000_000}
-	m.Stop = event.ClockAnchor{Mono: t, Wall: 1_700_000_000_000_000_000 + t}
-}
-
 // BenchmarkDecode reads traces of 1 M and 10 M events from a file with
 // Decode: into a sink that keeps nothing (the reader's own cost, and its
 // own memory, which must not grow with the trace), and into a Builder
 // (devprof convert). The session traces (1M, 10M) are a devprof
-// session's host spans; the gpu ones are GPU-shaped (gpuShaped):
+// session's host spans; the gpu ones are GPU-shaped (eventtest.GPUShaped):
 // arguments on most events, flows, counters. events/s counts the events
 // the sink received.
 //
