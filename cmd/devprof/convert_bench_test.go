@@ -13,6 +13,7 @@ import (
 	"github.com/devprof/devprof/annotate"
 	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/internal/eventtest"
+	"github.com/devprof/devprof/internal/heappeak"
 )
 
 // BenchmarkConvertPeak runs devprof convert of a session's .pftrace of
@@ -48,9 +49,9 @@ func BenchmarkConvertPeak(b *testing.B) {
 				for b.Loop() {
 					os.Remove(out)
 					runtime.GC()
-					stop := sampleHeap(&peak)
+					stop := heappeak.Start()
 					err := runConvert([]string{in, out}, io.Discard, io.Discard)
-					stop()
+					peak = max(peak, float64(stop()))
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -2,12 +2,10 @@ package main
 
 import (
 	"fmt"
-	"runtime/metrics"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/devprof/devprof/event"
+	"github.com/devprof/devprof/internal/heappeak"
 )
 
 // BenchmarkSummaryAggregator streams n spans into summary's aggregator
@@ -21,11 +19,11 @@ func BenchmarkSummaryAggregator(b *testing.B) {
 			names := []string{"forward", "backward", "optimizer", "matmul", "relu", "loss", "load", "sync"}
 			var peak float64
 			for b.Loop() {
-				stop := sampleHeap(&peak)
+				stop := heappeak.Start()
 				a := newSummaryAggregator(false)
 				feedSteps(a, n, names)
 				d, err := a.result()
-				stop()
+				peak = max(peak, float64(stop()))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -68,35 +66,4 @@ func feedSteps(sink event.Sink, n int, names []string) {
 		sink.EndSpan(st, t)
 	}
 	sink.Meta().Stop.Mono = t + 1
-}
-
-// sampleHeap samples the heap's live objects every millisecond into
-// *peak (bytes, the highest seen) until the returned stop is called.
-func sampleHeap(peak *float64) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() {
-		metrics.Read(s)
-		*peak = max(*peak, float64(s[0].Value.Uint64()))
-	}
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				read()
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		wg.Wait()
-		read()
-	}
 }
