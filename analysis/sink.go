@@ -532,7 +532,7 @@ func (a *Analyzer) hostSpan(id uint64, track uint32, name string, start, end int
 	stepIdx := int32(-1)
 	profiler := false
 	if !step {
-		if n, ok := profilerStep(name); ok {
+		if n, ok := event.ProfilerStep(name); ok {
 			step, stepNum, profiler = true, n, true
 			a.profilerSteps++
 		}
@@ -664,16 +664,6 @@ func (a *Analyzer) closeStep(th *thread) {
 	}
 	st.hostBusy = unionWithin(th.busy, st.start, limit)
 	th.step, th.busy = -1, th.busy[:0]
-}
-
-// profilerStep reads PyTorch's "ProfilerStep#N".
-func profilerStep(name string) (int64, bool) {
-	rest, ok := strings.CutPrefix(name, "ProfilerStep#")
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(rest, 10, 64)
-	return n, err == nil
 }
 
 var _ event.Sink = (*Analyzer)(nil)

@@ -1,6 +1,9 @@
 package event
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // What an event on a device's stream is — device work of which kind, a
 // wait, or not work at all — is, like StreamOf, a convention for reading
@@ -64,4 +67,18 @@ func IsCollective(name string) bool {
 		}
 	}
 	return false
+}
+
+// ProfilerStep reads PyTorch's step marker, a span named
+// "ProfilerStep#<n>", and returns n. Where a trace marks steps itself
+// (Record.IsStep), those are its steps and PyTorch's inside them the same
+// steps again; where it marks none, devprof analyze and the steps table
+// take PyTorch's.
+func ProfilerStep(name string) (int64, bool) {
+	rest, ok := strings.CutPrefix(name, "ProfilerStep#")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(rest, 10, 64)
+	return n, err == nil
 }

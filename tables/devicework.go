@@ -3,8 +3,6 @@ package tables
 import (
 	"cmp"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/devprof/devprof/event"
 )
@@ -77,16 +75,4 @@ func annotations(ops []streamOp, set map[uint64]bool) {
 			set[ops[i].id] = true
 		}
 	}
-}
-
-// profilerStep reads PyTorch's "ProfilerStep#N": a step where a trace
-// marks none (devprof analyze's rule: where a trace has both, the markers
-// win, as PyTorch's steps inside marked ones are the same steps again).
-func profilerStep(name string) (int64, bool) {
-	rest, ok := strings.CutPrefix(name, "ProfilerStep#")
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(rest, 10, 64)
-	return n, err == nil
 }

@@ -213,7 +213,7 @@ func (d *deriver) span(e *ev, name string) error {
 	start, end := e.start+d.offset, e.end+d.offset
 	step, stepNum := e.step, e.stepNum
 	if !step && d.profilerSteps && !f.stream {
-		stepNum, step = profilerStep(e.name)
+		stepNum, step = event.ProfilerStep(e.name)
 	}
 	d.counts[tSpans]++
 	r, err := d.set.spans.row()
