@@ -47,6 +47,8 @@ type trackFacts struct {
 	// device work, rows of kernels. replan: its annotated ranges are
 	// those in deriver.annotated rather than those the spool marks.
 	stream, replan bool
+	// known: resolved (see deriver.facts).
+	known bool
 }
 
 // streamClass is a track's reading as a device stream (event.StreamOf),
@@ -73,8 +75,15 @@ type deriver struct {
 	// out of order (trackFacts.replan).
 	annotated map[uint64]bool
 	// profilerSteps: the trace marks no step, so its ProfilerStep#N
-	// spans are its steps.
+	// spans are its steps. ruleSteps counts the spans that became steps
+	// so.
 	profilerSteps bool
+	ruleSteps     int64
+
+	// resolve gives the facts of a track first used (see facts), and
+	// programUsed says a row took the program's.
+	resolve     func(id uint32) trackFacts
+	programUsed bool
 }
 
 // newDeriver resolves the tracks and processes of a finished trace.
@@ -83,47 +92,66 @@ type deriver struct {
 func newDeriver(run, host, session string, m *event.Meta, tracks []event.Track, procs []event.Process, streams []streamClass, set *tableSet) *deriver {
 	d := &deriver{run: run, host: host, session: session, set: set}
 	d.offset = m.Start.Wall - m.Start.Mono
-	d.program = trackFacts{device: -1, pid: int64(m.PID), process: validUTF8(m.Program)}
+	d.program = programFacts(m)
 	d.tracks = make([]trackFacts, len(tracks))
 	for i, t := range tracks {
-		f := d.program
-		f.name, f.id = validUTF8(t.Name), t.ID
-		switch t.Kind {
-		case event.TrackHostThread, event.TrackProcess:
-			if t.Kind == event.TrackHostThread {
-				f.thread = t.ID
-			}
-			if t.Process > 0 && t.Process <= len(procs) {
-				p := procs[t.Process-1]
-				f.pid, f.process = p.PID, validUTF8(p.Name)
-				if f.process == "" {
-					f.process = validUTF8(p.Label)
-				}
-			}
-		default:
-			f.device = int32(t.Device)
-		}
 		c := streamClass{}
 		if streams != nil {
 			c = streams[i]
 		} else {
 			c.device, c.stream, c.ok = event.StreamOf(t, procs)
 		}
-		if c.ok {
-			f.stream, f.replan = true, c.replan
-			f.device, f.id, f.thread = int32(c.device), c.stream, 0
-		}
-		d.tracks[i] = f
+		d.tracks[i] = factsOf(d.program, t, procs, c)
 	}
 	return d
 }
 
+// programFacts are the columns of the rows on no track: the program's.
+func programFacts(m *event.Meta) trackFacts {
+	return trackFacts{device: -1, pid: int64(m.PID), process: validUTF8(m.Program), known: true}
+}
+
+// factsOf returns the columns of the rows on track t, read as a device
+// stream or not by c; a track of no process is the program's.
+func factsOf(program trackFacts, t event.Track, procs []event.Process, c streamClass) trackFacts {
+	f := program
+	f.name, f.id = validUTF8(t.Name), t.ID
+	switch t.Kind {
+	case event.TrackHostThread, event.TrackProcess:
+		if t.Kind == event.TrackHostThread {
+			f.thread = t.ID
+		}
+		if t.Process > 0 && t.Process <= len(procs) {
+			p := procs[t.Process-1]
+			f.pid, f.process = p.PID, validUTF8(p.Name)
+			if f.process == "" {
+				f.process = validUTF8(p.Label)
+			}
+		}
+	default:
+		f.device = int32(t.Device)
+	}
+	if c.ok {
+		f.stream, f.replan = true, c.replan
+		f.device, f.id, f.thread = int32(c.device), c.stream, 0
+	}
+	return f
+}
+
 // facts returns the columns of the track with id id (0: the program).
+// A deriver that writes rows while the trace is read (resolve set)
+// resolves a track when its first row comes, and notes which facts its
+// rows took, for the check at the end (Writer.factsHeld).
 func (d *deriver) facts(id uint32) *trackFacts {
 	if id == 0 || int(id) > len(d.tracks) {
+		d.programUsed = true
 		return &d.program
 	}
-	return &d.tracks[id-1]
+	f := &d.tracks[id-1]
+	if !f.known {
+		*f = d.resolve(id)
+	}
+	return f
 }
 
 // Table indexes, in Tables' order.
@@ -213,7 +241,9 @@ func (d *deriver) span(e *ev, name string) error {
 	start, end := e.start+d.offset, e.end+d.offset
 	step, stepNum := e.step, e.stepNum
 	if !step && d.profilerSteps && !f.stream {
-		stepNum, step = event.ProfilerStep(e.name)
+		if stepNum, step = event.ProfilerStep(e.name); step {
+			d.ruleSteps++
+		}
 	}
 	d.counts[tSpans]++
 	r, err := d.set.spans.row()

@@ -86,6 +86,10 @@ type Writer struct {
 	markerSteps int64
 	// collective caches event.IsCollective by name.
 	collective map[string]bool
+
+	// live is set in an Export's first reading, which writes rows as
+	// events come instead of spooling them.
+	live *liveRows
 }
 
 // streamState is what the Writer knows of a track as a device's stream:
@@ -126,9 +130,14 @@ func NewWriter(dir string, meta event.Meta, o Options) (*Writer, error) {
 }
 
 func (w *Writer) put(e *ev) {
-	if w.err == nil {
-		w.err = w.spool.put(e)
+	if w.err != nil {
+		return
 	}
+	if w.live != nil {
+		w.putLive(e)
+		return
+	}
+	w.err = w.spool.put(e)
 }
 
 func (w *Writer) newID() uint64 {
@@ -141,6 +150,9 @@ func (w *Writer) Track(t event.Track) uint32 {
 	w.tracks = append(w.tracks, t)
 	d, s, ok := event.StreamOf(t, w.procs)
 	w.streams = append(w.streams, streamState{device: d, stream: s, ok: ok})
+	if w.live != nil && w.live.d != nil {
+		w.live.d.tracks = append(w.live.d.tracks, trackFacts{})
+	}
 	return uint32(len(w.tracks))
 }
 
@@ -148,6 +160,9 @@ func (w *Writer) Track(t event.Track) uint32 {
 // yet is read again as a device stream (or not) by its new name.
 func (w *Writer) SetTrackName(id uint32, name string) {
 	if id > 0 && int(id) <= len(w.tracks) {
+		if x := w.live; x != nil && x.d != nil && x.d.tracks[id-1].known && w.tracks[id-1].Name != name {
+			x.giveUp() // rows already written name it otherwise
+		}
 		w.tracks[id-1].Name = name
 		if st := &w.streams[id-1]; !st.used {
 			st.device, st.stream, st.ok = event.StreamOf(w.tracks[id-1], w.procs)
@@ -196,6 +211,9 @@ func (w *Writer) onStream(st *streamState, e *ev, span, unfinished bool) bool {
 	}
 	if st.disordered || unfinished {
 		st.replan, w.replan = true, true
+		if w.live != nil && w.live.d != nil {
+			w.live.giveUp() // rows of the stream's work are written
+		}
 		if c := st.held; c != nil {
 			st.held = nil
 			w.put(c)
@@ -274,6 +292,9 @@ func (w *Writer) Span(s event.Span) uint64 {
 		}
 	} else if s.Step {
 		w.markerSteps++
+		if w.live != nil && w.live.d != nil {
+			w.live.d.profilerSteps = false
+		}
 	}
 	if s.Unfinished {
 		var i int32
@@ -358,6 +379,11 @@ func (w *Writer) Reset() {
 	w.nextID = 0
 	clear(w.open)
 	w.openEvs, w.openFree = w.openEvs[:0], w.openFree[:0]
+	if w.live != nil {
+		w.live.discard()
+		w.live = &liveRows{hold: w.live.hold}
+		return
+	}
 	if w.err == nil {
 		w.err = w.spool.reset()
 	}
@@ -372,33 +398,40 @@ func (w *Writer) Close() ([]string, error) {
 		return nil, errors.New("tables: Writer closed twice")
 	}
 	w.closed = true
-	defer w.spool.close()
-	if w.err != nil {
-		return nil, fmt.Errorf("tables: spooling events: %w", w.err)
+	if w.spool != nil {
+		defer w.spool.close()
 	}
 	// Spans still open end when the trace stopped, unfinished.
 	ids := slices.Sorted(maps.Keys(w.open))
 	for _, id := range ids {
 		e := &w.openEvs[w.open[id]]
 		e.end = max(w.meta.Stop.Mono, e.start)
-		if err := w.spool.put(e); err != nil {
-			return nil, fmt.Errorf("tables: spooling events: %w", err)
-		}
+		w.put(e)
 	}
 	clear(w.open)
 	// A range still held has no work after it: not an annotation.
 	for i := range w.streams {
 		if c := w.streams[i].held; c != nil {
 			w.streams[i].held = nil
-			if err := w.spool.put(c); err != nil {
-				return nil, fmt.Errorf("tables: spooling events: %w", err)
-			}
+			w.put(c)
 		}
 	}
+	if w.live != nil {
+		return w.closeLive()
+	}
+	if w.err != nil {
+		return nil, fmt.Errorf("tables: spooling events: %w", w.err)
+	}
+	return w.writeAll(w.spool.replay)
+}
+
+// writeAll writes the tables of the finished trace whose events replay
+// gives.
+func (w *Writer) writeAll(replay func(func(*ev) error) error) ([]string, error) {
 	var annotated map[uint64]bool
 	if w.replan {
 		var err error
-		if annotated, err = w.annotationsOfReplanned(); err != nil {
+		if annotated, err = w.annotationsOfReplanned(replay); err != nil {
 			return nil, err
 		}
 	}
@@ -407,14 +440,10 @@ func (w *Writer) Close() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	streams := make([]streamClass, len(w.streams))
-	for i, st := range w.streams {
-		streams[i] = streamClass{device: st.device, stream: st.stream, ok: st.ok, replan: st.replan}
-	}
-	d := newDeriver(run, host, session, &w.meta, w.tracks, w.procs, streams, set)
+	d := newDeriver(run, host, session, &w.meta, w.tracks, w.procs, w.streamClasses(), set)
 	d.annotated = annotated
 	d.profilerSteps = w.markerSteps == 0
-	err = w.spool.replay(d.add)
+	err = replay(d.add)
 	if err == nil {
 		err = writeHosts(d, &w.meta, w.tracks, w.o.SourceFormat)
 	}
@@ -425,12 +454,26 @@ func (w *Writer) Close() ([]string, error) {
 	return set.close(true)
 }
 
-// annotationsOfReplanned reads the spool back for the work of the streams
-// whose events came out of start order, and returns the ids of their
+// streamClasses are the tracks' readings as device streams.
+func (w *Writer) streamClasses() []streamClass {
+	streams := make([]streamClass, len(w.streams))
+	for i := range w.streams {
+		streams[i] = w.streamClass(i)
+	}
+	return streams
+}
+
+func (w *Writer) streamClass(i int) streamClass {
+	st := &w.streams[i]
+	return streamClass{device: st.device, stream: st.stream, ok: st.ok, replan: st.replan}
+}
+
+// annotationsOfReplanned reads the events back for the work of the
+// streams whose events came out of start order, and returns the ids of their
 // annotated ranges.
-func (w *Writer) annotationsOfReplanned() (map[uint64]bool, error) {
+func (w *Writer) annotationsOfReplanned(replay func(func(*ev) error) error) (map[uint64]bool, error) {
 	ops := map[uint32][]streamOp{}
-	err := w.spool.replay(func(e *ev) error {
+	err := replay(func(e *ev) error {
 		if e.track == 0 || int(e.track) > len(w.streams) || !w.streams[e.track-1].replan {
 			return nil
 		}
@@ -464,7 +507,12 @@ func (w *Writer) annotationsOfReplanned() (map[uint64]bool, error) {
 func (w *Writer) Abort() {
 	if !w.closed {
 		w.closed = true
-		w.spool.close()
+		if w.spool != nil {
+			w.spool.close()
+		}
+		if w.live != nil {
+			w.live.discard()
+		}
 	}
 }
 

@@ -277,26 +277,24 @@ func (e *export) add(loc string, o tables.Options, lim readLimits, stderr io.Wri
 		return 0, err
 	}
 	o.SourceFormat = f.Name
-	w, err := tables.NewWriter(e.staging, event.Meta{}, o)
-	if err != nil {
-		return 0, err
-	}
 	ro := formats.ReadOptions{MaxEvents: lim.maxEvents}
 	if isTerminal(stderr) {
 		m := &progressMeter{w: stderr, label: "devprof export: reading " + loc, every: 200 * time.Millisecond}
 		defer m.clear()
 		ro.Progress = m.update
 	}
-	if f == formats.GoTrace {
-		err = decodeGoTrace(loc, w, lim, ro.Progress)
-	} else {
-		err = f.StreamFile(loc, w, ro)
+	var readErr error
+	paths, err := tables.Export(e.staging, event.Meta{}, o, func(w event.Sink) error {
+		if f == formats.GoTrace {
+			readErr = decodeGoTrace(loc, w, lim, ro.Progress)
+		} else {
+			readErr = f.StreamFile(loc, w, ro)
+		}
+		return readErr
+	})
+	if readErr != nil {
+		return 0, readErr
 	}
-	if err != nil {
-		w.Abort()
-		return 0, err
-	}
-	paths, err := w.Close()
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", loc, err)
 	}

@@ -39,23 +39,42 @@ func Replay(s *event.Snapshot, sink event.Sink) {
 		}
 		return tracks[r.Lane()]
 	}
-	ids := map[uint64]uint64{} // span id in s -> in sink
+	// Span id in s -> in sink: a Builder numbers its records densely,
+	// so a slice by id, with a map for any id far past the count.
+	dense := make([]uint64, len(s.Events)+1)
+	var sparse map[uint64]uint64
+	setID := func(id, to uint64) {
+		if id < uint64(len(dense)) {
+			dense[id] = to
+			return
+		}
+		if sparse == nil {
+			sparse = map[uint64]uint64{}
+		}
+		sparse[id] = to
+	}
+	idOf := func(id uint64) uint64 {
+		if id < uint64(len(dense)) {
+			return dense[id]
+		}
+		return sparse[id]
+	}
 	var args []event.Arg
 	for _, r := range s.Events {
 		args = s.AppendArgs(args[:0], r)
 		name := s.Name(r)
 		switch r.Kind() {
 		case event.KindSpan:
-			sp := event.Span{Name: name, Start: r.Start(), Parent: ids[r.Parent()], Track: track(r), Args: args,
+			sp := event.Span{Name: name, Start: r.Start(), Parent: idOf(r.Parent()), Track: track(r), Args: args,
 				Step: r.IsStep(), StepNum: r.StepNum()}
 			end, finished := s.EndOf(r)
 			sp.End, sp.Unfinished = end, !finished
-			ids[r.ID()] = sink.Span(sp)
+			setID(r.ID(), sink.Span(sp))
 		case event.KindActivity:
 			end, _ := s.EndOf(r)
-			ids[r.ID()] = sink.ActivityOf(r.Activity(), track(r), name, r.Start(), end, args)
+			setID(r.ID(), sink.ActivityOf(r.Activity(), track(r), name, r.Start(), end, args))
 		case event.KindInstant:
-			sink.Instant(name, r.Start(), track(r), ids[r.Parent()], args)
+			sink.Instant(name, r.Start(), track(r), idOf(r.Parent()), args)
 		case event.KindCounter:
 			unit, v := s.Counter(r)
 			if t := track(r); t != 0 {

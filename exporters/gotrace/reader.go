@@ -110,19 +110,25 @@ func Decode(r io.Reader, dst event.Sink, o Options) error {
 	if maxGoroutines == 0 {
 		maxGoroutines = DefaultMaxGoroutines
 	}
-	k := &sink{b: dst, left: o.MaxEvents, collectorLeft: CollectorEvents}
-	k.builder, _ = dst.(*event.Builder)
-	res, err := gotrace.Convert(in, k, gotrace.Options{MaxGoroutines: maxGoroutines, Progress: o.Progress})
-	if err != nil && res.Events == 0 {
-		return fmt.Errorf("%s%w", where, err)
-	}
-	m := dst.Meta()
-	if m.Program == "" {
+	// The program is named before the events come, for a sink that
+	// writes rows as they do.
+	if m := dst.Meta(); m.Program == "" {
 		m.Program = "go program"
 		if o.Name != "" {
 			m.Program = filepath.Base(o.Name)
 		}
 	}
+	k := &sink{b: dst, left: o.MaxEvents, collectorLeft: CollectorEvents}
+	k.builder, _ = dst.(*event.Builder)
+	// The wall clock's anchor goes into the metadata as soon as it is
+	// read (the end sets it again, the same), for a sink that writes Unix
+	// times as events come (tables.Export).
+	anchor := func(off int64) { dst.Meta().Start = event.ClockAnchor{Wall: off} }
+	res, err := gotrace.Convert(in, k, gotrace.Options{MaxGoroutines: maxGoroutines, Progress: o.Progress, Clock: anchor})
+	if err != nil && res.Events == 0 {
+		return fmt.Errorf("%s%w", where, err)
+	}
+	m := dst.Meta()
 	if m.HostTracerLevel == 0 {
 		m.HostTracerLevel = 3 // the level at which a session traces the Go runtime
 	}

@@ -126,6 +126,7 @@ type streamer struct {
 	seen   bool  // lo and hi hold something
 
 	started   bool                  // events have gone to the sink
+	anchored  bool                  // the sink's Meta has the wall clock's anchor
 	ntracks   int                   // len(Trace.Tracks) when the converter's indexes were made
 	pinned    map[uint64]bool       // tracks whose description the sink holds: a change to one means reading again
 	pinnedPID map[int64]bool        // pids of processes whose tracks the sink holds
@@ -450,6 +451,16 @@ func (st *streamer) flush(final bool) error {
 	}
 	if err := st.check(); err != nil {
 		return err
+	}
+	if !st.anchored && r.wallSet {
+		// The wall clock's anchor as soon as it is known, not only at
+		// the end: a sink that writes Unix times as events come
+		// (tables.Export) needs it then. finish sets the same offset
+		// from the first event's time.
+		st.anchored = true
+		t := r.t
+		m := st.c.b.Meta()
+		m.Start = event.ClockAnchor{Mono: t.WallStartTS, Boot: t.WallStartTS, Wall: t.WallStart}
 	}
 	// Bucket the events by track, in file order; a track's are sorted by
 	// time only when the file did not have them so (a sort moves

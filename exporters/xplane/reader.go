@@ -422,6 +422,10 @@ func (r *reader) read() error {
 	b := r.sink
 	m := b.Meta()
 	*m = meta
+	// The clock's anchor before the events, as timeSpan sets it at the
+	// end, for a sink that writes Unix times as events come
+	// (tables.Export).
+	m.Start = r.startAnchor()
 	r.numberProcesses(meta.PID)
 	for _, proc := range r.procs {
 		b.Process(proc)
@@ -600,13 +604,19 @@ func (r *reader) countWarnings() {
 	}
 }
 
-// timeSpan sets the snapshot's start and stop anchors.
-func (r *reader) timeSpan(meta *event.Meta) {
+// startAnchor is the trace's start: time zero, at the profile's start.
+func (r *reader) startAnchor() event.ClockAnchor {
 	startWall := int64(0)
 	if r.haveStart || r.absolute {
 		startWall = r.start
 	}
-	meta.Start = event.ClockAnchor{Mono: 0, Boot: startWall, Wall: startWall}
+	return event.ClockAnchor{Mono: 0, Boot: startWall, Wall: startWall}
+}
+
+// timeSpan sets the snapshot's start and stop anchors.
+func (r *reader) timeSpan(meta *event.Meta) {
+	meta.Start = r.startAnchor()
+	startWall := meta.Start.Wall
 	if r.haveStart && r.haveStop {
 		d := r.stop - r.start
 		meta.Stop = event.ClockAnchor{Mono: d, Boot: r.stop, Wall: r.stop}

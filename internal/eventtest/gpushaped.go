@@ -52,7 +52,32 @@ func GPUShaped(sink event.Sink, n int) {
 		step++
 	}
 	m := sink.Meta()
-	m.Host = "bench"
-	m.Start = event.ClockAnchor{Mono: 0, Wall: 1_700_000_000_000_000_000}
-	m.Stop = event.ClockAnchor{Mono: t, Wall: 1_700_000_000_000_000_000 + t}
+	g := GPUShapedMeta(n)
+	m.Host, m.Start, m.Stop = g.Host, g.Start, g.Stop
+}
+
+// GPUShapedMeta is the metadata GPUShaped gives its trace of n events at
+// its end, as readers that learn it last do: its host and clock anchors.
+func GPUShapedMeta(n int) event.Meta {
+	const wall = 1_700_000_000_000_000_000
+	t := gpuShapedEnd(n)
+	return event.Meta{Host: "bench", Start: event.ClockAnchor{Mono: 0, Wall: wall}, Stop: event.ClockAnchor{Mono: t, Wall: wall + t}}
+}
+
+// gpuShapedEnd is the time GPUShaped's trace of n events ends: its loop,
+// emitting nothing.
+func gpuShapedEnd(n int) int64 {
+	t := int64(0)
+	for i := 0; i < n; {
+		i++
+		for j := 0; j < 16 && i < n; j++ {
+			t += 100
+			i += 3
+			if j%4 == 0 && i < n {
+				i++
+			}
+		}
+		t += 100
+	}
+	return t
 }

@@ -150,6 +150,11 @@ type Options struct {
 	// Progress, if set, is called every 1<<16 events with the count so
 	// far.
 	Progress func(events int64)
+	// Clock, if set, is called when the trace's first clock snapshot is
+	// read, with the Unix time of trace time zero (Result.Clock's Wall
+	// less its Trace): a sink that writes Unix times as events come needs
+	// it before the end.
+	Clock func(wallOffset int64)
 	// KeepSamples keeps the trace's CPU profile samples in Result.Samples
 	// instead of writing them as instants, for a caller that attributes
 	// them first (to the spans they fell in).
@@ -399,6 +404,9 @@ func (c *converter) event(ev *xtrace.Event) {
 		c.lastStack, c.lastStart = xtrace.NoStack, ""
 		if cs := ev.Sync().ClockSnapshot; cs != nil && c.res.Clock.Wall == 0 {
 			c.res.Clock.Trace, c.res.Clock.Mono, c.res.Clock.Wall = int64(cs.Trace), int64(cs.Mono), cs.Wall.UnixNano()
+			if c.o.Clock != nil {
+				c.o.Clock(c.res.Clock.Wall - c.res.Clock.Trace)
+			}
 		}
 	case xtrace.EventMetric:
 		c.metric(ev, t)
