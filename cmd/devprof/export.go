@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/internal/runstore"
+	"github.com/devprof/devprof/internal/sinkpipe"
 	"github.com/devprof/devprof/tables"
 )
 
@@ -267,6 +269,11 @@ func newExport(dst string) (*export, error) {
 	return e, err
 }
 
+// exportOnTwoCores reports whether an export runs its tables on a
+// goroutine of their own, behind a sinkpipe.Pipe (a variable: tests take
+// both paths).
+var exportOnTwoCores = func() bool { return runtime.GOMAXPROCS(0) > 1 }
+
 // add exports the trace at loc into staging and returns its events.
 func (e *export) add(loc string, o tables.Options, lim readLimits, stderr io.Writer) (int64, error) {
 	if runstore.IsURL(loc) {
@@ -285,10 +292,23 @@ func (e *export) add(loc string, o tables.Options, lim readLimits, stderr io.Wri
 	}
 	var readErr error
 	paths, err := tables.Export(e.staging, event.Meta{}, o, func(w event.Sink) error {
+		sink := w
+		var pipe *sinkpipe.Pipe
+		if exportOnTwoCores() {
+			// Export writes rows as events come: reading and writing
+			// overlap, and an export runs at about the slower one's rate.
+			pipe = sinkpipe.New(w)
+			sink = pipe
+		}
 		if f == formats.GoTrace {
-			readErr = decodeGoTrace(loc, w, lim, ro.Progress)
+			readErr = decodeGoTrace(loc, sink, lim, ro.Progress)
 		} else {
-			readErr = f.StreamFile(loc, w, ro)
+			readErr = f.StreamFile(loc, sink, ro)
+		}
+		if pipe != nil {
+			if perr := pipe.Close(); readErr == nil {
+				readErr = perr
+			}
 		}
 		return readErr
 	})

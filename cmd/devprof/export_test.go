@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"os/exec"
@@ -535,5 +536,58 @@ func TestExportGoTrace(t *testing.T) {
 	got := duckSums(t, dst)
 	if g := got["r/h/prog"]; len(got) != 1 || !sameSums(g, want) {
 		t.Errorf("DuckDB %+v\nmodel %+v", got, want)
+	}
+}
+
+// TestExportPipedMatchesDirect: an export whose Writer runs behind a
+// sinkpipe.Pipe (two cores) writes the very files of one that does not,
+// byte for byte, for every real trace and a Go execution trace.
+func TestExportPipedMatchesDirect(t *testing.T) {
+	var srcs []string
+	for _, pat := range []string{"*.pftrace", "*.xplane.pb", "*.json.gz", "h200/*.pftrace"} {
+		m, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "real-gpu", pat))
+		srcs = append(srcs, m...)
+	}
+	goTrace := filepath.Join(t.TempDir(), "prog.trace")
+	if err := os.WriteFile(goTrace, goroutinesTraceFile(t, 50), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srcs = append(srcs, goTrace)
+	if len(srcs) < 6 {
+		t.Fatalf("found only %v", srcs)
+	}
+	was := exportOnTwoCores
+	defer func() { exportOnTwoCores = was }()
+	export := func(src string, piped bool) map[string][]byte {
+		exportOnTwoCores = func() bool { return piped }
+		dst := t.TempDir()
+		if code, _, stderr := runCLI("export", "-run", "r", "-host", "h", src, dst); code != 0 {
+			t.Fatalf("export %s (piped %v): exit %d: %s", src, piped, code, stderr)
+		}
+		files := map[string][]byte{}
+		err := filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			rel, _ := filepath.Rel(dst, p)
+			files[rel] = b
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return files
+	}
+	for _, src := range srcs {
+		direct, piped := export(src, false), export(src, true)
+		if len(direct) == 0 || len(direct) != len(piped) {
+			t.Errorf("%s: %d files direct, %d piped", src, len(direct), len(piped))
+		}
+		for name, b := range direct {
+			if !bytes.Equal(b, piped[name]) {
+				t.Errorf("%s: %s differs when piped", src, name)
+			}
+		}
 	}
 }

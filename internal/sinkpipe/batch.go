@@ -55,6 +55,20 @@ type batch struct {
 	argBuf []event.Arg
 	tracks []event.Track
 	procs  []event.Process
+	facts  facts // the reader's when the batch was handed over
+}
+
+// facts are what of the metadata a batch carries to the sink, ahead of
+// Close: what a sink that writes rows as events come (tables.Export)
+// needs as soon as the reader knows it.
+type facts struct {
+	start         event.ClockAnchor
+	host, program string
+	pid           int
+}
+
+func factsOf(m *event.Meta) facts {
+	return facts{start: m.Start, host: m.Host, program: m.Program, pid: m.PID}
 }
 
 // args copies a call's arguments into the batch.
@@ -87,6 +101,8 @@ func (b *batch) clear() {
 // Pipe's IDs into the sink's.
 func (p *Pipe) apply(b *batch) {
 	s, m := p.sink, &p.ids
+	meta := s.Meta()
+	meta.Start, meta.Host, meta.Program, meta.PID = b.facts.start, b.facts.host, b.facts.program, b.facts.pid
 	for i := range b.ops {
 		o := &b.ops[i]
 		switch o.kind {

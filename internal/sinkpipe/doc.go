@@ -13,5 +13,8 @@
 // in sequence, and translates them on the consumer's side into the
 // IDs the sink gave, so any Sink works behind it, not only one whose IDs
 // are predictable. The metadata the reader fills in is the Pipe's until
-// Close hands it to the sink.
+// Close hands it to the sink, but for the clock anchor, host, program
+// and pid, which each batch carries as the reader had them when it was
+// handed over: a sink that writes rows as events come (tables.Export)
+// needs them as soon as the reader knows them.
 package sinkpipe

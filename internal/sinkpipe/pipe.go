@@ -153,6 +153,7 @@ func (p *Pipe) handOver() {
 		p.batch.clear()
 		return
 	}
+	p.batch.facts = factsOf(&p.meta)
 	p.full <- p.batch
 	p.batch = <-p.free
 }
@@ -160,6 +161,7 @@ func (p *Pipe) handOver() {
 // stop hands over what is queued and waits for the consumer to apply it
 // and end.
 func (p *Pipe) stop() {
+	p.batch.facts = factsOf(&p.meta)
 	p.full <- p.batch
 	p.batch = nil
 	close(p.full)
@@ -169,7 +171,7 @@ func (p *Pipe) stop() {
 // Close applies every call queued, ends the consumer's goroutine and
 // writes the Pipe's metadata into the sink's, which may be read once it
 // returns. It returns a *PanicError when the sink panicked (the sink is
-// then left as the panic left it, its metadata untouched). Calls after
+// then left as the panic left it, Close leaves its metadata as it was). Calls after
 // Close are a bug; Close itself may be called again, returning the same.
 func (p *Pipe) Close() error {
 	if p.closed {
