@@ -285,9 +285,8 @@ func firstDiff(want, got []string) string {
 	return ""
 }
 
-// TestPipeMetaAtClose: the sink's metadata is as it was made until
-// Close, which hands it what the reader wrote; a Reset starts the
-// reader's over from the sink's.
+// TestPipeMetaAtClose: Close hands the sink the metadata the reader
+// wrote; a Reset starts the reader's over from the sink's.
 func TestPipeMetaAtClose(t *testing.T) {
 	sink := newLogSink(sequential, event.Meta{Host: "made"})
 	p := New(sink)
@@ -383,5 +382,45 @@ func TestPipeIDMap(t *testing.T) {
 		if got := m.span(pipe); got != sink {
 			t.Fatalf("span %d = %d, want %d", pipe, got, sink)
 		}
+	}
+}
+
+// factsSink notes the metadata it has at each counter sample.
+type factsSink struct {
+	*logSink
+	seen []event.Meta
+}
+
+func (s *factsSink) Counter(name, unit string, t int64, v float64) {
+	s.seen = append(s.seen, *s.Meta())
+	s.logSink.Counter(name, unit, t, v)
+}
+
+// TestPipeFactsAhead: the clock anchor, host, program and pid the reader
+// writes reach the sink with the next batch handed over, before Close;
+// the rest of the metadata (notes here) only at Close.
+func TestPipeFactsAhead(t *testing.T) {
+	sink := &factsSink{logSink: newLogSink(sequential, event.Meta{})}
+	p := newPipe(sink, 4, 2)
+	p.Counter("c", "", 0, 0)
+	anchor := event.ClockAnchor{Mono: 5, Wall: 1_700_000_000_000_000_005}
+	m := p.Meta()
+	m.Start, m.Host, m.Program, m.PID = anchor, "h", "prog", 7
+	m.Notes = append(m.Notes, event.Note{Text: "at the end"})
+	for i := range 12 {
+		p.Counter("c", "", int64(i+1), 0)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	last := sink.seen[len(sink.seen)-1]
+	if last.Start != anchor || last.Host != "h" || last.Program != "prog" || last.PID != 7 {
+		t.Errorf("the sink had %+v at the last sample, before Close", last)
+	}
+	if len(last.Notes) != 0 {
+		t.Errorf("notes reached the sink before Close: %+v", last.Notes)
+	}
+	if len(sink.meta.Notes) != 1 {
+		t.Errorf("after Close the sink's notes are %+v", sink.meta.Notes)
 	}
 }
