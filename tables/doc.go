@@ -5,9 +5,11 @@
 // BigQuery) rather than viewers that open one.
 //
 // In devprof's flow it is an exporter of the model that writes tables,
-// not a trace format: nothing reads a trace back from them. A Writer is
-// an event.Sink, so a reader streams a file into it (devprof export), and
-// WriteSnapshot writes a session's snapshot. Either writes one Parquet
+// not a trace format: nothing reads a trace back from them. Export
+// streams a trace from its reader into rows as the reader decodes it
+// (devprof export); a Writer is an event.Sink that any reader streams
+// into in one pass, holding the events on disk until the trace ends; and
+// WriteSnapshot writes a session's snapshot. Each writes one Parquet
 // file per table under a local directory, in hive partitions:
 //
 //	<dir>/<table>/run=<run>/host=<host>/<session>.parquet

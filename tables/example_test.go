@@ -59,3 +59,49 @@ func ExampleWriter() {
 	// job-7 node-1 step 1000 900
 	// job-7 node-1 step 2000 900
 }
+
+// Export writes a trace file's tables as its reader decodes it, reading
+// the file a second time only if its end changes rows already written
+// (see Export); the read function is called with the sink to stream into.
+func ExampleExport() {
+	dir, err := os.MkdirTemp("", "tables-export")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+
+	// A trace to export: in a program, a file a reader streams, as with
+	// formats.Perfetto.StreamFile(path, sink, formats.ReadOptions{}).
+	read := func(sink event.Sink) error {
+		sink.Meta().Host = "node-2"
+		tr := sink.Track(event.Track{Kind: event.TrackHostThread, ID: 1, Name: "main"})
+		root := sink.Span(event.Span{Name: "train", Start: 0, Track: tr, Unfinished: true})
+		sink.Span(event.Span{Name: "forward", Start: 10, End: 400, Parent: root, Track: tr})
+		sink.EndSpan(root, 1000)
+		return nil
+	}
+	files, err := tables.Export(dir, event.Meta{}, tables.Options{Run: "job-8"}, read)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	f, err := os.Open(filepath.Join(dir, files[0]))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	spans, err := tables.Read[tables.Span](f, st.Size())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, s := range spans {
+		fmt.Println(s.Host, s.Name, s.DurNS)
+	}
+	// Output:
+	// node-2 forward 390
+	// node-2 train 1000
+}

@@ -36,7 +36,7 @@ func Export(dir string, meta event.Meta, o Options, read func(event.Sink) error)
 // (a clock snapshot a few packets in, a process named after its first
 // slices) are then taken as they are, and a trace that fits is written
 // with every fact final, never read twice.
-const liveHoldBytes = 32 << 20
+const liveHoldBytes = 8 << 20
 
 // errLate says that a fact rows were written with changed at the end of
 // the trace (see Export).

@@ -735,6 +735,10 @@ func (c *converter) goTransition(ev *xtrace.Event, st *xtrace.StateTransition, t
 			// when it stops names it.
 			g.name = c.startFunc(ev.Stack())
 		}
+		// Named now, before the state that ends goes to the sink: a
+		// sink that writes rows as slices end (tables.Export) writes
+		// them under the name the track keeps.
+		c.rename(g, id)
 	}
 	if from == xtrace.GoNotExist || from == xtrace.GoUndetermined {
 		if to != xtrace.GoNotExist {
