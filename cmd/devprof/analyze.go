@@ -16,7 +16,6 @@ import (
 	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/internal/atomicfile"
 	"github.com/devprof/devprof/internal/runstore"
-	"github.com/devprof/devprof/internal/sinkpipe"
 	"github.com/devprof/devprof/internal/spanstats"
 )
 
@@ -140,15 +139,6 @@ func readAnalysis(path string, stderr io.Writer, lim readLimits, opt analysis.Op
 		return nil, nil, err
 	}
 	a := analysis.NewAnalyzer(event.Meta{}, opt)
-	var sink event.Sink = a
-	var pipe *sinkpipe.Pipe
-	if analyzeOnTwoCores() {
-		// The reader and the analysis each take about half the time of
-		// reading and analyzing: overlapped, analyze runs at about the
-		// reader's rate.
-		pipe = sinkpipe.New(a)
-		sink = pipe
-	}
 	o := formats.ReadOptions{MaxEvents: lim.maxEvents}
 	start := time.Now()
 	if isTerminal(stderr) {
@@ -156,16 +146,10 @@ func readAnalysis(path string, stderr io.Writer, lim readLimits, opt analysis.Op
 		defer m.clear()
 		o.Progress = m.update
 	}
-	if f == formats.GoTrace {
-		err = decodeGoTrace(path, sink, lim, o.Progress)
-	} else {
-		err = f.StreamFile(path, sink, o)
-	}
-	if pipe != nil {
-		if perr := pipe.Close(); err == nil {
-			err = perr
-		}
-	}
+	// The reader and the analysis each take about half the time of
+	// reading and analyzing: overlapped, analyze runs at about the
+	// reader's rate.
+	err = readInto(f, path, a, analyzeOnTwoCores(), lim, o)
 	if err != nil {
 		a.Reset() // lets go of its temporary file
 		return nil, nil, err

@@ -20,7 +20,6 @@ import (
 	"github.com/devprof/devprof/event"
 	"github.com/devprof/devprof/exporters/formats"
 	"github.com/devprof/devprof/internal/runstore"
-	"github.com/devprof/devprof/internal/sinkpipe"
 	"github.com/devprof/devprof/tables"
 )
 
@@ -292,24 +291,10 @@ func (e *export) add(loc string, o tables.Options, lim readLimits, stderr io.Wri
 	}
 	var readErr error
 	paths, err := tables.Export(e.staging, event.Meta{}, o, func(w event.Sink) error {
-		sink := w
-		var pipe *sinkpipe.Pipe
-		if exportOnTwoCores() {
-			// Export writes rows as events come: reading and writing
-			// overlap, and an export runs at about the slower one's rate.
-			pipe = sinkpipe.New(w)
-			sink = pipe
-		}
-		if f == formats.GoTrace {
-			readErr = decodeGoTrace(loc, sink, lim, ro.Progress)
-		} else {
-			readErr = f.StreamFile(loc, sink, ro)
-		}
-		if pipe != nil {
-			if perr := pipe.Close(); readErr == nil {
-				readErr = perr
-			}
-		}
+		// Export writes rows as events come: on two cores reading and
+		// writing overlap, and an export runs at about the slower one's
+		// rate.
+		readErr = readInto(f, loc, w, exportOnTwoCores(), lim, ro)
 		return readErr
 	})
 	if readErr != nil {
