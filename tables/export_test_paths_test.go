@@ -2,6 +2,7 @@ package tables_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime/trace"
@@ -237,6 +238,51 @@ func TestExportLateFacts(t *testing.T) {
 				t.Errorf("read twice though the whole trace was held")
 			}
 			sameFiles(t, wantDir, want, dir, got)
+		})
+	}
+}
+
+// TestExportReadFails: a reader's error, in the first reading or the
+// second, is Export's, and nothing is left in the directory, though rows
+// had been written.
+func TestExportReadFails(t *testing.T) {
+	bad := errors.New("truncated file")
+	for _, c := range []struct {
+		name    string
+		failAt  int // the reading that fails, 1 or 2
+		lateFix bool
+	}{{"first reading", 1, false}, {"second reading", 2, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			readings := 0
+			read := func(s event.Sink) error {
+				readings++
+				tr := s.Track(event.Track{Kind: event.TrackHostThread, ID: 1, Name: "main"})
+				for i := range 5000 {
+					s.Span(event.Span{Name: "op", Start: int64(i) * 10, End: int64(i)*10 + 5, Track: tr})
+				}
+				if readings == c.failAt {
+					return bad
+				}
+				if c.lateFix {
+					s.Meta().Host = "known at the end"
+				}
+				return nil
+			}
+			paths, twice, err := tables.ExportHolding(dir, event.Meta{}, tables.Options{Run: "r", Session: "s"}, read, 0)
+			if !errors.Is(err, bad) || paths != nil {
+				t.Fatalf("got %v, %v; want the reader's error", paths, err)
+			}
+			if twice != (c.failAt == 2) || readings != c.failAt {
+				t.Errorf("read %d times (twice %v)", readings, twice)
+			}
+			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+				var names []string
+				for _, e := range ents {
+					names = append(names, e.Name())
+				}
+				t.Errorf("left in the directory: %v", names)
+			}
 		})
 	}
 }

@@ -160,6 +160,16 @@ func (t *table[T]) close(ok bool) error {
 	}
 	if !ok || err != nil {
 		os.Remove(t.f.Name())
+		// Its partition's directories too (<table>/run=…/host=…), unless
+		// another session's files are in them: a failed export leaves no
+		// empty partition behind.
+		dir := filepath.Dir(t.f.Name())
+		for range strings.Count(t.path, "/") {
+			if os.Remove(dir) != nil {
+				break
+			}
+			dir = filepath.Dir(dir)
+		}
 	}
 	return err
 }
