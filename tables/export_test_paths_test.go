@@ -95,9 +95,9 @@ func goTrace(t *testing.T) string {
 // gives the same files, byte for byte, as a Writer, which spools them
 // until the end, for the traces of every format devprof reads, whether
 // it holds the whole trace, a few kilobytes or nothing before writing
-// rows; and that it reads none of them twice: every reader gives the
-// facts rows take (clock anchor, host, program, track names) before the
-// rows, even with nothing held.
+// rows; and that it reads none of them but a Go execution trace twice:
+// the other readers give the facts rows take (clock anchor, host,
+// program, track names) before the rows, even with nothing held.
 func TestExportSameFilesAsWriter(t *testing.T) {
 	paths := realTraces(t)
 	for _, pat := range []string{"../shared/fixtures/real-gpu/*.json.gz", "testdata/golden/*.pftrace", "testdata/golden/*.json", "testdata/golden/*.xplane.pb", "testdata/*.xplane.pb"} {
@@ -137,9 +137,17 @@ func TestExportSameFilesAsWriter(t *testing.T) {
 				if err != nil {
 					t.Fatalf("hold %d: %v", hold, err)
 				}
-				if twice {
-					// Every reader gives the facts rows take before
-					// the rows: a trace read twice costs twice.
+				switch {
+				case !twice:
+				case f == formats.GoTrace && hold < tables.LiveHoldBytes:
+					// A goroutine alive when the trace began is named
+					// when a stack of its own shows its start function,
+					// which may come after rows on its track (when
+					// another goroutine woke it): the run decides.
+					t.Logf("hold %d: read twice", hold)
+				default:
+					// Every other reader gives the facts rows take
+					// before the rows: a trace read twice costs twice.
 					t.Errorf("hold %d: read twice", hold)
 				}
 				sameFiles(t, wantDir, want, dir, got)
