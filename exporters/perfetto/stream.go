@@ -179,6 +179,7 @@ type openSlice struct {
 	track      uint32 // the sink's track
 	device     bool   // goes out as activity, at its end
 	unfinished bool   // devprof marked it as never ended: its END is not passed on
+	sent       bool   // went out ended (leafEnd): its END is not passed on
 	args       []event.Arg
 	refs       int // places that hold it (see release)
 }
@@ -684,7 +685,7 @@ func (st *streamer) pass(ts *trackStream, evs []*pendingEvent, final bool) error
 		}
 		for k := i; k < j; k++ {
 			if evs[k].kind != evInst {
-				if err := st.pair(ts, evs[k]); err != nil {
+				if err := st.pair(ts, evs[k], leafEnd(evs, k, n)); err != nil {
 					return err
 				}
 			}
@@ -726,8 +727,24 @@ func (ts *trackStream) hold(e *pendingEvent) {
 	ts.held = append(ts.held, h)
 }
 
-// pair applies a BEGIN or END to its track's stack, as pairSlices does.
-func (st *streamer) pair(ts *trackStream, e *pendingEvent) error {
+// leafEnd returns the time of the END that closes the BEGIN evs[k] when
+// it is the next of the first n events of the track, else -1: such a
+// slice encloses nothing, and goes to the sink ended, in one call rather
+// than begun and ended in two.
+func leafEnd(evs []*pendingEvent, k, n int) int64 {
+	b := evs[k]
+	if b.kind != evBegin || b.complete || k+1 >= n {
+		return -1
+	}
+	if e := evs[k+1]; e.kind == evEnd && (!e.hasName || e.name == b.name) {
+		return e.at.ts
+	}
+	return -1
+}
+
+// pair applies a BEGIN or END to its track's stack, as pairSlices does;
+// a BEGIN whose END is known (leafEnd, or -1) goes out ended.
+func (st *streamer) pair(ts *trackStream, e *pendingEvent, end int64) error {
 	for n := len(ts.open); n > 0 && ts.open[n-1].complete && ts.open[n-1].start+ts.open[n-1].dur <= e.at.ts; n-- {
 		st.release(ts.open[n-1])
 		ts.open[n-1] = nil
@@ -735,14 +752,14 @@ func (st *streamer) pair(ts *trackStream, e *pendingEvent) error {
 	}
 	switch e.kind {
 	case evBegin:
-		return st.begin(ts, e)
+		return st.begin(ts, e, end)
 	case evEnd:
 		st.end(ts, e)
 	}
 	return nil
 }
 
-func (st *streamer) begin(ts *trackStream, e *pendingEvent) error {
+func (st *streamer) begin(ts *trackStream, e *pendingEvent, end int64) error {
 	c := st.c
 	s := st.newSlice() // zeroed
 	s.name, s.start, s.dur, s.complete, s.refs = e.name, e.at.ts, -1, e.complete, 1
@@ -845,6 +862,11 @@ func (st *streamer) begin(ts *trackStream, e *pendingEvent) error {
 	}
 	if s.complete && !s.unfinished {
 		sp.Unfinished, sp.End = false, s.start+s.dur
+	} else if end >= 0 && !s.unfinished {
+		// Its END is next on the track: it goes out ended, and the END
+		// only closes it (end).
+		s.dur, s.sent = end-s.start, true
+		sp.Unfinished, sp.End = false, end
 	}
 	s.id = c.b.Span(sp)
 	st.see(s.start, s.start+max(s.dur, 0))
@@ -893,7 +915,7 @@ func (st *streamer) end(ts *trackStream, e *pendingEvent) {
 		st.deviceActivity(s)
 		return
 	}
-	if !s.unfinished {
+	if !s.unfinished && !s.sent {
 		st.c.b.EndSpan(s.id, s.start+s.dur)
 	}
 	st.see(s.start, s.start+max(s.dur, 0))
