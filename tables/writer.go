@@ -53,6 +53,9 @@ func (o Options) names(m *event.Meta) (run, host, session string) {
 // So memory is bounded by the spans open at once (a stream that begins
 // spans it never ends holds them all, as any consumer must) and by one
 // row group per table, whatever the trace's length.
+//
+// Export, for a trace that can be read again (a file), writes rows as
+// events come and costs about half as much; a Writer reads it once.
 type Writer struct {
 	dir     string
 	o       Options
