@@ -55,7 +55,8 @@ func (o Options) names(m *event.Meta) (run, host, session string) {
 // row group per table, whatever the trace's length.
 //
 // Export, for a trace that can be read again (a file), writes rows as
-// events come and costs about half as much; a Writer reads it once.
+// events come and costs about two thirds as much; a Writer reads it
+// once.
 type Writer struct {
 	dir     string
 	o       Options
