@@ -1,9 +1,6 @@
 package tables_test
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -126,16 +123,7 @@ func FuzzExport(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(got, want) {
-				t.Fatalf("hold %d: paths %v, want %v", hold, got, want)
-			}
-			for _, p := range want {
-				a, _ := os.ReadFile(filepath.Join(wantDir, p))
-				b, _ := os.ReadFile(filepath.Join(dir, p))
-				if !bytes.Equal(a, b) {
-					t.Fatalf("hold %d: %s differs", hold, p)
-				}
-			}
+			sameFiles(t, wantDir, want, dir, got)
 		}
 	})
 }
