@@ -40,6 +40,65 @@ type columnFile[T any] struct {
 	// compression; header for its header.
 	raw, packed []byte
 	header      thrift.Protocol
+
+	// track is T's track column, if it has one; refs the ids of the
+	// tracks the open row group's rows sit on; written, if set, the
+	// tracks of the row groups written so far. renamed says rows of the
+	// open row group took another track name (rename): its track
+	// dictionary is made again in order of first use before it is
+	// written, as if the rows had had that name from the start.
+	track   *column
+	refs    []uint32
+	inOpen  trackSet // the tracks refs holds
+	written *trackSet
+	renamed bool
+}
+
+func (c *columnFile[T]) noteWritten(s *trackSet) { c.written = s }
+
+// rename gives the open row group's rows on track id the track name
+// name.
+func (c *columnFile[T]) rename(id uint32, name string) {
+	if !c.inOpen.has(id) {
+		return
+	}
+	for j, ref := range c.refs {
+		if ref == id {
+			c.track.int32[j] = c.track.lookup(name)
+			c.renamed = true
+		}
+	}
+}
+
+// renumber makes a string column's dictionary again of the values its
+// rows use, in the order they first use them.
+func (col *column) renumber() {
+	old := col.dict
+	remap := make([]int32, len(old))
+	for i := range remap {
+		remap[i] = -1
+	}
+	dict := make([]string, 0, len(old))
+	for j, i := range col.int32 {
+		n := remap[i]
+		if n < 0 {
+			n = int32(len(dict))
+			remap[i] = n
+			dict = append(dict, old[i])
+		}
+		col.int32[j] = n
+	}
+	clear(old)
+	col.dict = dict
+	clear(col.index)
+	for i, v := range dict {
+		col.index[v] = int32(i)
+	}
+	col.recent = [recentSlots]recentString{}
+	col.empty = -1
+	if i, ok := col.index[""]; ok {
+		col.empty = i
+	}
 }
 
 // columnKind is how a column's values are held: by the Go type of the
@@ -142,6 +201,9 @@ func newColumnFile[T any](out io.Writer, codec compress.Codec, opts []parquet.Wr
 			return nil, fmt.Errorf("tables: %s.%s: strings, and only strings, are dictionary-encoded", t, sf.Name)
 		}
 		c.cols = append(c.cols, col)
+		if name == "track" && col.kind == kindString {
+			c.track = col
+		}
 	}
 	if _, err := out.Write([]byte("PAR1")); err != nil {
 		return nil, err
@@ -150,11 +212,19 @@ func newColumnFile[T any](out io.Writer, codec compress.Codec, opts []parquet.Wr
 	return c, nil
 }
 
-// write adds rows, writing a row group each time one fills.
-func (c *columnFile[T]) write(rows []T) error {
+// write adds rows, on the tracks refs has by row (or none: nil),
+// writing a row group each time one fills.
+func (c *columnFile[T]) write(rows []T, refs []uint32) error {
 	for len(rows) > 0 {
 		n := min(len(rows), rowGroupRows-c.rows)
 		c.append(rows[:n])
+		if refs != nil {
+			c.refs = append(c.refs, refs[:n]...)
+			for _, ref := range refs[:n] {
+				c.inOpen.add(ref)
+			}
+			refs = refs[n:]
+		}
 		rows = rows[n:]
 		if c.rows == rowGroupRows {
 			if err := c.flush(); err != nil {
@@ -258,6 +328,15 @@ func (c *columnFile[T]) flush() error {
 	if c.rows == 0 {
 		return nil
 	}
+	if c.renamed {
+		c.track.renumber()
+		c.renamed = false
+	}
+	if c.written != nil {
+		c.written.union(&c.inOpen)
+	}
+	c.refs = c.refs[:0]
+	clear(c.inOpen.bits)
 	rg := format.RowGroup{NumRows: int64(c.rows), FileOffset: c.off, Ordinal: int16(len(c.meta.RowGroups))}
 	for _, col := range c.cols {
 		cc, err := c.writeChunk(col)

@@ -101,7 +101,7 @@ func compareWriters[T Row](t *testing.T, rows []T) {
 	}
 	// In batches, as a table hands them over.
 	for b := range slices.Chunk(rows, batchRows) {
-		if err := cw.write(b); err != nil {
+		if err := cw.write(b, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -74,6 +75,8 @@ type table[T any] struct {
 	bw   *bufio.Writer
 	w    *columnFile[T]
 	rows []T
+	// refs are the ids of the tracks rows sit on, by row (see rename).
+	refs []uint32
 }
 
 func openTable[T any](root, name, run, host, session string) (*table[T], error) {
@@ -93,7 +96,7 @@ func openTable[T any](root, name, run, host, session string) (*table[T], error) 
 		os.Remove(path)
 		return nil, err
 	}
-	return &table[T]{path: rel, f: f, bw: bw, w: w, rows: make([]T, 0, batchRows)}, nil
+	return &table[T]{path: rel, f: f, bw: bw, w: w, rows: make([]T, 0, batchRows), refs: make([]uint32, 0, batchRows)}, nil
 }
 
 // writerOptions are parquet-go's writer options for table name: its
@@ -109,24 +112,27 @@ func writerOptions(name string) []parquet.WriterOption {
 	}
 }
 
-func (t *table[T]) add(r T) error {
-	p, err := t.row()
+// add adds row r, on the track with id track (0: none).
+func (t *table[T]) add(track uint32, r T) error {
+	p, err := t.row(track)
 	if err == nil {
 		*p = r
 	}
 	return err
 }
 
-// row returns the next row to fill in, zero: rows are built in place,
-// not copied in (a kernel's is a few hundred bytes). The rows past len
-// are always zero (flush clears those it wrote).
-func (t *table[T]) row() (*T, error) {
+// row returns the next row to fill in, zero, for a row on the track
+// with id track (0: none): rows are built in place, not copied in (a
+// kernel's is a few hundred bytes). The rows past len are always zero
+// (flush clears those it wrote).
+func (t *table[T]) row(track uint32) (*T, error) {
 	if len(t.rows) == cap(t.rows) {
 		if err := t.flush(); err != nil {
 			return nil, err
 		}
 	}
 	t.rows = t.rows[:len(t.rows)+1]
+	t.refs = append(t.refs, track)
 	return &t.rows[len(t.rows)-1], nil
 }
 
@@ -134,10 +140,25 @@ func (t *table[T]) flush() error {
 	if len(t.rows) == 0 {
 		return nil
 	}
-	err := t.w.write(t.rows)
+	err := t.w.write(t.rows, t.refs)
 	clear(t.rows) // let go of the strings
-	t.rows = t.rows[:0]
+	t.rows, t.refs = t.rows[:0], t.refs[:0]
 	return err
+}
+
+// rename gives the rows of track id not yet in a written row group the
+// track name name (see tableSet.renameTrack).
+func (t *table[T]) rename(id uint32, name string) {
+	col := t.w.track
+	if col == nil {
+		return
+	}
+	for i, ref := range t.refs {
+		if ref == id {
+			*(*string)(unsafe.Add(unsafe.Pointer(&t.rows[i]), col.offset)) = name
+		}
+	}
+	t.w.rename(id, name)
 }
 
 // close finishes the file, synced, or removes what there is of it.
@@ -184,6 +205,52 @@ type tableSet struct {
 	flows    *table[Flow]
 	steps    *table[Step]
 	hosts    *table[Host]
+	// written are the tracks with rows in a row group already written.
+	written trackSet
+}
+
+// renameTrack gives the rows of track id the name name, unless some are
+// in a row group already written (it returns false then): a Writer that
+// writes rows as events come (Export) keeps them right when a reader
+// names a track after its first rows, as a Go trace's reader names a
+// goroutine when a stack shows its start function.
+func (s *tableSet) renameTrack(id uint32, name string) bool {
+	if s.written.has(id) {
+		return false
+	}
+	s.spans.rename(id, name)
+	s.instants.rename(id, name)
+	s.counters.rename(id, name)
+	s.kernels.rename(id, name)
+	s.memory.rename(id, name)
+	s.steps.rename(id, name)
+	return true
+}
+
+// trackSet is a set of track ids.
+type trackSet struct{ bits []uint64 }
+
+func (t *trackSet) add(id uint32) {
+	i := int(id / 64)
+	if i >= len(t.bits) {
+		t.bits = append(t.bits, make([]uint64, i+1-len(t.bits))...)
+	}
+	t.bits[i] |= 1 << (id % 64)
+}
+
+// union adds the ids of o.
+func (t *trackSet) union(o *trackSet) {
+	if len(o.bits) > len(t.bits) {
+		t.bits = append(t.bits, make([]uint64, len(o.bits)-len(t.bits))...)
+	}
+	for i, b := range o.bits {
+		t.bits[i] |= b
+	}
+}
+
+func (t *trackSet) has(id uint32) bool {
+	i := int(id / 64)
+	return i < len(t.bits) && t.bits[i]&(1<<(id%64)) != 0
 }
 
 func openTables(root, run, host, session string) (*tableSet, error) {
@@ -202,6 +269,11 @@ func openTables(root, run, host, session string) (*tableSet, error) {
 	open(func() (e error) { s.flows, e = openTable[Flow](root, TableFlows, run, host, session); return })
 	open(func() (e error) { s.steps, e = openTable[Step](root, TableSteps, run, host, session); return })
 	open(func() (e error) { s.hosts, e = openTable[Host](root, TableHosts, run, host, session); return })
+	if err == nil {
+		for _, w := range []interface{ noteWritten(*trackSet) }{s.spans.w, s.instants.w, s.counters.w, s.kernels.w, s.memory.w, s.flows.w, s.steps.w, s.hosts.w} {
+			w.noteWritten(&s.written)
+		}
+	}
 	if err != nil {
 		s.close(false)
 		if errors.Is(err, os.ErrExist) {

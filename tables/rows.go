@@ -192,7 +192,7 @@ func (d *deriver) add(e *ev) error {
 		f := d.facts(e.track)
 		d.counts[tInstants]++
 		var r *Instant
-		if r, err = d.set.instants.row(); err == nil {
+		if r, err = d.set.instants.row(e.track); err == nil {
 			*r = Instant{
 				Run: d.run, Host: d.host, Session: d.session,
 				Name: name, TimeNS: e.start + d.offset, ParentID: int64(e.parent),
@@ -203,7 +203,7 @@ func (d *deriver) add(e *ev) error {
 	case event.KindCounter:
 		f := d.facts(e.track)
 		d.counts[tCounters]++
-		r, err := d.set.counters.row()
+		r, err := d.set.counters.row(e.track)
 		if err == nil {
 			*r = Counter{
 				Run: d.run, Host: d.host, Session: d.session,
@@ -246,7 +246,7 @@ func (d *deriver) span(e *ev, name string) error {
 		}
 	}
 	d.counts[tSpans]++
-	r, err := d.set.spans.row()
+	r, err := d.set.spans.row(e.track)
 	if err != nil {
 		return err
 	}
@@ -261,7 +261,7 @@ func (d *deriver) span(e *ev, name string) error {
 		return nil
 	}
 	d.counts[tSteps]++
-	return d.set.steps.add(Step{
+	return d.set.steps.add(e.track, Step{
 		Run: d.run, Host: d.host, Session: d.session,
 		StepNum: stepNum, SpanID: int64(e.id), Name: name,
 		StartNS: start, EndNS: end, DurNS: e.end - e.start, Finished: e.finished, Track: f.name,
@@ -277,7 +277,7 @@ func (d *deriver) span(e *ev, name string) error {
 // its name ("Memcpy HtoD (Pinned -> Device)").
 func (d *deriver) kernel(e *ev, name string, kind event.ActivityKind) error {
 	f := d.facts(e.track)
-	k, err := d.set.kernels.row()
+	k, err := d.set.kernels.row(e.track)
 	if err != nil {
 		return err
 	}
@@ -447,7 +447,7 @@ func (d *deriver) memory(e *ev) error {
 		}
 	}
 	d.counts[tMemory]++
-	return d.set.memory.add(m)
+	return d.set.memory.add(e.track, m)
 }
 
 // flows writes a row for each flow id among e's arguments.
@@ -462,7 +462,7 @@ func (d *deriver) flows(e *ev, table int) error {
 			id = 0
 		}
 		d.counts[tFlows]++
-		r, err := d.set.flows.row()
+		r, err := d.set.flows.row(0)
 		if err != nil {
 			return err
 		}

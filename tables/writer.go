@@ -165,7 +165,13 @@ func (w *Writer) Track(t event.Track) uint32 {
 func (w *Writer) SetTrackName(id uint32, name string) {
 	if id > 0 && int(id) <= len(w.tracks) {
 		if x := w.live; x != nil && x.d != nil && x.d.tracks[id-1].known && w.tracks[id-1].Name != name {
-			x.giveUp() // rows already written name it otherwise
+			// Rows already made name it otherwise: they take the new
+			// name unless some are in a row group written.
+			if v := validUTF8(name); x.d.set.renameTrack(id, v) {
+				x.d.tracks[id-1].name = v
+			} else {
+				x.giveUp()
+			}
 		}
 		w.tracks[id-1].Name = name
 		if st := &w.streams[id-1]; !st.used {
@@ -522,7 +528,7 @@ func (w *Writer) Abort() {
 
 func writeHosts(d *deriver, m *event.Meta, tracks []event.Track, format string) error {
 	for _, h := range hostRows(d, m, tracks, format) {
-		if err := d.set.hosts.add(h); err != nil {
+		if err := d.set.hosts.add(0, h); err != nil {
 			return err
 		}
 	}
