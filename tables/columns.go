@@ -24,10 +24,10 @@ import (
 // empty file parquet-go writes with the same options). It exists for
 // speed: parquet-go looks every string of every row up in its
 // dictionary's map, which was a quarter of an export's time, while rows
-// here come from a spool that hands out one string value per distinct
-// name, so a string column finds its dictionary index by the string's
-// address in a small cache and hashes a string's bytes only once per
-// address. Each row group is a dictionary page and one data page (v2)
+// here come from readers (or a Writer's spool) that hand out one string
+// value per distinct name, so a string column finds its dictionary index
+// by the string's address in a small cache and hashes a string's bytes
+// only once per address. Each row group is a dictionary page and one data page (v2)
 // per column; row groups hold at most rowGroupRows rows.
 type columnFile[T any] struct {
 	out   io.Writer

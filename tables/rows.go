@@ -11,8 +11,8 @@ import (
 )
 
 // An ev is one event of the model as the tables need it, whichever way
-// it came: from a Writer's spool, once its end and the trace's clock
-// anchor are known, or from a Snapshot's record. One ev becomes one row
+// it came: from a reader once it ended (Export), from a Writer's spool
+// once the trace's clock anchor is known, or from a Snapshot's record. One ev becomes one row
 // of spans, instants, counters, kernels or memory, and its flows, steps.
 type ev struct {
 	kind     event.Kind
