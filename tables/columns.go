@@ -423,19 +423,13 @@ func (col *column) encode(dst []byte, st *format.Statistics) ([]byte, error) {
 	case kindInt64:
 		dst, err = col.enc.EncodeInt64(dst, col.ints)
 		if len(col.ints) > 0 {
-			a, b := col.ints[0], col.ints[0]
-			for _, v := range col.ints {
-				a, b = min(a, v), max(b, v)
-			}
+			a, b := bounds(col.ints)
 			lo, hi = binary.LittleEndian.AppendUint64(nil, uint64(a)), binary.LittleEndian.AppendUint64(nil, uint64(b))
 		}
 	case kindInt32:
 		dst, err = col.enc.EncodeInt32(dst, col.int32)
 		if len(col.int32) > 0 {
-			a, b := col.int32[0], col.int32[0]
-			for _, v := range col.int32 {
-				a, b = min(a, v), max(b, v)
-			}
+			a, b := bounds(col.int32)
 			lo, hi = binary.LittleEndian.AppendUint32(nil, uint32(a)), binary.LittleEndian.AppendUint32(nil, uint32(b))
 		}
 	case kindBool:
@@ -471,6 +465,15 @@ func (col *column) encode(dst []byte, st *format.Statistics) ([]byte, error) {
 		st.MinValue, st.MaxValue = lo, hi
 	}
 	return dst, err
+}
+
+// bounds returns the least and greatest of vs, which is not empty.
+func bounds[T int32 | int64](vs []T) (lo, hi T) {
+	lo, hi = vs[0], vs[0]
+	for _, v := range vs {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	return lo, hi
 }
 
 func boolByte(b bool) byte {

@@ -48,7 +48,8 @@ func export(dir string, meta event.Meta, o Options, read func(event.Sink) error,
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, false, err
 	}
-	w := &Writer{dir: dir, o: o, meta: meta, initial: meta, open: map[uint64]int32{}, live: &liveRows{hold: hold}}
+	w := newWriter(dir, meta, o)
+	w.live = &liveRows{hold: hold}
 	if err := read(w); err != nil {
 		w.Abort()
 		return nil, false, err
@@ -158,9 +159,8 @@ func (w *Writer) startRows() error {
 	if err != nil {
 		return err
 	}
-	d := &deriver{run: run, host: host, session: session, set: set}
-	d.offset = w.meta.Start.Wall - w.meta.Start.Mono
-	d.program = programFacts(&w.meta)
+	// Tracks are resolved as their first rows come (resolve).
+	d := newDeriver(run, host, session, &w.meta, nil, nil, nil, set)
 	d.tracks = make([]trackFacts, len(w.tracks))
 	d.resolve = func(id uint32) trackFacts {
 		return factsOf(d.program, w.tracks[id-1], w.procs, w.streamClass(int(id-1)))
@@ -209,7 +209,7 @@ func (w *Writer) closeLive() ([]string, error) {
 	x.d = nil
 	// Every track as it ended, for the hosts table's devices.
 	d.program = programFacts(&w.meta)
-	d.tracks = newDeriver(d.run, d.host, d.session, &w.meta, w.tracks, w.procs, w.streamClasses(), nil).tracks
+	d.tracks = tracksFacts(d.program, w.tracks, w.procs, w.streamClasses())
 	if err := writeHosts(d, &w.meta, w.tracks, w.o.SourceFormat); err != nil {
 		d.set.close(false)
 		return nil, err

@@ -93,7 +93,14 @@ func newDeriver(run, host, session string, m *event.Meta, tracks []event.Track, 
 	d := &deriver{run: run, host: host, session: session, set: set}
 	d.offset = m.Start.Wall - m.Start.Mono
 	d.program = programFacts(m)
-	d.tracks = make([]trackFacts, len(tracks))
+	d.tracks = tracksFacts(d.program, tracks, procs, streams)
+	return d
+}
+
+// tracksFacts resolves every track; streams are their readings as
+// device streams, nil to read them from tracks as they are now.
+func tracksFacts(program trackFacts, tracks []event.Track, procs []event.Process, streams []streamClass) []trackFacts {
+	facts := make([]trackFacts, len(tracks))
 	for i, t := range tracks {
 		c := streamClass{}
 		if streams != nil {
@@ -101,9 +108,9 @@ func newDeriver(run, host, session string, m *event.Meta, tracks []event.Track, 
 		} else {
 			c.device, c.stream, c.ok = event.StreamOf(t, procs)
 		}
-		d.tracks[i] = factsOf(d.program, t, procs, c)
+		facts[i] = factsOf(program, t, procs, c)
 	}
-	return d
+	return facts
 }
 
 // programFacts are the columns of the rows on no track: the program's.

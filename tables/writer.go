@@ -130,7 +130,15 @@ func NewWriter(dir string, meta event.Meta, o Options) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{dir: dir, o: o, meta: meta, initial: meta, open: map[uint64]int32{}, spool: s}, nil
+	w := newWriter(dir, meta, o)
+	w.spool = s
+	return w, nil
+}
+
+// newWriter returns a Writer with neither spool nor live rows: the caller
+// gives it one.
+func newWriter(dir string, meta event.Meta, o Options) *Writer {
+	return &Writer{dir: dir, o: o, meta: meta, initial: meta, open: map[uint64]int32{}}
 }
 
 func (w *Writer) put(e *ev) {
